@@ -1,0 +1,5 @@
+import sys
+
+from qareport.cli import main
+
+sys.exit(main())

@@ -1,0 +1,57 @@
+"""Exceptions raised by qareport.
+
+    QAReportError                 anything qareport reports as one line on stderr
+    ├── InputError                a file a user gave cannot be used (path, line, what to fix)
+    │   ├── TestCaseError         a test-case file
+    │   └── ResponseFileError     a responses file
+    ├── StrictModeError           --strict and at least one input problem
+    ├── JudgeError                the LLM judge cannot be set up (bad options, no such model)
+    └── BaselineError             a --baseline / --history file is not a qareport run
+
+Problems found in inputs are normally *collected* (see `records.Problem`) so the rest of the run
+goes on; these exceptions are for what stops a command.
+"""
+
+from __future__ import annotations
+
+
+class QAReportError(Exception):
+    """Base class of every error qareport turns into a one-line message."""
+
+
+class InputError(QAReportError):
+    """An input file cannot be used; `path` and `line` say where."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        self.message = message
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if where and self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+class TestCaseError(InputError):
+    """A test-case file is unusable."""
+
+    __test__ = False  # not a pytest class, despite the name
+
+
+class ResponseFileError(InputError):
+    """A responses file is unusable."""
+
+
+class StrictModeError(QAReportError):
+    """--strict was given and inputs had problems."""
+
+
+class JudgeError(QAReportError):
+    """The LLM judge cannot be configured or reached at all."""
+
+
+class BaselineError(QAReportError):
+    """A baseline or history file is not something qareport can compare with."""

@@ -1,0 +1,203 @@
+"""Put the evaluators together: one test case and its response in, one `CaseResult` out.
+
+Each kind of target has its own evaluator (`indicator_selection` for dimension terms, `qa` for
+reference steps and answers); this module only routes turns to them, decides the case's status,
+and collects the per-case problems evaluation finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from qareport import qa
+from qareport.indicator_selection import MatchBy, score_indicator_selection
+from qareport.records import (
+    CaseResult,
+    Problem,
+    Response,
+    Suite,
+    TestCase,
+    Turn,
+    TurnOutput,
+    TurnResult,
+)
+from qareport.set_metrics import mean_or_none
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationOptions:
+    match_by: MatchBy = "id_and_name"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """All case results of a run, in test-case order, and the problems evaluation found."""
+
+    results: tuple[CaseResult, ...]
+    problems: tuple[Problem, ...]
+
+
+def question_dict(case: TestCase, turn: Turn) -> dict[str, Any]:
+    """A turn's reference in graphrag-eval's question shape."""
+    question: dict[str, Any] = {"id": case.id, "question_text": turn.user_message}
+    if turn.target.reference_answer is not None:
+        question["reference_answer"] = turn.target.reference_answer
+    if turn.target.reference_steps is not None:
+        question["reference_steps"] = [list(group) for group in turn.target.reference_steps]
+    return question
+
+
+def response_dict(case_id: str, response: Response, output: TurnOutput | None, *, with_tokens: bool) -> dict[str, Any]:
+    """A response (or one turn of it) in graphrag-eval's response shape."""
+    if response.status != "success":
+        return {"question_id": case_id, "status": "error", "error": response.error}
+    record: dict[str, Any] = {"question_id": case_id}
+    if output is not None and output.actual_answer is not None:
+        record["actual_answer"] = output.actual_answer
+    if output is not None and output.actual_steps is not None:
+        record["actual_steps"] = [dict(step) for step in output.actual_steps]
+    if with_tokens:
+        for field in TOKEN_FIELDS:
+            value = getattr(response, field)
+            if value is not None:
+                record[field] = value
+    return record
+
+
+def _needs_qa(turn: Turn) -> bool:
+    return turn.target.reference_steps is not None or turn.target.reference_answer is not None
+
+
+def evaluate_case(
+    case: TestCase, response: Response | None, *, options: EvaluationOptions = EvaluationOptions()
+) -> tuple[CaseResult, list[Problem]]:
+    """Evaluate every turn of one case against its response."""
+    problems: list[Problem] = []
+    if not case.turns:  # the test case itself could not be read; loading reported why
+        return CaseResult(case, "invalid", error=case.comments or "invalid test case"), problems
+    if case.kind == "qa":
+        return _evaluate_question_case(case, response)
+    if response is None:
+        return CaseResult(case, "missing", error="no response for this case"), problems
+    if response.status == "invalid":
+        return CaseResult(case, "invalid", error=response.error, response=response), problems
+
+    if response.status == "error":
+        return CaseResult(case, "error", error=response.error, response=response), problems
+
+    if len(response.turns) > len(case.turns):
+        problems.append(Problem(
+            response.location,
+            f"case '{case.id}': the response has {len(response.turns)} turns but the case has "
+            f"{len(case.turns)} user messages with a target; the extra turns are ignored",
+            case.id,
+        ))
+    turn_results = []
+    for index, turn in enumerate(case.turns):
+        output = response.turns[index] if index < len(response.turns) else None
+        turn_results.append(_evaluate_turn(case, turn, response, output, options, problems))
+    precisions = [t.indicator.macro_precision for t in turn_results if t.indicator]
+    recalls = [t.indicator.macro_recall for t in turn_results if t.indicator]
+    errors = [f"turn {t.number}: {t.error}" for t in turn_results if t.error]
+    steps_errors = [t for t in turn_results if t.qa and t.qa.get("steps_error")]
+    return CaseResult(
+        case,
+        "invalid" if steps_errors else "success",
+        turns=tuple(turn_results),
+        error="; ".join(errors) or None,
+        macro_precision=mean_or_none(precisions),
+        macro_recall=mean_or_none(recalls),
+        response=response,
+    ), problems
+
+
+def _evaluate_question_case(case: TestCase, response: Response | None) -> tuple[CaseResult, list[Problem]]:
+    """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
+    the aggregates count it as an error instead of leaving it out."""
+    turn = case.turns[0]
+    result = qa.evaluate_question(
+        template_id=case.groups[0] if case.groups else None,
+        question=question_dict(case, turn),
+        response=None if response is None else response_dict(
+            case.id, response, response.turns[0] if response.turns else None, with_tokens=True
+        ),
+    )
+    if response is None:
+        status, error = "missing", "no response for this question"
+    elif response.status == "invalid":
+        status, error = "invalid", response.error
+    elif result.get("status") == "error":
+        status, error = "error", str(result.get("error"))
+    elif result.get("steps_error"):
+        status, error = "invalid", str(result["steps_error"])
+    else:
+        status, error = "success", None
+    problems = []
+    if result.get("steps_error") and response is not None:
+        problems.append(Problem(response.location, f"question '{case.id}': {result['steps_error']}", case.id))
+    turn_result = TurnResult(1, turn.user_message, qa=result)
+    return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems
+
+
+def _evaluate_turn(
+    case: TestCase,
+    turn: Turn,
+    response: Response,
+    output: TurnOutput | None,
+    options: EvaluationOptions,
+    problems: list[Problem],
+) -> TurnResult:
+    error = None
+    if output is None:
+        error = "the response has no output for this turn; scored as if nothing was produced"
+        problems.append(Problem(response.location, f"case '{case.id}', turn {turn.number}: {error}", case.id))
+    indicator = None
+    if turn.target.indicator_selection is not None:
+        indicator = score_indicator_selection(
+            turn.target.indicator_selection,
+            output.indicator_selection if output else None,
+            match_by=options.match_by,
+        )
+    qa_result = None
+    if _needs_qa(turn):
+        qa_result = qa.evaluate_question(
+            template_id=None,
+            question=question_dict(case, turn),
+            response=response_dict(case.id, response, output, with_tokens=False),
+        )
+        if qa_result.get("steps_error"):
+            problems.append(Problem(
+                response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
+            ))
+    return TurnResult(turn.number, turn.user_message, indicator=indicator, qa=qa_result, error=error)
+
+
+def evaluate_suite(
+    suite: Suite,
+    *,
+    options: EvaluationOptions = EvaluationOptions(),
+    judge: Callable[[list[dict[str, Any]]], Any] | None = None,
+) -> Evaluation:
+    """Evaluate every case; then let the judge (if any) add LLM metrics to the Q&A results."""
+    results = []
+    problems: list[Problem] = []
+    for case in suite.cases:
+        result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
+        results.append(result)
+        problems.extend(case_problems)
+    if judge is not None:
+        judge(list(qa_results(results)))
+    return Evaluation(tuple(results), tuple(problems))
+
+
+def qa_results(results: Iterable[CaseResult]) -> Iterable[dict[str, Any]]:
+    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns)."""
+    for result in results:
+        for turn in result.turns:
+            if turn.qa is not None:
+                yield turn.qa
+

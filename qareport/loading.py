@@ -1,0 +1,743 @@
+"""Test cases and responses from files into records: the only module that reads input files.
+
+Nothing here raises on bad input. Every problem becomes a `Problem` (file, line where known, what
+is wrong and how to fix it), and whatever is still valid is kept, so one bad file or record never
+loses the rest of a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from qareport.records import (
+    DatasetSelection,
+    DimensionTerms,
+    InputSummary,
+    Location,
+    Problem,
+    Response,
+    Suite,
+    Target,
+    Term,
+    TestCase,
+    Turn,
+    TurnOutput,
+)
+
+TESTCASE_SUFFIXES = (".yaml", ".yml")
+RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
+RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
+TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+TURN_KEYS = ("indicator_selection", "actual_answer", "actual_steps")
+
+
+# --- YAML with line numbers ----------------------------------------------------------------------
+
+
+class LineDict(dict):
+    """A mapping read from YAML that remembers its line and the line of each key."""
+
+    line: int | None = None
+    key_lines: dict[Any, int] = {}
+
+
+class LineList(list):
+    """A sequence read from YAML that remembers its line and the line of each item."""
+
+    line: int | None = None
+    item_lines: list[int] = []
+
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    pass
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
+    data = LineDict()
+    data.line = node.start_mark.line + 1
+    yield data
+    data.update(loader.construct_mapping(node))
+    data.key_lines = {
+        key.value: key.start_mark.line + 1 for key, _ in node.value if isinstance(key, yaml.ScalarNode)
+    }
+
+
+def _construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
+    data = LineList()
+    data.line = node.start_mark.line + 1
+    yield data
+    data.extend(loader.construct_sequence(node))
+    data.item_lines = [item.start_mark.line + 1 for item in node.value]
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+
+
+def line_of(value: Any, key: Any = None) -> int | None:
+    """The line of a YAML value, or of one of its keys; None for JSON and scalars."""
+    if isinstance(value, LineDict):
+        if key is not None and key in value.key_lines:
+            return value.key_lines[key]
+        return value.line
+    if isinstance(value, LineList):
+        if isinstance(key, int) and 0 <= key < len(value.item_lines):
+            return value.item_lines[key]
+        return value.line
+    return None
+
+
+# --- reading files -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Collector:
+    """Problems found so far, in the order found."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, path: str, line: int | None, message: str, case_id: str | None = None) -> None:
+        self.problems.append(Problem(Location(path, line), message, case_id))
+
+
+def expand_paths(
+    paths: Iterable[str | Path], suffixes: Sequence[str], problems: _Collector, *, role: str
+) -> list[tuple[str, list[Path]]]:
+    """Each given path with the files it stands for (directories searched recursively, sorted)."""
+    expanded = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
+            )
+            if not files:
+                problems.add(
+                    str(path), None, f"no {role} files ({', '.join(suffixes)}) in this directory"
+                )
+        elif path.is_file():
+            files = [path]
+        else:
+            problems.add(str(path), None, f"no such file or directory (given as {role})")
+            files = []
+        expanded.append((str(given), files))
+    return expanded
+
+
+def _read_text(path: Path, problems: _Collector) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        problems.add(str(path), None, f"cannot read the file: {error.strerror or error}")
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        problems.add(
+            str(path),
+            line,
+            f"the file is not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}); "
+            "save it as UTF-8",
+        )
+        return None
+    if not text.strip():
+        problems.add(str(path), None, "the file is empty")
+        return None
+    return text
+
+
+def _yaml_documents(path: Path, text: str, problems: _Collector) -> list[Any]:
+    """The documents of a YAML file; a syntax error keeps the documents before it."""
+    documents = []
+    loader = _LineLoader(text)
+    try:
+        while loader.check_data():
+            documents.append(loader.get_data())
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else None
+        problems.add(str(path), line, f"invalid YAML: {error.problem or error}; fix the syntax")
+    except yaml.YAMLError as error:
+        problems.add(str(path), None, f"invalid YAML: {error}")
+    finally:
+        loader.dispose()
+    return [d for d in documents if d is not None]
+
+
+def _sha256(files: Iterable[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            digest.update(file.read_bytes())
+        except OSError:
+            continue
+    return digest.hexdigest()
+
+
+# --- shapes ------------------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    kind = {
+        dict: "mapping", LineDict: "mapping", list: "list", LineList: "list", str: "str",
+        int: "int", float: "float", bool: "bool", type(None): "null",
+    }.get(type(value), type(value).__name__)
+    if isinstance(value, (str, int, float, bool)):
+        shown = repr(value) if not isinstance(value, str) or len(value) < 40 else repr(value[:37] + "...")
+        return f"{kind} {shown}"
+    return kind
+
+
+class ShapeError(Exception):
+    """A value of the wrong shape inside a record; carries the line where known."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
+
+
+def _require_str(container: Any, key: str, what: str, *, optional: bool = False) -> str | None:
+    value = container.get(key)
+    if value is None:
+        if optional:
+            return None
+        raise ShapeError(f"{what} has no '{key}'; add it", line_of(container))
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ShapeError(
+            f"'{key}' must be a string (got {_describe(value)})", line_of(container, key)
+        )
+    return str(value)
+
+
+def _require_list(container: Any, key: str, what: str) -> list:
+    value = container.get(key)
+    if not isinstance(value, list):
+        raise ShapeError(
+            f"{what}: '{key}' must be a list (got {_describe(value)})",
+            line_of(container, key),
+        )
+    return value
+
+
+def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetSelection, ...]:
+    """`[{dataset_id, dimensions: [{dimension_name, values: [{id, name}]}]}]` into records."""
+    if isinstance(value, dict):  # one dataset given without the list around it
+        value = [value]
+    if not isinstance(value, list):
+        raise ShapeError(
+            "'indicator_selection' must be a list of {dataset_id, dimensions} "
+            f"(got {_describe(value)})",
+            line,
+        )
+    datasets = []
+    for index, dataset in enumerate(value):
+        if not isinstance(dataset, dict):
+            raise ShapeError(
+                "each 'indicator_selection' entry must be a mapping {dataset_id, dimensions} "
+                f"(got {_describe(dataset)})",
+                line_of(value, index) or line,
+            )
+        dataset_id = _require_str(dataset, "dataset_id", "dataset", optional=True) or ""
+        raw_dimensions = dataset.get("dimensions") or []
+        if not isinstance(raw_dimensions, list):
+            raise ShapeError(
+                "'dimensions' must be a list of {dimension_name, values} "
+                f"(got {_describe(raw_dimensions)})",
+                line_of(dataset, "dimensions"),
+            )
+        dimensions = []
+        for d_index, dimension in enumerate(raw_dimensions):
+            if not isinstance(dimension, dict):
+                raise ShapeError(
+                    "each dimension must be a mapping {dimension_name, values} "
+                    f"(got {_describe(dimension)})",
+                    line_of(raw_dimensions, d_index),
+                )
+            name = _require_str(dimension, "dimension_name", "dimension")
+            raw_values = dimension.get("values")
+            if raw_values is None:
+                raw_values = []
+            if not isinstance(raw_values, list):
+                raise ShapeError(
+                    f"dimension '{name}': 'values' must be a list of {{id, name}} "
+                    f"(got {_describe(raw_values)})",
+                    line_of(dimension, "values"),
+                )
+            terms = []
+            for v_index, term in enumerate(raw_values):
+                if not isinstance(term, dict):
+                    raise ShapeError(
+                        f"dimension '{name}': each value must be a mapping {{id, name}} "
+                        f"(got {_describe(term)})",
+                        line_of(raw_values, v_index),
+                    )
+                term_id = _require_str(term, "id", f"a value of dimension '{name}'")
+                term_name = _require_str(term, "name", f"value '{term_id}'", optional=True)
+                terms.append(Term(term_id, term_name or ""))
+            dimensions.append(DimensionTerms(name, tuple(terms)))
+        datasets.append(DatasetSelection(dataset_id, tuple(dimensions)))
+    return tuple(datasets)
+
+
+def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ...], ...]:
+    if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
+        raise ShapeError(
+            "'reference_steps' must be a list of groups, each a list of steps "
+            f"(got {_describe(value)})",
+            line,
+        )
+    groups = []
+    for g_index, group in enumerate(value):
+        for s_index, step in enumerate(group):
+            if not isinstance(step, dict) or "name" not in step:
+                raise ShapeError(
+                    f"reference step {s_index + 1} of group {g_index + 1} must be a mapping "
+                    f"with a 'name' (got {_describe(step)})",
+                    line_of(group, s_index) or line,
+                )
+        groups.append(tuple(_plain(step) for step in group))
+    return tuple(groups)
+
+
+def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict, ...]:
+    if not isinstance(value, list):
+        raise ShapeError(f"'actual_steps' must be a list of steps (got {_describe(value)})", line)
+    for index, step in enumerate(value):
+        if not isinstance(step, dict) or "name" not in step:
+            raise ShapeError(
+                f"actual step {index + 1} must be a mapping with a 'name' (got {_describe(step)})",
+                line_of(value, index) or line,
+            )
+    return tuple(_plain(step) for step in value)
+
+
+def _plain(value: Any) -> Any:
+    """Drop the line-tracking types, so records hold ordinary dicts and lists."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _optional_text(container: dict, key: str) -> str | None:
+    value = container.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        raise ShapeError(f"'{key}' must be text (got {_describe(value)})", line_of(container, key))
+    return str(value)
+
+
+def _parse_target(target: Any, *, line: int | None) -> Target:
+    if not isinstance(target, dict):
+        raise ShapeError(f"'target' must be a mapping (got {_describe(target)})", line)
+    known = {"indicator_selection", "reference_answer", "reference_steps"}
+    if not known & set(target):
+        raise ShapeError(
+            "'target' has none of indicator_selection, reference_answer, reference_steps",
+            line_of(target),
+        )
+    selection = None
+    if "indicator_selection" in target:
+        raw = target["indicator_selection"]
+        selection = (
+            () if raw is None
+            else parse_indicator_selection(raw, line=line_of(target, "indicator_selection"))
+        )
+    steps = None
+    if target.get("reference_steps") is not None:
+        steps = _parse_steps_groups(
+            target["reference_steps"], line=line_of(target, "reference_steps")
+        )
+    return Target(
+        indicator_selection=selection,
+        reference_answer=_optional_text(target, "reference_answer"),
+        reference_steps=steps,
+    )
+
+
+def definition_hash(case_payload: Any) -> str:
+    """A short hash of what a case expects, to tell an edited test from a changed result."""
+    canonical = json.dumps(_plain(case_payload), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def _parse_conversation_case(raw: dict, path: str) -> TestCase:
+    case_id = _require_str(raw, "id", "test case")
+    assert case_id is not None
+    name = _require_str(raw, "name", "test case", optional=True) or case_id
+    tags = raw.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, list) or not all(isinstance(t, (str, int, float)) for t in tags):
+        raise ShapeError(f"'tags' must be a list of strings (got {_describe(tags)})", line_of(raw, "tags"))
+    conversation = _require_list(raw, "conversation", f"case '{case_id}'")
+    turns = []
+    for index, message in enumerate(conversation):
+        if not isinstance(message, dict):
+            raise ShapeError(
+                f"message {index + 1} must be a mapping {{role, content}} (got {_describe(message)})",
+                line_of(conversation, index),
+            )
+        role = str(message.get("role", "user"))
+        if "target" not in message:
+            continue
+        if role != "user":
+            raise ShapeError(
+                f"message {index + 1} has a target but role '{role}'; only user messages carry targets",
+                line_of(message, "target"),
+            )
+        target = _parse_target(message["target"], line=line_of(message, "target"))
+        content = _optional_text(message, "content") or ""
+        turns.append(Turn(len(turns) + 1, content, target))
+    if not turns:
+        raise ShapeError(
+            f"case '{case_id}' has no user message with a 'target'; nothing can be evaluated",
+            line_of(raw, "conversation"),
+        )
+    return TestCase(
+        id=case_id,
+        kind="conversation",
+        name=name,
+        groups=tuple(str(t) for t in tags),
+        turns=tuple(turns),
+        location=Location(path, line_of(raw)),
+        comments=str(raw.get("comments") or ""),
+        definition_hash=definition_hash([m.get("target") for m in conversation if isinstance(m, dict)]),
+    )
+
+
+def _parse_question(raw: dict, template_id: str, path: str) -> TestCase:
+    question_id = _require_str(raw, "id", f"a question of template '{template_id}'")
+    assert question_id is not None
+    text = _require_str(raw, "question_text", f"question '{question_id}'") or ""
+    steps = None
+    if raw.get("reference_steps") is not None:
+        steps = _parse_steps_groups(raw["reference_steps"], line=line_of(raw, "reference_steps"))
+    target = Target(reference_answer=_optional_text(raw, "reference_answer"), reference_steps=steps)
+    return TestCase(
+        id=question_id,
+        kind="qa",
+        name=text,
+        groups=(template_id,),
+        turns=(Turn(1, text, target),),
+        location=Location(path, line_of(raw)),
+        definition_hash=definition_hash(
+            {"q": text, "a": raw.get("reference_answer"), "s": raw.get("reference_steps")}
+        ),
+    )
+
+
+def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterator[TestCase]:
+    """Every test case of one YAML document: a case, a template, or a list of either."""
+    items = document if isinstance(document, list) else [document]
+    for index, item in enumerate(items):
+        line = line_of(items, index) if isinstance(items, LineList) else line_of(item)
+        if not isinstance(item, dict):
+            problems.add(
+                path, line, f"expected a test case or a Q&A template mapping (got {_describe(item)})"
+            )
+            continue
+        if "template_id" in item or "questions" in item:
+            yield from _questions_of_template(item, path, problems)
+            continue
+        if "conversation" not in item:
+            case_id = item.get("id")
+            problems.add(
+                path,
+                line,
+                "a test case needs 'conversation' (a list of messages), or 'template_id' and "
+                "'questions' for a Q&A template",
+                str(case_id) if case_id is not None else None,
+            )
+            continue
+        try:
+            yield _parse_conversation_case(item, path)
+        except ShapeError as error:
+            case_id = item.get("id")
+            problems.add(path, error.line or line, str(error), str(case_id) if case_id else None)
+            if case_id is not None:
+                yield _invalid_case(item, path, str(error), line)
+
+
+def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestCase:
+    """A case too broken to evaluate still gets its row, so it is never silently dropped."""
+    tags = item.get("tags") if isinstance(item.get("tags"), list) else []
+    return TestCase(
+        id=str(item.get("id")),
+        kind="conversation",
+        name=str(item.get("name") or item.get("id")),
+        groups=tuple(str(t) for t in tags),
+        turns=(),
+        location=Location(path, line),
+        comments=f"invalid test case: {reason}",
+    )
+
+
+def _questions_of_template(template: dict, path: str, problems: _Collector) -> Iterator[TestCase]:
+    try:
+        template_id = _require_str(template, "template_id", "Q&A template")
+        questions = _require_list(template, "questions", f"template '{template_id}'")
+    except ShapeError as error:
+        problems.add(path, error.line or line_of(template), str(error))
+        return
+    assert template_id is not None
+    for index, question in enumerate(questions):
+        if not isinstance(question, dict):
+            problems.add(
+                path,
+                line_of(questions, index),
+                f"template '{template_id}': question {index + 1} must be a mapping "
+                f"(got {_describe(question)})",
+            )
+            continue
+        try:
+            yield _parse_question(question, template_id, path)
+        except ShapeError as error:
+            question_id = question.get("id")
+            problems.add(path, error.line or line_of(question), str(error),
+                         str(question_id) if question_id is not None else None)
+            if question_id is not None:
+                yield replace(
+                    _invalid_case(question, path, str(error), line_of(question)),
+                    kind="qa",
+                    name=str(question.get("question_text") or question_id),
+                    groups=(template_id,),
+                )
+
+
+def load_test_cases(
+    paths: Iterable[str | Path], problems: _Collector
+) -> tuple[list[TestCase], list[InputSummary]]:
+    cases: list[TestCase] = []
+    summaries = []
+    first_seen: dict[str, TestCase] = {}
+    for given, files in expand_paths(paths, TESTCASE_SUFFIXES, problems, role="test case"):
+        count = 0
+        for file in files:
+            text = _read_text(file, problems)
+            if text is None:
+                continue
+            for document in _yaml_documents(file, text, problems):
+                for case in _cases_in_document(document, str(file), problems):
+                    if case.id in first_seen:
+                        problems.add(
+                            case.location.path,
+                            case.location.line,
+                            f"duplicate test case id '{case.id}' (first defined at "
+                            f"{first_seen[case.id].location}); this one is ignored, give it a unique id",
+                            case.id,
+                        )
+                        continue
+                    first_seen[case.id] = case
+                    cases.append(case)
+                    count += 1
+        summaries.append(InputSummary(given, "testcases", len(files), count, _sha256(files)))
+    return cases, summaries
+
+
+# --- responses ---------------------------------------------------------------------------------
+
+
+def _record_id(record: dict) -> str | None:
+    for key in RESPONSE_ID_KEYS:
+        value = record.get(key)
+        if value is not None and not isinstance(value, (dict, list, bool)):
+            return str(value)
+    return None
+
+
+def _records_in_json_value(value: Any) -> list[tuple[dict | Any, str | None]]:
+    """(record, id from a mapping key) pairs of a list, an id-keyed mapping, or one record."""
+    if isinstance(value, list):
+        return [(item, None) for item in value]
+    if isinstance(value, dict):
+        if _record_id(value) is not None or any(key in value for key in ("turns", *TURN_KEYS)):
+            return [(value, None)]
+        return [(item, str(key)) for key, item in value.items()]
+    return [(value, None)]
+
+
+def _line_in_text(text: str, needle: str) -> int | None:
+    position = text.find(needle)
+    return text.count("\n", 0, position) + 1 if position >= 0 else None
+
+
+def _raw_response_records(path: Path, text: str, problems: _Collector) -> list[tuple[Any, str | None, int | None]]:
+    """(record, key id, line) for each record of a responses file."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((json.loads(line), None, number))
+            except json.JSONDecodeError as error:
+                problems.add(str(path), number, f"invalid JSON on this line: {error.msg}; fix or remove the line")
+        return records
+    if suffix == ".json":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            problems.add(
+                str(path), error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax"
+            )
+            return []
+        records = []
+        for record, key in _records_in_json_value(value):
+            record_id = key or (_record_id(record) if isinstance(record, dict) else None)
+            line = _line_in_text(text, json.dumps(record_id)) if record_id else None
+            records.append((record, key, line))
+        return records
+    records = []
+    for document in _yaml_documents(path, text, problems):
+        for record, key in _records_in_json_value(document):
+            line = line_of(document, key) if key is not None else line_of(record)
+            records.append((_plain(record) if isinstance(record, (dict, list)) else record, key, line))
+    return records
+
+
+def _number(record: dict, key: str) -> int | float | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ShapeError(f"'{key}' must be a number (got {_describe(value)})", None) from None
+    return value
+
+
+def _turn_output(raw: dict, *, line: int | None) -> TurnOutput:
+    selection = None
+    if raw.get("indicator_selection") is not None:
+        selection = parse_indicator_selection(raw["indicator_selection"], line=line)
+    answer = raw.get("actual_answer")
+    steps = None
+    if raw.get("actual_steps") is not None:
+        steps = _parse_actual_steps(raw["actual_steps"], line=line)
+    return TurnOutput(
+        indicator_selection=selection,
+        actual_answer=None if answer is None else str(answer),
+        actual_steps=steps,
+    )
+
+
+def parse_response(record: Any, *, key_id: str | None, location: Location) -> Response:
+    """One response record; raises ShapeError when it is not usable."""
+    if not isinstance(record, dict):
+        raise ShapeError(f"a response must be a mapping (got {_describe(record)})", location.line)
+    case_id = _record_id(record) or key_id
+    if case_id is None:
+        raise ShapeError(
+            "the response names no case; add 'question_id', 'test_case_id' or 'id'", location.line
+        )
+    tokens = {key: _number(record, key) for key in TOKEN_KEYS}
+    extra = {k: v for k, v in record.items() if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *TOKEN_KEYS, "status", "error")}
+    if record.get("status") == "error" or "error" in record:
+        return Response(
+            case_id=case_id,
+            location=location,
+            status="error",
+            error=str(record.get("error") or "the system reported an error without a message"),
+            extra=extra,
+            **tokens,
+        )
+    if "turns" in record:
+        raw_turns = record["turns"]
+        if not isinstance(raw_turns, list):
+            raise ShapeError(f"'turns' must be a list (got {_describe(raw_turns)})", location.line)
+        turns = []
+        for index, raw_turn in enumerate(raw_turns):
+            if not isinstance(raw_turn, dict):
+                raise ShapeError(
+                    f"turn {index + 1} must be a mapping (got {_describe(raw_turn)})", location.line
+                )
+            turns.append(_turn_output(raw_turn, line=location.line))
+    else:
+        turns = [_turn_output(record, line=location.line)]
+    return Response(case_id=case_id, location=location, turns=tuple(turns), extra=extra, **tokens)
+
+
+def load_responses(
+    paths: Iterable[str | Path], problems: _Collector
+) -> tuple[dict[str, Response], list[InputSummary]]:
+    responses: dict[str, Response] = {}
+    summaries = []
+    for given, files in expand_paths(paths, RESPONSE_SUFFIXES, problems, role="responses"):
+        count = 0
+        for file in files:
+            text = _read_text(file, problems)
+            if text is None:
+                continue
+            for record, key_id, line in _raw_response_records(file, text, problems):
+                location = Location(str(file), line)
+                try:
+                    response = parse_response(record, key_id=key_id, location=location)
+                except ShapeError as error:
+                    record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
+                    problems.add(str(file), error.line or line, str(error), record_id)
+                    if record_id is not None and record_id not in responses:
+                        responses[record_id] = Response(
+                            record_id, location, status="invalid", error=f"unusable response: {error}"
+                        )
+                    continue
+                if response.case_id in responses:
+                    problems.add(
+                        str(file),
+                        line,
+                        f"a second response for '{response.case_id}' (first at "
+                        f"{responses[response.case_id].location}); this one is ignored",
+                        response.case_id,
+                    )
+                    continue
+                responses[response.case_id] = response
+                count += 1
+        summaries.append(InputSummary(given, "responses", len(files), count, _sha256(files)))
+    return responses, summaries
+
+
+def load_suite(
+    testcase_paths: Iterable[str | Path], response_paths: Iterable[str | Path]
+) -> Suite:
+    """Test cases and responses, cross-checked: unknown ids and missing responses are problems."""
+    problems = _Collector()
+    cases, case_inputs = load_test_cases(testcase_paths, problems)
+    responses, response_inputs = load_responses(response_paths, problems)
+    known = {case.id for case in cases}
+    for case_id, response in responses.items():
+        if case_id not in known:
+            problems.add(
+                response.location.path,
+                response.location.line,
+                f"response for unknown case id '{case_id}'; check the id or add the test case",
+                case_id,
+            )
+    for case in cases:
+        if case.id not in responses and case.turns:
+            problems.add(
+                case.location.path,
+                case.location.line,
+                f"case '{case.id}' has no response; it is reported as missing",
+                case.id,
+            )
+    return Suite(
+        cases=tuple(cases),
+        responses={k: v for k, v in responses.items() if k in known},
+        problems=tuple(problems.problems),
+        inputs=(*case_inputs, *response_inputs),
+    )

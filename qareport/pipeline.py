@@ -1,0 +1,146 @@
+"""One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from qareport import __version__
+from qareport.config import load_config
+from qareport.errors import QAReportError, StrictModeError
+from qareport.evaluation import EvaluationOptions, evaluate_suite
+from qareport.loading import load_suite
+from qareport.records import Problem, RunInfo
+from qareport.results_file import results_document, write_results_file
+from qareport.statistics import SuiteStatistics, summarize
+from qareport.workbook import write_workbook
+
+LLM_METRICS = "answer correctness, answer relevance, retrieval answer/context metrics"
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    testcases: tuple[str, ...]
+    responses: tuple[str, ...]
+    output: str = "report.xlsx"
+    results_path: str | None = None
+    match_terms_by: str | None = None
+    templates_dir: str | None = None
+    config_path: str | None = None
+    strict: bool = False
+    judge_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    statistics: SuiteStatistics
+    problems: tuple[Problem, ...]
+    summary_line: str
+
+
+def run_created_time() -> datetime:
+    """Now, or SOURCE_DATE_EPOCH when set (reproducible reports)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.strip().isdigit():
+        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+    return datetime.now(tz=timezone.utc).replace(microsecond=0)
+
+
+def _make_judge(options: RunOptions, config: dict[str, Any], progress: TextIO | None):
+    """The judge callable and its model, or None and the reason the LLM metrics are skipped."""
+    from qareport.judge import Judge, resolve_judge_settings
+
+    settings, reason = resolve_judge_settings(
+        options=options.judge_options, config=config.get("judge") or {}, environ=os.environ
+    )
+    if settings is None:
+        return None, reason
+    return Judge(settings, templates_dir=options.templates_dir), None
+
+
+def run_pipeline(
+    options: RunOptions,
+    *,
+    on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
+    progress: TextIO | None = sys.stderr,
+) -> RunOutcome:
+    config, config_file = load_config(options.config_path)
+    templates_dir = options.templates_dir or config.get("templates")
+    match_by = options.match_terms_by or config.get("match_terms_by") or "id_and_name"
+    if match_by not in ("id_and_name", "id"):
+        raise QAReportError(f"{config_file}: match_terms_by must be 'id_and_name' or 'id' (got {match_by!r})")
+    strict = options.strict or bool(config.get("strict"))
+
+    suite = load_suite(options.testcases, options.responses)
+    on_problems(suite.problems)
+    if not suite.cases:
+        raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")
+
+    judge, skipped_reason = _make_judge(options, config, progress) if not strict or not suite.problems else (None, None)
+    if strict and suite.problems:
+        raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
+
+    usage = None
+    judge_callable = None
+    if judge is not None:
+        def judge_callable(results: list[dict[str, Any]]) -> None:
+            nonlocal usage
+            usage = judge.judge_results(results, progress=progress)
+    try:
+        evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by), judge=judge_callable)
+    finally:
+        if judge is not None:
+            judge.close()
+    on_problems(evaluation.problems)
+    problems = (*suite.problems, *evaluation.problems)
+    if strict and evaluation.problems:
+        raise StrictModeError(f"{len(evaluation.problems)} evaluation problem(s) and --strict: nothing written")
+
+    statistics = summarize(evaluation.results)
+    not_evaluated = {}
+    if skipped_reason and _has_answers(evaluation.results):
+        not_evaluated[LLM_METRICS] = skipped_reason
+        print(f"qareport: LLM metrics skipped: {skipped_reason}", file=sys.stderr)
+    run = RunInfo(
+        created=run_created_time().isoformat(),
+        qareport_version=__version__,
+        inputs=suite.inputs,
+        options={
+            "match_terms_by": match_by,
+            "templates": templates_dir,
+            "config": config_file,
+            "strict": strict,
+        },
+        judge_model=getattr(usage, "model", None),
+        judge_usage=usage.to_dict() if usage is not None else None,
+        not_evaluated=not_evaluated,
+    )
+    write_workbook(evaluation.results, statistics, problems, run, options.output, templates_dir=templates_dir)
+    if options.results_path:
+        write_results_file(results_document(list(evaluation.results), statistics, run), options.results_path)
+    return RunOutcome(statistics, problems, _summary_line(options.output, statistics, problems))
+
+
+def _has_answers(results) -> bool:
+    return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
+
+
+def _summary_line(output: str, statistics: SuiteStatistics, problems: Sequence[Problem]) -> str:
+    counts = statistics.status_counts
+    parts = [f"{sum(counts.values())} cases: {counts.get('success', 0)} evaluated"]
+    parts += [f"{counts[s]} {s}" for s in ("error", "missing", "invalid") if counts.get(s)]
+    line = f"{output}: " + ", ".join(parts)
+    if statistics.data_query and statistics.data_query.macro_precision is not None:
+        dq = statistics.data_query
+        line += f"; macro precision {dq.macro_precision:.2f}, macro recall {dq.macro_recall:.2f}"
+    if statistics.qa_aggregates:
+        steps = statistics.qa_aggregates.get("micro", {}).get("steps_score")
+        if steps:
+            line += f"; mean steps score {steps['mean']:.2f}"
+    if problems:
+        line += f"; {len(problems)} problem(s) listed in the Problems sheet"
+    return line

@@ -1,0 +1,234 @@
+"""The domain, as frozen records: what is loaded, and what evaluation makes of it.
+
+A suite has test cases; a test case has turns; a turn has a target that may hold several kinds of
+expectation (indicator selection, reference answer, reference steps). Each kind has one evaluator.
+Q&A questions of a reference dataset are single-turn test cases whose group is their template.
+
+Reference and actual *steps* stay in the graphrag-eval JSON shape (lists of dicts): that shape is
+the interchange format users already have, and the results file must reproduce it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+CaseKind = Literal["conversation", "qa"]
+CaseStatus = Literal["success", "error", "missing", "invalid"]
+"""success: evaluated; error: the system answered with an error record; missing: no response;
+invalid: the response could not be evaluated (a per-case error says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where something was read: a file and, when known, a 1-based line."""
+
+    path: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """An input problem: reported, listed in the workbook, and never fatal unless --strict."""
+
+    location: Location
+    message: str
+    case_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+
+# --- indicator selection ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A codelist option: an id and its label."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionTerms:
+    dimension_name: str
+    values: tuple[Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSelection:
+    """One `{dataset_id, dimensions}` entry of an `indicator_selection` list."""
+
+    dataset_id: str
+    dimensions: tuple[DimensionTerms, ...]
+
+
+# --- test cases --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one user turn is expected to produce; any subset of the kinds may be present."""
+
+    indicator_selection: tuple[DatasetSelection, ...] | None = None
+    reference_answer: str | None = None
+    reference_steps: tuple[tuple[dict[str, Any], ...], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A user message that has a target (messages without one are context only)."""
+
+    number: int  # 1-based, counting only turns with a target
+    user_message: str
+    target: Target
+
+
+@dataclass(frozen=True, slots=True)
+class TestCase:
+    __test__ = False  # not a pytest class, despite the name
+
+    id: str
+    kind: CaseKind
+    name: str  # conversation: `name`; Q&A: the question text
+    groups: tuple[str, ...]  # conversation: tags; Q&A: (template_id,)
+    turns: tuple[Turn, ...]
+    location: Location
+    comments: str = ""
+    definition_hash: str = ""  # of the target(s): tells an edited test from a regression
+
+
+# --- responses ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutput:
+    """What the system produced for one turn."""
+
+    indicator_selection: tuple[DatasetSelection, ...] | None = None
+    actual_answer: str | None = None
+    actual_steps: tuple[dict[str, Any], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    case_id: str
+    location: Location
+    status: Literal["success", "error", "invalid"] = "success"  # invalid: unusable record
+    error: str | None = None
+    turns: tuple[TurnOutput, ...] = ()
+    input_tokens: int | float | None = None
+    output_tokens: int | float | None = None
+    total_tokens: int | float | None = None
+    elapsed_sec: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept verbatim
+
+
+@dataclass(frozen=True, slots=True)
+class InputSummary:
+    """One input path as given: what it held, for the run's provenance."""
+
+    path: str
+    role: Literal["testcases", "responses"]
+    files: int
+    records: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """Everything loaded: cases in input order, responses by case id, and the problems found."""
+
+    cases: tuple[TestCase, ...]
+    responses: dict[str, Response]
+    problems: tuple[Problem, ...]
+    inputs: tuple[InputSummary, ...] = ()
+
+
+# --- results -----------------------------------------------------------------------------------
+
+Verdict = Literal["TP", "FP", "FN", "not in target"]
+
+
+@dataclass(frozen=True, slots=True)
+class TermVerdict:
+    """A term of one dimension with its verdict. With matching by id, `selected_name` keeps the
+    system's label when it differs from the target's."""
+
+    term: Term
+    verdict: Verdict
+    selected_name: str | None = None
+
+    @property
+    def label_differs(self) -> bool:
+        return self.selected_name is not None and self.selected_name != self.term.name
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionScore:
+    """Overlap of target and selected terms for one dimension of one turn (counts kept)."""
+
+    dimension_name: str
+    true_positives: tuple[TermVerdict, ...]
+    false_positives: tuple[TermVerdict, ...]
+    false_negatives: tuple[TermVerdict, ...]
+    precision: float
+    recall: float
+    in_target: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class IndicatorScore:
+    """Indicator selection of one turn."""
+
+    dimensions: tuple[DimensionScore, ...]  # target dimensions, in target order
+    not_in_target: tuple[DimensionScore, ...]  # selected dimensions absent from the target
+    macro_precision: float
+    macro_recall: float
+    target_datasets: tuple[str, ...]
+    selected_datasets: tuple[str, ...]
+
+    @property
+    def dataset_mismatch(self) -> bool:
+        return set(self.target_datasets) != set(self.selected_datasets)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    number: int
+    user_message: str
+    indicator: IndicatorScore | None = None
+    qa: dict[str, Any] | None = None  # graphrag-eval result keys (steps, answer metrics, ...)
+    error: str | None = None  # this turn could not be evaluated
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    case: TestCase
+    status: CaseStatus
+    turns: tuple[TurnResult, ...] = ()
+    error: str | None = None
+    macro_precision: float | None = None  # mean over evaluated turns with indicator targets
+    macro_recall: float | None = None
+    response: Response | None = None
+
+    @property
+    def has_indicator_target(self) -> bool:
+        return any(t.target.indicator_selection is not None for t in self.case.turns)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What was run, for the Summary sheet and for comparing runs later."""
+
+    created: str  # ISO 8601, UTC
+    qareport_version: str
+    inputs: tuple[InputSummary, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    judge_model: str | None = None
+    judge_usage: dict[str, Any] | None = None  # JudgeUsage.to_dict()
+    not_evaluated: dict[str, str] = field(default_factory=dict)  # metric family -> why not

@@ -1,0 +1,165 @@
+"""Suite-level figures from case results: Data Query Metrics and the Q&A aggregates.
+
+Averages are over *evaluated* cases only, and always travel with the counts of error, missing and
+invalid cases beside them, so a run that fails more never looks better.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from qareport.aggregates import compute_aggregates
+from qareport.records import CaseResult
+
+STATUSES = ("success", "error", "missing", "invalid")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupScores:
+    """Macro precision and recall of one group (or of the whole suite), with its case counts."""
+
+    group: str
+    cases: int
+    evaluated: int
+    errors: int
+    missing: int
+    invalid: int
+    macro_precision: float | None
+    macro_recall: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionScores:
+    """One dimension name over the cases whose target has it."""
+
+    dimension: str
+    cases: int
+    macro_precision: float | None
+    macro_recall: float | None
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteStatistics:
+    data_query: GroupScores | None  # None when no case has an indicator-selection target
+    per_group: tuple[GroupScores, ...]
+    per_dimension: tuple[DimensionScores, ...]
+    qa_aggregates: dict[str, Any] | None  # graphrag-eval's aggregates over the Q&A questions
+    status_counts: dict[str, int] = field(default_factory=dict)
+
+
+def _indicator_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
+    """One row per (case, group) for the cases with an indicator target."""
+    rows = []
+    for result in results:
+        if not result.has_indicator_target:
+            continue
+        for group in result.case.groups or ("(no tag)",):
+            rows.append({
+                "case": result.case.id,
+                "group": group,
+                "status": result.status,
+                "precision": result.macro_precision,
+                "recall": result.macro_recall,
+            })
+    return pd.DataFrame(rows, columns=["case", "group", "status", "precision", "recall"])
+
+
+def _scores(name: str, frame: pd.DataFrame) -> GroupScores:
+    counts = Counter(frame["status"])
+    evaluated = frame[(frame["status"] == "success") & frame["recall"].notna()]
+    return GroupScores(
+        group=name,
+        cases=len(frame),
+        evaluated=len(evaluated),
+        errors=counts["error"],
+        missing=counts["missing"],
+        invalid=counts["invalid"],
+        macro_precision=_mean(evaluated["precision"]),
+        macro_recall=_mean(evaluated["recall"]),
+    )
+
+
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna()
+    return float(values.astype(float).mean()) if len(values) else None
+
+
+def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, ...]:
+    """Per dimension name: the per-case value is the mean over the case's turns that target it."""
+    rows = []
+    for result in results:
+        if result.status != "success":
+            continue
+        for turn in result.turns:
+            if turn.indicator is None:
+                continue
+            for dimension in turn.indicator.dimensions:
+                rows.append({
+                    "case": result.case.id,
+                    "dimension": dimension.dimension_name,
+                    "precision": dimension.precision,
+                    "recall": dimension.recall,
+                    "tp": len(dimension.true_positives),
+                    "fp": len(dimension.false_positives),
+                    "fn": len(dimension.false_negatives),
+                })
+    if not rows:
+        return ()
+    frame = pd.DataFrame(rows)
+    per_case = frame.groupby(["dimension", "case"], sort=False).agg(
+        precision=("precision", "mean"), recall=("recall", "mean"),
+        tp=("tp", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
+    )
+    per_dimension = per_case.groupby(level="dimension", sort=False).agg(
+        cases=("precision", "size"), precision=("precision", "mean"), recall=("recall", "mean"),
+        tp=("tp", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
+    )
+    return tuple(
+        DimensionScores(
+            dimension=str(name),
+            cases=int(row.cases),
+            macro_precision=float(row.precision),
+            macro_recall=float(row.recall),
+            true_positives=int(row.tp),
+            false_positives=int(row.fp),
+            false_negatives=int(row.fn),
+        )
+        for name, row in per_dimension.iterrows()
+    )
+
+
+def question_results(results: Iterable[CaseResult]) -> list[dict[str, Any]]:
+    """The graphrag-eval result dicts of the Q&A questions (not of conversation turns)."""
+    return [
+        result.turns[0].qa
+        for result in results
+        if result.case.kind == "qa" and result.turns and result.turns[0].qa is not None
+    ]
+
+
+def summarize(results: Sequence[CaseResult]) -> SuiteStatistics:
+    frame = _indicator_frame(results)
+    data_query = None
+    per_group: tuple[GroupScores, ...] = ()
+    if len(frame):
+        overall = frame.drop_duplicates("case")
+        data_query = _scores("all test cases", overall)
+        per_group = tuple(
+            _scores(str(group), part) for group, part in frame.groupby("group", sort=True)
+        )
+    questions = question_results(results)
+    return SuiteStatistics(
+        data_query=data_query,
+        per_group=per_group,
+        per_dimension=_dimension_scores(results),
+        qa_aggregates=compute_aggregates(questions) if questions else None,
+        status_counts={status: sum(r.status == status for r in results) for status in STATUSES},
+    )

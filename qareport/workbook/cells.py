@@ -1,0 +1,57 @@
+"""Writing values into cells safely: text stays text, and nothing a workbook cannot hold gets in.
+
+- A string is always stored as a string: openpyxl would store "=2+3" as a formula otherwise.
+- Characters XML 1.0 cannot carry (control characters, lone surrogates) become U+FFFD, visibly.
+- A cell holds at most 32,767 characters and 253 line breaks; longer text is cut with a marker
+  saying how much is missing and where the full text is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from openpyxl.cell.cell import Cell
+from openpyxl.worksheet.worksheet import Worksheet
+
+MAX_CELL_CHARS = 32_767
+MAX_LINE_BREAKS = 253
+REPLACEMENT = "\ufffd"
+_UNWRITABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean_text(text: str) -> str:
+    """Replace characters a workbook cannot store with U+FFFD."""
+    return _UNWRITABLE.sub(REPLACEMENT, text)
+
+
+def fit_text(text: str, *, where_full: str = "") -> str:
+    """Cut text to what one cell holds, ending with a visible marker when anything was cut."""
+    text = clean_text(text)
+    suffix = f"; full text: {where_full}" if where_full else ""
+    lines = text.split("\n")
+    if len(lines) > MAX_LINE_BREAKS + 1:
+        kept = lines[:MAX_LINE_BREAKS]  # leaves room for the marker line
+        marker = f"[… {len(lines) - len(kept)} more lines cut{suffix}]"
+        text = "\n".join(kept + [marker])
+    if len(text) > MAX_CELL_CHARS:
+        cut_at = MAX_CELL_CHARS - 80
+        marker = f"\n[… {len(text) - cut_at:,} more characters cut{suffix}]"
+        text = text[:cut_at] + marker
+    return text
+
+
+def write(ws: Worksheet, row: int, column: int, value: Any, *, where_full: str = "") -> Cell:
+    """Put a value into a cell: numbers as numbers, everything else as safe text."""
+    cell = ws.cell(row=row, column=column)
+    if value is None:
+        return cell
+    if isinstance(value, bool):
+        cell.value = value
+    elif isinstance(value, (int, float)):
+        cell.value = value if math.isfinite(value) else str(value)
+    else:
+        cell.value = fit_text(str(value), where_full=where_full)
+        cell.data_type = "s"  # never a formula, whatever the text starts with
+    return cell
