@@ -1,0 +1,44 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TESTCASES = REPO / "testcases"
+RESPONSES = TESTCASES / "responses"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch, tmp_path_factory):
+    """No test sees the developer's API keys, SMTP login or judge cache."""
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "AZURE_OPENAI_", "QAREPORT_")) or name == "SOURCE_DATE_EPOCH":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def run_cli(monkeypatch):
+    """Run `qareport ...` in-process; returns (exit status, stdout, stderr)."""
+    from qareport.cli import main
+
+    def run(*args: str, capsys=None) -> int:
+        return main([str(a) for a in args])
+
+    return run
+
+
+def run_qareport(*args: str, cwd: str | Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the installed command in a child process, as a user would."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_"))}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "qareport", *map(str, args)],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300,
+    )

@@ -1,0 +1,85 @@
+"""Text from inputs is always text, never breaks the file, and the file is written atomically."""
+
+import json
+import textwrap
+
+import openpyxl
+import pytest
+from openpyxl import load_workbook
+
+from qareport.cli import main
+from qareport.workbook.cells import MAX_CELL_CHARS, MAX_LINE_BREAKS, fit_text
+
+CASE = """\
+id: {id}
+name: "{name}"
+tags: [t]
+conversation:
+- role: user
+  content: "{content}"
+  target:
+    indicator_selection:
+    - dataset_id: D
+      dimensions:
+      - dimension_name: INDICATOR
+        values:
+        - id: "{term_id}"
+          name: "{term_name}"
+"""
+
+
+def run_one(tmp_path, *, name="n", content="q", term_id="X", term_name="x", answer=None):
+    (tmp_path / "c.yaml").write_text(CASE.format(id="c1", name=name, content=content, term_id=term_id, term_name=term_name))
+    record = {"id": "c1", "indicator_selection": [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "INDICATOR", "values": [{"id": term_id, "name": term_name}]}]}]}
+    if answer is not None:
+        record["actual_answer"] = answer
+    (tmp_path / "r.json").write_text(json.dumps([record]))
+    out = tmp_path / "out.xlsx"
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("text", ["=2+3", "+1", "-1-1", "@SUM(A1)", "=SUM(A1:A9)", "=HYPERLINK(\\\"http://x\\\")"])
+def test_text_starting_like_a_formula_stays_text(tmp_path, text):
+    out = run_one(tmp_path, name=text, term_name=text)
+    ws = load_workbook(out)["Overview"]
+    name_cell = ws.cell(2, 2)
+    assert name_cell.data_type == "s" and name_cell.value == text.replace('\\"', '"')
+    assert not any(c.data_type == "f" for wsx in load_workbook(out) for row in wsx.iter_rows() for c in row)
+
+
+def test_characters_a_workbook_cannot_hold_are_replaced_visibly(tmp_path):
+    out = run_one(tmp_path, content="bell\\a and escape\\e and nul\\0")
+    value = load_workbook(out)["Overview"].cell(2, 4).value
+    assert value == "bell\ufffd and escape\ufffd and nul\ufffd"
+
+
+def test_long_text_is_cut_with_a_visible_marker():
+    got = fit_text("x" * (MAX_CELL_CHARS + 1000))
+    assert len(got) <= MAX_CELL_CHARS and "more characters cut" in got
+    got = fit_text("\n".join(["line"] * 1000), where_full="Details sheet")
+    assert got.count("\n") <= MAX_LINE_BREAKS and "more lines cut; full text: Details sheet" in got
+
+
+def test_a_huge_answer_does_not_break_the_workbook(tmp_path):
+    out = run_one(tmp_path, answer="word " * 20000)
+    ws = load_workbook(out)["Overview"]
+    headers = [c.value for c in ws[1]]
+    cell = ws.cell(2, headers.index("actual answer") + 1).value
+    assert len(cell) <= MAX_CELL_CHARS and "more characters cut" in cell
+
+
+def test_a_failed_save_leaves_the_previous_report_intact(tmp_path, monkeypatch):
+    out = run_one(tmp_path)
+    before = out.read_bytes()
+
+    def failing_save(self, filename):
+        with open(filename, "wb") as partial:
+            partial.write(b"PK\x03\x04 half a workbook")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(openpyxl.Workbook, "save", failing_save)
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 2
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.xlsx")] == []
