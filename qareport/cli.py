@@ -45,6 +45,36 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
 
 
+def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None:
+    group = parser.add_argument_group(
+        group_title,
+        "The password comes from $QAREPORT_SMTP_PASSWORD or email.password in qareport.yaml, never "
+        "from the command line. Each setting also reads email.<name> in qareport.yaml and "
+        "$QAREPORT_SMTP_<NAME>.",
+    )
+    group.add_argument("--smtp-host", metavar="HOST",
+                       help="SMTP server (default $QAREPORT_SMTP_HOST or email.host)")
+    group.add_argument("--smtp-port", type=int, metavar="PORT",
+                       help="SMTP port (default 587 for STARTTLS, 465 for SSL, 25 without encryption)")
+    group.add_argument("--smtp-security", choices=("starttls", "ssl", "none"),
+                       help="encryption: STARTTLS (default), SSL from the start, or none (a local relay)")
+    group.add_argument("--smtp-user", metavar="USER",
+                       help="log in as USER (default $QAREPORT_SMTP_USER or email.user; no login without one)")
+    group.add_argument("--smtp-timeout", type=float, metavar="SECONDS",
+                       help="give up on the SMTP server after this long (default 30)")
+
+
+def _smtp_options(args: argparse.Namespace) -> dict[str, Any]:
+    options = {
+        "host": args.smtp_host,
+        "port": args.smtp_port,
+        "security": args.smtp_security,
+        "user": args.smtp_user,
+        "timeout": args.smtp_timeout,
+    }
+    return {key: value for key, value in options.items() if value is not None}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="qareport",
@@ -77,7 +107,43 @@ def build_parser() -> argparse.ArgumentParser:
                      help="treat input problems as a failure: exit status 2, nothing written")
     run.add_argument("--quiet", "-q", action="store_true",
                      help="print only problems and errors, not the closing summary")
+    run.add_argument("--baseline", metavar="LAST_RUN",
+                     help="compare with an earlier run (a qareport workbook or --results file): adds the "
+                          "Changes sheet and the deltas in the Summary")
+    run.add_argument("--history", nargs="+", metavar="PATH",
+                     help="earlier runs (workbooks, results files, or folders of them): adds the Trend sheet")
     _add_judge_options(run)
+    mail = run.add_argument_group("email the report once written (see also 'qareport email')")
+    mail.add_argument("--email-to", nargs="+", metavar="ADDRESS",
+                      help="send the workbook to these addresses, with the headline metrics in the body")
+    mail.add_argument("--email-cc", nargs="+", metavar="ADDRESS", help="copy the email to these addresses")
+    mail.add_argument("--email-subject", metavar="TEXT",
+                      help="subject line (default: the date, headline metrics and regressions)")
+    mail.add_argument("--email-from", metavar="ADDRESS",
+                      help="sender (default $QAREPORT_SMTP_FROM, email.from, or the SMTP user)")
+    _add_smtp_options(run, "SMTP server (for --email-to)")
+
+    email = commands.add_parser(
+        "email", help="email a report: headline metrics and regressions in the body, the workbook attached",
+        description="Email a workbook qareport wrote: an HTML body with the headline metrics, the changes "
+                    "against its baseline and the top regressions, a plain-text alternative, and the "
+                    "workbook attached. Sends through SMTP, or writes the message with --eml.",
+    )
+    email.add_argument("report", metavar="REPORT.xlsx", help="a workbook written by 'qareport run'")
+    email.add_argument("--to", nargs="+", metavar="ADDRESS",
+                       help="recipients (default email.to in qareport.yaml)")
+    email.add_argument("--cc", nargs="+", metavar="ADDRESS", help="copy recipients (default email.cc)")
+    email.add_argument("--subject", metavar="TEXT",
+                       help="subject line (default: the date, headline metrics and regressions)")
+    email.add_argument("--from", dest="sender", metavar="ADDRESS",
+                       help="sender (default $QAREPORT_SMTP_FROM, email.from, or the SMTP user)")
+    email.add_argument("--eml", metavar="OUT.eml",
+                       help="write the message to this file instead of sending it")
+    email.add_argument("--templates", metavar="DIR",
+                       help="a folder whose email.html / email.txt override the bundled ones")
+    email.add_argument("--config", metavar="FILE",
+                       help="configuration file (default ./qareport.yaml when present)")
+    _add_smtp_options(email, "SMTP server")
 
     validate = commands.add_parser(
         "validate", help="check test cases (and responses) without evaluating",
@@ -109,8 +175,13 @@ def _print_problems(problems: Sequence[Any]) -> None:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    from qareport.emailing import EmailRequest
     from qareport.pipeline import RunOptions, run_pipeline
 
+    email = None
+    if args.email_to:
+        email = EmailRequest(to=tuple(args.email_to), cc=tuple(args.email_cc or ()), subject=args.email_subject,
+                             sender=args.email_from, smtp=_smtp_options(args))
     options = RunOptions(
         testcases=tuple(args.testcases),
         responses=tuple(args.responses),
@@ -121,10 +192,29 @@ def command_run(args: argparse.Namespace) -> int:
         config_path=args.config,
         strict=args.strict,
         judge_options=_judge_options(args),
+        baseline=args.baseline,
+        history=tuple(args.history or ()),
+        email=email,
     )
     outcome = run_pipeline(options, on_problems=_print_problems, progress=sys.stderr)
     if not args.quiet:
         print(outcome.summary_line)
+        if outcome.email_line:
+            print(outcome.email_line)
+    return 0
+
+
+def command_email(args: argparse.Namespace) -> int:
+    from qareport.config import load_config
+    from qareport.emailing import EmailRequest, email_report
+
+    config, config_file = load_config(args.config)
+    request = EmailRequest(
+        to=tuple(args.to or ()), cc=tuple(args.cc or ()), subject=args.subject, sender=args.sender,
+        eml_path=args.eml, smtp=_smtp_options(args),
+    )
+    print(email_report(args.report, request, config=config.get("email") or {}, environ=os.environ,
+                       templates_dir=args.templates or config.get("templates"), config_file=config_file))
     return 0
 
 
@@ -137,7 +227,7 @@ def command_validate(args: argparse.Namespace) -> int:
     return 1 if suite.problems else 0
 
 
-COMMANDS = {"run": command_run, "validate": command_validate}
+COMMANDS = {"run": command_run, "validate": command_validate, "email": command_email}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 from qareport import qa
 from qareport.indicator_selection import MatchBy, score_indicator_selection
+from qareport.judge_metrics import add_retrieval_context_scores
 from qareport.records import (
     CaseResult,
     Problem,
@@ -68,8 +69,12 @@ def response_dict(case_id: str, response: Response, output: TurnOutput | None, *
     return record
 
 
-def _needs_qa(turn: Turn) -> bool:
-    return turn.target.reference_steps is not None or turn.target.reference_answer is not None
+def _needs_qa(turn: Turn, output: TurnOutput | None) -> bool:
+    """Whether the turn has anything for the Q&A evaluator: a reference, or an answer or steps
+    (an answer alone is still judged for relevance, as graphrag-eval does)."""
+    has_reference = turn.target.reference_steps is not None or turn.target.reference_answer is not None
+    has_output = output is not None and (output.actual_answer is not None or output.actual_steps is not None)
+    return has_reference or has_output
 
 
 def evaluate_case(
@@ -163,7 +168,7 @@ def _evaluate_turn(
             match_by=options.match_by,
         )
     qa_result = None
-    if _needs_qa(turn):
+    if _needs_qa(turn, output):
         qa_result = qa.evaluate_question(
             template_id=None,
             question=question_dict(case, turn),
@@ -191,6 +196,8 @@ def evaluate_suite(
         problems.extend(case_problems)
     if judge is not None:
         judge(list(qa_results(results)))
+    else:  # the retrieval context metrics are string similarities, not LLM calls: always computed
+        add_retrieval_context_scores(list(qa_results(results)))
     return Evaluation(tuple(results), tuple(problems))
 
 

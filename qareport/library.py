@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from qareport import qa
+from qareport.judge_metrics import add_retrieval_context_scores
 
 
 def run_evaluation(
@@ -24,12 +25,17 @@ def run_evaluation(
         from qareport.judge import Judge, resolve_judge_settings
 
         settings, reason = resolve_judge_settings(options={}, config={}, environ=os.environ)
-        judge = Judge(settings) if settings is not None else None
-        if judge is None and _has_answers(chat_responses):
-            print(f"qareport: LLM metrics skipped: {reason}", file=sys.stderr)
-    callback = None
-    if judge is not None:
-        callback = judge.judge_results if hasattr(judge, "judge_results") else judge
+        if settings is None:
+            if _has_answers(chat_responses):
+                print(f"qareport: LLM metrics skipped: {reason}", file=sys.stderr)
+            return run_evaluation(reference_qas, chat_responses, judge=None)
+        with Judge(settings) as owned_judge:
+            return run_evaluation(reference_qas, chat_responses, judge=owned_judge)
+    if judge is None:
+        results = qa.run_evaluation(reference_qas, chat_responses, judge=None)
+        add_retrieval_context_scores(results)  # string similarity, no LLM: always computed
+        return results
+    callback = judge.judge_results if hasattr(judge, "judge_results") else judge
     return qa.run_evaluation(reference_qas, chat_responses, judge=callback)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -319,7 +320,7 @@ def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict, ...]:
                 f"actual step {index + 1} must be a mapping with a 'name' (got {_describe(step)})",
                 line_of(value, index) or line,
             )
-    return tuple(_plain(step) for step in value)
+    return tuple(value)  # response records are plain already (see _raw_response_records)
 
 
 def _plain(value: Any) -> Any:
@@ -570,9 +571,23 @@ def _records_in_json_value(value: Any) -> list[tuple[dict | Any, str | None]]:
     return [(value, None)]
 
 
-def _line_in_text(text: str, needle: str) -> int | None:
-    position = text.find(needle)
-    return text.count("\n", 0, position) + 1 if position >= 0 else None
+_ID_FIELD = re.compile(r'"(?:question_id|test_case_id|id)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+
+
+def _id_lines(text: str) -> dict[str, int]:
+    """The line of the first id field of each record of a JSON text, in one pass (a search per
+    record would be quadratic on large files)."""
+    lines: dict[str, int] = {}
+    line, position = 1, 0
+    for match in _ID_FIELD.finditer(text):
+        line += text.count("\n", position, match.start())
+        position = match.start()
+        try:
+            value = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+        lines.setdefault(str(value), line)
+    return lines
 
 
 def _raw_response_records(path: Path, text: str, problems: _Collector) -> list[tuple[Any, str | None, int | None]]:
@@ -596,11 +611,11 @@ def _raw_response_records(path: Path, text: str, problems: _Collector) -> list[t
                 str(path), error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax"
             )
             return []
+        id_lines = _id_lines(text)
         records = []
         for record, key in _records_in_json_value(value):
             record_id = key or (_record_id(record) if isinstance(record, dict) else None)
-            line = _line_in_text(text, json.dumps(record_id)) if record_id else None
-            records.append((record, key, line))
+            records.append((record, key, id_lines.get(record_id) if record_id else None))
         return records
     records = []
     for document in _yaml_documents(path, text, problems):

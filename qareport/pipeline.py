@@ -10,7 +10,9 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from qareport import __version__
+from qareport.baseline import read_history, read_run
 from qareport.config import load_config
+from qareport.emailing import EmailRequest, check_email_request, email_report
 from qareport.errors import QAReportError, StrictModeError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
@@ -33,6 +35,9 @@ class RunOptions:
     config_path: str | None = None
     strict: bool = False
     judge_options: dict[str, Any] = field(default_factory=dict)
+    baseline: str | None = None  # an earlier workbook or results file: adds the Changes sheet
+    history: tuple[str, ...] = ()  # earlier workbooks / results files or folders: adds the Trend sheet
+    email: EmailRequest | None = None  # send the workbook once written
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +45,7 @@ class RunOutcome:
     statistics: SuiteStatistics
     problems: tuple[Problem, ...]
     summary_line: str
+    email_line: str | None = None  # what was done with the email, when one was asked for
 
 
 def run_created_time() -> datetime:
@@ -74,6 +80,15 @@ def run_pipeline(
     if match_by not in ("id_and_name", "id"):
         raise QAReportError(f"{config_file}: match_terms_by must be 'id_and_name' or 'id' (got {match_by!r})")
     strict = options.strict or bool(config.get("strict"))
+
+    # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
+    baseline = read_run(options.baseline) if options.baseline else None
+    history = read_history(options.history, exclude=(options.output,)) if options.history else None
+    for skipped in history.skipped if history else ():
+        print(f"qareport: history: skipped {skipped}", file=sys.stderr)
+    email_config = config.get("email") or {}
+    if options.email is not None:
+        check_email_request(options.email, config=email_config, environ=os.environ, config_file=config_file)
 
     suite = load_suite(options.testcases, options.responses)
     on_problems(suite.problems)
@@ -119,10 +134,18 @@ def run_pipeline(
         judge_usage=usage.to_dict() if usage is not None else None,
         not_evaluated=not_evaluated,
     )
-    write_workbook(evaluation.results, statistics, problems, run, options.output, templates_dir=templates_dir)
+    write_workbook(evaluation.results, statistics, problems, run, options.output, templates_dir=templates_dir,
+                   baseline=baseline, history=history.runs if history else ())
     if options.results_path:
         write_results_file(results_document(list(evaluation.results), statistics, run), options.results_path)
-    return RunOutcome(statistics, problems, _summary_line(options.output, statistics, problems))
+    email_line = None
+    if options.email is not None:
+        try:
+            email_line = email_report(options.output, options.email, config=email_config, environ=os.environ,
+                                      templates_dir=templates_dir, config_file=config_file)
+        except QAReportError as error:
+            raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
+    return RunOutcome(statistics, problems, _summary_line(options.output, statistics, problems), email_line)
 
 
 def _has_answers(results) -> bool:

@@ -232,3 +232,18 @@ class RunInfo:
     judge_model: str | None = None
     judge_usage: dict[str, Any] | None = None  # JudgeUsage.to_dict()
     not_evaluated: dict[str, str] = field(default_factory=dict)  # metric family -> why not
+
+
+@dataclass(frozen=True, slots=True)
+class RunSnapshot:
+    """A run as a later run sees it: when, which version, and one flat row per case.
+
+    `cases` are `run_record.case_rows()` rows (keys in `run_record.CASE_FIELDS`); they are what the
+    workbook's hidden `qareport_results` sheet and the results file's `cases` list hold, so either
+    can be a baseline or a point of a trend.
+    """
+
+    source: str  # the file it was read from, or the output path of the current run
+    created: str  # ISO 8601
+    qareport_version: str
+    cases: tuple[dict[str, Any], ...] = ()

@@ -177,3 +177,39 @@ def test_the_command_works_from_another_directory(tmp_path):
     assert got.returncode == 0, got.stderr
     assert (tmp_path / "out.xlsx").exists()
     assert "29 cases" in got.stdout
+
+
+QA_EXPECTED_STEPS = {  # hand-computed in testcases/README.md
+    "c10bbc8dce98a4b8832d125134a16153": 1.0,
+    "8bbea9a10876a04ad77a82fd2aedee40": 1.0,
+    "d1b6a65e4d2c3521619e0e099d501b1f": 0.5,
+    "d566b1e9da418ac83e520a66cc7af4d7": 0.0,
+    "af241297": 0.5,
+    "ccd576d1": 0.0,
+}
+
+
+def test_qa_questions_get_their_steps_scores_and_details(bundled_report):
+    _, _, rows = overview_rows(bundled_report)
+    for question_id, expected in QA_EXPECTED_STEPS.items():
+        (row,) = [r for case_id, r in rows.items() if case_id.startswith(question_id)]
+        assert row["steps score"] == expected, question_id
+    oslo = rows["c10bbc8dce98a4b8832d125134a16153"]
+    assert oslo["tags / template"] == "list_all_transformers_within_Substation_SUBSTATION"
+    assert "✓ sparql_query matched by call_3b3zHJnBXwYYSg04BiFGAAgO" in oslo["steps details"]
+    seed_response = rows["f91fc938d606e5f6089912bebfaf114b"]
+    assert "failed [1]" in seed_response["steps details"]
+    assert "call_DbMkZ8kv3qkf49wNNdREkpRN (sparql_query): Error: ValueError" in seed_response["steps details"]
+    assert seed_response["total tokens"] == 298753
+
+
+def test_statistics_show_the_qa_aggregates_per_template_micro_and_macro(bundled_report):
+    rows = statistics_rows(bundled_report)
+    header = next(r for r in rows if r[0] == "template")
+    steps_column = header.index("steps score")
+    micro = next(r for r in rows if r[0] == "all questions (micro)")
+    macro = next(r for r in rows if r[0] == "templates averaged (macro)")
+    assert micro[1:3] == (11, 1)  # success and error samples
+    assert micro[steps_column] == pytest.approx(8 / 11)
+    assert macro[steps_column] == pytest.approx(0.7292, abs=1e-4)
+    assert any(r[0] == "Q&A: tool calls per template" for r in rows)

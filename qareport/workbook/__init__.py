@@ -1,24 +1,54 @@
-"""The workbook: one module per sheet, and the file written in one place, atomically.
+"""The workbook: one module per sheet, and the file written in one place, atomically and
+reproducibly.
 
-This package is the only part of qareport that imports openpyxl.
+Sheets, in order: Summary, Overview, Details, Statistics, Changes (with a baseline), Trend (with a
+history), Problems (when there were any), then the hidden machine-readable sheets
+(`results_sheet`). This package and `qareport.baseline` (reading) are the only parts of qareport
+that import openpyxl.
+
+Reproducible: the workbook's dates are the run's date (`SOURCE_DATE_EPOCH` when set), and the zip
+is rewritten with fixed entry dates and a fixed entry order, so the same inputs and options give
+the same bytes.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
+import zipfile
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 from openpyxl import Workbook
+from openpyxl.xml.functions import tostring
 
+from qareport.comparison import Comparison, compare_runs, headline_metrics, parse_created, trend_points
 from qareport.errors import QAReportError
-from qareport.records import CaseResult, Problem, RunInfo
+from qareport.records import CaseResult, Problem, RunInfo, RunSnapshot
+from qareport.run_record import case_rows
 from qareport.statistics import SuiteStatistics
+from qareport.workbook.changes import write_changes
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
+from qareport.workbook.results_sheet import write_results_sheets
 from qareport.workbook.statistics_sheet import write_statistics
+from qareport.workbook.summary import SummaryLinks, write_summary
+from qareport.workbook.trend import write_trend
+
+SHEET_ORDER = ("Summary", "Overview", "Details", "Statistics", "Changes", "Trend", "Problems")
+CORE_PROPERTIES = "docProps/core.xml"
+CONTENT_TYPES = "[Content_Types].xml"
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry
+
+
+def _first_rows_by_kind(comparison: Comparison) -> dict[str, int]:
+    rows: dict[str, int] = {}
+    for row, change in enumerate(comparison.changes, start=2):
+        rows.setdefault(change.kind, row)
+    return rows
 
 
 def build_workbook(
@@ -28,18 +58,85 @@ def build_workbook(
     run: RunInfo,
     *,
     templates_dir: str | None = None,
+    baseline: RunSnapshot | None = None,
+    history: Sequence[RunSnapshot] = (),
+    source: str = "this run",
 ) -> Workbook:
+    """The whole workbook in memory. `baseline` adds the Changes sheet; `history` the Trend sheet
+    (the baseline is a point of the trend too)."""
+    rows = case_rows(results)
+    current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=tuple(rows))
+    headline = headline_metrics(rows)
+    comparison = compare_runs(baseline, current) if baseline is not None else None
+    points = trend_points([*history, *([baseline] if baseline else [])], current) if history else ()
+
     workbook = Workbook()
-    overview = workbook.active
-    overview.title = "Overview"
+    summary = workbook.active
+    summary.title = "Summary"
+    overview = workbook.create_sheet("Overview")
     details = workbook.create_sheet("Details")
     stats_sheet = workbook.create_sheet("Statistics")
-    details_rows = write_details(details, results)
-    write_overview(overview, results, templates_dir=templates_dir, details_rows=details_rows)
-    write_statistics(stats_sheet, statistics, run)
+    overview_rows: dict[str, int] = {}
+    for row, result in enumerate(results, start=2):
+        overview_rows.setdefault(result.case.id, row)
+
+    details_rows = write_details(details, results, overview_rows)
+    change_rows: dict[str, int] = {}
+    if comparison is not None:
+        change_rows = write_changes(workbook.create_sheet("Changes"), comparison, overview_rows)
+    write_overview(overview, results, templates_dir=templates_dir, details_rows=details_rows,
+                   change_rows=change_rows, comparison=comparison)
+    write_statistics(stats_sheet, statistics, run, rows)
+    if points:
+        write_trend(workbook.create_sheet("Trend"), points)
     if problems:
         write_problems(workbook.create_sheet("Problems"), problems)
+    write_summary(
+        summary, run=run, rows=rows, headline=headline, comparison=comparison, problems=len(problems),
+        links=SummaryLinks(
+            overview_rows=overview_rows,
+            first_change_rows=_first_rows_by_kind(comparison) if comparison else {},
+            problems_sheet="Problems" if problems else None,
+        ),
+    )
+    write_results_sheets(workbook, rows, run, headline, comparison)
+
+    workbook.active = 0
+    moment = _naive_utc(run.created)
+    workbook.properties.creator = f"qareport {run.qareport_version}"
+    workbook.properties.title = "QA evaluation report"
+    workbook.properties.created = moment
+    workbook.properties.modified = moment
     return workbook
+
+
+def _naive_utc(created: str) -> datetime:
+    moment = parse_created(created) or datetime.now(tz=timezone.utc)
+    return moment.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def normalize_package(path: str | Path, workbook: Workbook) -> None:
+    """Rewrite a saved workbook so that it depends only on its content.
+
+    openpyxl stamps the save time into docProps/core.xml and into every zip entry; here the core
+    properties get the workbook's own dates back, every entry the creation date, and the entries a
+    fixed order ([Content_Types].xml first, as Office writes it; then by name).
+    """
+    moment = workbook.properties.created or datetime(1980, 1, 1)
+    workbook.properties.modified = moment
+    date_time = max(ZIP_EPOCH, moment.timetuple()[:6])
+    with zipfile.ZipFile(path) as package:
+        parts = {info.filename: package.read(info) for info in package.infolist()}
+    parts[CORE_PROPERTIES] = tostring(workbook.properties.to_tree())
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as package:
+        for name in sorted(parts, key=lambda name: (name != CONTENT_TYPES, name)):
+            entry = zipfile.ZipInfo(name, date_time=date_time)
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            entry.create_system = 0
+            entry.external_attr = 0o644 << 16
+            package.writestr(entry, parts[name])
+    Path(path).write_bytes(buffer.getvalue())
 
 
 def save_atomically(workbook: Workbook, path: str | Path) -> None:
@@ -52,6 +149,8 @@ def save_atomically(workbook: Workbook, path: str | Path) -> None:
     os.close(handle)
     try:
         workbook.save(temporary)
+        normalize_package(temporary, workbook)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for sharing
         os.replace(temporary, target)
     except OSError as error:
         raise QAReportError(f"{target}: cannot write the workbook: {error.strerror or error}") from error
@@ -68,7 +167,11 @@ def write_workbook(
     path: str | Path,
     *,
     templates_dir: str | None = None,
+    baseline: RunSnapshot | None = None,
+    history: Sequence[RunSnapshot] = (),
 ) -> None:
-    save_atomically(
-        build_workbook(results, statistics, problems, run, templates_dir=templates_dir), path
+    workbook = build_workbook(
+        results, statistics, problems, run, templates_dir=templates_dir, baseline=baseline,
+        history=history, source=str(path),
     )
+    save_atomically(workbook, path)

@@ -2,12 +2,13 @@
 
 One row per case, turn, dimension and term, with its verdict (TP, FP, FN, not in target): ready
 for filters and pivot tables. Cases without indicator-selection output get one row saying why,
-so every case can be found here.
+so every case can be found here. The user message is shortened to a glance here: its full text
+is in Overview, once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from openpyxl.worksheet.worksheet import Worksheet
@@ -22,7 +23,9 @@ HEADERS = (
     "in target", "verdict", "term id", "term name", "selected label", "dimension recall",
     "dimension precision",
 )
-WIDTHS = (24, 30, 16, 10, 6, 36, 14, 9, 13, 16, 40, 30, 10, 10)
+WIDTHS = (40, 40, 24, 10, 6, 62, 16, 9, 13, 20, 50, 40, 10, 10)  # the most a column grows to
+WRAPPED = frozenset({2, 3, 11, 12})  # name, tags, term name, selected label
+MESSAGE_CHARS = 60  # one line; the full message is in Overview
 
 
 def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
@@ -48,27 +51,46 @@ def detail_rows(result: CaseResult) -> Iterator[tuple[Any, ...]]:
         for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
             for row in _dimension_rows(dimension):
                 produced = True
-                yield (*head, turn.number, turn.user_message, *row)
+                yield (*head, turn.number, styles.shorten(turn.user_message, MESSAGE_CHARS), *row)
     if not produced and result.has_indicator_target:
         yield (*head, None, None, None, None, result.error or "nothing to score", None, None, None, None, None)
 
 
-def write_details(ws: Worksheet, results: Sequence[CaseResult]) -> dict[str, int]:
-    """Fill the sheet; returns the first row of each case (for links from Overview)."""
+def write_details(
+    ws: Worksheet, results: Sequence[CaseResult], overview_rows: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Fill the sheet; returns the first row of each case (for links from Overview).
+
+    The first row of each case links back to its Overview row."""
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
     first_rows: dict[str, int] = {}
+    longest = [len(h) + 2 for h in HEADERS]
     row = 2
     for result in results:
         for values in detail_rows(result):
-            first_rows.setdefault(result.case.id, row)
+            if result.case.id not in first_rows:
+                first_rows[result.case.id] = row
+                if overview_rows and result.case.id in overview_rows:
+                    styles.link(ws.cell(row=row, column=1), "Overview", f"A{overview_rows[result.case.id]}",
+                                tooltip="this case in Overview")
+            tallest = 1
             for column, value in enumerate(values, start=1):
                 cell = write(ws, row, column, value)
                 if column >= len(HEADERS) - 1 and value is not None:
                     cell.number_format = styles.SCORE_FORMAT
+                if isinstance(value, str):
+                    longest[column - 1] = max(longest[column - 1], len(value) + 2)
+                    if column in WRAPPED and len(value) > WIDTHS[column - 1] - 2:
+                        cell.alignment = styles.WRAP_TOP
+                        tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
+            if tallest > 1:
+                ws.row_dimensions[row].height = styles.row_height_for(tallest)
             row += 1
-    ws.freeze_panes = "B2"
-    ws.auto_filter.ref = f"A1:N{max(row - 1, 1)}"
-    styles.set_widths(ws, dict(enumerate(WIDTHS, start=1)))
+    styles.set_widths(ws, {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS, start=1)})
+    for letter in ("M", "N"):
+        if row > 2:
+            styles.score_colour_scale(ws, f"{letter}2:{letter}{row - 1}")
+    styles.finish_table_sheet(ws, columns=len(HEADERS), rows=row - 1)
     return first_rows

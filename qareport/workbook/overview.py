@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from qareport.comparison import Comparison
 from qareport.records import CaseResult
 from qareport.rendering import render_indicator_details, render_steps_details
 from qareport.workbook import styles
@@ -169,16 +169,28 @@ def write_overview(
     results: Sequence[CaseResult],
     *,
     templates_dir: str | None = None,
-    details_rows: dict[str, int] | None = None,
+    details_rows: Mapping[str, int] | None = None,
+    change_rows: Mapping[str, int] | None = None,
+    comparison: Comparison | None = None,
 ) -> dict[str, int]:
-    """Fill the sheet; returns the row of each case id (for links from other sheets)."""
+    """Fill the sheet; returns the row of each case id (for links from other sheets).
+
+    With a comparison, a `vs baseline` column says how each case changed and links to its first
+    line in the Changes sheet; the id links to the case's rows in Details.
+    """
     columns = overview_columns(results, templates_dir=templates_dir)
+    if comparison is not None:
+        verdicts = _change_verdicts(comparison)
+        columns.insert(_index_of(columns, "status"), Column("vs baseline", lambda r: verdicts.get(r.case.id), 16))
     for index, column in enumerate(columns, start=1):
         write(ws, 1, index, column.header)
     styles.style_header_row(ws, 1, 1, len(columns))
+    status_column = _index_of(columns, "status")
+    change_column = _index_of(columns, "vs baseline") if comparison is not None else None
+    longest = [max(len(word) for word in c.header.split()) + 3 for c in columns]
     rows: dict[str, int] = {}
     for row, result in enumerate(results, start=2):
-        rows[result.case.id] = row
+        rows.setdefault(result.case.id, row)
         tallest = 1
         for index, column in enumerate(columns, start=1):
             value = column.value(result)
@@ -186,39 +198,57 @@ def write_overview(
             if column.number_format:
                 cell.number_format = column.number_format
             cell.alignment = styles.WRAP_TOP if column.wrap else styles.TOP
-            if column.wrap and isinstance(cell.value, str):
-                tallest = max(tallest, _display_lines(cell.value, column.width))
-        ws.cell(row=row, column=_index_of(columns, "status")).fill = styles.STATUS_FILLS.get(
+            if isinstance(cell.value, str):
+                if column.wrap:
+                    tallest = max(tallest, styles.display_lines(cell.value, column.width))
+                longest[index - 1] = max(longest[index - 1], _longest_line(cell.value) + 2)
+            elif isinstance(cell.value, (int, float)):
+                longest[index - 1] = max(longest[index - 1], 8)
+        ws.cell(row=row, column=status_column).fill = styles.STATUS_FILLS.get(
             result.status, styles.STATUS_FILLS["invalid"]
         )
         if details_rows and result.case.id in details_rows:
-            link = ws.cell(row=row, column=1)
-            link.hyperlink = f"#'Details'!A{details_rows[result.case.id]}"
-            link.font = styles.LINK_FONT
+            styles.link(ws.cell(row=row, column=1), "Details", f"A{details_rows[result.case.id]}",
+                        tooltip="this case in Details")
+        if change_column and change_rows and result.case.id in change_rows:
+            change = ws.cell(row=row, column=change_column)
+            styles.link(change, "Changes", f"A{change_rows[result.case.id]}", tooltip="this case in Changes")
+            kind = str(change.value or "").split(",")[0]
+            if kind in CHANGE_STYLES:
+                change.fill, change.font = CHANGE_STYLES[kind]
         ws.row_dimensions[row].height = styles.row_height_for(tallest)
     last_row = max(1, len(results) + 1)
-    last_column = get_column_letter(len(columns))
-    ws.freeze_panes = "B2"
-    ws.auto_filter.ref = f"A1:{last_column}{last_row}"
-    styles.set_widths(ws, {i: c.width for i, c in enumerate(columns, start=1)})
-    ws.row_dimensions[1].height = 30
+    # widths that fit: as wide as the content, but never wider than the column's reading width
+    styles.set_widths(ws, {i: min(c.width, max(longest[i - 1], 8)) if c.wrap else min(max(c.width, 40), longest[i - 1])
+                           for i, c in enumerate(columns, start=1)})
     for index, column in enumerate(columns, start=1):
         if column.score and len(results):
             letter = get_column_letter(index)
-            ws.conditional_formatting.add(
-                f"{letter}2:{letter}{last_row}",
-                ColorScaleRule(start_type="num", start_value=0, start_color="F8696B",
-                               mid_type="num", mid_value=0.5, mid_color="FFEB84",
-                               end_type="num", end_value=1, end_color="63BE7B"),
-            )
+            styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
+    styles.finish_table_sheet(ws, columns=len(columns), rows=last_row, fit_width=False)  # too wide to shrink
     return rows
+
+
+CHANGE_STYLES = {
+    "regression": (styles.REGRESSION_FILL, styles.REGRESSION_FONT),
+    "improvement": (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT),
+    "test changed": (styles.NEUTRAL_FILL, styles.NEUTRAL_FONT),
+}
+
+
+def _change_verdicts(comparison: Comparison) -> dict[str, str]:
+    """Per case: its kinds of change in display order ("regression, improvement")."""
+    kinds: dict[str, list[str]] = {}
+    for change in comparison.changes:
+        seen = kinds.setdefault(change.case_id, [])
+        if change.kind not in seen:
+            seen.append(change.kind)
+    return {case_id: ", ".join(found) for case_id, found in kinds.items()}
+
+
+def _longest_line(text: str) -> int:
+    return max((len(line) for line in text.split("\n")), default=0)
 
 
 def _index_of(columns: Sequence[Column], header: str) -> int:
     return next(i for i, c in enumerate(columns, start=1) if c.header == header)
-
-
-def _display_lines(text: str, width: float) -> int:
-    """How many lines a wrapped cell shows at this column width (roughly)."""
-    per_line = max(1, int(width * 1.1))
-    return sum(max(1, -(-len(line) // per_line)) for line in text.split("\n"))

@@ -12,17 +12,23 @@ from qareport.workbook.cells import write
 
 SHEET_NAME = "Problems"
 HEADERS = ("file", "line", "case id", "problem")
+PATH_WIDTH = 40
+MESSAGE_WIDTH = 100
 
 
 def write_problems(ws: Worksheet, problems: Sequence[Problem]) -> None:
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
+    longest_path = max([len(p.location.path) for p in problems] + [10])
+    longest_id = max([len(p.case_id or "") for p in problems] + [10])
     for row, problem in enumerate(problems, start=2):
-        write(ws, row, 1, problem.location.path)
-        write(ws, row, 2, problem.location.line)
-        write(ws, row, 3, problem.case_id)
+        write(ws, row, 1, problem.location.path).alignment = styles.WRAP_TOP
+        write(ws, row, 2, problem.location.line).alignment = styles.TOP
+        write(ws, row, 3, problem.case_id).alignment = styles.TOP
         write(ws, row, 4, problem.message).alignment = styles.WRAP_TOP
-    ws.freeze_panes = "A2"
-    ws.auto_filter.ref = f"A1:D{max(len(problems) + 1, 1)}"
-    styles.set_widths(ws, {1: 40, 2: 7, 3: 24, 4: 100})
+        lines = max(styles.display_lines(problem.message, MESSAGE_WIDTH),
+                    styles.display_lines(problem.location.path, PATH_WIDTH))
+        ws.row_dimensions[row].height = styles.row_height_for(lines)
+    styles.set_widths(ws, {1: min(PATH_WIDTH, longest_path + 2), 2: 7, 3: min(40, longest_id + 2), 4: MESSAGE_WIDTH})
+    styles.finish_table_sheet(ws, columns=len(HEADERS), rows=len(problems) + 1, freeze="A2")

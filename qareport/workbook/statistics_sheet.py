@@ -6,14 +6,17 @@ beside the counts of cases it is over and of the cases that could not be evaluat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from openpyxl.cell.cell import Cell
+from openpyxl.styles import Alignment
 from openpyxl.worksheet.worksheet import Worksheet
 
+from qareport.comparison import HEADLINE_METRICS, SCORE_BINS, metric_label as headline_label, score_distribution
 from qareport.records import RunInfo
 from qareport.statistics import GroupScores, SuiteStatistics
-from qareport.workbook import styles
+from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
 
 SHEET_NAME = "Statistics"
@@ -44,9 +47,35 @@ def metric_format(key: str) -> str:
 class TableWriter:
     """Writes titled tables one below the other and remembers where the next one starts."""
 
-    def __init__(self, ws: Worksheet):
+    def __init__(self, ws: Worksheet, widths: Mapping[int, float]):
         self.ws = ws
         self.row = 1
+        self.widths = widths
+        self.longest: dict[int, int] = {}  # the longest text written by table() per column
+        self.texts: list[Cell] = []  # table cells holding text, to wrap once widths are known
+
+    def width(self, column: int) -> float:
+        return self.widths.get(column, 8.43)
+
+    def fitted_widths(self, *, maximum: float = 60) -> dict[int, float]:
+        """The starting widths, widened to the longest table text (within `maximum`)."""
+        fitted = dict(self.widths)
+        for column, length in self.longest.items():
+            fitted[column] = max(self.width(column), min(maximum, length + 2))
+        return fitted
+
+    def wrap_long_texts(self, widths: Mapping[int, float]) -> None:
+        """Wrap the table texts wider than their column, and make their rows tall enough."""
+        for cell in self.texts:
+            width = widths.get(cell.column, 8.43)
+            if len(str(cell.value)) > width - 2:
+                cell.alignment = styles.WRAP_TOP
+                lines = styles.display_lines(str(cell.value), width)
+                current = self.ws.row_dimensions[cell.row].height or styles.LINE_HEIGHT_POINTS
+                self.ws.row_dimensions[cell.row].height = max(current, styles.row_height_for(lines))
+                for neighbour in self.ws[cell.row]:  # numbers beside a tall text stay on its first line
+                    if neighbour is not cell and neighbour.value is not None:
+                        neighbour.alignment = styles.TOP
 
     def title(self, text: str) -> None:
         write(self.ws, self.row, 1, text).font = styles.TITLE_FONT
@@ -60,12 +89,20 @@ class TableWriter:
             self.row += 1
 
     def table(
-        self, headers: Sequence[str], rows: Sequence[Sequence[Any]], formats: Sequence[str | None]
+        self, headers: Sequence[str], rows: Sequence[Sequence[Any]], formats: Sequence[str | None],
+        *, overflow_last: bool = False,
     ) -> tuple[int, int]:
-        """Returns the first and last data row (for charts)."""
+        """Returns the first and last data row (for charts). Titles of number columns align right,
+        over their numbers. With `overflow_last`, the last column's text runs on to the right
+        (a sentence) instead of widening the column."""
         for column, header in enumerate(headers, start=1):
             write(self.ws, self.row, column, header)
         styles.style_header_row(self.ws, self.row, 1, len(headers))
+        for column, fmt in enumerate(formats, start=1):
+            if fmt:
+                self.ws.cell(row=self.row, column=column).alignment = NUMBER_HEADER
+        lines = max(styles.display_lines(str(h), self.width(column)) for column, h in enumerate(headers, start=1))
+        self.ws.row_dimensions[self.row].height = styles.row_height_for(lines)
         first = self.row + 1
         for offset, values in enumerate(rows, start=1):
             for column, value in enumerate(values, start=1):
@@ -73,11 +110,15 @@ class TableWriter:
                 fmt = formats[column - 1] if column - 1 < len(formats) else None
                 if fmt and isinstance(value, (int, float)):
                     cell.number_format = fmt
+                if isinstance(value, str) and not (overflow_last and column == len(values)):
+                    self.longest[column] = max(self.longest.get(column, 0), len(value))
+                    self.texts.append(cell)
         last = self.row + len(rows)
         self.row = last + 2
         return first, last
 
 
+NUMBER_HEADER = Alignment(horizontal="right", vertical="center", wrap_text=True)
 GROUP_HEADERS = ("", "test cases", "evaluated", "errors", "missing", "invalid", "macro precision", "macro recall")
 GROUP_FORMATS = (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT,
                  styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT)
@@ -96,8 +137,9 @@ def _template_metric(summary: dict[str, Any], metric: str) -> dict[str, Any] | N
     return nested if isinstance(nested, dict) and "mean" in nested else None
 
 
-def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, tuple[int, int]]:
-    ranges: dict[str, tuple[int, int]] = {}
+def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, charts.TableRange]:
+    """Returns the per-tag table's place (for its chart)."""
+    ranges: dict[str, charts.TableRange] = {}
     if stats.data_query is None:
         return ranges
     tables.section(
@@ -108,15 +150,16 @@ def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, t
     tables.table(GROUP_HEADERS, [_group_row(stats.data_query)], GROUP_FORMATS)
     if stats.per_group:
         tables.section("Data Query Metrics per tag", "A case counts in every tag it has.")
-        ranges["per_group"] = tables.table(
+        first, last = tables.table(
             ("tag", *GROUP_HEADERS[1:]), [_group_row(g) for g in stats.per_group], GROUP_FORMATS
         )
+        ranges["per_group"] = charts.TableRange(tables.ws, first - 1, first, last, 1, (7, 8))
     if stats.per_dimension:
         tables.section(
             "Data Query Metrics per dimension",
             "Means over the evaluated cases whose target has the dimension; TP / FP / FN are term counts.",
         )
-        ranges["per_dimension"] = tables.table(
+        tables.table(
             ("dimension", "test cases", "macro precision", "macro recall",
              "true positives", "false positives", "false negatives"),
             [(d.dimension, d.cases, d.macro_precision, d.macro_recall, d.true_positives,
@@ -127,8 +170,9 @@ def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, t
     return ranges
 
 
-def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    ranges: dict[str, tuple[int, int]] = {}
+def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, charts.TableRange]:
+    """Returns the place of the steps-score column of the per-template table (for its chart)."""
+    ranges: dict[str, charts.TableRange] = {}
     per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
     micro = aggregates.get("micro", {})
     macro = aggregates.get("macro", {})
@@ -149,11 +193,16 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, tuple
         *[(_template_metric(micro, m) or {}).get("mean") for m in metrics],
     ))
     rows.append(("templates averaged (macro)", None, None, *[macro.get(m, {}).get("mean") for m in metrics]))
-    ranges["per_template"] = tables.table(
+    first, last = tables.table(
         ("template", "success samples", "error samples", *[metric_label(m) for m in metrics]),
         rows,
         (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[metric_format(m) for m in metrics]),
     )
+    if per_template and "steps_score" in metrics:
+        steps_column = 4 + metrics.index("steps_score")
+        ranges["steps_per_template"] = charts.TableRange(
+            tables.ws, first - 1, first, last - 2, 1, (steps_column,)  # the micro and macro rows are not templates
+        )
     tables.section("Q&A: all questions (micro)", "sum / mean / median / min / max over successful responses.")
     stat_rows = []
     for metric in metrics:
@@ -192,7 +241,10 @@ def _restyle_micro_rows(ws: Worksheet, first: int, stat_rows: list, metrics: lis
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
     if run.not_evaluated:
         tables.section("Metrics not evaluated")
-        tables.table(("metrics", "why"), sorted(run.not_evaluated.items()), (None, None))
+        first, last = tables.table(("metrics", "why"), sorted(run.not_evaluated.items()), (None, None),
+                                   overflow_last=True)
+        for row in range(first, last + 1):  # the reason runs on to the right, at the top of its row
+            tables.ws.cell(row=row, column=2).alignment = styles.TOP
     usage = run.judge_usage
     if not usage:
         return
@@ -209,17 +261,66 @@ def write_judge(tables: TableWriter, run: RunInfo) -> None:
     )
 
 
-def write_statistics(ws: Worksheet, stats: SuiteStatistics, run: RunInfo) -> dict[str, tuple[int, int]]:
-    """Fill the sheet; returns the data-row ranges of the main tables (for charts)."""
-    tables = TableWriter(ws)
+def write_distribution(tables: TableWriter, rows: Sequence[Mapping[str, Any]]) -> charts.TableRange | None:
+    """Binned counts of case scores (and of each headline metric), for the histogram."""
+    metrics = [m for m in HEADLINE_METRICS if sum(score_distribution(rows, m))]
+    overall = score_distribution(rows)
+    if not sum(overall):
+        return None
+    tables.section(
+        "Distribution of case scores",
+        "Evaluated test cases per score bin. Case score: the mean of a case's headline metrics. "
+        "Bins include their lower bound; the last one includes 1.0.",
+    )
+    per_metric = [score_distribution(rows, m) for m in metrics]
+    table_rows = [
+        (f"{low:.1f}–{high:.1f}", overall[index], *[counts[index] for counts in per_metric])
+        for index, (low, high) in enumerate(SCORE_BINS)
+    ]
+    first, last = tables.table(
+        ("score", "case score", *[headline_label(m) for m in metrics]),
+        table_rows,
+        (None, *[styles.INTEGER_FORMAT] * (1 + len(metrics))),
+    )
+    return charts.TableRange(tables.ws, first - 1, first, last, 1, (2,))
+
+
+WIDTHS = {1: 34, **{column: 14 for column in range(2, 20)}}
+MAX_TEXT_WIDTH = 60
+
+
+def write_statistics(
+    ws: Worksheet, stats: SuiteStatistics, run: RunInfo, rows: Sequence[Mapping[str, Any]] = ()
+) -> None:
+    """Fill the sheet: the tables, then their charts below them (a link at the top leads there)."""
+    tables = TableWriter(ws, WIDTHS)
     tables.title("Statistics")
+    charts_link_row = tables.row - 1
     counts = stats.status_counts
     tables.section("Test cases by status")
     tables.table(("", *counts.keys(), "total"), [("test cases", *counts.values(), sum(counts.values()))],
                  (None, *[styles.INTEGER_FORMAT] * (len(counts) + 1)))
     ranges = write_data_query(tables, stats)
     if stats.qa_aggregates:
-        ranges.update({f"qa_{k}": v for k, v in write_qa(tables, stats.qa_aggregates).items()})
+        ranges.update(write_qa(tables, stats.qa_aggregates))
+    distribution = write_distribution(tables, rows)
     write_judge(tables, run)
-    styles.set_widths(ws, {1: 34, **{c: 14 for c in range(2, 20)}})
-    return ranges
+    widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
+    styles.set_widths(ws, widths)
+    tables.wrap_long_texts(widths)
+
+    drawn = []
+    if "per_group" in ranges:
+        drawn.append(charts.score_bars(ranges["per_group"], title="Macro precision and recall per tag",
+                                       category_title="tag"))
+    if "steps_per_template" in ranges:
+        drawn.append(charts.score_bars(ranges["steps_per_template"], title="Mean steps score per template",
+                                       category_title="template"))
+    if distribution is not None:
+        drawn.append(charts.histogram(distribution, title="Distribution of case scores"))
+    if drawn:
+        charts_row = tables.row
+        tables.section("Charts", "Drawn from the tables above.")
+        charts.place_stacked(ws, drawn, first_row=tables.row)
+        styles.link(write(ws, charts_link_row, 1, "Charts: below the tables ↓"), ws.title, f"A{charts_row}")
+    styles.landscape(ws, fit_width=True)

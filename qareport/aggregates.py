@@ -1,0 +1,312 @@
+"""Per-template, micro and macro aggregates of Q&A results, keyed as graphrag-eval 5.2 keys them.
+
+`compute_aggregates(results)` returns what graphrag-eval 5.2's `compute_aggregates` returns for any
+input it accepts: the same keys, in the same order (except the order of the templates in
+`per_template`, which graphrag-eval takes from a set and so varies between runs; here it is the
+order of first appearance), and the same numbers, ints staying ints.
+
+* A result is an *error sample* when it has an `error` key; it only counts in
+  `number_of_error_samples`. Every other result is a success sample.
+* For each metric of `METRICS` with at least one value among a template's success samples (and
+  always for `ALWAYS_REPORTED`), `sum`, `mean`, `median`, `min` and `max`; an empty series gives
+  0 for all five.
+* `steps` per template counts the actual steps by name: `total`, `errors` (status `error`),
+  `once_per_sample`, and `empty_results` (a step not in error whose output is a SPARQL JSON result
+  without bindings). The statistics of the retrieval step metrics (`STEP_METRICS`) go in there too.
+* `micro` pools the success samples of all templates (template after template, which matters for
+  the last bits of a float sum); the retrieval step metrics sit at the top level of `micro`.
+  `macro` is the mean of the per-template means.
+* Sums are computed as Python 3.12's `sum()` computes them (compensated for floats), since
+  graphrag-eval 5.2 runs on Python 3.12 only; means and medians are those of `statistics`.
+
+Where graphrag-eval raises (a step without name, status or output, a metric that is not a
+number, a result without `template_id`), this module counts what can be counted and never raises:
+values that are not numbers are left out, a step without a name is not counted, a step without a
+status is not an error, a step without a readable output is not an empty result, and results
+without a template are grouped under the template None.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from statistics import mean, median
+from typing import Any
+
+METRICS = (
+    "answer_recall",
+    "answer_precision",
+    "answer_relevance",
+    "answer_relevance_cost",
+    "answer_f1",
+    "steps_score",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "elapsed_sec",
+)
+"""Per-result metrics aggregated, in the order their keys appear."""
+
+ALWAYS_REPORTED = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+"""Metrics reported even when no success sample has a value (then all statistics are 0)."""
+
+STEP_METRICS = {
+    "retrieval": (
+        "retrieval_answer_precision",
+        "retrieval_answer_precision_cost",
+        "retrieval_answer_recall",
+        "retrieval_answer_recall_cost",
+        "retrieval_answer_f1",
+        "retrieval_answer_f1_cost",
+        "retrieval_context_precision",
+        "retrieval_context_precision_cost",
+        "retrieval_context_recall",
+        "retrieval_context_recall_cost",
+        "retrieval_context_f1",
+        "retrieval_context_f1_cost",
+    )
+}
+"""Metrics carried by actual steps, by step name."""
+
+STEP_COUNTERS = ("total", "errors", "once_per_sample", "empty_results")
+
+Number = int | float
+
+
+@dataclass
+class _TemplateTally:
+    """What one template's results add up to, before statistics."""
+
+    error_samples: int = 0
+    success_samples: int = 0
+    metric_values: dict[str, list[Number]] = field(default_factory=dict)
+    # counter -> step name -> count; counters appear in the order they are first needed
+    step_counts: dict[str, dict[Hashable, int]] = field(default_factory=dict)
+    step_metric_values: dict[str, list[Number]] = field(default_factory=dict)
+
+
+def compute_aggregates(results: list[dict]) -> dict:
+    """Aggregate Q&A result dicts (as `run_evaluation` returns them) into
+    `{"per_template": {...}, "micro": {...}, "macro": {...}}`."""
+    tallies: dict[Any, _TemplateTally] = {}
+    with_success: list[_TemplateTally] = []  # in the order of each template's first success
+    for result in results:
+        if not isinstance(result, Mapping):
+            continue
+        template_id = result.get("template_id")
+        if not _is_hashable(template_id):
+            continue
+        tally = tallies.setdefault(template_id, _TemplateTally())
+        if "error" in result:
+            tally.error_samples += 1
+            continue
+        if not tally.success_samples:
+            with_success.append(tally)
+        tally.success_samples += 1
+        _add_metrics(result, tally)
+        _add_step_counts(result.get("actual_steps"), tally)
+        _add_step_metrics(result.get("actual_steps"), tally)
+
+    per_template = {template_id: _template_summary(tally) for template_id, tally in tallies.items()}
+    return {
+        "per_template": per_template,
+        "micro": _micro_summary(list(tallies.values()), with_success),
+        "macro": _macro_summary(per_template),
+    }
+
+
+# --- tallying ----------------------------------------------------------------------------------
+
+
+def _add_metrics(result: Mapping[str, Any], tally: _TemplateTally) -> None:
+    for metric in METRICS:
+        value = result.get(metric)
+        if _is_number(value):
+            tally.metric_values.setdefault(metric, []).append(value)
+
+
+def _steps_of(actual_steps: Any) -> Iterable[Mapping[str, Any]]:
+    """The steps that can be counted: objects with a usable name."""
+    if not isinstance(actual_steps, list):
+        return ()
+    return [
+        step
+        for step in actual_steps
+        if isinstance(step, Mapping) and "name" in step and _is_hashable(step["name"])
+    ]
+
+
+def _add_step_counts(actual_steps: Any, tally: _TemplateTally) -> None:
+    counts = tally.step_counts
+
+    def count(counter: str, name: Hashable) -> None:
+        per_name = counts.setdefault(counter, {})
+        per_name[name] = per_name.get(name, 0) + 1
+
+    names_seen = set()
+    for step in _steps_of(actual_steps):
+        name = step["name"]
+        failed = step.get("status") == "error"
+        count("total", name)
+        if failed:
+            count("errors", name)
+        if name not in names_seen:
+            names_seen.add(name)
+            count("once_per_sample", name)
+        if not failed and _has_empty_bindings(step):
+            count("empty_results", name)
+
+
+def _has_empty_bindings(step: Mapping[str, Any]) -> bool:
+    """Is the step's output a SPARQL JSON result whose bindings are empty?"""
+    try:
+        output = json.loads(step["output"])
+        return (
+            isinstance(output, dict)
+            and "results" in output
+            and "bindings" in output["results"]
+            and not output["results"]["bindings"]
+        )
+    except (KeyError, TypeError, ValueError, IndexError, RecursionError):
+        return False  # no output, or not JSON: nothing to say about its bindings
+
+
+def _add_step_metrics(actual_steps: Any, tally: _TemplateTally) -> None:
+    for step in _steps_of(actual_steps):
+        for metric in STEP_METRICS.get(step["name"], ()):
+            value = step.get(metric)
+            if _is_number(value):
+                tally.step_metric_values.setdefault(metric, []).append(value)
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+
+def _template_summary(tally: _TemplateTally) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "number_of_error_samples": tally.error_samples,
+        "number_of_success_samples": tally.success_samples,
+    }
+    for metric in METRICS:
+        values = tally.metric_values.get(metric, [])
+        if values or metric in ALWAYS_REPORTED:
+            summary[metric] = series_statistics(values)
+    steps: dict[str, Any] = {counter: dict(per_name) for counter, per_name in tally.step_counts.items()}
+    for metric, values in tally.step_metric_values.items():
+        steps[metric] = series_statistics(values)
+    if steps:
+        summary["steps"] = steps
+    return summary
+
+
+def _micro_summary(tallies: list[_TemplateTally], with_success: list[_TemplateTally]) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "number_of_error_samples": sum(tally.error_samples for tally in tallies),
+        "number_of_success_samples": sum(tally.success_samples for tally in tallies),
+    }
+    for metric in METRICS:
+        values = [value for tally in with_success for value in tally.metric_values.get(metric, [])]
+        if values or metric in ALWAYS_REPORTED:
+            summary[metric] = series_statistics(values)
+    pooled: dict[str, list[Number]] = {}
+    for tally in with_success:
+        for metric, values in tally.step_metric_values.items():
+            pooled.setdefault(metric, []).extend(values)
+    for metric, values in pooled.items():
+        summary[metric] = series_statistics(values)
+    return summary
+
+
+def _macro_summary(per_template: dict[Any, dict[str, Any]]) -> dict[str, dict[str, Number]]:
+    summary: dict[str, dict[str, Number]] = {}
+    for metric in METRICS:
+        means = [stats[metric]["mean"] for stats in per_template.values() if stats.get(metric) is not None]
+        if means or metric in ALWAYS_REPORTED:
+            summary[metric] = {"mean": mean(means or [0])}
+    # Every entry of `steps` that has a "mean" is averaged: the step metrics' statistics, and (as
+    # graphrag-eval does) a counter that happens to count a step named "mean".
+    step_means: dict[str, list[Number]] = {}
+    for stats in per_template.values():
+        for key, entry in stats.get("steps", {}).items():
+            if "mean" in entry:
+                step_means.setdefault(key, []).append(entry["mean"])
+    for key, means in step_means.items():
+        summary.setdefault(key, {})["mean"] = mean(means)
+    return summary
+
+
+def series_statistics(values: list[Number]) -> dict[str, Number]:
+    """sum, mean, median, min and max of `values`; all 0 for an empty list."""
+    if not values:
+        return {"sum": 0, "mean": 0, "median": 0, "min": 0, "max": 0}
+    return {
+        "sum": sum_as_python312(values),
+        "mean": mean(values),
+        "median": median(values),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def sum_as_python312(values: Iterable[Number]) -> Number:
+    """`sum(values)` as Python 3.12 computes it, on any Python: ints exactly while they fit in a C
+    long, then floats with Neumaier's compensated summation (ints among them added plainly).
+
+    graphrag-eval 5.2 requires Python 3.12, where `sum()` compensates float rounding; Python 3.11
+    adds floats naively, and the two differ in the last bits. Numbers only (ints, bools, floats).
+    """
+    items = iter(values)
+    total: Number = 0
+    for item in items:  # integer phase
+        if type(item) in (int, bool) and _LONG_MIN <= total + item <= _LONG_MAX and _LONG_MIN <= item <= _LONG_MAX:
+            total += item
+            continue
+        total = total + item
+        break
+    else:
+        return total
+    if type(total) is float:
+        high, low = total, 0.0
+        for item in items:  # compensated float phase
+            if type(item) is float:
+                step = high + item
+                if abs(high) >= abs(item):
+                    low += (high - step) + item
+                else:
+                    low += (item - step) + high
+                high = step
+                continue
+            if isinstance(item, int) and _LONG_MIN <= item <= _LONG_MAX:
+                high += float(item)
+                continue
+            total = _with_compensation(high, low) + item
+            break
+        else:
+            return _with_compensation(high, low)
+    for item in items:  # anything else: plain addition
+        total = total + item
+    return total
+
+
+def _with_compensation(high: float, low: float) -> float:
+    # keep the sign of a negative zero and never turn an overflowed sum into NaN
+    return high + low if low and math.isfinite(low) else high
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))
+
+
+def _is_hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,302 @@
+"""`answer-correctness -i IN.tsv -o OUT.tsv`: the seed's answer-correctness command.
+
+Reads a TSV with the columns `Question`, `Reference answer` and `Actual answer` (others are kept),
+asks the judge to count the claims of each pair, and writes one row per input row: the input
+columns, then graphrag-eval's `#Reference`, `#PTarget`, `#Matching`, `Reasoning`, `Error`, then
+`Recall`, `Precision`, `F1` and `Cost`.
+
+Rows are written as they are judged. Run it again with the same output and it resumes: rows of the
+existing output that were judged without error are kept (matched by question, reference and actual
+answer), only the others are judged. The finished file lists the rows in input order.
+
+Exit status: 0 when every row was judged, 1 when some rows ended in error (run again to retry
+them), 2 when nothing could be done (missing file or column, no judge configured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from qareport.errors import JudgeError
+
+PROG = "answer-correctness"
+IN_FIELDS = ("Question", "Reference answer", "Actual answer")
+OUT_FIELDS = ("#Reference", "#PTarget", "#Matching", "Reasoning", "Error")
+"""graphrag-eval's output columns (its answer_correctness.OUT_FIELDS)."""
+EXTRA_FIELDS = ("Recall", "Precision", "F1", "Cost")
+RESULT_FIELDS = OUT_FIELDS + EXTRA_FIELDS
+
+RowKey = tuple[str, str, str]
+
+
+class UsageError(Exception):
+    """Something the user must fix; reported as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Judge answer correctness (claims in the reference and the actual answer, "
+        "matching claims) of the rows of a TSV file with an OpenAI-compatible LLM.",
+        epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, AZURE_OPENAI_API_KEY, "
+        "AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION. Rerunning with the same output resumes.",
+    )
+    parser.add_argument("-i", "--in-file", required=True, metavar="IN.tsv",
+                        help="TSV with the columns Question, Reference answer, Actual answer")
+    parser.add_argument("-o", "--out-file", required=True, metavar="OUT.tsv",
+                        help="TSV to write; if it exists, rows judged without error are kept")
+    judge = parser.add_argument_group("judge")
+    judge.add_argument("--model", help="chat model (default gpt-4o-mini)")
+    judge.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
+    judge.add_argument("--azure-endpoint", help="Azure OpenAI endpoint")
+    judge.add_argument("--azure-deployment", help="Azure deployment (default: the model name)")
+    judge.add_argument("--api-version", help="Azure OpenAI API version")
+    judge.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    judge.add_argument("--max-retries", type=int, help="retries of a failed request (default 4)")
+    judge.add_argument("--concurrency", type=int, help="requests in flight at most (default 8)")
+    judge.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    judge.add_argument("--response-format", choices=("json_schema", "json_object"),
+                       help="structured output mode (default json_schema)")
+    judge.add_argument("--no-cache", action="store_true", help="do not read or write the reply cache")
+    judge.add_argument("--cache-path", metavar="FILE",
+                       help="reply cache (default ~/.cache/qareport/judge.sqlite3)")
+    judge.add_argument("--templates", metavar="DIR",
+                       help="folder whose judge/answer_correctness.txt replaces the packaged prompt")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    return parser
+
+
+def _raise_field_size_limit() -> None:
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:
+            limit //= 10
+
+
+def read_input(path: str) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of the input TSV."""
+    try:
+        handle = open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read ({error.strerror})") from None
+    with handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        header = list(reader.fieldnames or [])
+        missing = [name for name in IN_FIELDS if name not in header]
+        if missing:
+            found = ", ".join(repr(h) for h in header) or "nothing"
+            raise UsageError(
+                f"{path}: missing column {missing[0]!r} (found {found}); the header must name "
+                + ", ".join(repr(f) for f in IN_FIELDS)
+            )
+        try:
+            rows = [{k: (v if v is not None else "") for k, v in row.items() if k is not None}
+                    for row in reader]
+        except csv.Error as error:
+            raise UsageError(f"{path}: line {reader.line_num}: {error}") from None
+    return header, rows
+
+
+def row_key(row: dict[str, str]) -> RowKey:
+    return (row.get("Question", ""), row.get("Reference answer", ""), row.get("Actual answer", ""))
+
+
+def read_previous(path: str, header: list[str]) -> dict[RowKey, dict[str, str]]:
+    """Rows of an earlier output judged without error, by key. An unfinished last row is ignored."""
+    try:
+        handle = open(path, encoding="utf-8", newline="")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read the existing output ({error.strerror})") from None
+    kept: dict[RowKey, dict[str, str]] = {}
+    with handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        fields = list(reader.fieldnames or [])
+        if not fields:
+            return {}
+        missing = [name for name in IN_FIELDS + OUT_FIELDS if name not in fields]
+        if missing:
+            raise UsageError(
+                f"{path} exists and is not an answer-correctness output (no column {missing[0]!r}); "
+                "remove it or choose another output file"
+            )
+        try:
+            for row in reader:
+                if None in row or any(value is None for value in row.values()):
+                    continue  # wrong number of fields: an unfinished row
+                if row.get("Error") or not row.get("#Reference", "").strip().isdigit():
+                    continue
+                kept[row_key(row)] = row
+        except csv.Error:
+            pass  # an unfinished last row (cut inside a quoted field)
+    return kept
+
+
+def output_header(input_header: list[str]) -> list[str]:
+    return [name for name in input_header if name not in RESULT_FIELDS] + list(RESULT_FIELDS)
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _cost(value: Any) -> str:
+    """US dollars, fixed-point (spreadsheets misread 6.5e-05 less often than 0.0000650)."""
+    return "" if value is None else f"{value:.7f}"
+
+
+def judged_fields(result: dict[str, Any]) -> dict[str, str]:
+    """The result columns of one judged row."""
+    error = result.get("answer_eval_error")
+    if error:
+        return {
+            "#Reference": "", "#PTarget": "", "#Matching": "", "Reasoning": "",
+            "Error": " ".join(str(error).split()),
+            "Recall": "", "Precision": "", "F1": "",
+            "Cost": _cost(result.get("answer_correctness_cost")),
+        }
+    return {
+        "#Reference": _number(result.get("answer_reference_claims_count")),
+        "#PTarget": _number(result.get("answer_actual_claims_count")),
+        "#Matching": _number(result.get("answer_matching_claims_count")),
+        "Reasoning": result.get("answer_correctness_reason") or "",
+        "Error": "",
+        "Recall": _number(result.get("answer_recall")),
+        "Precision": _number(result.get("answer_precision")),
+        "F1": _number(result.get("answer_f1")),
+        "Cost": _cost(result.get("answer_correctness_cost")),
+    }
+
+
+def _writer(handle: TextIO, header: list[str]) -> csv.DictWriter:
+    return csv.DictWriter(handle, fieldnames=header, delimiter="\t", extrasaction="ignore",
+                          lineterminator="\n")
+
+
+def write_atomically(path: str, header: list[str], rows: Sequence[dict[str, str]]) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
+            writer = _writer(handle, header)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def judge_settings(args: argparse.Namespace, environ: dict[str, str]):
+    from qareport.judge import resolve_judge_settings
+
+    options = {
+        "model": args.model,
+        "base_url": args.base_url,
+        "azure_endpoint": args.azure_endpoint,
+        "azure_deployment": args.azure_deployment,
+        "api_version": args.api_version,
+        "timeout": args.timeout,
+        "max_retries": args.max_retries,
+        "concurrency": args.concurrency,
+        "temperature": args.temperature,
+        "response_format": args.response_format,
+        "no_cache": args.no_cache or None,
+        "cache_path": args.cache_path,
+        "metrics": ["answer_correctness"],
+    }
+    return resolve_judge_settings(options=options, config={}, environ=environ)
+
+
+def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) -> int:
+    from qareport.judge import Judge
+
+    input_header, rows = read_input(args.in_file)
+    header = output_header(input_header)
+    previous = read_previous(args.out_file, header)
+    settings, reason = judge_settings(args, environ)
+
+    done: dict[int, dict[str, str]] = {}
+    to_judge: dict[RowKey, list[int]] = {}
+    for index, row in enumerate(rows):
+        key = row_key(row)
+        if key in previous:
+            done[index] = {**row, **{f: previous[key].get(f, "") for f in RESULT_FIELDS}}
+        else:
+            to_judge.setdefault(key, []).append(index)
+    reused = len(done)
+    if to_judge and settings is None:
+        raise UsageError(reason or "no LLM judge configured")
+
+    # Start from a clean file holding the rows already judged, then append as rows are judged.
+    write_atomically(args.out_file, header, [done[i] for i in sorted(done)])
+    errors = 0
+    usage = None
+    if to_judge:
+        assert settings is not None
+        cases = [
+            {"question_id": str(n), "question_text": key[0], "reference_answer": key[1],
+             "actual_answer": key[2], "status": "success", "_key": key}
+            for n, key in enumerate(to_judge)
+        ]
+        with open(args.out_file, "a", encoding="utf-8", newline="") as handle:
+            writer = _writer(handle, header)
+
+            def write(result: dict[str, Any]) -> None:
+                nonlocal errors
+                fields = judged_fields(result)
+                for index in to_judge[result["_key"]]:
+                    done[index] = {**rows[index], **fields}
+                    writer.writerow(done[index])
+                    if fields["Error"]:
+                        errors += 1
+                handle.flush()
+
+            with Judge(settings, templates_dir=args.templates) as judge:
+                usage = judge.judge_results(
+                    cases, progress=None if args.quiet else stderr,
+                    metrics=("answer_correctness",), on_result=write)
+    write_atomically(args.out_file, header, [done[i] for i in range(len(rows)) if i in done])
+    if not args.quiet:
+        judged = len(rows) - reused
+        message = f"{PROG}: {len(rows)} rows: {judged} judged, {reused} kept from {args.out_file}"
+        if errors:
+            message += f", {errors} with an error (run again to retry them)"
+        stderr.write(message + "\n")
+    return 1 if errors else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _raise_field_size_limit()
+    try:
+        return run(args, environ=dict(os.environ), stderr=sys.stderr)
+    except (UsageError, JudgeError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; run again with the same output to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""Emailing a report: an HTML body a reader understands without opening the attachment, a plain
+text alternative, and the workbook attached; sent through SMTP or written to an .eml file.
+
+The body is read back from the workbook's hidden sheets (`baseline.read_report`), so
+`qareport email REPORT.xlsx` works on any report qareport wrote, long after the run. It comes from
+the templates `email.html` (autoescaped) and `email.txt`, which `--templates DIR` can override.
+
+SMTP settings, each from the first place that has it: the command line (or library call), the
+`email:` mapping of qareport.yaml, the environment (QAREPORT_SMTP_HOST, _PORT, _USER, _PASSWORD,
+_FROM, _SECURITY), the defaults (STARTTLS on port 587; port 465 means SSL). The password is never
+an option (command lines end up in shell histories and process lists), never printed, never
+written to a report or a log.
+"""
+
+from __future__ import annotations
+
+import smtplib
+import socket
+import ssl
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from email.utils import formatdate, getaddresses, make_msgid
+from pathlib import Path
+from typing import Any, Literal
+
+from qareport.baseline import ReportRecord, read_report
+from qareport.comparison import (
+    DEFAULT_TOLERANCE,
+    Headline,
+    headline_metrics,
+    metric_label,
+    parse_created,
+    status_counts,
+)
+from qareport.errors import QAReportError
+from qareport.templating import template_environment
+
+XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+HTML_TEMPLATE = "email.html"
+TEXT_TEMPLATE = "email.txt"
+TOP_REGRESSIONS = 10
+Security = Literal["starttls", "ssl", "none"]
+SECURITIES: tuple[Security, ...] = ("starttls", "ssl", "none")
+DEFAULT_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
+SMTP_ENVIRONMENT = {
+    "host": "QAREPORT_SMTP_HOST",
+    "port": "QAREPORT_SMTP_PORT",
+    "user": "QAREPORT_SMTP_USER",
+    "password": "QAREPORT_SMTP_PASSWORD",
+    "sender": "QAREPORT_SMTP_FROM",
+    "security": "QAREPORT_SMTP_SECURITY",
+}
+CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject")
+
+
+class EmailError(QAReportError):
+    """The message cannot be built or sent (no server configured, server unreachable, refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmailRequest:
+    """What to send and how. `smtp` holds settings given on the command line (host, port,
+    security, user, timeout); None values count as not given."""
+
+    to: tuple[str, ...] = ()
+    cc: tuple[str, ...] = ()
+    subject: str | None = None
+    sender: str | None = None
+    eml_path: str | None = None  # write the message to this file instead of sending it
+    smtp: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpSettings:
+    host: str
+    port: int
+    security: Security
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout: float = 30.0
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port} ({self.security})"
+
+
+# --- settings --------------------------------------------------------------------------------------
+
+
+def check_email_config(config: Mapping[str, Any], config_file: str | None = None) -> None:
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        where = f"{config_file}: " if config_file else ""
+        raise EmailError(f"{where}unknown key 'email.{unknown[0]}'; known keys: {', '.join(CONFIG_KEYS)}")
+
+
+def _first(*values: Any) -> Any:
+    return next((value for value in values if value not in (None, "")), None)
+
+
+def resolve_smtp_settings(
+    options: Mapping[str, Any], config: Mapping[str, Any], environ: Mapping[str, str]
+) -> SmtpSettings:
+    """SMTP settings by precedence: options > config (`email:`) > environment > defaults."""
+    def pick(name: str, config_name: str | None = None) -> Any:
+        return _first(options.get(name), config.get(config_name or name), environ.get(SMTP_ENVIRONMENT.get(name, "")))
+
+    host = pick("host")
+    if not host:
+        raise EmailError(
+            "no SMTP server configured: give --smtp-host, set QAREPORT_SMTP_HOST, or set email.host in "
+            "qareport.yaml (or write the message to a file with --eml)"
+        )
+    raw_port = pick("port")
+    try:
+        port = int(raw_port) if raw_port is not None else None
+    except (TypeError, ValueError):
+        raise EmailError(f"the SMTP port must be a number (got {raw_port!r})") from None
+    security = pick("security") or ("ssl" if port == 465 else "starttls")
+    if security not in SECURITIES:
+        raise EmailError(f"the SMTP security must be one of {', '.join(SECURITIES)} (got {security!r})")
+    raw_timeout = pick("timeout")
+    try:
+        timeout = float(raw_timeout) if raw_timeout is not None else 30.0
+    except (TypeError, ValueError):
+        raise EmailError(f"the SMTP timeout must be a number of seconds (got {raw_timeout!r})") from None
+    return SmtpSettings(
+        host=str(host),
+        port=port or DEFAULT_PORTS[security],
+        security=security,
+        user=pick("user"),
+        password=_first(options.get("password"), config.get("password"), environ.get(SMTP_ENVIRONMENT["password"])),
+        timeout=timeout,
+    )
+
+
+def _addresses(values: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Addresses from options or config: lists, or comma-separated text."""
+    if not values:
+        return ()
+    items = [values] if isinstance(values, str) else list(values)
+    return tuple(address for _, address in getaddresses([str(item) for item in items]) if address)
+
+
+# --- the message ---------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, pattern: str = "{:.2f}") -> str | None:
+    return pattern.format(value) if isinstance(value, (int, float)) else None
+
+
+def _direction(delta: float | None) -> str | None:
+    if delta is None:
+        return None
+    if abs(delta) <= DEFAULT_TOLERANCE or round(delta, 3) == 0:
+        return "same"
+    return "up" if delta > 0 else "down"
+
+
+def _delta_text(delta: float | None) -> str | None:
+    """A headline change to three decimals; one that rounds to nothing is no change, unsigned."""
+    if delta is None:
+        return None
+    return "0.000" if _direction(delta) == "same" else f"{delta:+.3f}"
+
+
+def _display_time(created: str) -> str:
+    moment = parse_created(created)
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else created
+
+
+def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
+    """What the email templates get: numbers already formatted, so a template stays simple."""
+    rows = record.snapshot.cases
+    counts = status_counts(rows)
+    metadata = record.metadata
+    comparison = record.comparison
+    deltas = {d.metric: d for d in comparison.headline} if comparison else {}
+    headline: list[Headline] = list(headline_metrics(rows))
+    metrics = []
+    for item in headline:
+        delta = deltas.get(item.metric)
+        metrics.append({
+            "label": item.label,
+            "mean": _fmt(item.mean),
+            "cases": item.cases,
+            "errors": item.errors,
+            "missing": item.missing,
+            "invalid": item.invalid,
+            "baseline": _fmt(delta.old) if delta else None,
+            "delta": _delta_text(delta.delta) if delta else None,
+            "direction": _direction(delta.delta) if delta else None,
+        })
+    regressions = list(comparison.regressions) if comparison else []
+    cost = metadata.get("judge.cost_usd")
+    context: dict[str, Any] = {
+        "file_name": file_name,
+        "created": _display_time(record.snapshot.created),
+        "version": record.snapshot.qareport_version,
+        "cases": sum(counts.values()),
+        "status": counts,
+        "metrics": metrics,
+        "judge_model": metadata.get("judge.model"),
+        "judge_cost": _fmt(cost, "${:,.4f}"),
+        "not_evaluated": [
+            {"metrics": key.removeprefix("not_evaluated."), "why": str(value)}
+            for key, value in metadata.items() if key.startswith("not_evaluated.")
+        ],
+        "comparison": None,
+        "regressions": [
+            {
+                "case_id": change.case_id,
+                "name": change.name,
+                "metric": metric_label(change.metric),
+                "old": _fmt(change.old) or (str(change.old) if change.old is not None else ""),
+                "new": _fmt(change.new) or (str(change.new) if change.new is not None else ""),
+                "delta": _fmt(change.delta, "{:+.2f}") or "",
+            }
+            for change in regressions[:TOP_REGRESSIONS]
+        ],
+        "more_regressions": max(0, len(regressions) - TOP_REGRESSIONS),
+    }
+    if comparison is not None:
+        counts_by_kind = comparison.counts()
+        context["comparison"] = {
+            "source": Path(comparison.baseline_source).name,
+            "created": _display_time(comparison.baseline_created),
+            "regressions": counts_by_kind["regression"],
+            "improvements": counts_by_kind["improvement"],
+            "tests_changed": counts_by_kind["test changed"],
+            "new_cases": counts_by_kind["new case"],
+            "removed_cases": counts_by_kind["removed case"],
+        }
+    context["headline_sentence"] = _headline_sentence(context)
+    return context
+
+
+def _headline_sentence(context: Mapping[str, Any]) -> str:
+    """One line that says it all: the subject line and the first line of the body."""
+    parts = []
+    for metric in context["metrics"][:2]:
+        part = f"{metric['label']} {metric['mean']}"
+        if metric["direction"] in ("up", "down"):
+            part += f" ({metric['delta']})"
+        parts.append(part)
+    status = context["status"]
+    not_scored = context["cases"] - status["success"]
+    parts.append(f"{status['success']} of {context['cases']} cases evaluated" if not_scored else f"{context['cases']} cases")
+    if context["comparison"] is not None:
+        count = context["comparison"]["regressions"]
+        parts.append(f"{count} regression{'s' if count != 1 else ''}")
+    return ", ".join(parts)
+
+
+def build_message(
+    report_path: str | Path,
+    *,
+    to: Sequence[str],
+    cc: Sequence[str] = (),
+    sender: str,
+    subject: str | None = None,
+    templates_dir: str | None = None,
+) -> EmailMessage:
+    """The email for a report: subject, HTML body, plain-text alternative, the workbook attached."""
+    path = Path(report_path)
+    record = read_report(path)
+    context = report_context(record, file_name=path.name)
+    environment = template_environment(templates_dir)
+    html = environment.get_template(HTML_TEMPLATE).render(**context)
+    text = environment.get_template(TEXT_TEMPLATE).render(**context)
+
+    message = EmailMessage()
+    message["Subject"] = subject or f"QA report {context['created'][:10]}: {context['headline_sentence']}"
+    message["From"] = sender
+    message["To"] = ", ".join(to)
+    if cc:
+        message["Cc"] = ", ".join(cc)
+    message["Date"] = formatdate(usegmt=True)
+    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+    message.set_content(text.strip() + "\n")
+    message.add_alternative(html, subtype="html")
+    try:
+        attachment = path.read_bytes()
+    except OSError as error:
+        raise EmailError(f"{path}: cannot read the report to attach: {error.strerror or error}") from error
+    message.add_attachment(attachment, maintype=XLSX_TYPE[0], subtype=XLSX_TYPE[1], filename=path.name)
+    return message
+
+
+# --- sending -------------------------------------------------------------------------------------
+
+
+def send_message(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str]) -> None:
+    """Hand the message to the SMTP server; EmailError (one line, no password) when that fails."""
+    where = f"the SMTP server {settings.host}:{settings.port}"
+    try:
+        if settings.security == "ssl":
+            client: smtplib.SMTP = smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout,
+                                                    context=ssl.create_default_context())
+        else:
+            client = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
+        with client:
+            if settings.security == "starttls":
+                client.starttls(context=ssl.create_default_context())
+            if settings.user:
+                client.login(settings.user, settings.password or "")
+            refused = client.send_message(message, to_addrs=list(recipients))
+    except smtplib.SMTPAuthenticationError as error:
+        raise EmailError(f"{where} refused the login of {settings.user!r}: {_reply(error)}") from None
+    except smtplib.SMTPRecipientsRefused as error:
+        raise EmailError(f"{where} refused every recipient: {', '.join(error.recipients)}") from None
+    except smtplib.SMTPNotSupportedError as error:
+        raise EmailError(f"{where} does not support {error} (try --smtp-security ssl or none)") from None
+    except smtplib.SMTPException as error:
+        raise EmailError(f"{where} did not accept the message: {_reply(error)}") from None
+    except ssl.SSLError as error:
+        raise EmailError(f"{where}: TLS failed ({error.reason or error}); check --smtp-security and --smtp-port") from None
+    except (socket.timeout, TimeoutError):
+        raise EmailError(f"{where} did not answer within {settings.timeout:g} s; check --smtp-host and --smtp-port") from None
+    except OSError as error:
+        raise EmailError(
+            f"cannot reach {where} ({error.strerror or error}); check --smtp-host and --smtp-port, "
+            "or write the message to a file with --eml"
+        ) from None
+    if refused:
+        raise EmailError(f"{where} refused some recipients: {', '.join(sorted(refused))}")
+
+
+def _reply(error: smtplib.SMTPException) -> str:
+    code = getattr(error, "smtp_code", None)
+    text = getattr(error, "smtp_error", b"")
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return f"{code} {text}".strip() if code else str(error)
+
+
+def write_eml(message: EmailMessage, path: str | Path) -> None:
+    target = Path(path)
+    try:
+        target.write_bytes(message.as_bytes())
+    except OSError as error:
+        raise EmailError(f"{target}: cannot write the message: {error.strerror or error}") from error
+
+
+def check_email_request(
+    request: EmailRequest,
+    *,
+    config: Mapping[str, Any],
+    environ: Mapping[str, str],
+    config_file: str | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...], SmtpSettings | None]:
+    """Recipients and SMTP settings, or EmailError: called before a run starts, so a missing
+    setting fails at once rather than after the evaluation."""
+    check_email_config(config, config_file)
+    to = _addresses(request.to) or _addresses(config.get("to"))
+    cc = _addresses(request.cc) or _addresses(config.get("cc"))
+    if not to and not request.eml_path:
+        raise EmailError("no recipient: give --to (or email.to in qareport.yaml)")
+    settings = None if request.eml_path else resolve_smtp_settings(request.smtp, config, environ)
+    return to, cc, settings
+
+
+def email_report(
+    report_path: str | Path,
+    request: EmailRequest,
+    *,
+    config: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    templates_dir: str | None = None,
+    config_file: str | None = None,
+) -> str:
+    """Build the email for a report and send it (or write it with `request.eml_path`).
+    Returns one line saying what was done."""
+    config = dict(config or {})
+    environ = environ or {}
+    to, cc, settings = check_email_request(request, config=config, environ=environ, config_file=config_file)
+    sender = _first(request.sender, config.get("from"), environ.get(SMTP_ENVIRONMENT["sender"]))
+    if not sender:
+        user = settings.user if settings else None
+        sender = user if user and "@" in user else f"qareport@{socket.gethostname() or 'localhost'}"
+    message = build_message(report_path, to=to, cc=cc, sender=str(sender),
+                            subject=request.subject or config.get("subject"), templates_dir=templates_dir)
+    if request.eml_path:
+        write_eml(message, request.eml_path)
+        return f"{request.eml_path}: the email with {Path(report_path).name} attached"
+    assert settings is not None
+    send_message(message, settings, [*to, *cc])
+    return f"emailed {Path(report_path).name} to {', '.join([*to, *cc])} through {settings}"

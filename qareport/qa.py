@@ -1,0 +1,217 @@
+"""Reference Q&A datasets and their responses, in and out in graphrag-eval 5.x's dict formats.
+
+`run_evaluation(reference_qas, chat_responses)` returns one result dict per question, with the keys
+of graphrag-eval's "Evaluation Results", in its order:
+
+    template_id, question_id, question_text, reference_answer?, reference_steps?, status, error?,
+    actual_answer?, actual_steps?, steps_score? | steps_error?, input_tokens?, output_tokens?,
+    total_tokens?, elapsed_sec?
+
+`reference_steps` is a copy in which each reference step of the last group that an actual step
+reproduced has `matches: <actual step id>`; `actual_steps` is a copy of the response's steps.
+The LLM-judged keys (answer correctness and relevance, retrieval answer / context metrics) are
+added by the judge, if one is given.
+
+Where graphrag-eval raises, a result says why instead:
+
+* no response for a question: status `error`, error "no response for question <id>";
+* steps that cannot be scored (see `step_matching`): status stays `success`, `steps_error` says
+  which step is at fault and what to fix, and there is no `steps_score`;
+* a response without token counts or elapsed time: those keys are left out.
+
+An error-form response (one with an `error` key, as `{question_id, status: error, error}`) gives
+status `error` and its error text, as in graphrag-eval. No input is modified.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .step_matching import annotate_reference_steps, evaluate_steps
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+"""Copied from a successful response when present."""
+
+RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
+"""Keys that may name the question of a response record, in order of preference."""
+
+QA_RESULT_KEYS = (
+    "template_id",
+    "question_id",
+    "question_text",
+    "reference_answer",
+    "reference_steps",
+    "status",
+    "error",
+    "actual_answer",
+    "answer_relevance",
+    "answer_relevance_cost",
+    "answer_relevance_reason",
+    "answer_relevance_error",
+    "answer_eval_error",
+    "answer_reference_claims_count",
+    "answer_actual_claims_count",
+    "answer_matching_claims_count",
+    "answer_correctness_reason",
+    "answer_recall",
+    "answer_precision",
+    "answer_f1",
+    "actual_steps",
+    "steps_score",
+    "steps_error",
+    *USAGE_KEYS,
+)
+"""Every key a result may have, in graphrag-eval's order (`steps_error` is qareport's)."""
+
+Judge = Callable[[list[dict[str, Any]]], None]
+
+
+def run_evaluation(
+    reference_qas: list[dict],
+    chat_responses: Mapping[str, dict] | list[dict],
+    *,
+    judge: Judge | None = None,
+) -> list[dict]:
+    """Evaluate every question of every template, in order; one result dict per question.
+
+    `chat_responses` maps question ids to response records (as graphrag-eval takes them), or is a
+    list of records that name their question by `question_id` (or `id`, `test_case_id`). `judge`,
+    if given, is called once with the list of results and adds the LLM-judged metrics in place.
+    Raises ValueError when the dataset or the responses are not shaped as graphrag-eval expects.
+    """
+    responses = index_responses(chat_responses)
+    results = []
+    for template_number, template in enumerate(_as_list(reference_qas, "the reference Q&A dataset"), start=1):
+        if not isinstance(template, Mapping) or "template_id" not in template:
+            raise ValueError(
+                f"template {template_number} of the reference Q&A dataset has no 'template_id'; "
+                "each template is {template_id, questions}."
+            )
+        template_id = template["template_id"]
+        questions = _as_list(template.get("questions"), f"'questions' of template {template_id!r}")
+        for question in questions:
+            question_id = question.get("id") if isinstance(question, Mapping) else None
+            results.append(
+                evaluate_question(
+                    template_id=template_id,
+                    question=question,
+                    response=responses.get(question_id) if _hashable(question_id) else None,
+                )
+            )
+    if judge is not None:
+        judge(results)
+    return results
+
+
+def index_responses(chat_responses: Mapping[str, dict] | list[dict]) -> dict[Any, Any]:
+    """Response records by question id, from a mapping (kept as is) or a list of records."""
+    if isinstance(chat_responses, Mapping):
+        return dict(chat_responses)
+    indexed: dict[Any, Any] = {}
+    for number, record in enumerate(_as_list(chat_responses, "the responses"), start=1):
+        key = next((k for k in RESPONSE_ID_KEYS if isinstance(record, Mapping) and k in record), None)
+        if key is None:
+            raise ValueError(
+                f"response {number} does not name its question; give it a 'question_id'."
+            )
+        question_id = record[key]
+        if question_id in indexed:
+            raise ValueError(
+                f"response {number} is the second response for question {question_id!r}; keep one "
+                "response per question."
+            )
+        indexed[question_id] = record
+    return indexed
+
+
+def evaluate_question(*, template_id: Any, question: dict, response: dict | None) -> dict:
+    """The graphrag-eval result dict of one question (see the module docstring)."""
+    if not isinstance(question, Mapping) or "id" not in question or "question_text" not in question:
+        raise ValueError(
+            f"a question of template {template_id!r} lacks 'id' or 'question_text' "
+            f"(got {_short(question)}); each question is {{id, question_text, reference_answer?, "
+            "reference_steps?}."
+        )
+    question_id = question["id"]
+    result: dict[str, Any] = {"template_id": template_id}
+
+    if response is None or not isinstance(response, Mapping):
+        result["question_id"] = question_id
+        _add_reference(result, question, annotated_steps=None)
+        result["status"] = "error"
+        result["error"] = (
+            f"no response for question {question_id}"
+            if response is None
+            else f"the response for question {question_id} is not an object (got {_short(response)})"
+        )
+        return result
+
+    result["question_id"] = response.get("question_id", question_id)
+    if "error" in response:
+        _add_reference(result, question, annotated_steps=None)
+        result["status"] = "error"
+        result["error"] = response["error"]
+        return result
+
+    steps_outcome = None
+    annotated_steps = None
+    if "reference_steps" in question and "actual_steps" in response:
+        steps_outcome = evaluate_steps(question["reference_steps"], response["actual_steps"], question_id=question_id)
+        if steps_outcome.error is None:
+            annotated_steps = annotate_reference_steps(
+                question["reference_steps"], steps_outcome, response["actual_steps"]
+            )
+    _add_reference(result, question, annotated_steps=annotated_steps)
+    result["status"] = "success"
+    if "actual_answer" in response:
+        result["actual_answer"] = response["actual_answer"]
+    if "actual_steps" in response:
+        result["actual_steps"] = copy.deepcopy(response["actual_steps"])
+    if steps_outcome is not None:
+        if steps_outcome.error is None:
+            result["steps_score"] = steps_outcome.score
+        else:
+            result["steps_error"] = steps_outcome.error
+    for key in USAGE_KEYS:
+        if key in response:
+            result[key] = response[key]
+    return result
+
+
+def order_result_keys(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `result` with its keys in graphrag-eval's order (`QA_RESULT_KEYS`), other keys
+    after them in their own order; for results a judge has added keys to."""
+    known = {key: result[key] for key in QA_RESULT_KEYS if key in result}
+    known.update((key, value) for key, value in result.items() if key not in known)
+    return known
+
+
+def _add_reference(result: dict[str, Any], question: Mapping[str, Any], *, annotated_steps: Any) -> None:
+    result["question_text"] = question["question_text"]
+    if "reference_answer" in question:
+        result["reference_answer"] = question["reference_answer"]
+    if "reference_steps" in question:
+        result["reference_steps"] = (
+            annotated_steps if annotated_steps is not None else copy.deepcopy(question["reference_steps"])
+        )
+
+
+def _as_list(value: Any, what: str) -> list:
+    if not isinstance(value, list):
+        raise ValueError(f"{what} must be a list (got {_short(value)}).")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

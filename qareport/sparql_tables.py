@@ -1,0 +1,371 @@
+"""Does an actual SPARQL result hold the reference result? Pure; no I/O.
+
+`compare_sparql_results` gives the verdict graphrag-eval 5.2 gives (1.0 or 0.0), without trying
+every ordered choice of actual columns as graphrag-eval does (factorial in the number of columns).
+
+How a result is read, as graphrag-eval reads it
+-----------------------------------------------
+* A term of type `literal` / `typed-literal` with an xsd integer datatype becomes an `int`; with
+  xsd decimal, double or float a `float` truncated (not rounded) to 5 decimals; with xsd boolean
+  `True` when its text is "true" or "1" (any case), else `False`. A value that does not parse keeps
+  its text. Any other term (URI, blank node, plain or language-tagged literal) is its `value` text.
+* Cells are then compared by their *text*, `str(value)`, as graphrag-eval does. So a typed value
+  equals the plain literal that prints the same: xsd:integer "01" equals the plain literal "1"
+  (both print `1`); xsd:decimal "1" prints `1.0` and so equals neither the integer 1 nor the plain
+  literal "1"; xsd:double "2.718281828" and "2.71828" are equal (`2.71828`); xsd:boolean "1"
+  equals the plain literal "True".
+* A variable missing from a binding (unbound), a term that is JSON null and a term without a
+  `value` are all *unbound*.
+
+The verdict
+-----------
+The reference table is its bindings projected on `required_columns`. The actual result matches
+when some one-to-one mapping of the required columns onto actual columns makes the actual table,
+projected and reordered that way, equal to the reference table: as lists of rows when `ordered`,
+else as sets of rows (`ignore_duplicates`, the default) or as multisets of rows. Special cases, in
+the order they are decided: an actual result that is a string (DESCRIBE / CONSTRUCT output in
+Turtle, not JSON) never matches; an ASK reference (`boolean`) matches an actual result with an
+equal `boolean`; both results without bindings match when the actual result has at least as many
+variables as there are required columns; one without bindings does not match; more required
+columns than actual variables do not match; no required column matches.
+
+Deliberate differences from graphrag-eval 5.2
+---------------------------------------------
+1. Rows are compared as tuples of cells. graphrag-eval joins the cell texts of a row into one
+   string, so there the row ("ab", "c") equals the row ("a", "bc").
+2. An unbound cell never equals the literal text "None" (graphrag-eval prints it as `None`).
+
+An actual result that is not shaped like a SPARQL JSON result (where graphrag-eval would raise)
+does not match. A malformed *reference* raises `SparqlResultError`: that is a test-case problem,
+to be reported, not scored.
+
+How the search stays small
+--------------------------
+A mapped column pair must agree on its own: equal sequences (ordered), equal sets of cells (set)
+or equal cell counts (multiset). Identical actual columns are interchangeable and are searched
+once, with their multiplicity; in set mode duplicate actual rows are dropped first. After a check
+that a one-to-one assignment exists at all, a backtracking search assigns the most constrained
+required column first and, after each step, compares the tables projected on the columns assigned
+so far: a projection of equal row sets (or multisets) is equal, so a failing prefix prunes all of
+its extensions, and an actual row with no reference counterpart stops a branch at once. In ordered
+mode the column check alone decides. Six required columns out of ten on a thousand rows take a few
+milliseconds on realistic data (identifiers, names, numbers); the worst case is still exponential,
+reached when many columns have the same few values (set mode, no match: ten random 3-valued columns
+take some tenths of a second).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+XSD_INTEGER_TYPES = frozenset(
+    _XSD + name
+    for name in (
+        "integer",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "positiveInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
+        "unsignedByte",
+    )
+)
+XSD_DECIMAL_TYPES = frozenset(_XSD + name for name in ("decimal", "double", "float"))
+XSD_BOOLEAN = _XSD + "boolean"
+DECIMAL_PLACES = 5  # graphrag-eval 5.x truncates to 5 decimals (its README says 1e-8)
+
+
+class SparqlResultError(ValueError):
+    """The reference result, or its required columns, cannot be read as a SPARQL JSON result."""
+
+
+class _Unbound:
+    """The cell of a variable that has no value in a row."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = _Unbound()
+_MISSING = object()  # an ASK result without "boolean" equals no reference value
+
+
+def parse_sparql_term(term: Any) -> Any:
+    """The Python value graphrag-eval makes of one SPARQL JSON term (see the module docstring).
+
+    Returns None for a term without a value; a non-object term is returned as it is.
+    """
+    if not isinstance(term, dict):
+        return term
+    value = term.get("value")
+    if term.get("type") not in ("literal", "typed-literal"):
+        return value
+    datatype = term.get("datatype")
+    if not datatype:
+        return value
+    if datatype in XSD_INTEGER_TYPES:
+        try:
+            return int(value)
+        except (TypeError, ValueError, OverflowError):  # graphrag-eval raises on overflow
+            return value
+    if datatype in XSD_DECIMAL_TYPES:
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return value
+        return _truncate(number)
+    if datatype == XSD_BOOLEAN:
+        # graphrag-eval raises on a non-string boolean; reading its text is the kinder choice
+        text = value if isinstance(value, str) else str(value)
+        return text.lower() in ("true", "1")
+    return value
+
+
+def _truncate(number: float) -> float:
+    """Cut `number` to DECIMAL_PLACES decimals, with the same float arithmetic as graphrag-eval."""
+    scaled = number * 10.0**DECIMAL_PLACES
+    if not math.isfinite(scaled):
+        return number  # graphrag-eval keeps NaN and raises on overflow; keep the number
+    return math.trunc(scaled) / 10.0**DECIMAL_PLACES
+
+
+def cell_key(term: Any) -> Hashable:
+    """What a cell is compared by: the text of its value, or UNBOUND."""
+    value = parse_sparql_term(term)
+    return UNBOUND if value is None else str(value)
+
+
+def compare_sparql_results(
+    reference: dict,
+    actual: dict | str,
+    required_columns: Sequence[str],
+    *,
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+) -> float:
+    """1.0 when `actual` holds the `reference` result on `required_columns`, else 0.0.
+
+    `reference` and `actual` are parsed SPARQL JSON results; `actual` may also be the raw text of a
+    non-JSON result (DESCRIBE / CONSTRUCT), which never matches. Raises `SparqlResultError` when
+    `reference` or `required_columns` is malformed.
+    """
+    if isinstance(actual, str):
+        return 0.0
+    if isinstance(reference, dict) and "boolean" in reference:
+        matched = isinstance(actual, dict) and actual.get("boolean", _MISSING) == reference["boolean"]
+        return float(matched)
+
+    reference_bindings = _reference_bindings(reference)
+    required = _required_columns(required_columns)
+    actual_table = _read_actual(actual)
+    if actual_table is None:
+        return 0.0
+    actual_vars, actual_bindings = actual_table
+
+    if not actual_bindings and not reference_bindings:
+        return float(len(actual_vars) >= len(required))
+    if not actual_bindings or not reference_bindings:
+        return 0.0
+    if len(required) > len(actual_vars):
+        return 0.0
+    if not required:
+        return 1.0
+
+    interned: dict[Hashable, int] = {}
+    try:
+        reference_columns = [_column(var, reference_bindings, interned) for var in required]
+    except (TypeError, KeyError, IndexError, AttributeError) as error:
+        raise SparqlResultError(f"the reference bindings are not SPARQL JSON terms ({error})") from None
+    try:
+        actual_columns = [_column(var, actual_bindings, interned) for var in actual_vars]
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return 0.0  # graphrag-eval raises here; an unreadable actual result does not match
+    mode = "ordered" if ordered else "set" if ignore_duplicates else "multiset"
+    return float(tables_match(reference_columns, actual_columns, mode=mode))
+
+
+def _reference_bindings(reference: Any) -> list:
+    try:
+        bindings = reference["results"]["bindings"]
+    except (TypeError, KeyError, IndexError) as error:
+        raise SparqlResultError(
+            f"the reference output is not a SPARQL JSON result: it has no results.bindings ({error!r})"
+        ) from None
+    if not bindings:
+        return []
+    if not isinstance(bindings, list):
+        raise SparqlResultError(
+            f"the reference results.bindings must be a list (got {type(bindings).__name__})"
+        )
+    return bindings
+
+
+def _required_columns(required_columns: Any) -> list:
+    if isinstance(required_columns, (str, bytes)) or not isinstance(required_columns, Sequence):
+        raise SparqlResultError(
+            f"'required_columns' must be a list of column names (got {type(required_columns).__name__}"
+            f" {required_columns!r})"
+        )
+    return list(required_columns)
+
+
+def _read_actual(actual: Any) -> tuple[list, list] | None:
+    """(variables, bindings) of an actual result, or None when it is not shaped like one."""
+    if not isinstance(actual, dict):
+        return None
+    results = actual.get("results", {})
+    head = actual.get("head")
+    if not isinstance(results, dict) or not isinstance(head, dict):
+        return None
+    bindings = results.get("bindings", [])
+    variables = head.get("vars", [])
+    if not bindings:
+        bindings = []
+    if not isinstance(bindings, list) or not isinstance(variables, (list, tuple)):
+        return None
+    return list(variables), bindings
+
+
+def _column(var: Any, bindings: list, interned: dict[Hashable, int]) -> tuple[int, ...]:
+    """The cells of `var` down the rows, each as a small int (equal ints, equal cells)."""
+    unbound_id = interned.setdefault(UNBOUND, len(interned))
+    cells = []
+    for binding in bindings:
+        if var in binding:
+            key = cell_key(binding[var])
+            cells.append(interned.setdefault(key, len(interned)))
+        else:
+            cells.append(unbound_id)
+    return tuple(cells)
+
+
+# --- the search ----------------------------------------------------------------------------------
+
+Column = tuple[int, ...]
+
+
+def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[Column], *, mode: str) -> bool:
+    """Is there a one-to-one mapping of reference columns onto actual columns under which the
+    tables are equal? `mode` is "ordered" (row lists), "set" (row sets) or "multiset"."""
+    signature = _SIGNATURES[mode]
+    if mode == "set":
+        actual_columns = _without_duplicate_rows(actual_columns)  # duplicates cannot matter
+    capacity = Counter(actual_columns)  # identical actual columns are interchangeable
+    classes = list(capacity)
+    classes_by_signature: dict[Hashable, list[int]] = {}
+    for index, column in enumerate(classes):
+        classes_by_signature.setdefault(signature(column), []).append(index)
+
+    candidates = []
+    for column in reference_columns:
+        compatible = classes_by_signature.get(signature(column))
+        if not compatible:
+            return False
+        candidates.append(compatible)
+    counts = [capacity[column] for column in classes]
+    if not _assignment_exists(candidates, counts):
+        return False
+    if mode == "ordered":
+        return True  # equal row lists <=> every mapped column pair is equal
+
+    # Most constrained column first; among equals, the one with most distinct cells prunes best.
+    order = sorted(
+        range(len(reference_columns)),
+        key=lambda i: (len(candidates[i]), -len(set(reference_columns[i]))),
+    )
+    same_counts = mode == "multiset"
+    levels = _reference_levels([reference_columns[i] for i in order], multiset=same_counts)
+
+    def extend(depth: int, actual_rows: list[int]) -> bool:
+        if depth == len(order):
+            return True
+        position = order[depth]
+        pair_ids, expected = levels[depth]
+        for class_index in candidates[position]:
+            if not counts[class_index]:
+                continue
+            next_rows = _project(actual_rows, classes[class_index], pair_ids)
+            if next_rows is None:
+                continue
+            if same_counts:
+                if Counter(next_rows) != expected:
+                    continue
+            elif len(set(next_rows)) != expected:
+                continue
+            counts[class_index] -= 1
+            found = extend(depth + 1, next_rows)
+            counts[class_index] += 1
+            if found:
+                return True
+        return False
+
+    return extend(0, [0] * len(classes[0]))
+
+
+def _without_duplicate_rows(columns: Sequence[Column]) -> list[Column]:
+    rows = dict.fromkeys(zip(*columns))  # keeps first-seen order, so the search is deterministic
+    return [tuple(column) for column in zip(*rows)]
+
+
+def _reference_levels(columns: list[Column], *, multiset: bool) -> list[tuple[dict[tuple[int, int], int], Any]]:
+    """For each depth of the search: ids of the reference rows projected on the columns assigned
+    so far, keyed by (row id at the previous depth, cell), and what the actual rows must reproduce
+    (every id once for sets, since all actual ids are reference ids; the same counts for multisets)."""
+    levels = []
+    rows = [0] * len(columns[0])
+    for column in columns:
+        pair_ids: dict[tuple[int, int], int] = {}
+        rows = [pair_ids.setdefault(pair, len(pair_ids)) for pair in zip(rows, column)]
+        levels.append((pair_ids, Counter(rows) if multiset else len(pair_ids)))
+    return levels
+
+
+def _project(rows: list[int], column: Column, pair_ids: dict[tuple[int, int], int]) -> list[int] | None:
+    """The actual rows extended by `column`, as reference row ids; None as soon as one actual row
+    has no reference row with the same projection (then the tables cannot be equal)."""
+    projected = []
+    for pair in zip(rows, column):
+        row_id = pair_ids.get(pair)
+        if row_id is None:
+            return None
+        projected.append(row_id)
+    return projected
+
+
+_SIGNATURES = {
+    "ordered": lambda column: column,
+    "set": frozenset,
+    "multiset": lambda column: frozenset(Counter(column).items()),
+}
+
+
+def _assignment_exists(candidates: list[list[int]], capacity: list[int]) -> bool:
+    """Can every reference column get its own actual column? (bipartite matching with capacities,
+    by augmenting paths; a cheap test that stops hopeless searches before they start)"""
+    holders: list[list[int]] = [[] for _ in capacity]  # class -> reference columns assigned to it
+
+    def place(reference: int, visited: set[int]) -> bool:
+        for class_index in candidates[reference]:
+            if class_index in visited:
+                continue
+            visited.add(class_index)
+            if len(holders[class_index]) < capacity[class_index]:
+                holders[class_index].append(reference)
+                return True
+            for index, other in enumerate(holders[class_index]):
+                if place(other, visited):
+                    holders[class_index][index] = reference
+                    return True
+        return False
+
+    return all(place(reference, set()) for reference in range(len(candidates)))

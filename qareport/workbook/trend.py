@@ -1,0 +1,59 @@
+"""The Trend sheet: one row per run, oldest first and this run last, and a line chart of the
+headline metrics over time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timezone
+from pathlib import Path
+
+from openpyxl.worksheet.worksheet import Worksheet
+
+from qareport.comparison import HEADLINE_METRICS, TrendPoint, metric_label, parse_created
+from qareport.workbook import charts, styles
+from qareport.workbook.cells import write
+
+SHEET_NAME = "Trend"
+COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid")
+
+
+def write_trend(ws: Worksheet, points: Sequence[TrendPoint]) -> None:
+    metrics = [m for m in HEADLINE_METRICS if any(p.mean(m) is not None for p in points)]
+    headers = ("date (UTC)", "run", "qareport", *COUNT_HEADERS,
+               *[metric_label(m) for m in metrics], *[f"{metric_label(m)}: cases" for m in metrics])
+    for column, header in enumerate(headers, start=1):
+        write(ws, 1, column, header)
+    styles.style_header_row(ws, 1, 1, len(headers))
+    for row, point in enumerate(points, start=2):
+        moment = parse_created(point.created)
+        if moment is not None:  # a real date (not text) so it sorts and filters as one
+            date = ws.cell(row=row, column=1, value=moment.astimezone(timezone.utc).replace(tzinfo=None))
+            date.number_format = styles.DATETIME_FORMAT
+        else:
+            write(ws, row, 1, point.created)
+        write(ws, row, 2, "this run" if point.current else Path(point.source).name)
+        write(ws, row, 3, point.qareport_version)
+        counts = point.status_counts
+        for offset, value in enumerate(
+            (sum(counts.values()), counts.get("success", 0), counts.get("error", 0),
+             counts.get("missing", 0), counts.get("invalid", 0)), start=4):
+            write(ws, row, offset, value).number_format = styles.INTEGER_FORMAT
+        for index, metric in enumerate(metrics):
+            write(ws, row, 9 + index, point.mean(metric)).number_format = styles.SCORE_FORMAT
+            write(ws, row, 9 + len(metrics) + index, point.cases_behind(metric)).number_format = styles.INTEGER_FORMAT
+        if point.current:
+            for column in range(1, len(headers) + 1):
+                ws.cell(row=row, column=column).font = styles.BOLD
+    last_row = len(points) + 1
+    widths = {1: 18, 2: max(12, min(40, max(len(Path(p.source).name) for p in points) + 2)), 3: 10}
+    widths.update({column: 11 for column in range(4, len(headers) + 1)})
+    styles.set_widths(ws, widths)
+    if metrics:
+        letters = [ws.cell(row=1, column=9 + i).column_letter for i in range(len(metrics))]
+        styles.score_colour_scale(ws, f"{letters[0]}2:{letters[-1]}{last_row}")
+        chart = charts.trend_lines(
+            charts.TableRange(ws, 1, 2, last_row, 1, tuple(range(9, 9 + len(metrics)))),
+            title="Headline metrics per run",
+        )
+        charts.place_stacked(ws, [chart], first_row=last_row + 3)
+    styles.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2")

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Render each sheet of a workbook to PNG pages, to look at a report the way a person would.
+
+    python scripts/render_report.py report.xlsx [--outdir DIR] [--dpi 80] [--sheet Summary ...]
+
+For every visible sheet it makes a copy of the workbook in which only that sheet is visible,
+converts the copies to PDF with LibreOffice in one headless call (a private profile, so a running
+or stale LibreOffice does not interfere), and turns each PDF page into a PNG with pdftoppm:
+DIR/<sheet>-<page>.png. Needs `soffice` (LibreOffice) and `pdftoppm` (poppler) on the PATH.
+
+The copies are made by editing xl/workbook.xml in the zip, not by loading the workbook with
+openpyxl, which would drop the charts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+SHEET_TAG = re.compile(r"<(?:\w+:)?sheet\b[^>]*/>")
+NAME = re.compile(r'\bname="([^"]*)"')
+STATE = re.compile(r'\s+state="[^"]*"')
+ACTIVE_TAB = re.compile(r'\s+(?:activeTab|firstSheet)="\d+"')
+WORKBOOK_VIEW = re.compile(r"<((?:\w+:)?workbookView)\b")
+
+
+class RenderError(Exception):
+    pass
+
+
+def visible_sheets(workbook_xml: str) -> list[str]:
+    names = []
+    for tag in SHEET_TAG.findall(workbook_xml):
+        if 'state="hidden"' in tag or 'state="veryHidden"' in tag:
+            continue
+        match = NAME.search(tag)
+        if match:
+            names.append(_unescape(match.group(1)))
+    return names
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'").replace("&amp;", "&")
+
+
+def only_sheet_visible(workbook_xml: str, keep: str) -> str:
+    """workbook.xml with every sheet but `keep` hidden, and `keep` the active tab."""
+    tags = SHEET_TAG.findall(workbook_xml)
+    names = [_unescape(NAME.search(tag).group(1)) if NAME.search(tag) else "" for tag in tags]
+    index = names.index(keep)
+
+    def rewrite(match: re.Match[str]) -> str:
+        tag = STATE.sub("", match.group(0))
+        name = NAME.search(tag)
+        if name and _unescape(name.group(1)) == keep:
+            return tag
+        return tag[:-2].rstrip() + ' state="hidden"/>'
+
+    text = SHEET_TAG.sub(rewrite, workbook_xml)
+    text = ACTIVE_TAB.sub("", text)
+    return WORKBOOK_VIEW.sub(lambda m: f'<{m.group(1)} activeTab="{index}" firstSheet="{index}"', text, count=1)
+
+
+def single_sheet_copy(source: Path, sheet: str, target: Path) -> None:
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info in original.infolist():
+            data = original.read(info)
+            if info.filename == "xl/workbook.xml":
+                data = only_sheet_visible(data.decode("utf-8"), sheet).encode("utf-8")
+            copy.writestr(info, data)
+
+
+def convert_to_pdf(files: list[Path], outdir: Path, *, profile: Path, timeout: float = 300) -> list[Path]:
+    """PDFs of the files, via one headless LibreOffice; soffice exits 0 even when a file failed to
+    load, so success is a PDF that exists and is not empty."""
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        raise RenderError("LibreOffice (soffice) is not on the PATH")
+    command = [soffice, f"-env:UserInstallation={profile.resolve().as_uri()}", "--headless", "--norestore",
+               "--convert-to", "pdf", "--outdir", str(outdir), *map(str, files)]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    pdfs = []
+    for file in files:
+        pdf = outdir / f"{file.stem}.pdf"
+        if not pdf.is_file() or pdf.stat().st_size == 0:
+            raise RenderError(f"LibreOffice made no PDF of {file.name}: {completed.stderr.strip() or completed.stdout.strip()}")
+        pdfs.append(pdf)
+    return pdfs
+
+
+def pdf_to_png(pdf: Path, prefix: Path, *, dpi: int) -> list[Path]:
+    pdftoppm = shutil.which("pdftoppm")
+    if pdftoppm is None:
+        raise RenderError("pdftoppm (poppler) is not on the PATH")
+    subprocess.run([pdftoppm, "-png", "-r", str(dpi), str(pdf), str(prefix)], check=True, capture_output=True)
+    return sorted(prefix.parent.glob(f"{prefix.name}-*.png"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+
+
+def safe_name(sheet: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", sheet).strip("_") or "sheet"
+
+
+def render_report(report: Path, outdir: Path, *, dpi: int = 80, sheets: list[str] | None = None) -> dict[str, list[Path]]:
+    """Render the chosen (default: all visible) sheets; returns the PNG pages of each."""
+    with zipfile.ZipFile(report) as package:
+        workbook_xml = package.read("xl/workbook.xml").decode("utf-8")
+    available = visible_sheets(workbook_xml)
+    chosen = sheets or available
+    unknown = [s for s in chosen if s not in available]
+    if unknown:
+        raise RenderError(f"{report}: no visible sheet {unknown[0]!r}; sheets: {', '.join(available)}")
+    outdir.mkdir(parents=True, exist_ok=True)
+    pages: dict[str, list[Path]] = {}
+    with tempfile.TemporaryDirectory(prefix="qareport-render-") as scratch:
+        work = Path(scratch)
+        copies = []
+        for sheet in chosen:
+            copy = work / f"{safe_name(sheet)}.xlsx"
+            single_sheet_copy(report, sheet, copy)
+            copies.append(copy)
+        for old in outdir.glob("*.png"):
+            if old.stem.rsplit("-", 1)[0] in {safe_name(s) for s in chosen}:
+                old.unlink()
+        pdfs = convert_to_pdf(copies, work, profile=work / "profile")
+        for sheet, pdf in zip(chosen, pdfs):
+            pages[sheet] = pdf_to_png(pdf, outdir / safe_name(sheet), dpi=dpi)
+    return pages
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("report", type=Path, help="the workbook (.xlsx)")
+    parser.add_argument("--outdir", type=Path, help="where the PNGs go (default: render-<report name>)")
+    parser.add_argument("--dpi", type=int, default=80, help="resolution of the PNGs (default 80)")
+    parser.add_argument("--sheet", action="append", dest="sheets", metavar="NAME",
+                        help="render only this sheet (repeatable; default: every visible sheet)")
+    args = parser.parse_args(argv)
+    outdir = args.outdir or Path(f"render-{args.report.stem}")
+    try:
+        pages = render_report(args.report, outdir, dpi=args.dpi, sheets=args.sheets)
+    except (RenderError, OSError, zipfile.BadZipFile, subprocess.SubprocessError) as error:
+        print(f"render_report: {error}", file=sys.stderr)
+        return 2
+    for sheet, files in pages.items():
+        print(f"{sheet}: {len(files)} page(s): {', '.join(str(f) for f in files)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

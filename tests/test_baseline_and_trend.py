@@ -1,0 +1,239 @@
+"""Weekly comparison (`--baseline`) and trend (`--history`): a workbook alone is enough as a
+baseline, a results file too; the Changes and Trend sheets say what moved."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+import yaml
+from openpyxl import Workbook, load_workbook
+
+from qareport.baseline import RESULTS_SHEET, RUN_SHEET, read_history, read_run
+from qareport.cli import main
+from qareport.errors import BaselineError
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
+REGRESSED = "c540d28c-31cc-40fa-930a-4380d76fd1e7"  # last week it selected exactly its target
+IMPROVED = "c48d7624-d376-48ca-b2d8-386999befb45"  # last week it answered with an error
+NS = {"c": "http://schemas.openxmlformats.org/drawingml/2006/chart",
+      "a": "http://schemas.openxmlformats.org/drawingml/2006/main"}
+WEEK_18, WEEK_19, WEEK_20 = "1714557600", "1715162400", "1715767200"  # Wednesdays in May 2024
+
+
+def last_week_responses(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "power-system.json").write_bytes((RESPONSES / "power-system.json").read_bytes())
+    records = [json.loads(line) for line in (RESPONSES / "imf.jsonl").read_text().splitlines() if line.strip()]
+    for record in records:
+        if record.get("test_case_id") == IMPROVED:
+            record.clear()
+            record.update(test_case_id=IMPROVED, status="error", error="timeout")
+        if record.get("test_case_id") == REGRESSED:
+            for dataset in record["indicator_selection"]:
+                for dimension in dataset["dimensions"]:
+                    dimension["values"] = [v for v in dimension["values"] if v["id"] != "NGDP_R"]
+    (folder / "imf.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def run(output: Path, *extra: str, testcases: Path = TESTCASES, responses: Path = RESPONSES, epoch: str = WEEK_19) -> int:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", epoch)
+        return main(["run", str(testcases), "--responses", str(responses), "--output", str(output),
+                     "--no-llm", "-q", *extra])
+
+
+@pytest.fixture(scope="module")
+def last_week(tmp_path_factory):
+    """Last week's workbook and results file."""
+    folder = tmp_path_factory.mktemp("last-week")
+    report = folder / "week18.xlsx"
+    assert run(report, "--results", str(folder / "week18.yaml"),
+               responses=last_week_responses(folder / "responses"), epoch=WEEK_18) == 0
+    return report
+
+
+@pytest.fixture(scope="module")
+def compared(last_week, tmp_path_factory):
+    report = tmp_path_factory.mktemp("this-week") / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week)) == 0
+    return load_workbook(report)
+
+
+def sheet_rows(ws):
+    return [list(row) for row in ws.iter_rows(values_only=True)]
+
+
+# --- the workbook as a baseline ----------------------------------------------------------------------
+
+
+def test_a_workbook_carries_its_cases_in_a_hidden_sheet_the_same_as_the_results_file(last_week):
+    from_workbook = read_run(last_week)
+    from_results = read_run(last_week.with_suffix(".yaml"))
+    assert from_workbook.cases == from_results.cases
+    assert len(from_workbook.cases) == 29
+    assert from_workbook.created == from_results.created == "2024-05-01T10:00:00+00:00"
+    row = next(r for r in from_workbook.cases if r["case_id"] == REGRESSED)
+    assert row["groups"] == ["imf", "weo", "gdp"] and row["definition_hash"] and row["macro_precision"] == 1.0
+    workbook = load_workbook(last_week, read_only=True)
+    assert workbook[RESULTS_SHEET].sheet_state == "hidden" and workbook[RUN_SHEET].sheet_state == "hidden"
+    workbook.close()
+
+
+def test_the_run_sheet_holds_created_version_and_headline_metrics(last_week):
+    workbook = load_workbook(last_week, read_only=True)
+    metadata = {key: value for key, value in workbook[RUN_SHEET].iter_rows(min_row=2, values_only=True)}
+    workbook.close()
+    assert metadata["created"] == "2024-05-01T10:00:00+00:00" and metadata["qareport_version"]
+    assert metadata["metric.macro_precision.cases"] == 14 and metadata["status.error"] == 3
+    assert 0 < metadata["metric.macro_recall.mean"] <= 1
+
+
+# --- the Changes sheet ---------------------------------------------------------------------------
+
+
+def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compared):
+    ws = compared["Changes"]
+    header, *rows = sheet_rows(ws)
+    assert header == ["case id", "name", "change", "metric", "old", "new", "delta", "old status", "new status"]
+    assert rows[0][:4] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression", "macro precision"]
+    assert rows[0][4] == 1.0 and rows[0][5] == pytest.approx(0.8333, abs=1e-4) and rows[0][6] == pytest.approx(-0.1667, abs=1e-4)
+    assert rows[1][:6] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status", "error", "success"]
+    assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C3"].fill.fgColor.rgb.endswith("C6EFCE")
+    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:I3"
+
+
+def test_changes_and_overview_link_to_each_other(compared):
+    overview = compared["Overview"]
+    row = next(c.row for c in overview["A"] if c.value == REGRESSED)
+    assert compared["Changes"]["A2"].hyperlink.location == f"'Overview'!A{row}"
+    headers = [c.value for c in overview[1]]
+    verdict = overview.cell(row=row, column=headers.index("vs baseline") + 1)
+    assert verdict.value == "regression" and verdict.hyperlink.location == "'Changes'!A2"
+
+
+def test_the_summary_shows_the_headline_deltas_and_the_counts_of_changes(compared):
+    rows = sheet_rows(compared["Summary"])
+    header = next(r for r in rows if r[0] == "metric")
+    assert header[:8] == ["metric", "mean", "cases", "errors", "missing", "invalid", "baseline", "change"]
+    recall = next(r for r in rows if r[0] == "macro recall")
+    assert recall[7] == pytest.approx(recall[1] - recall[6])
+    changes_title = next(i for i, r in enumerate(rows) if r[0] == "Compared with the baseline")
+    labels, counts = rows[changes_title + 2], rows[changes_title + 3]
+    assert labels[1:6] == ["regressed", "improved", "test changed", "new", "removed"]
+    assert counts[:6] == ["test cases", 1, 1, 0, 0, 0]
+
+
+def test_a_results_file_is_a_baseline_too(last_week, tmp_path):
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week.with_suffix(".yaml"))) == 0
+    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
+
+
+def test_a_case_whose_test_changed_is_flagged_and_not_counted_as_a_regression(last_week, tmp_path):
+    testcases = tmp_path / "testcases"
+    shutil.copytree(TESTCASES, testcases, ignore=shutil.ignore_patterns("responses"))
+    weo = testcases / "imf" / "weo.yaml"
+    weo.write_text(weo.read_text().replace("- id: NGDPDPC\n", "- id: NGDPDPC_EDITED\n", 1))
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week), testcases=testcases) == 0
+    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    assert [(r[0], r[2]) for r in rows if r[0] == REGRESSED] == [(REGRESSED, "test changed")] * 2  # precision, recall
+    assert "regression" not in [r[2] for r in rows]
+
+
+# --- baselines qareport cannot use ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "name", "message"), [
+    (b"PK\x03\x04 not really a zip", "broken.xlsx", "cannot read it as an Excel workbook"),
+    (None, "plain.xlsx", "not a qareport workbook with per-case results"),
+    (b"case,score\n", "scores.csv", "a baseline must be a qareport workbook (.xlsx) or results file"),
+    (b"just: a mapping\n", "other.yaml", "not a qareport results file"),
+    (b"", "absent.xlsx", "no such file"),
+])
+def test_an_unusable_baseline_is_one_clear_line_exit_status_2_and_nothing_written(tmp_path, capsys, content, name, message):
+    baseline = tmp_path / name
+    if content is None:
+        Workbook().save(baseline)
+    elif name != "absent.xlsx":
+        baseline.write_bytes(content)
+    report = tmp_path / "report.xlsx"
+    assert run(report, "--baseline", str(baseline)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"qareport: {baseline}") and message in err[0]
+    assert not report.exists()
+
+
+def test_read_run_raises_baseline_error():
+    with pytest.raises(BaselineError):
+        read_run(ROOT / "pyproject.toml")
+
+
+# --- the Trend sheet -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def history(last_week, tmp_path):
+    folder = tmp_path / "history"
+    folder.mkdir()
+    shutil.copy(last_week, folder / "week18.xlsx")
+    assert run(folder / "week19.xlsx", "--results", str(folder / "week19.yaml"), epoch=WEEK_19) == 0
+    (folder / "qareport.yaml").write_text("strict: false\n")  # a configuration, not a run
+    (folder / "notes.txt").write_text("not a run either")
+    return folder
+
+
+def test_history_adds_a_trend_sheet_one_row_per_run_by_date_with_this_run_last(history, tmp_path):
+    report = tmp_path / "week20.xlsx"
+    assert run(report, "--history", str(history), epoch=WEEK_20) == 0
+    workbook = load_workbook(report)
+    header, *rows = sheet_rows(workbook["Trend"])
+    assert header[:8] == ["date (UTC)", "run", "qareport", "test cases", "evaluated", "errors", "missing", "invalid"]
+    assert "macro precision" in header and "steps score" in header
+    # week 19's workbook and results file are one run
+    assert [(r[0].strftime("%Y-%m-%d"), r[1]) for r in rows] == [
+        ("2024-05-01", "week18.xlsx"), ("2024-05-08", "week19.xlsx"), ("2024-05-15", "this run"),
+    ]
+    assert [r[4] for r in rows] == [25, 26, 26]
+    assert workbook.sheetnames.index("Statistics") < workbook.sheetnames.index("Trend")
+
+
+def test_a_file_in_a_history_folder_that_is_not_a_run_is_skipped_and_said(history, tmp_path, capsys):
+    report = tmp_path / "week20.xlsx"
+    assert run(report, "--history", str(history), epoch=WEEK_20) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"qareport: history: skipped .*qareport\.yaml: not a qareport results file", err)
+
+
+def test_the_trend_sheet_has_a_line_chart_of_the_headline_metrics(history, tmp_path):
+    report = tmp_path / "week20.xlsx"
+    assert run(report, "--history", str(history), epoch=WEEK_20) == 0
+    with zipfile.ZipFile(report) as package:
+        charts = [ElementTree.fromstring(package.read(n)) for n in package.namelist() if n.startswith("xl/charts/chart")]
+    (line,) = [c for c in charts if c.find(".//c:lineChart", NS) is not None]
+    series = line.findall(".//c:lineChart/c:ser", NS)
+    assert [s.find("c:tx//c:f", NS).text for s in series] == ["'Trend'!I1", "'Trend'!J1", "'Trend'!K1"]
+    assert {s.find("c:cat//c:f", NS).text for s in series} == {"'Trend'!$A$2:$A$4"}  # the dates
+    assert "".join(t.text for t in line.find("c:chart/c:title", NS).iter(f"{{{NS['a']}}}t")) == "Headline metrics per run"
+
+
+def test_the_output_in_a_history_folder_is_not_its_own_history(history):
+    assert run(history / "week19.xlsx", "--history", str(history), epoch=WEEK_20) == 0
+    rows = sheet_rows(load_workbook(history / "week19.xlsx")["Trend"])[1:]
+    assert [r[1] for r in rows] == ["week18.xlsx", "week19.yaml", "this run"]
+
+
+def test_read_history_reads_named_files_and_folders(history):
+    found = read_history([history])
+    assert sorted(Path(r.source).name for r in found.runs) == ["week18.xlsx", "week19.xlsx", "week19.yaml"]
+    assert len(found.skipped) == 1
+    assert yaml.safe_load((history / "qareport.yaml").read_text()) == {"strict": False}

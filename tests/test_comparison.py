@@ -1,0 +1,180 @@
+"""Comparing runs: headline metrics, per-case changes against a baseline, trend points."""
+
+from __future__ import annotations
+
+import pytest
+
+from qareport.comparison import (
+    SCORE_BINS,
+    case_score,
+    compare_runs,
+    headline_metrics,
+    score_bin,
+    score_distribution,
+    trend_points,
+    worst_cases,
+)
+from qareport.records import RunSnapshot
+
+
+def case(case_id: str, status: str = "success", *, kind: str = "conversation", definition_hash: str = "h",
+         **metrics: float | None) -> dict:
+    return {"case_id": case_id, "kind": kind, "name": f"name of {case_id}", "groups": [], "status": status,
+            "error": None, "definition_hash": definition_hash, **metrics}
+
+
+def snapshot(*rows: dict, created: str = "2024-05-01T10:00:00+00:00", source: str = "run.xlsx") -> RunSnapshot:
+    return RunSnapshot(source=source, created=created, qareport_version="0.1.0", cases=tuple(rows))
+
+
+# --- headline ------------------------------------------------------------------------------------
+
+
+def test_a_headline_metric_is_the_mean_over_evaluated_cases_with_the_unscored_cases_beside_it():
+    rows = [
+        case("a", macro_precision=1.0, macro_recall=0.5),
+        case("b", macro_precision=0.5, macro_recall=0.5),
+        case("c", "error"),
+        case("d", "missing"),
+        case("q", kind="qa", steps_score=1.0),
+        case("r", "error", kind="qa"),
+    ]
+    got = {h.metric: h for h in headline_metrics(rows)}
+    assert got["macro_precision"].mean == pytest.approx(0.75)
+    assert (got["macro_precision"].cases, got["macro_precision"].errors, got["macro_precision"].missing) == (2, 1, 1)
+    # a Q&A error does not count against indicator selection, and the other way round
+    assert (got["steps_score"].mean, got["steps_score"].cases, got["steps_score"].errors, got["steps_score"].missing) == (1.0, 1, 1, 0)
+
+
+def test_the_headline_lists_only_the_metrics_a_run_has_in_a_fixed_order():
+    rows = [case("a", answer_f1=0.4, macro_recall=1.0)]
+    assert [h.metric for h in headline_metrics(rows)] == ["macro_recall", "answer_f1"]
+    assert headline_metrics([case("a", "error")]) == ()
+
+
+def test_worst_cases_are_the_lowest_case_scores_and_skip_unevaluated_cases():
+    rows = [case("good", macro_recall=1.0, macro_precision=1.0), case("bad", macro_recall=0.0, macro_precision=0.5),
+            case("err", "error"), case("mid", steps_score=0.5)]
+    assert case_score(rows[1]) == pytest.approx(0.25)
+    assert [r["case_id"] for r in worst_cases(rows, limit=2)] == ["bad", "mid"]
+
+
+@pytest.mark.parametrize(("score", "exp"), [(0.0, 0), (0.05, 0), (0.1, 1), (0.3, 3), (0.7, 7), (0.99, 9), (1.0, 9)])
+def test_a_score_falls_in_the_bin_of_its_lower_bound_and_one_in_the_last(score, exp):
+    assert score_bin(score) == exp
+    assert SCORE_BINS[exp][0] <= score <= SCORE_BINS[exp][1]
+
+
+def test_the_score_distribution_counts_evaluated_cases_per_bin():
+    rows = [case("a", macro_recall=1.0), case("b", macro_recall=0.0), case("c", macro_recall=0.95), case("d", "error")]
+    got = score_distribution(rows, "macro_recall")
+    assert got[0] == 1 and got[9] == 2 and sum(got) == 3
+
+
+# --- changes -------------------------------------------------------------------------------------
+
+
+def test_a_lower_metric_is_a_regression_and_a_higher_one_an_improvement():
+    old = snapshot(case("a", macro_recall=1.0), case("b", macro_recall=0.5))
+    new = snapshot(case("a", macro_recall=0.5), case("b", macro_recall=0.75))
+    got = compare_runs(old, new)
+    assert [(c.kind, c.case_id, c.metric, c.old, c.new, c.delta) for c in got.changes] == [
+        ("regression", "a", "macro_recall", 1.0, 0.5, -0.5),
+        ("improvement", "b", "macro_recall", 0.5, 0.75, 0.25),
+    ]
+    assert got.counts()["regression"] == 1 and got.counts()["improvement"] == 1
+
+
+def test_regressions_come_first_worst_first_then_improvements_then_changed_new_and_removed():
+    old = snapshot(
+        case("gone", macro_recall=1.0), case("small drop", macro_recall=0.9), case("big drop", macro_recall=0.9),
+        case("rise", macro_recall=0.1), case("edited", macro_recall=1.0, definition_hash="old"),
+        case("failed", macro_recall=1.0),
+    )
+    new = snapshot(
+        case("small drop", macro_recall=0.8), case("big drop", macro_recall=0.1), case("rise", macro_recall=0.9),
+        case("edited", macro_recall=0.0, definition_hash="new"), case("failed", "error"), case("fresh", macro_recall=1.0),
+    )
+    got = [(c.kind, c.case_id) for c in compare_runs(old, new).changes]
+    assert got == [
+        ("regression", "failed"),  # a status loss is the worst news
+        ("regression", "big drop"),
+        ("regression", "small drop"),
+        ("improvement", "rise"),
+        ("test changed", "edited"),
+        ("new case", "fresh"),
+        ("removed case", "gone"),
+    ]
+
+
+@pytest.mark.parametrize("new_status", ["error", "missing", "invalid"])
+def test_success_to_error_or_missing_is_a_regression_of_status(new_status):
+    got = compare_runs(snapshot(case("a", macro_recall=1.0)), snapshot(case("a", new_status)))
+    (change,) = got.changes
+    assert (change.kind, change.metric, change.old, change.new) == ("regression", "status", "success", new_status)
+
+
+def test_error_to_success_is_an_improvement_and_error_to_missing_is_no_change():
+    got = compare_runs(snapshot(case("a", "error"), case("b", "error")), snapshot(case("a", macro_recall=0.2), case("b", "missing")))
+    assert [(c.kind, c.case_id, c.metric) for c in got.changes] == [("improvement", "a", "status")]
+
+
+def test_a_case_whose_test_definition_changed_is_flagged_not_counted_as_a_regression():
+    old = snapshot(case("a", macro_recall=1.0, definition_hash="before"))
+    new = snapshot(case("a", macro_recall=0.0, definition_hash="after"))
+    got = compare_runs(old, new)
+    assert [(c.kind, c.metric, c.delta) for c in got.changes] == [("test changed", "macro_recall", -1.0)]
+    assert got.counts()["regression"] == 0 and got.counts()["test changed"] == 1
+
+
+def test_a_changed_definition_without_a_different_score_is_still_listed():
+    got = compare_runs(snapshot(case("a", macro_recall=1.0, definition_hash="x")),
+                       snapshot(case("a", macro_recall=1.0, definition_hash="y")))
+    assert [(c.kind, c.metric) for c in got.changes] == [("test changed", None)]
+
+
+def test_a_metric_only_one_run_has_is_not_compared():
+    # e.g. the LLM judge ran last week and not this week: "not evaluated", not a regression
+    got = compare_runs(snapshot(case("a", macro_recall=1.0, answer_f1=0.9)), snapshot(case("a", macro_recall=1.0)))
+    assert got.changes == ()
+
+
+def test_float_noise_is_not_a_change():
+    got = compare_runs(snapshot(case("a", macro_recall=2 / 3)), snapshot(case("a", macro_recall=0.6666666666666667 + 1e-15)))
+    assert got.changes == ()
+
+
+def test_change_counts_are_of_distinct_cases():
+    old = snapshot(case("a", macro_recall=1.0, macro_precision=1.0))
+    new = snapshot(case("a", macro_recall=0.5, macro_precision=0.5))
+    got = compare_runs(old, new)
+    assert len(got.regressions) == 2 and got.counts()["regression"] == 1
+
+
+def test_headline_deltas_compare_the_means_of_both_runs():
+    old = snapshot(case("a", macro_recall=1.0), case("b", macro_recall=0.5))
+    new = snapshot(case("a", macro_recall=0.5), case("b", macro_recall=0.5), case("c", steps_score=1.0))
+    got = {d.metric: d for d in compare_runs(old, new).headline}
+    assert got["macro_recall"].old == 0.75 and got["macro_recall"].new == 0.5 and got["macro_recall"].delta == -0.25
+    assert (got["macro_recall"].old_cases, got["macro_recall"].new_cases) == (2, 2)
+    assert got["steps_score"].old is None and got["steps_score"].delta is None
+
+
+# --- trend ---------------------------------------------------------------------------------------
+
+
+def test_trend_points_are_sorted_by_date_with_the_current_run_last():
+    march = snapshot(case("a", macro_recall=0.5), created="2024-03-01T10:00:00+00:00", source="march.xlsx")
+    april = snapshot(case("a", macro_recall=0.7), created="2024-04-01T10:00:00Z", source="april.yaml")
+    current = snapshot(case("a", macro_recall=0.9), created="2024-02-01T10:00:00+00:00", source="now.xlsx")
+    got = trend_points([april, march], current)
+    assert [p.source for p in got] == ["march.xlsx", "april.yaml", "now.xlsx"]
+    assert [p.mean("macro_recall") for p in got] == [0.5, 0.7, 0.9]
+    assert got[-1].current and not got[0].current
+
+
+def test_the_same_run_read_twice_is_one_trend_point():
+    workbook = snapshot(case("a", macro_recall=0.5), source="week1.xlsx")
+    results_file = snapshot(case("a", macro_recall=0.5), source="week1.yaml")
+    got = trend_points([workbook, results_file], snapshot(case("a", macro_recall=1.0), created="2024-06-01T00:00:00+00:00"))
+    assert len(got) == 2

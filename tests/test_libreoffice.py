@@ -1,0 +1,87 @@
+"""The bundled report, opened as a person would: LibreOffice renders it to PDF and PNG pages.
+
+soffice exits 0 even when it cannot load a file, so success is a PDF that exists and is not
+empty. A private profile per test session keeps a running or stale LibreOffice out of the way.
+Without LibreOffice these tests are skipped, except in CI (`CI` set), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qareport.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
+ERROR_VALUES = ("#VALUE!", "#NAME?", "#REF!", "#DIV/0!", "#N/A", "Err:5")
+
+
+def require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} is required in CI to render the report")
+        pytest.skip(f"{tool} is not installed")
+    return path
+
+
+@pytest.fixture(scope="module")
+def bundled_report(tmp_path_factory):
+    """The bundled test cases, compared with a baseline and a history, so every sheet is there."""
+    folder = tmp_path_factory.mktemp("libreoffice")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1714557600")
+        base = ["run", str(TESTCASES), "--responses", str(RESPONSES), "--no-llm", "-q"]
+        assert main([*base, "--output", str(folder / "last-week.xlsx")]) == 0
+        patch.setenv("SOURCE_DATE_EPOCH", "1715162400")
+        assert main([*base, "--output", str(folder / "report.xlsx"), "--baseline", str(folder / "last-week.xlsx"),
+                     "--history", str(folder / "last-week.xlsx")]) == 0
+    return folder / "report.xlsx"
+
+
+@pytest.fixture(scope="module")
+def pdf(bundled_report, tmp_path_factory):
+    soffice = require("soffice")
+    outdir = tmp_path_factory.mktemp("pdf")
+    profile = tmp_path_factory.mktemp("lo-profile")
+    subprocess.run(
+        [soffice, f"-env:UserInstallation={profile.as_uri()}", "--headless", "--norestore",
+         "--convert-to", "pdf", "--outdir", str(outdir), str(bundled_report)],
+        capture_output=True, text=True, timeout=300,
+    )
+    return outdir / "report.pdf"
+
+
+def test_libreoffice_opens_the_report_and_renders_it_to_a_non_empty_pdf(pdf):
+    assert pdf.is_file(), "LibreOffice could not load the workbook"
+    assert pdf.stat().st_size > 10_000 and pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_the_rendered_report_shows_its_content_and_no_error_values(pdf):
+    pdftotext = require("pdftotext")
+    text = subprocess.run([pdftotext, "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    for expected in ("QA evaluation report", "Headline metrics", "What was run", "Worst cases",
+                     "indicator selection details", "Data Query Metrics", "Distribution of case scores",
+                     "date (UTC)"):
+        assert expected in text, expected
+    assert [value for value in ERROR_VALUES if value in text] == []
+
+
+def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bundled_report, tmp_path):
+    require("soffice")
+    require("pdftoppm")
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_report.py"), str(bundled_report), "--outdir", str(tmp_path),
+         "--sheet", "Summary", "--sheet", "Changes", "--dpi", "40"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert sorted(p.name for p in tmp_path.glob("Summary-*.png")) == ["Summary-1.png"]
+    pages = list(tmp_path.glob("Changes-*.png"))
+    assert pages and all(p.read_bytes().startswith(b"\x89PNG") for p in [*pages, tmp_path / "Summary-1.png"])
