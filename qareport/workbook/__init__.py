@@ -6,23 +6,20 @@ history), Problems (when there were any), then the hidden machine-readable sheet
 (`results_sheet`). This package and `qareport.baseline` (reading) are the only parts of qareport
 that import openpyxl.
 
-Reproducible: the workbook's dates are the run's date (`SOURCE_DATE_EPOCH` when set), and the zip
-is rewritten with fixed entry dates and a fixed entry order, so the same inputs and options give
-the same bytes.
+Saving is atomic (a temporary file renamed over the target) and reproducible: the workbook's
+dates are the run's date (`SOURCE_DATE_EPOCH` when set), and `package.finish_package` rewrites
+the zip with fixed entry dates and order, and with its strings shared.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import tempfile
-import zipfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from openpyxl import Workbook
-from openpyxl.xml.functions import tostring
 
 from qareport.comparison import Comparison, compare_runs, headline_metrics, parse_created, trend_points
 from qareport.errors import QAReportError
@@ -32,6 +29,7 @@ from qareport.statistics import SuiteStatistics
 from qareport.workbook.changes import write_changes
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
+from qareport.workbook.package import finish_package
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
 from qareport.workbook.statistics_sheet import write_statistics
@@ -39,9 +37,6 @@ from qareport.workbook.summary import SummaryLinks, write_summary
 from qareport.workbook.trend import write_trend
 
 SHEET_ORDER = ("Summary", "Overview", "Details", "Statistics", "Changes", "Trend", "Problems")
-CORE_PROPERTIES = "docProps/core.xml"
-CONTENT_TYPES = "[Content_Types].xml"
-ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry
 
 
 def _first_rows_by_kind(comparison: Comparison) -> dict[str, int]:
@@ -115,30 +110,6 @@ def _naive_utc(created: str) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
-def normalize_package(path: str | Path, workbook: Workbook) -> None:
-    """Rewrite a saved workbook so that it depends only on its content.
-
-    openpyxl stamps the save time into docProps/core.xml and into every zip entry; here the core
-    properties get the workbook's own dates back, every entry the creation date, and the entries a
-    fixed order ([Content_Types].xml first, as Office writes it; then by name).
-    """
-    moment = workbook.properties.created or datetime(1980, 1, 1)
-    workbook.properties.modified = moment
-    date_time = max(ZIP_EPOCH, moment.timetuple()[:6])
-    with zipfile.ZipFile(path) as package:
-        parts = {info.filename: package.read(info) for info in package.infolist()}
-    parts[CORE_PROPERTIES] = tostring(workbook.properties.to_tree())
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as package:
-        for name in sorted(parts, key=lambda name: (name != CONTENT_TYPES, name)):
-            entry = zipfile.ZipInfo(name, date_time=date_time)
-            entry.compress_type = zipfile.ZIP_DEFLATED
-            entry.create_system = 0
-            entry.external_attr = 0o644 << 16
-            package.writestr(entry, parts[name])
-    Path(path).write_bytes(buffer.getvalue())
-
-
 def save_atomically(workbook: Workbook, path: str | Path) -> None:
     """Save next to the target and rename over it: readers never see a half-written file, and a
     failure leaves any previous report in place."""
@@ -149,7 +120,7 @@ def save_atomically(workbook: Workbook, path: str | Path) -> None:
     os.close(handle)
     try:
         workbook.save(temporary)
-        normalize_package(temporary, workbook)
+        finish_package(temporary, workbook.properties)
         os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for sharing
         os.replace(temporary, target)
     except OSError as error:

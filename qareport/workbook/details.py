@@ -1,9 +1,13 @@
 """The Details sheet: the facts of the details cells in long form, one row per term.
 
 One row per case, turn, dimension and term, with its verdict (TP, FP, FN, not in target): ready
-for filters and pivot tables. Cases without indicator-selection output get one row saying why,
-so every case can be found here. The user message is shortened to a glance here: its full text
-is in Overview, once.
+for filters and pivot tables. Cases without indicator-selection output get one row saying why
+(`not scored (error)` ...), so every case can be found here.
+
+Only the keys a pivot needs repeat on every row (case id, its tags, turn, dimension): names and
+user messages are in Overview, once, one click away through the case id's link; dimension scores
+are in the details cell and, averaged per dimension, in Statistics (a pivot over term rows would
+weight them by term count). That keeps a 10,000-case workbook small enough to mail.
 """
 
 from __future__ import annotations
@@ -18,32 +22,22 @@ from qareport.workbook import styles
 from qareport.workbook.cells import write
 
 SHEET_NAME = "Details"
-HEADERS = (
-    "case id", "name", "tags / template", "status", "turn", "user message", "dimension",
-    "in target", "verdict", "term id", "term name", "selected label", "dimension recall",
-    "dimension precision",
-)
-WIDTHS = (40, 40, 24, 10, 6, 62, 16, 9, 13, 20, 50, 40, 10, 10)  # the most a column grows to
-WRAPPED = frozenset({2, 3, 11, 12})  # name, tags, term name, selected label
-MESSAGE_CHARS = 60  # one line; the full message is in Overview
+HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label")
+WIDTHS = (40, 24, 6, 16, 13, 20, 50, 40)  # the most a column grows to
+WRAPPED = frozenset({2, 7, 8})  # tags, term name, selected label
 
 
 def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
     for verdicts in (dimension.true_positives, dimension.false_negatives, dimension.false_positives):
         for verdict in verdicts:
             selected = verdict.selected_name if verdict.label_differs else None
-            yield (
-                dimension.dimension_name, "yes" if dimension.in_target else "no", verdict.verdict,
-                verdict.term.id, verdict.term.name, selected,
-                dimension.recall if dimension.in_target else None,
-                dimension.precision if dimension.in_target else None,
-            )
+            yield (dimension.dimension_name, verdict.verdict, verdict.term.id, verdict.term.name, selected)
     if dimension.in_target and not (dimension.true_positives or dimension.false_negatives):
-        yield (dimension.dimension_name, "yes", None, None, None, None, dimension.recall, dimension.precision)
+        yield (dimension.dimension_name, None, None, None, None)
 
 
 def detail_rows(result: CaseResult) -> Iterator[tuple[Any, ...]]:
-    head = (result.case.id, result.case.name, ", ".join(result.case.groups), result.status)
+    head = (result.case.id, ", ".join(result.case.groups))
     produced = False
     for turn in result.turns:
         if turn.indicator is None:
@@ -51,9 +45,10 @@ def detail_rows(result: CaseResult) -> Iterator[tuple[Any, ...]]:
         for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
             for row in _dimension_rows(dimension):
                 produced = True
-                yield (*head, turn.number, styles.shorten(turn.user_message, MESSAGE_CHARS), *row)
+                yield (*head, turn.number, *row)
     if not produced and result.has_indicator_target:
-        yield (*head, None, None, None, None, result.error or "nothing to score", None, None, None, None, None)
+        why = result.error or ("no response" if result.status == "missing" else "nothing to score")
+        yield (*head, None, None, f"not scored ({result.status})", None, why, None)
 
 
 def write_details(
@@ -77,9 +72,9 @@ def write_details(
                                 tooltip="this case in Overview")
             tallest = 1
             for column, value in enumerate(values, start=1):
+                if value is None:
+                    continue
                 cell = write(ws, row, column, value)
-                if column >= len(HEADERS) - 1 and value is not None:
-                    cell.number_format = styles.SCORE_FORMAT
                 if isinstance(value, str):
                     longest[column - 1] = max(longest[column - 1], len(value) + 2)
                     if column in WRAPPED and len(value) > WIDTHS[column - 1] - 2:
@@ -89,8 +84,5 @@ def write_details(
                 ws.row_dimensions[row].height = styles.row_height_for(tallest)
             row += 1
     styles.set_widths(ws, {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS, start=1)})
-    for letter in ("M", "N"):
-        if row > 2:
-            styles.score_colour_scale(ws, f"{letter}2:{letter}{row - 1}")
     styles.finish_table_sheet(ws, columns=len(HEADERS), rows=row - 1)
     return first_rows

@@ -194,6 +194,8 @@ def write_overview(
         tallest = 1
         for index, column in enumerate(columns, start=1):
             value = column.value(result)
+            if value is None or value == "":
+                continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
             cell = write(ws, row, index, value, where_full="Details sheet")
             if column.number_format:
                 cell.number_format = column.number_format
