@@ -32,11 +32,14 @@ def term(rng: random.Random, dimension: str, number: int) -> dict:
     return {"id": f"{dimension[:3]}_{number:04d}", "name": " ".join(label.choices(WORDS, k=label.randint(2, 6))).capitalize()}
 
 
-def selection(rng: random.Random) -> list[dict]:
+MAX_TERMS = 4  # per dimension; --max-terms
+
+
+def selection(rng: random.Random, max_terms: int) -> list[dict]:
     dimensions = []
     for dimension in rng.sample(DIMENSIONS, rng.randint(2, 4)):
         dimensions.append({"dimension_name": dimension,
-                           "values": [term(rng, dimension, rng.randint(0, 300)) for _ in range(rng.randint(1, 4))]})
+                           "values": [term(rng, dimension, rng.randint(0, 300)) for _ in range(rng.randint(1, max_terms))]})
     return [{"dataset_id": f"IMF.RES:{rng.choice(['WEO', 'IFS', 'BOP'])}", "dimensions": dimensions}]
 
 
@@ -51,7 +54,7 @@ def perturb(rng: random.Random, target: list[dict]) -> list[dict]:
     return selected
 
 
-def generate(cases: int, seed: int) -> tuple[list[dict], list[dict]]:
+def generate(cases: int, seed: int, max_terms: int = MAX_TERMS) -> tuple[list[dict], list[dict]]:
     """(test cases, this week's responses)."""
     rng = random.Random(seed)
     suite, responses = [], []
@@ -60,7 +63,7 @@ def generate(cases: int, seed: int) -> tuple[list[dict], list[dict]]:
         case_id = f"case-{number:05d}"
         conversation, outputs = [], []
         for turn in range(turns):
-            target = selection(rng)
+            target = selection(rng, max_terms)
             conversation.append({"role": "user", "content": f"Question {number}.{turn}: what is the "
                                  f"{' '.join(rng.choices(WORDS, k=8))} of country {rng.randint(1, 190)}?",
                                  "target": {"indicator_selection": target}})
@@ -124,8 +127,9 @@ def run_once(testcases: Path, responses: Path, output: Path, *, baseline: Path |
     workbook = timed("build the workbook", build_workbook, evaluation.results, statistics, suite.problems, run,
                      baseline=earlier, history=[earlier] if earlier else ())
     timed("save (zip, reproducible rewrite)", save_atomically, workbook, output)
-    print(f"  {'workbook size':<34} {output.stat().st_size / 1e6:7.2f} MB  ({output.name}, sheets: "
-          f"{', '.join(workbook.sheetnames)})")
+    print(f"  {'workbook size':<34} {output.stat().st_size / 1e6:7.2f} MB  ({output.name}: "
+          f"{workbook['Overview'].max_row - 1:,} Overview rows, {workbook['Details'].max_row - 1:,} Details rows; "
+          f"sheets {', '.join(workbook.sheetnames)})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,11 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=10_000, help="test cases to generate (default 10000)")
     parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument("--outdir", type=Path, help="keep the inputs and workbooks here (default: a temporary folder)")
+    parser.add_argument("--max-terms", type=int, default=MAX_TERMS,
+                        help=f"most terms per target dimension (default {MAX_TERMS}; IMF-like suites have 1-2)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="qareport-bench-") as scratch:
         folder = args.outdir or Path(scratch)
-        print(f"{args.cases:,} conversation cases, seed {args.seed}")
-        suite, responses = generate(args.cases, args.seed)
+        print(f"{args.cases:,} conversation cases, up to {args.max_terms} terms per dimension, seed {args.seed}")
+        suite, responses = generate(args.cases, args.seed, args.max_terms)
         old_cases, old_responses = write_inputs(folder / "last-week", suite, last_week(suite, responses, args.seed))
         testcases, answers = write_inputs(folder / "this-week", suite, responses)
         print("last week (no baseline):")

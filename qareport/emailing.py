@@ -7,9 +7,9 @@ the templates `email.html` (autoescaped) and `email.txt`, which `--templates DIR
 
 SMTP settings, each from the first place that has it: the command line (or library call), the
 `email:` mapping of qareport.yaml, the environment (QAREPORT_SMTP_HOST, _PORT, _USER, _PASSWORD,
-_FROM, _SECURITY), the defaults (STARTTLS on port 587; port 465 means SSL). The password is never
-an option (command lines end up in shell histories and process lists), never printed, never
-written to a report or a log.
+_FROM, _SECURITY, _TIMEOUT), the defaults (STARTTLS on port 587; port 465 means SSL). The
+password is never an option (command lines end up in shell histories and process lists), never
+printed, never written to a report or a log.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ SMTP_ENVIRONMENT = {
     "password": "QAREPORT_SMTP_PASSWORD",
     "sender": "QAREPORT_SMTP_FROM",
     "security": "QAREPORT_SMTP_SECURITY",
+    "timeout": "QAREPORT_SMTP_TIMEOUT",
 }
 CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject")
 
@@ -187,6 +188,9 @@ def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
             "errors": item.errors,
             "missing": item.missing,
             "invalid": item.invalid,
+            "not_scored": ", ".join(f"{count} {status}" for count, status in
+                                    ((item.errors, "error"), (item.missing, "missing"), (item.invalid, "invalid"))
+                                    if count),
             "baseline": _fmt(delta.old) if delta else None,
             "delta": _delta_text(delta.delta) if delta else None,
             "direction": _direction(delta.delta) if delta else None,

@@ -129,6 +129,7 @@ def run_pipeline(
             "templates": templates_dir,
             "config": config_file,
             "strict": strict,
+            "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },
         judge_model=getattr(usage, "model", None),
         judge_usage=usage.to_dict() if usage is not None else None,

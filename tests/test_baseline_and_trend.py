@@ -11,7 +11,6 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-import yaml
 from openpyxl import Workbook, load_workbook
 
 from qareport.baseline import RESULTS_SHEET, RUN_SHEET, read_history, read_run
@@ -124,7 +123,7 @@ def test_the_summary_shows_the_headline_deltas_and_the_counts_of_changes(compare
     header = next(r for r in rows if r[0] == "metric")
     assert header[:8] == ["metric", "mean", "cases", "errors", "missing", "invalid", "baseline", "change"]
     recall = next(r for r in rows if r[0] == "macro recall")
-    assert recall[7] == pytest.approx(recall[1] - recall[6])
+    assert recall[7] == pytest.approx(recall[1] - recall[6], abs=0.0005)  # shown to three decimals
     changes_title = next(i for i, r in enumerate(rows) if r[0] == "Compared with the baseline")
     labels, counts = rows[changes_title + 2], rows[changes_title + 3]
     assert labels[1:6] == ["regressed", "improved", "test changed", "new", "removed"]
@@ -235,5 +234,4 @@ def test_the_output_in_a_history_folder_is_not_its_own_history(history):
 def test_read_history_reads_named_files_and_folders(history):
     found = read_history([history])
     assert sorted(Path(r.source).name for r in found.runs) == ["week18.xlsx", "week19.xlsx", "week19.yaml"]
-    assert len(found.skipped) == 1
-    assert yaml.safe_load((history / "qareport.yaml").read_text()) == {"strict": False}
+    assert len(found.skipped) == 1 and "qareport.yaml" in found.skipped[0]

@@ -197,6 +197,15 @@ def test_an_unreachable_smtp_server_is_one_clear_line_and_exit_status_2(reports,
     assert err[0].startswith(f"qareport: cannot reach the SMTP server 127.0.0.1:{port}")
 
 
+def test_starttls_against_a_server_without_it_is_a_clear_error_not_a_plaintext_send(reports, smtp_server, capsys):
+    _, report = reports
+    inbox, port = smtp_server
+    assert main(["email", str(report), "--to", "team@example.com", "--smtp-host", "127.0.0.1",
+                 "--smtp-port", str(port)]) == 2  # STARTTLS is the default
+    assert inbox.envelopes == []
+    assert "does not support STARTTLS" in capsys.readouterr().err
+
+
 def test_run_still_writes_the_workbook_when_the_smtp_server_is_unreachable(tmp_path, capsys):
     out = tmp_path / "report.xlsx"
     assert run(out, "--email-to", "team@example.com", *smtp_args(free_port())) == 2

@@ -71,17 +71,22 @@ def write_details(
                     styles.link(ws.cell(row=row, column=1), "Overview", f"A{overview_rows[result.case.id]}",
                                 tooltip="this case in Overview")
             tallest = 1
+            written = []
             for column, value in enumerate(values, start=1):
                 if value is None:
                     continue
                 cell = write(ws, row, column, value)
+                written.append(cell)
                 if isinstance(value, str):
                     longest[column - 1] = max(longest[column - 1], len(value) + 2)
                     if column in WRAPPED and len(value) > WIDTHS[column - 1] - 2:
                         cell.alignment = styles.WRAP_TOP
                         tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
-            if tallest > 1:
+            if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
                 ws.row_dimensions[row].height = styles.row_height_for(tallest)
+                for cell in written:  # (not ws[row]: that scans the whole sheet for its width)
+                    if not cell.alignment.wrap_text:
+                        cell.alignment = styles.TOP
             row += 1
     styles.set_widths(ws, {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS, start=1)})
     styles.finish_table_sheet(ws, columns=len(HEADERS), rows=row - 1)

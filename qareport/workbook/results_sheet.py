@@ -5,6 +5,7 @@ a point of a trend, or the source of an email. The format is defined (and read) 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,7 +97,7 @@ def run_metadata(
 
 
 def _text(value: Any) -> str:
-    return str(value)
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
 def write_results_sheets(

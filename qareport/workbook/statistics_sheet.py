@@ -53,6 +53,7 @@ class TableWriter:
         self.widths = widths
         self.longest: dict[int, int] = {}  # the longest text written by table() per column
         self.texts: list[Cell] = []  # table cells holding text, to wrap once widths are known
+        self.rows_cells: dict[int, list[Cell]] = {}  # the table cells with a value, per row
 
     def width(self, column: int) -> float:
         return self.widths.get(column, 8.43)
@@ -73,8 +74,8 @@ class TableWriter:
                 lines = styles.display_lines(str(cell.value), width)
                 current = self.ws.row_dimensions[cell.row].height or styles.LINE_HEIGHT_POINTS
                 self.ws.row_dimensions[cell.row].height = max(current, styles.row_height_for(lines))
-                for neighbour in self.ws[cell.row]:  # numbers beside a tall text stay on its first line
-                    if neighbour is not cell and neighbour.value is not None:
+                for neighbour in self.rows_cells.get(cell.row, ()):  # numbers beside a tall text: at its top
+                    if neighbour is not cell:
                         neighbour.alignment = styles.TOP
 
     def title(self, text: str) -> None:
@@ -107,6 +108,8 @@ class TableWriter:
         for offset, values in enumerate(rows, start=1):
             for column, value in enumerate(values, start=1):
                 cell = write(self.ws, self.row + offset, column, value)
+                if value is not None:
+                    self.rows_cells.setdefault(cell.row, []).append(cell)
                 fmt = formats[column - 1] if column - 1 < len(formats) else None
                 if fmt and isinstance(value, (int, float)):
                     cell.number_format = fmt
@@ -296,6 +299,7 @@ def write_statistics(
     tables = TableWriter(ws, WIDTHS)
     tables.title("Statistics")
     charts_link_row = tables.row - 1
+    tables.row += 1  # the link goes under the title, then a blank line
     counts = stats.status_counts
     tables.section("Test cases by status")
     tables.table(("", *counts.keys(), "total"), [("test cases", *counts.values(), sum(counts.values()))],

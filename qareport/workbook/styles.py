@@ -65,12 +65,6 @@ def row_height_for(lines: int) -> float:
     return min(MAX_ROW_HEIGHT, max(1, lines) * LINE_HEIGHT_POINTS)
 
 
-def width_for(texts: list[str], *, minimum: float = 8, maximum: float = 60) -> float:
-    """A column width that fits the longest line of the given texts, within bounds."""
-    longest = max((len(line) for text in texts for line in str(text).split("\n")), default=0)
-    return max(minimum, min(maximum, longest + 2))
-
-
 def link(cell: Cell, sheet: str, coordinate: str, *, tooltip: str | None = None) -> Cell:
     """Make a cell jump to a place in this workbook (a `location` link: no external target)."""
     cell.hyperlink = Hyperlink(ref=cell.coordinate, location=f"'{sheet}'!{coordinate}", tooltip=tooltip)

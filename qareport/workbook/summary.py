@@ -64,6 +64,7 @@ class Block:
 
     def __init__(self, ws: Worksheet, row: int, column: int):
         self.ws, self.row, self.column = ws, row, column
+        self.first_row = row
 
     def cell(self, offset: int, value: Any, *, font: Font | None = None, number_format: str | None = None):
         cell = write(self.ws, self.row, self.column + offset, value)
@@ -74,7 +75,7 @@ class Block:
         return cell
 
     def section(self, title: str) -> None:
-        if self.row > 4:
+        if self.row > self.first_row:  # a blank line between sections
             self.row += 1
         self.cell(0, title, font=styles.SECTION_FONT)
         self.row += 1
@@ -121,7 +122,8 @@ def write_headline(block: Block, headline: Sequence[Headline], comparison: Compa
         delta = deltas.get(item.metric)
         if delta is not None:
             block.cell(6, delta.old, number_format=styles.SCORE_FORMAT)
-            _signed_style(block.cell(7, delta.delta, number_format=styles.HEADLINE_DELTA_FORMAT), delta.delta)
+            shown = None if delta.delta is None else round(delta.delta, 3) + 0.0  # + 0.0: no "-0.000"
+            _signed_style(block.cell(7, shown, number_format=styles.HEADLINE_DELTA_FORMAT), delta.delta)
         block.row += 1
     block.note("Means over the evaluated cases; error, missing and invalid cases are counted beside them.")
 
@@ -201,19 +203,27 @@ def write_worst_cases(block: Block, rows: Sequence[Mapping[str, Any]], links: Su
     return max(len(str(row.get("case_id"))) for row in worst)
 
 
-def _key_value(block: Block, key: str, value: Any, *, number_format: str | None = None) -> None:
+def _key_value(block: Block, key: str, value: Any) -> None:
+    """A key and its value, the value split into lines that fit the column (no cell wraps)."""
     lines = (textwrap.wrap(value, width=int(VALUE_WIDTH), break_on_hyphens=False) if isinstance(value, str)
              else [value])
     block.cell(0, key, font=styles.BOLD)
     for line in lines or [""]:
-        block.cell(1, line, number_format=number_format)
+        block.cell(1, line)
         block.row += 1
+
+
+def _tail(path: str) -> str:
+    """A path that fits one line: its end is what tells inputs apart (the full path is in the
+    hidden qareport_run sheet)."""
+    limit = int(VALUE_WIDTH)
+    return path if len(path) <= limit else "…" + path[-(limit - 1):]
 
 
 def _options_text(options: Mapping[str, Any]) -> str:
     shown = []
     for key, value in options.items():
-        if value is None or value == {}:
+        if value is None or value == {} or key == "judge":  # the judge has lines of its own
             continue
         if isinstance(value, bool):
             value = "yes" if value else "no"
@@ -229,7 +239,7 @@ def write_run_info(block: Block, run: RunInfo) -> None:
     _key_value(block, "qareport", run.qareport_version)
     for item in run.inputs:
         what = "cases" if item.role == "testcases" else "records"
-        _key_value(block, "test cases" if item.role == "testcases" else "responses", item.path)
+        _key_value(block, "test cases" if item.role == "testcases" else "responses", _tail(item.path))
         block.cell(1, f"{item.files} file(s), {item.records} {what}, sha256 {item.sha256[:12]}…")
         block.row += 1
     usage = run.judge_usage or {}
@@ -237,9 +247,15 @@ def write_run_info(block: Block, run: RunInfo) -> None:
     if model:
         embeddings = usage.get("embedding_model")
         _key_value(block, "judge", f"{model}" + (f", embeddings {embeddings}" if embeddings else ""))
+        settings = run.options.get("judge") or {}
+        if settings.get("endpoint"):
+            _key_value(block, "judge via", _tail(str(settings["endpoint"])))
         cost = usage.get("cost_usd")
         calls = f"{usage.get('calls', 0)} calls, {usage.get('cached_calls', 0)} cached, {usage.get('failed_calls', 0)} failed"
-        _key_value(block, "judge cost", (f"${cost:,.4f}" if isinstance(cost, (int, float)) else "unknown") + f" ({calls})")
+        if isinstance(cost, (int, float)):
+            _key_value(block, "judge cost", f"${cost:,.4f} ({calls})")
+        else:
+            _key_value(block, "judge cost", f"{usage.get('cost_note') or 'unknown'} ({calls})")
     else:
         _key_value(block, "judge", "not used")
     _key_value(block, "options", _options_text(run.options))
