@@ -91,3 +91,12 @@ def test_without_a_key_the_llm_metrics_are_skipped_and_the_report_says_why(tmp_p
     stats = [r for r in load_workbook(out)["Statistics"].iter_rows(values_only=True)]
     assert any(r[0] == "Metrics not evaluated" for r in stats)
     assert overview(out)["c10bbc8dce98a4b8832d125134a16153"]["answer F1"] is None
+
+
+def test_the_questions_generated_for_relevance_are_kept_for_the_analyst(stub, tmp_path):
+    _, out, results = run(tmp_path)
+    oslo = overview(out)["c10bbc8dce98a4b8832d125134a16153"]
+    assert oslo["relevance questions"].startswith("• ")
+    document = json.loads(results.read_text())
+    (result,) = [r for r in document["results"] if r["question_id"] == "c10bbc8dce98a4b8832d125134a16153"]
+    assert len(result["answer_relevance_questions"]) == 3

@@ -46,6 +46,17 @@ def qa_number(key: str) -> Callable[[CaseResult], float | None]:
     return value
 
 
+def _relevance_questions(result: CaseResult) -> str | None:
+    """The questions the judge generated from the answer (noncommittal ones marked)."""
+    lines = []
+    for qa in _qa_dicts(result):
+        for item in qa.get("answer_relevance_questions") or []:
+            if isinstance(item, dict):
+                mark = " (noncommittal)" if item.get("noncommittal") else ""
+                lines.append(f"• {item.get('question', '')}{mark}")
+    return "\n".join(lines) or None
+
+
 def qa_text(key: str) -> Callable[[CaseResult], str | None]:
     """A text key of the case; prefixed with the turn number when several turns have it."""
 
@@ -151,6 +162,7 @@ def overview_columns(results: Sequence[CaseResult], *, templates_dir: str | None
             Column("answer precision", qa_number("answer_precision"), 10, styles.SCORE_FORMAT, score=True),
             Column("answer F1", qa_number("answer_f1"), 10, styles.SCORE_FORMAT, score=True),
             Column("answer relevance", qa_number("answer_relevance"), 10, styles.SCORE_FORMAT, score=True),
+            Column("relevance questions", _relevance_questions, 40, wrap=True),
             Column("judge reason", qa_text("answer_correctness_reason"), 40, wrap=True),
             Column("judge errors", _judge_errors, 30, wrap=True),
         ]
