@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from statistics import mean, median
 from typing import Any
 
+from qareport.qa import is_hashable
+
 METRICS = (
     "answer_recall",
     "answer_precision",
@@ -96,7 +98,7 @@ def compute_aggregates(results: list[dict]) -> dict:
         if not isinstance(result, Mapping):
             continue
         template_id = result.get("template_id")
-        if not _is_hashable(template_id):
+        if not is_hashable(template_id):
             continue
         tally = tallies.setdefault(template_id, _TemplateTally())
         if "error" in result:
@@ -134,7 +136,7 @@ def _steps_of(actual_steps: Any) -> Iterable[Mapping[str, Any]]:
     return [
         step
         for step in actual_steps
-        if isinstance(step, Mapping) and "name" in step and _is_hashable(step["name"])
+        if isinstance(step, Mapping) and "name" in step and is_hashable(step["name"])
     ]
 
 
@@ -302,11 +304,3 @@ def _with_compensation(high: float, low: float) -> float:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))
-
-
-def _is_hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True

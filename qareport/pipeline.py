@@ -95,9 +95,9 @@ def run_pipeline(
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")
 
-    judge, skipped_reason = _make_judge(options, config, progress) if not strict or not suite.problems else (None, None)
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
+    judge, skipped_reason = _make_judge(options, config, progress)
 
     usage = None
     judge_callable = None

@@ -97,7 +97,7 @@ def run_evaluation(
                 evaluate_question(
                     template_id=template_id,
                     question=question,
-                    response=responses.get(question_id) if _hashable(question_id) else None,
+                    response=responses.get(question_id) if is_hashable(question_id) else None,
                 )
             )
     if judge is not None:
@@ -209,7 +209,7 @@ def _short(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def _hashable(value: Any) -> bool:
+def is_hashable(value: Any) -> bool:
     try:
         hash(value)
     except TypeError:
