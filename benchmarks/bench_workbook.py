@@ -6,15 +6,19 @@ Generates a conversation suite (indicator selection in 2-4 dimensions with 1-4 t
 codelists of 400 terms, one in five cases with two turns, a ~400-character answer per turn, 3%
 error responses) and last week's responses (5% of the cases answered differently, 1% more
 errors), runs both through qareport (this week with last week as baseline and history, so every
-sheet is written), and prints the time of each phase and the size of each workbook.
+sheet is written), and prints the time of each phase, how much memory it needed and the size of
+each workbook. Only `write_workbook` of qareport is called, so the same script measures an older
+checkout side by side: `PYTHONPATH=/path/to/that/checkout python benchmarks/bench_workbook.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
+import threading
 import tempfile
 import time
 from pathlib import Path
@@ -104,32 +108,59 @@ def write_inputs(folder: Path, suite: list[dict], responses: list[dict]) -> tupl
     return testcases, answers
 
 
+def rss_mb() -> float | None:
+    """The process's resident memory now (Linux), or None where /proc is not there."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return None
+
+
 def timed(label: str, function, *args, **kwargs):
+    """Run one phase; print its time and how far it raised resident memory above where it started
+    (sampled every 10 ms: the phase's own peak, which the process's peak hides once a larger
+    phase, such as loading, has run)."""
+    start_rss, peak, done = rss_mb(), [0.0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], rss_mb() or 0.0)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     start = time.perf_counter()
-    result = function(*args, **kwargs)
-    print(f"  {label:<34} {time.perf_counter() - start:7.2f} s", flush=True)
+    try:
+        result = function(*args, **kwargs)
+    finally:
+        elapsed = time.perf_counter() - start
+        done.set()
+        sampler.join()
+    memory = "" if start_rss is None else f"   memory +{max(0.0, peak[0] - start_rss):6.0f} MB over {start_rss:5.0f} MB"
+    print(f"  {label:<34} {elapsed:7.2f} s{memory}", flush=True)
     return result
 
 
 def run_once(testcases: Path, responses: Path, output: Path, *, baseline: Path | None = None) -> None:
-    from qareport.baseline import read_run
+    from qareport.runs import read_run
     from qareport.evaluation import evaluate_suite
     from qareport.loading import load_suite
     from qareport.records import RunInfo
     from qareport.statistics import summarize
-    from qareport.workbook import build_workbook, save_atomically
+    from qareport.workbook import write_workbook
 
     suite = timed("load", load_suite, [str(testcases)], [str(responses)])
     evaluation = timed("evaluate", evaluate_suite, suite)
     statistics = timed("summarize", summarize, evaluation.results)
     earlier = timed("read the baseline workbook", read_run, baseline) if baseline else None
     run = RunInfo(created="2024-05-08T10:00:00+00:00", qareport_version="bench", inputs=suite.inputs)
-    workbook = timed("build the workbook", build_workbook, evaluation.results, statistics, suite.problems, run,
-                     baseline=earlier, history=[earlier] if earlier else ())
-    timed("save (zip, reproducible rewrite)", save_atomically, workbook, output)
-    print(f"  {'workbook size':<34} {output.stat().st_size / 1e6:7.2f} MB  ({output.name}: "
-          f"{workbook['Overview'].max_row - 1:,} Overview rows, {workbook['Details'].max_row - 1:,} Details rows; "
-          f"sheets {', '.join(workbook.sheetnames)})")
+    # one phase: the sheets are streamed to disk as they are built, so building and saving overlap
+    written = timed("write the workbook (build + save)", write_workbook, evaluation.results, statistics,
+                    suite.problems, run, output, baseline=earlier, history=[earlier] if earlier else ())
+    rows = getattr(written, "rows", None)  # None from a qareport before the streaming writer
+    sheets = (f": {rows['Overview'] - 1:,} Overview rows, {rows['Details'] - 1:,} Details rows; "
+              f"sheets {', '.join(rows)}") if rows else ""
+    print(f"  {'workbook size':<34} {output.stat().st_size / 1e6:7.2f} MB  ({output.name}{sheets})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--azure-deployment", help="Azure deployment (default: the model name)")
     judge.add_argument("--api-version", help="Azure OpenAI API version")
     judge.add_argument("--timeout", type=float, help="seconds per request (default 60)")
-    judge.add_argument("--max-retries", type=int, help="retries of a failed request (default 4)")
+    judge.add_argument("--max-retries", type=int, help="retries of a failed request by the openai SDK (default 4)")
     judge.add_argument("--concurrency", type=int, help="requests in flight at most (default 8)")
     judge.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     judge.add_argument("--response-format", choices=("json_schema", "json_object"),
@@ -207,7 +207,7 @@ def write_atomically(path: str, header: list[str], rows: Sequence[dict[str, str]
 
 
 def judge_settings(args: argparse.Namespace, environ: dict[str, str]):
-    from qareport.judge import resolve_judge_settings
+    from qareport.settings import resolve_judge_settings
 
     options = {
         "model": args.model,
@@ -250,7 +250,6 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
     # Start from a clean file holding the rows already judged, then append as rows are judged.
     write_atomically(args.out_file, header, [done[i] for i in sorted(done)])
     errors = 0
-    usage = None
     if to_judge:
         assert settings is not None
         cases = [
@@ -272,7 +271,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
                 handle.flush()
 
             with Judge(settings, templates_dir=args.templates) as judge:
-                usage = judge.judge_results(
+                judge.judge_results(  # the rows are written as they are judged (on_result)
                     cases, progress=None if args.quiet else stderr,
                     metrics=("answer_correctness",), on_result=write)
     write_atomically(args.out_file, header, [done[i] for i in range(len(rows)) if i in done])

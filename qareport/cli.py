@@ -38,7 +38,8 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-timeout", type=float, metavar="SECONDS",
                        help="timeout of one judge call (default 60)")
     group.add_argument("--judge-retries", type=int, metavar="N",
-                       help="retries of a call on 429, 5xx and timeouts (default 4)")
+                       help="retries of a call by the openai SDK on 408, 409, 429, 5xx, connection errors "
+                            "and timeouts (default 4)")
     group.add_argument("--no-cache", action="store_true",
                        help="neither read nor write the judge cache")
     group.add_argument("--cache-path", metavar="FILE",
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")
     run.add_argument("--config", metavar="FILE",
-                     help="configuration file (default ./qareport.yaml when present)")
+                     help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")
     run.add_argument("--strict", action="store_true",
                      help="treat input problems as a failure: exit status 2, nothing written")
     run.add_argument("--quiet", "-q", action="store_true",
@@ -142,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     email.add_argument("--templates", metavar="DIR",
                        help="a folder whose email.html / email.txt override the bundled ones")
     email.add_argument("--config", metavar="FILE",
-                       help="configuration file (default ./qareport.yaml when present)")
+                       help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")
     _add_smtp_options(email, "SMTP server")
 
     validate = commands.add_parser(
@@ -205,16 +206,17 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_email(args: argparse.Namespace) -> int:
-    from qareport.config import load_config
-    from qareport.emailing import EmailRequest, email_report
+    from qareport.emailing import EmailRequest, email_options, email_report
+    from qareport.settings import resolve_settings
 
-    config, config_file = load_config(args.config)
     request = EmailRequest(
         to=tuple(args.to or ()), cc=tuple(args.cc or ()), subject=args.subject, sender=args.sender,
         eml_path=args.eml, smtp=_smtp_options(args),
     )
-    print(email_report(args.report, request, config=config.get("email") or {}, environ=os.environ,
-                       templates_dir=args.templates or config.get("templates"), config_file=config_file))
+    settings = resolve_settings(run_options={"templates": args.templates}, email_options=email_options(request),
+                                config_path=args.config, with_judge=False, with_email=True)
+    assert settings.email is not None
+    print(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates))
     return 0
 
 

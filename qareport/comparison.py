@@ -1,6 +1,6 @@
 """Comparing runs: headline metrics of a run, what changed per case since a baseline, a trend.
 
-Pure functions over `RunSnapshot`s (one flat row per case, see `run_record.case_rows`); no I/O.
+Pure functions over `RunSnapshot`s (one flat row per case, see `runs.case_rows`); no I/O.
 Every metric compared here lies in [0, 1] and higher is better, so a drop is a regression.
 
 Rules, in the words an analyst would use:
@@ -25,20 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from qareport import kinds
 from qareport.records import RunSnapshot
-from qareport.run_record import CASE_METRICS
 
-HEADLINE_METRICS = ("macro_precision", "macro_recall", "steps_score", "answer_f1", "answer_relevance")
-METRIC_LABELS = {
-    "macro_precision": "macro precision",
-    "macro_recall": "macro recall",
-    "steps_score": "steps score",
-    "answer_recall": "answer recall",
-    "answer_precision": "answer precision",
-    "answer_f1": "answer F1",
-    "answer_relevance": "answer relevance",
-    "status": "status",
-}
+HEADLINE_METRICS = kinds.headline_metric_keys()  # TODO(redesign): the writers ask kinds directly
 NOT_SCORED_STATUSES = ("error", "missing", "invalid")
 STATUSES = ("success", *NOT_SCORED_STATUSES)
 DEFAULT_TOLERANCE = 1e-9  # float noise, not a change
@@ -48,7 +38,7 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "test chang
 
 
 def metric_label(metric: str | None) -> str:
-    return METRIC_LABELS.get(metric or "", (metric or "").replace("_", " "))
+    return kinds.metric_label(metric)
 
 
 def _number(value: Any) -> float | None:
@@ -84,15 +74,16 @@ def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
     """The headline metrics the run has (those with at least one value), in a fixed order."""
     headlines = []
-    for metric in HEADLINE_METRICS:
+    for metric in kinds.headline_metric_keys():
         scored = [
             (row, value) for row in rows
             if row.get("status") == "success" and (value := _number(row.get(metric))) is not None
         ]
         if not scored:
             continue
-        kinds = {row.get("kind") for row, _ in scored}
-        not_scored = Counter(row.get("status") for row in rows if row.get("kind") in kinds and row.get("status") != "success")
+        case_kinds = {row.get("kind") for row, _ in scored}
+        not_scored = Counter(row.get("status") for row in rows
+                             if row.get("kind") in case_kinds and row.get("status") != "success")
         headlines.append(Headline(
             metric=metric,
             mean=sum(value for _, value in scored) / len(scored),
@@ -106,7 +97,7 @@ def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
 
 def case_score(row: Mapping[str, Any]) -> float | None:
     """A case's score at a glance: the mean of its headline metrics (None when it has none)."""
-    values = [v for metric in HEADLINE_METRICS if (v := _number(row.get(metric))) is not None]
+    values = [v for metric in kinds.headline_metric_keys() if (v := _number(row.get(metric))) is not None]
     return sum(values) / len(values) if values else None
 
 
@@ -203,7 +194,7 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
 
     def metric_changes(kind_of: Any) -> list[CaseChange]:
         changes = []
-        for metric in CASE_METRICS:
+        for metric in kinds.case_metric_keys():
             before, after = _number(old.get(metric)), _number(new.get(metric))
             if before is None or after is None or abs(after - before) <= tolerance:
                 continue
@@ -274,7 +265,7 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline]) -> tuple[H
             old_cases=before[metric].cases if metric in before else 0,
             new_cases=after[metric].cases if metric in after else 0,
         )
-        for metric in HEADLINE_METRICS
+        for metric in kinds.headline_metric_keys()
         if metric in before or metric in after
     )
 

@@ -5,11 +5,12 @@ The body is read back from the workbook's hidden sheets (`baseline.read_report`)
 `qareport email REPORT.xlsx` works on any report qareport wrote, long after the run. It comes from
 the templates `email.html` (autoescaped) and `email.txt`, which `--templates DIR` can override.
 
-SMTP settings, each from the first place that has it: the command line (or library call), the
-`email:` mapping of qareport.yaml, the environment (QAREPORT_SMTP_HOST, _PORT, _USER, _PASSWORD,
-_FROM, _SECURITY, _TIMEOUT), the defaults (STARTTLS on port 587; port 465 means SSL). The
-password is never an option (command lines end up in shell histories and process lists), never
-printed, never written to a report or a log.
+SMTP settings come from `qareport.settings` (`EmailSettings`), each from the first place that has
+it: the command line (or library call), the environment (QAREPORT_SMTP_HOST, _PORT, _USER,
+_PASSWORD, _FROM, _SECURITY, _TIMEOUT), the `email:` mapping of the configuration file, the
+defaults (STARTTLS on port 587; port 465 means SSL). The password is never an option (command
+lines end up in shell histories and process lists), never printed, never written to a report or
+a log.
 """
 
 from __future__ import annotations
@@ -20,20 +21,18 @@ import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from email.utils import formatdate, getaddresses, make_msgid
+from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Any, Literal
 
-from qareport.baseline import ReportRecord, read_report
+from qareport.runs import ReportRecord, read_report
 from qareport.comparison import (
     DEFAULT_TOLERANCE,
-    Headline,
-    headline_metrics,
     metric_label,
     parse_created,
-    status_counts,
 )
-from qareport.errors import QAReportError
+from qareport.errors import EmailError
+from qareport.settings import DEFAULT_PORTS, EmailSettings
 from qareport.templating import template_environment
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
@@ -41,22 +40,6 @@ HTML_TEMPLATE = "email.html"
 TEXT_TEMPLATE = "email.txt"
 TOP_REGRESSIONS = 10
 Security = Literal["starttls", "ssl", "none"]
-SECURITIES: tuple[Security, ...] = ("starttls", "ssl", "none")
-DEFAULT_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
-SMTP_ENVIRONMENT = {
-    "host": "QAREPORT_SMTP_HOST",
-    "port": "QAREPORT_SMTP_PORT",
-    "user": "QAREPORT_SMTP_USER",
-    "password": "QAREPORT_SMTP_PASSWORD",
-    "sender": "QAREPORT_SMTP_FROM",
-    "security": "QAREPORT_SMTP_SECURITY",
-    "timeout": "QAREPORT_SMTP_TIMEOUT",
-}
-CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject")
-
-
-class EmailError(QAReportError):
-    """The message cannot be built or sent (no server configured, server unreachable, refused)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,62 +68,35 @@ class SmtpSettings:
         return f"{self.host}:{self.port} ({self.security})"
 
 
-# --- settings --------------------------------------------------------------------------------------
+# --- settings ------------------------------------------------------------------------------------
 
 
-def check_email_config(config: Mapping[str, Any], config_file: str | None = None) -> None:
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
-    if unknown:
-        where = f"{config_file}: " if config_file else ""
-        raise EmailError(f"{where}unknown key 'email.{unknown[0]}'; known keys: {', '.join(CONFIG_KEYS)}")
+def email_options(request: EmailRequest) -> dict[str, Any]:
+    """The request as options for `qareport.settings.resolve_email_settings` (None: not given)."""
+    return {
+        "to": list(request.to) or None,
+        "cc": list(request.cc) or None,
+        "subject": request.subject,
+        "from": request.sender,
+        **{key: value for key, value in request.smtp.items() if value is not None},
+    }
 
 
-def _first(*values: Any) -> Any:
-    return next((value for value in values if value not in (None, "")), None)
-
-
-def resolve_smtp_settings(
-    options: Mapping[str, Any], config: Mapping[str, Any], environ: Mapping[str, str]
-) -> SmtpSettings:
-    """SMTP settings by precedence: options > config (`email:`) > environment > defaults."""
-    def pick(name: str, config_name: str | None = None) -> Any:
-        return _first(options.get(name), config.get(config_name or name), environ.get(SMTP_ENVIRONMENT.get(name, "")))
-
-    host = pick("host")
-    if not host:
+def smtp_settings(settings: EmailSettings) -> SmtpSettings:
+    """The SMTP server to send through; EmailError when none is configured."""
+    if not settings.host:
         raise EmailError(
             "no SMTP server configured: give --smtp-host, set QAREPORT_SMTP_HOST, or set email.host in "
             "qareport.yaml (or write the message to a file with --eml)"
         )
-    raw_port = pick("port")
-    try:
-        port = int(raw_port) if raw_port is not None else None
-    except (TypeError, ValueError):
-        raise EmailError(f"the SMTP port must be a number (got {raw_port!r})") from None
-    security = pick("security") or ("ssl" if port == 465 else "starttls")
-    if security not in SECURITIES:
-        raise EmailError(f"the SMTP security must be one of {', '.join(SECURITIES)} (got {security!r})")
-    raw_timeout = pick("timeout")
-    try:
-        timeout = float(raw_timeout) if raw_timeout is not None else 30.0
-    except (TypeError, ValueError):
-        raise EmailError(f"the SMTP timeout must be a number of seconds (got {raw_timeout!r})") from None
     return SmtpSettings(
-        host=str(host),
-        port=port or DEFAULT_PORTS[security],
-        security=security,
-        user=pick("user"),
-        password=_first(options.get("password"), config.get("password"), environ.get(SMTP_ENVIRONMENT["password"])),
-        timeout=timeout,
+        host=settings.host,
+        port=settings.port or DEFAULT_PORTS[settings.security],
+        security=settings.security,
+        user=settings.user,
+        password=settings.password,
+        timeout=settings.timeout,
     )
-
-
-def _addresses(values: Sequence[str] | str | None) -> tuple[str, ...]:
-    """Addresses from options or config: lists, or comma-separated text."""
-    if not values:
-        return ()
-    items = [values] if isinstance(values, str) else list(values)
-    return tuple(address for _, address in getaddresses([str(item) for item in items]) if address)
 
 
 # --- the message ---------------------------------------------------------------------------------
@@ -172,14 +128,12 @@ def _display_time(created: str) -> str:
 
 def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
     """What the email templates get: numbers already formatted, so a template stays simple."""
-    rows = record.snapshot.cases
-    counts = status_counts(rows)
+    counts = record.status_counts
     metadata = record.metadata
     comparison = record.comparison
     deltas = {d.metric: d for d in comparison.headline} if comparison else {}
-    headline: list[Headline] = list(headline_metrics(rows))
     metrics = []
-    for item in headline:
+    for item in record.headline:
         delta = deltas.get(item.metric)
         metrics.append({
             "label": item.label,
@@ -347,46 +301,35 @@ def write_eml(message: EmailMessage, path: str | Path) -> None:
 
 
 def check_email_request(
-    request: EmailRequest,
-    *,
-    config: Mapping[str, Any],
-    environ: Mapping[str, str],
-    config_file: str | None = None,
+    request: EmailRequest, settings: EmailSettings
 ) -> tuple[tuple[str, ...], tuple[str, ...], SmtpSettings | None]:
     """Recipients and SMTP settings, or EmailError: called before a run starts, so a missing
     setting fails at once rather than after the evaluation."""
-    check_email_config(config, config_file)
-    to = _addresses(request.to) or _addresses(config.get("to"))
-    cc = _addresses(request.cc) or _addresses(config.get("cc"))
-    if not to and not request.eml_path:
+    if not settings.to and not request.eml_path:
         raise EmailError("no recipient: give --to (or email.to in qareport.yaml)")
-    settings = None if request.eml_path else resolve_smtp_settings(request.smtp, config, environ)
-    return to, cc, settings
+    return settings.to, settings.cc, None if request.eml_path else smtp_settings(settings)
 
 
 def email_report(
     report_path: str | Path,
     request: EmailRequest,
     *,
-    config: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
+    settings: EmailSettings,
     templates_dir: str | None = None,
-    config_file: str | None = None,
 ) -> str:
     """Build the email for a report and send it (or write it with `request.eml_path`).
+    `settings` come from `qareport.settings.resolve_email_settings` (the request among its options).
     Returns one line saying what was done."""
-    config = dict(config or {})
-    environ = environ or {}
-    to, cc, settings = check_email_request(request, config=config, environ=environ, config_file=config_file)
-    sender = _first(request.sender, config.get("from"), environ.get(SMTP_ENVIRONMENT["sender"]))
+    to, cc, smtp = check_email_request(request, settings)
+    sender = settings.sender
     if not sender:
-        user = settings.user if settings else None
+        user = smtp.user if smtp else None
         sender = user if user and "@" in user else f"qareport@{socket.gethostname() or 'localhost'}"
     message = build_message(report_path, to=to, cc=cc, sender=str(sender),
-                            subject=request.subject or config.get("subject"), templates_dir=templates_dir)
+                            subject=settings.subject, templates_dir=templates_dir)
     if request.eml_path:
         write_eml(message, request.eml_path)
         return f"{request.eml_path}: the email with {Path(report_path).name} attached"
-    assert settings is not None
-    send_message(message, settings, [*to, *cc])
-    return f"emailed {Path(report_path).name} to {', '.join([*to, *cc])} through {settings}"
+    assert smtp is not None
+    send_message(message, smtp, [*to, *cc])
+    return f"emailed {Path(report_path).name} to {', '.join([*to, *cc])} through {smtp}"

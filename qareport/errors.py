@@ -3,9 +3,15 @@
     QAReportError                 anything qareport reports as one line on stderr
     ├── InputError                a file a user gave cannot be used (path, line, what to fix)
     │   ├── TestCaseError         a test-case file
-    │   └── ResponseFileError     a responses file
+    │   ├── ResponseFileError     a responses file
+    │   └── ShapeError            a value inside a record has the wrong shape (becomes a Problem)
     ├── StrictModeError           --strict and at least one input problem
+    ├── SettingsError             a setting is wrong: says where (option, environment variable, or
+    │   │                         configuration file and key), what it must be, and what was found
+    │   ├── JudgeSettingsError    ... a judge setting (also a JudgeError)
+    │   └── EmailSettingsError    ... an email setting (also an EmailError)
     ├── JudgeError                the LLM judge cannot be set up (bad options, no such model)
+    ├── EmailError                the email cannot be built or sent
     └── BaselineError             a --baseline / --history file is not a qareport run
 
 Problems found in inputs are normally *collected* (see `records.Problem`) so the rest of the run
@@ -53,5 +59,29 @@ class JudgeError(QAReportError):
     """The LLM judge cannot be configured or reached at all."""
 
 
+class EmailError(QAReportError):
+    """The message cannot be built or sent (no server configured, server unreachable, refused)."""
+
+
+class SettingsError(QAReportError):
+    """A setting (command-line option, environment variable, configuration file key) is wrong."""
+
+
+class JudgeSettingsError(SettingsError, JudgeError):
+    """A judge setting is wrong."""
+
+
+class EmailSettingsError(SettingsError, EmailError):
+    """An email setting is wrong."""
+
+
 class BaselineError(QAReportError):
     """A baseline or history file is not something qareport can compare with."""
+
+
+class ShapeError(InputError):
+    """A value of the wrong shape inside a test case or response; loading turns it into a Problem
+    with the file it was read from. Kinds raise it from `parse_target` / `parse_output`."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message, line=line)

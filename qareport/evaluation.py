@@ -7,14 +7,15 @@ and collects the per-case problems evaluation finds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport import qa
-from qareport.indicator_selection import MatchBy, score_indicator_selection
-from qareport.judge_metrics import add_retrieval_context_scores
+from qareport.kinds import TurnInput, extra_kinds
+from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
 from qareport.records import (
+    USAGE_FIELDS,
     CaseResult,
     Problem,
     Response,
@@ -24,9 +25,8 @@ from qareport.records import (
     TurnOutput,
     TurnResult,
 )
+from qareport.retrieval_context import with_retrieval_context_scores
 from qareport.set_metrics import mean_or_none
-
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ def response_dict(case_id: str, response: Response, output: TurnOutput | None, *
     if output is not None and output.actual_steps is not None:
         record["actual_steps"] = [dict(step) for step in output.actual_steps]
     if with_tokens:
-        for field in TOKEN_FIELDS:
+        for field in USAGE_FIELDS:
             value = getattr(response, field)
             if value is not None:
                 record[field] = value
@@ -178,27 +178,42 @@ def _evaluate_turn(
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
             ))
-    return TurnResult(turn.number, turn.user_message, indicator=indicator, qa=qa_result, error=error)
+    scores = {
+        kind.name: kind.evaluate_turn(TurnInput(case, turn.number, part, kind.output_of(output)))
+        for kind in extra_kinds()
+        if (part := turn.target.parts.get(kind.name)) is not None
+    }
+    return TurnResult(turn.number, turn.user_message, indicator=indicator, qa=qa_result, error=error, scores=scores)
 
 
 def evaluate_suite(
     suite: Suite,
     *,
     options: EvaluationOptions = EvaluationOptions(),
-    judge: Callable[[list[dict[str, Any]]], Any] | None = None,
+    judge: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> Evaluation:
-    """Evaluate every case; then let the judge (if any) add LLM metrics to the Q&A results."""
+    """Evaluate every case; then score the retrieval contexts (string similarity, no LLM) and let
+    the judge (if any) return the Q&A results with the LLM metrics, which replace the unjudged ones."""
     results = []
     problems: list[Problem] = []
     for case in suite.cases:
         result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
         results.append(result)
         problems.extend(case_problems)
+    scored = with_retrieval_context_scores(qa_results(results))
     if judge is not None:
-        judge(list(qa_results(results)))
-    else:  # the retrieval context metrics are string similarities, not LLM calls: always computed
-        add_retrieval_context_scores(list(qa_results(results)))
-    return Evaluation(tuple(results), tuple(problems))
+        scored = judge(scored)
+    return Evaluation(tuple(_with_qa_results(results, iter(scored))), tuple(problems))
+
+
+def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:
+    """The case results with their Q&A dicts replaced by `scored`, taken in `qa_results` order."""
+    for result in results:
+        if not any(turn.qa is not None for turn in result.turns):
+            yield result
+            continue
+        turns = tuple(turn if turn.qa is None else replace(turn, qa=next(scored)) for turn in result.turns)
+        yield replace(result, turns=turns)
 
 
 def qa_results(results: Iterable[CaseResult]) -> Iterable[dict[str, Any]]:

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from qareport import qa
-from qareport.judge_metrics import add_retrieval_context_scores
+from qareport.retrieval_context import with_retrieval_context_scores
 
 
 def run_evaluation(
@@ -22,7 +22,8 @@ def run_evaluation(
     graphrag-eval does; `judge=None` never calls an LLM; a `qareport.judge.Judge` is used as is.
     """
     if judge == "auto":
-        from qareport.judge import Judge, resolve_judge_settings
+        from qareport.judge import Judge
+        from qareport.settings import resolve_judge_settings
 
         settings, reason = resolve_judge_settings(options={}, config={}, environ=os.environ)
         if settings is None:
@@ -31,12 +32,14 @@ def run_evaluation(
             return run_evaluation(reference_qas, chat_responses, judge=None)
         with Judge(settings) as owned_judge:
             return run_evaluation(reference_qas, chat_responses, judge=owned_judge)
+    # the retrieval context metrics are string similarities, no LLM: always computed
+    results = with_retrieval_context_scores(qa.run_evaluation(reference_qas, chat_responses, judge=None))
     if judge is None:
-        results = qa.run_evaluation(reference_qas, chat_responses, judge=None)
-        add_retrieval_context_scores(results)  # string similarity, no LLM: always computed
         return results
-    callback = judge.judge_results if hasattr(judge, "judge_results") else judge
-    return qa.run_evaluation(reference_qas, chat_responses, judge=callback)
+    if hasattr(judge, "judge_results"):  # a qareport Judge returns judged copies
+        return judge.judge_results(results).results
+    judge(results)  # any other callable adds its keys in place, as graphrag-eval's judges do
+    return results
 
 
 def _has_answers(chat_responses: Any) -> bool:

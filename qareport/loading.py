@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from qareport import kinds
+from qareport.errors import ShapeError
 from qareport.records import (
     DatasetSelection,
     DimensionTerms,
@@ -200,14 +202,6 @@ def _describe(value: Any) -> str:
     return kind
 
 
-class ShapeError(Exception):
-    """A value of the wrong shape inside a record; carries the line where known."""
-
-    def __init__(self, message: str, line: int | None):
-        super().__init__(message)
-        self.line = line
-
-
 def _require_str(container: Any, key: str, what: str, *, optional: bool = False) -> str | None:
     value = container.get(key)
     if value is None:
@@ -344,12 +338,10 @@ def _optional_text(container: dict, key: str) -> str | None:
 def _parse_target(target: Any, *, line: int | None) -> Target:
     if not isinstance(target, dict):
         raise ShapeError(f"'target' must be a mapping (got {_describe(target)})", line)
-    known = {"indicator_selection", "reference_answer", "reference_steps"}
+    plugged_in = kinds.extra_kinds()
+    known = {"indicator_selection", "reference_answer", "reference_steps", *(k.name for k in plugged_in)}
     if not known & set(target):
-        raise ShapeError(
-            "'target' has none of indicator_selection, reference_answer, reference_steps",
-            line_of(target),
-        )
+        raise ShapeError(f"'target' has none of {', '.join(sorted(known))}", line_of(target))
     selection = None
     if "indicator_selection" in target:
         raw = target["indicator_selection"]
@@ -366,6 +358,8 @@ def _parse_target(target: Any, *, line: int | None) -> Target:
         indicator_selection=selection,
         reference_answer=_optional_text(target, "reference_answer"),
         reference_steps=steps,
+        parts={kind.name: kind.parse_target(_plain(target[kind.name]), line=line_of(target, kind.name))
+               for kind in plugged_in if target.get(kind.name) is not None},
     )
 
 
@@ -645,10 +639,13 @@ def _turn_output(raw: dict, *, line: int | None) -> TurnOutput:
     steps = None
     if raw.get("actual_steps") is not None:
         steps = _parse_actual_steps(raw["actual_steps"], line=line)
+    parts = {kind.name: part for kind in kinds.extra_kinds()
+             if (part := kind.parse_output(_plain(raw), line=line)) is not None}
     return TurnOutput(
         indicator_selection=selection,
         actual_answer=None if answer is None else str(answer),
         actual_steps=steps,
+        parts=parts,
     )
 
 

@@ -10,14 +10,14 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from qareport import __version__
-from qareport.baseline import read_history, read_run
-from qareport.config import load_config
-from qareport.emailing import EmailRequest, check_email_request, email_report
+from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
 from qareport.records import Problem, RunInfo
-from qareport.results_file import results_document, write_results_file
+from qareport.report import Report, build_report
+from qareport.runs import read_history, read_run, results_document, write_results_file
+from qareport.settings import Settings, resolve_settings
 from qareport.statistics import SuiteStatistics, summarize
 from qareport.workbook import write_workbook
 
@@ -42,8 +42,7 @@ class RunOptions:
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
-    statistics: SuiteStatistics
-    problems: tuple[Problem, ...]
+    report: Report
     summary_line: str
     email_line: str | None = None  # what was done with the email, when one was asked for
 
@@ -56,16 +55,13 @@ def run_created_time() -> datetime:
     return datetime.now(tz=timezone.utc).replace(microsecond=0)
 
 
-def _make_judge(options: RunOptions, config: dict[str, Any], progress: TextIO | None):
-    """The judge callable and its model, or None and the reason the LLM metrics are skipped."""
-    from qareport.judge import Judge, resolve_judge_settings
+def _make_judge(settings: Settings):
+    """The judge, or None when the LLM metrics are skipped (`settings.judge_off_reason` says why)."""
+    if settings.judge is None:
+        return None
+    from qareport.judge import Judge
 
-    settings, reason = resolve_judge_settings(
-        options=options.judge_options, config=config.get("judge") or {}, environ=os.environ
-    )
-    if settings is None:
-        return None, reason
-    return Judge(settings, templates_dir=options.templates_dir), None
+    return Judge(settings.judge, templates_dir=settings.run.templates)
 
 
 def run_pipeline(
@@ -74,21 +70,25 @@ def run_pipeline(
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
     progress: TextIO | None = sys.stderr,
 ) -> RunOutcome:
-    config, config_file = load_config(options.config_path)
-    templates_dir = options.templates_dir or config.get("templates")
-    match_by = options.match_terms_by or config.get("match_terms_by") or "id_and_name"
-    if match_by not in ("id_and_name", "id"):
-        raise QAReportError(f"{config_file}: match_terms_by must be 'id_and_name' or 'id' (got {match_by!r})")
-    strict = options.strict or bool(config.get("strict"))
+    settings = resolve_settings(
+        run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
+                     "strict": options.strict or None},
+        judge_options=options.judge_options,
+        email_options=email_options(options.email) if options.email is not None else None,
+        config_path=options.config_path,
+        with_email=options.email is not None,
+    )
+    templates_dir = settings.run.templates
+    match_by = settings.run.match_terms_by
+    strict = settings.run.strict
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
     baseline = read_run(options.baseline) if options.baseline else None
     history = read_history(options.history, exclude=(options.output,)) if options.history else None
     for skipped in history.skipped if history else ():
         print(f"qareport: history: skipped {skipped}", file=sys.stderr)
-    email_config = config.get("email") or {}
-    if options.email is not None:
-        check_email_request(options.email, config=email_config, environ=os.environ, config_file=config_file)
+    if options.email is not None and settings.email is not None:
+        check_email_request(options.email, settings.email)
 
     suite = load_suite(options.testcases, options.responses)
     on_problems(suite.problems)
@@ -97,14 +97,17 @@ def run_pipeline(
 
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
-    judge, skipped_reason = _make_judge(options, config, progress)
+    judge = _make_judge(settings)
+    skipped_reason = settings.judge_off_reason
 
     usage = None
     judge_callable = None
     if judge is not None:
-        def judge_callable(results: list[dict[str, Any]]) -> None:
+        def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             nonlocal usage
-            usage = judge.judge_results(results, progress=progress)
+            judged = judge.judge_results(results, progress=progress)
+            usage = judged.usage
+            return judged.results
     try:
         evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by), judge=judge_callable)
     finally:
@@ -127,7 +130,7 @@ def run_pipeline(
         options={
             "match_terms_by": match_by,
             "templates": templates_dir,
-            "config": config_file,
+            "config": settings.config_file,
             "strict": strict,
             "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },
@@ -135,25 +138,27 @@ def run_pipeline(
         judge_usage=usage.to_dict() if usage is not None else None,
         not_evaluated=not_evaluated,
     )
-    write_workbook(evaluation.results, statistics, problems, run, options.output, templates_dir=templates_dir,
-                   baseline=baseline, history=history.runs if history else ())
+    report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
+                          history=history.runs if history else (), source=options.output)
+    write_workbook(report, options.output, templates_dir=templates_dir)
     if options.results_path:
-        write_results_file(results_document(list(evaluation.results), statistics, run), options.results_path)
+        write_results_file(results_document(report), options.results_path)
     email_line = None
-    if options.email is not None:
+    if options.email is not None and settings.email is not None:
         try:
-            email_line = email_report(options.output, options.email, config=email_config, environ=os.environ,
-                                      templates_dir=templates_dir, config_file=config_file)
+            email_line = email_report(options.output, options.email, settings=settings.email,
+                                      templates_dir=templates_dir)
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
-    return RunOutcome(statistics, problems, _summary_line(options.output, statistics, problems), email_line)
+    return RunOutcome(report, _summary_line(options.output, report), email_line)
 
 
 def _has_answers(results) -> bool:
     return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
 
 
-def _summary_line(output: str, statistics: SuiteStatistics, problems: Sequence[Problem]) -> str:
+def _summary_line(output: str, report: Report) -> str:
+    statistics, problems = report.statistics, report.problems
     counts = statistics.status_counts
     parts = [f"{sum(counts.values())} cases: {counts.get('success', 0)} evaluated"]
     parts += [f"{counts[s]} {s}" for s in ("error", "missing", "invalid") if counts.get(s)]

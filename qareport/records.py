@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 CaseKind = Literal["conversation", "qa"]
+USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+"""What a response may say about its cost: token counts and seconds (graphrag-eval's keys)."""
 CaseStatus = Literal["success", "error", "missing", "invalid"]
 """success: evaluated; error: the system answered with an error record; missing: no response;
 invalid: the response could not be evaluated (a per-case error says why)."""
@@ -77,6 +79,7 @@ class Target:
     indicator_selection: tuple[DatasetSelection, ...] | None = None
     reference_answer: str | None = None
     reference_steps: tuple[tuple[dict[str, Any], ...], ...] | None = None
+    parts: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,7 @@ class TurnOutput:
     indicator_selection: tuple[DatasetSelection, ...] | None = None
     actual_answer: str | None = None
     actual_steps: tuple[dict[str, Any], ...] | None = None
+    parts: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +208,7 @@ class TurnResult:
     indicator: IndicatorScore | None = None
     qa: dict[str, Any] | None = None  # graphrag-eval result keys (steps, answer metrics, ...)
     error: str | None = None  # this turn could not be evaluated
+    scores: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +243,7 @@ class RunInfo:
 class RunSnapshot:
     """A run as a later run sees it: when, which version, and one flat row per case.
 
-    `cases` are `run_record.case_rows()` rows (keys in `run_record.CASE_FIELDS`); they are what the
+    `cases` are `runs.case_rows()` rows (keys in `runs.case_fields()`); they are what the
     workbook's hidden `qareport_results` sheet and the results file's `cases` list hold, so either
     can be a baseline or a point of a trend.
     """

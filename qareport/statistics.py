@@ -53,6 +53,7 @@ class SuiteStatistics:
     per_dimension: tuple[DimensionScores, ...]
     qa_aggregates: dict[str, Any] | None  # graphrag-eval's aggregates over the Q&A questions
     status_counts: dict[str, int] = field(default_factory=dict)
+    question_results: list[dict[str, Any]] = field(default_factory=list)  # graphrag-eval's per-question dicts
 
 
 def _indicator_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
@@ -162,4 +163,5 @@ def summarize(results: Sequence[CaseResult]) -> SuiteStatistics:
         per_dimension=_dimension_scores(results),
         qa_aggregates=compute_aggregates(questions) if questions else None,
         status_counts={status: sum(r.status == status for r in results) for status in STATUSES},
+        question_results=questions,
     )

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 from openpyxl import Workbook, load_workbook
 
-from qareport.baseline import RESULTS_SHEET, RUN_SHEET, read_history, read_run
+from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_run
 from qareport.cli import main
 from qareport.errors import BaselineError
 

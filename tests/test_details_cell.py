@@ -2,11 +2,11 @@
 
 import textwrap
 
-from qareport.indicator_selection import score_indicator_selection
+from qareport.kinds.indicator_selection import score_indicator_selection
 from qareport.records import (
     CaseResult, DatasetSelection, DimensionTerms, Location, Target, Term, TestCase, Turn, TurnResult,
 )
-from qareport.rendering import render_indicator_details
+from qareport.kinds.indicator_selection import render_indicator_details
 
 GDP = Term("GDP", "gross domestic product")
 GDPPC = Term("GDPPC", "GDP per capita")

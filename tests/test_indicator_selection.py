@@ -2,7 +2,7 @@
 
 import pytest
 
-from qareport.indicator_selection import score_indicator_selection
+from qareport.kinds.indicator_selection import score_indicator_selection
 from qareport.records import DatasetSelection, DimensionTerms, Term
 
 GDP = Term("GDP", "gross domestic product")

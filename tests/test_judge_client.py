@@ -14,7 +14,8 @@ from openai_stub import Fault, generated_questions, serve_stub, stub_embedding
 
 from qareport.errors import JudgeError
 from qareport.judge import Judge, JudgeSettings
-from qareport.judge_metrics import average_precision, cosine_similarity
+from qareport.judge.answer_relevance import cosine_similarity
+from qareport.retrieval_context import average_precision, with_retrieval_context_scores
 
 KEY = "sk-test-LEAKCHECK-0123456789abcdef"
 
@@ -37,7 +38,6 @@ def settings_for(server, tmp_path, **overrides) -> JudgeSettings:
         base_url=server.url,
         api_key=KEY,
         cache_path=str(tmp_path / "cache" / "judge.sqlite3"),
-        retry_base_delay=0.01,
         timeout=5.0,
     )
     values.update(overrides)
@@ -45,8 +45,33 @@ def settings_for(server, tmp_path, **overrides) -> JudgeSettings:
 
 
 def judge(settings: JudgeSettings, results: list[dict], **kwargs):
+    """Judge `results`; the judged copies are written back into the given dicts so the tests can
+    look at them where they were, and the usage is returned."""
     with Judge(settings) as j:
-        return j.judge_results(results, **kwargs)
+        run = j.judge_results(results, **kwargs)
+    _write_back(results, run.results)
+    return run.usage
+
+
+def _write_back(results: list[dict], judged: list[dict]) -> None:
+    assert len(judged) == len(results)
+    for given, copy_ in zip(results, judged):
+        given.clear()
+        given.update(copy_)
+
+
+def test_the_inputs_are_not_changed_and_copies_are_returned(server, tmp_path):
+    results = [_retrieval_case(), qa(question="q2"), {**qa(), "status": "error"}]
+    before = copy.deepcopy(results)
+    with Judge(settings_for(server, tmp_path)) as j:
+        run = j.judge_results(results)
+    assert results == before
+    assert [r["question_text"] for r in run.results] == [r["question_text"] for r in results]
+    assert all(new is not old for new, old in zip(run.results, results))
+    assert "answer_f1" in run.results[1] and "answer_f1" not in results[1]
+    assert "retrieval_answer_recall" in run.results[0]["actual_steps"][0]
+    assert run.results[2] == results[2]
+    assert run.usage.cases == 2
 
 
 def qa(reference: str | None = "OSLO T1; OSLO T2", actual: str | None = "OSLO T1; OSLO T3; OSLO T4",
@@ -192,7 +217,7 @@ def test_retrieval_context_metrics_need_no_llm_call(server, tmp_path):
     result = _retrieval_case()
     result["reference_steps"] = [[{"name": "retrieval", "matches": "call_1",
                                    "output": json.dumps([{"id": "doc0", "text": "Transformer OSLO T1 is in Substation Oslo."}])}]]
-    judge(settings_for(server, tmp_path, metrics=()), [result])
+    [result] = with_retrieval_context_scores([result])  # string similarity: outside the judge
     step = result["actual_steps"][0]
     assert step["retrieval_context_recall"] == 1.0
     assert step["retrieval_context_precision"] == 1.0
@@ -248,6 +273,16 @@ def test_retries_run_out_into_the_error_key(server, tmp_path):
     assert "answer_recall" not in result
     assert usage.failed_calls == 1
     assert usage.by_metric["answer_correctness"].errors == 1
+
+
+def test_max_retries_is_the_sdk_s_retry_budget(server, tmp_path):
+    server.script(Fault(status=503), Fault(status=503))
+    result = qa()
+    usage = judge(settings_for(server, tmp_path, metrics=("answer_correctness",), max_retries=0), [result])
+    assert [r.status for r in server.requests] == [503]
+    assert result["answer_eval_error"].startswith("judge call failed: HTTP 503")
+    assert (usage.retries, usage.failed_calls) == (0, 1)
+    assert server.requests[0].headers.get("x-stainless-retry-count") == "0"
 
 
 def test_a_400_is_not_retried(server, tmp_path):
@@ -369,7 +404,7 @@ def test_a_new_prompt_template_means_new_calls(server, tmp_path):
     result = qa()
     with Judge(settings_for(server, tmp_path, metrics=("answer_correctness",)),
                templates_dir=str(tmp_path / "templates")) as j:
-        j.judge_results([result])
+        _write_back([result], j.judge_results([result]).results)
     assert server.chat_calls == 2
     assert server.requests[1].body["messages"][0]["content"].startswith("CUSTOM PROMPT")
     assert result["answer_recall"] == 0.5
@@ -409,7 +444,7 @@ def test_unknown_model_costs_none_and_says_so(server, tmp_path):
 
 
 def test_price_override(server, tmp_path):
-    from qareport.judge_prices import ModelPrice
+    from qareport.judge.prices import ModelPrice
 
     server.usage = (1_000_000, 0)
     result = qa()
@@ -442,7 +477,7 @@ def test_an_unreachable_server_is_a_judge_error(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     settings = JudgeSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, use_cache=False,
-                             max_retries=1, retry_base_delay=0.01, timeout=2)
+                             max_retries=1, timeout=2)
     started = time.monotonic()
     with pytest.raises(JudgeError, match="cannot reach the judge at http://127.0.0.1"):
         judge(settings, [qa(question=f"q{n}") for n in range(20)])
@@ -535,7 +570,7 @@ def test_retry_after_header_forms():
     from email.utils import format_datetime
     from datetime import datetime, timedelta, timezone
 
-    from qareport.judge import _retry_after
+    from qareport.judge.client import retry_after as _retry_after
 
     assert _retry_after({"retry-after": "2"}) == 2.0
     assert _retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
@@ -548,7 +583,7 @@ def test_retry_after_header_forms():
 def test_the_cache_is_safe_across_threads(tmp_path):
     import threading
 
-    from qareport.judge_cache import JudgeCache, cache_key
+    from qareport.judge.cache import JudgeCache, cache_key
 
     cache = JudgeCache(tmp_path / "c.sqlite3")
     failures = []

@@ -9,23 +9,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qareport.judge_metrics import (
-    add_retrieval_context_scores,
-    attributed_fraction,
+from qareport.judge.answer_correctness import claim_scores
+from qareport.judge.answer_relevance import cosine_similarity, relevance_score
+from qareport.judge.checks import claim_count_problem
+from qareport.judge.prices import DEFAULT_PRICES, ModelPrice, PriceTable, parse_prices
+from qareport.judge.retrieval_answer import attributed_fraction, f1_keys
+from qareport.retrieval_context import (
     average_precision,
-    claim_count_problem,
-    claim_scores,
     context_overlap,
-    cosine_similarity,
-    f1_keys,
     f1_score,
     levenshtein_distance,
     matched_reference_retrieval_steps,
     parse_contexts,
-    relevance_score,
     string_similarity,
+    with_retrieval_context_scores,
 )
-from qareport.judge_prices import DEFAULT_PRICES, ModelPrice, PriceTable, parse_prices
 
 
 @pytest.mark.parametrize(
@@ -220,7 +218,7 @@ def test_retrieval_context_keys_only_on_matched_retrieval_steps():
     matched = _case(contexts, contexts)
     unmatched = _case(contexts, contexts, matches="other")
     errored = {**_case(contexts, contexts), "status": "error"}
-    add_retrieval_context_scores([matched, unmatched, errored])
+    matched, unmatched, errored = with_retrieval_context_scores([matched, unmatched, errored])
     step = matched["actual_steps"][0]
     assert step["retrieval_context_recall"] == 1.0
     assert step["retrieval_context_precision"] == 1.0
@@ -233,7 +231,7 @@ def test_retrieval_context_keys_only_on_matched_retrieval_steps():
 
 def test_retrieval_context_error_for_unparsable_output():
     case = _case("oops", json.dumps([{"id": "1", "text": "t"}]))
-    add_retrieval_context_scores([case])
+    [case] = with_retrieval_context_scores([case])
     step = case["actual_steps"][0]
     assert step["retrieval_context_recall_error"].startswith("actual step: retrieval output")
     assert "retrieval_context_recall" not in step

@@ -7,13 +7,13 @@ import os
 import pytest
 
 from qareport.errors import JudgeError
-from qareport.judge import (
+from qareport.judge.settings import (
     DEFAULT_AZURE_API_VERSION,
     PLACEHOLDER_API_KEY,
     JudgeSettings,
     default_cache_path,
-    resolve_judge_settings,
 )
+from qareport.settings import resolve_judge_settings
 
 KEY = "sk-test-settings-0123456789"
 
@@ -67,15 +67,18 @@ def test_a_base_url_alone_is_enough_for_a_local_server():
     assert settings.base_url == "http://localhost:8000/v1"
 
 
-def test_precedence_options_over_config_over_environment():
+def test_precedence_options_over_environment_over_config():
+    # the order changed with the one settings object: the environment now overrides the file
     environ = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://env/v1"}
     config = {"model": "gpt-4.1-mini", "base_url": "http://config/v1", "concurrency": 3}
     settings, _ = resolve({"model": "gpt-4o", "concurrency": None}, config, environ)
     assert settings.model == "gpt-4o"  # option
     assert settings.concurrency == 3  # None option = not given: config
-    assert settings.base_url == "http://config/v1"  # config over environment
-    settings, _ = resolve({}, {}, environ)
-    assert settings.base_url == "http://env/v1"
+    assert settings.base_url == "http://env/v1"  # environment over config
+    settings, _ = resolve({}, config, {"OPENAI_API_KEY": KEY})
+    assert settings.base_url == "http://config/v1"  # config when the environment has nothing
+    settings, _ = resolve({"base_url": "http://option/v1"}, config, environ)
+    assert settings.base_url == "http://option/v1"  # option over both
 
 
 def test_config_may_name_the_key_variable():

@@ -3,8 +3,8 @@
 import json
 import textwrap
 
-import openpyxl
 import pytest
+import xlsxwriter
 from openpyxl import load_workbook
 
 from qareport.cli import main
@@ -74,12 +74,15 @@ def test_a_failed_save_leaves_the_previous_report_intact(tmp_path, monkeypatch):
     out = run_one(tmp_path)
     before = out.read_bytes()
 
-    def failing_save(self, filename):
-        with open(filename, "wb") as partial:
-            partial.write(b"PK\x03\x04 half a workbook")
-        raise OSError(28, "No space left on device")
+    real_close = xlsxwriter.Workbook.close
 
-    monkeypatch.setattr(openpyxl.Workbook, "save", failing_save)
+    def failing_close(self):
+        real_close(self)  # writes the file and lets go of the sheets' row files; then the disk fills up
+        with open(self.filename, "wb") as partial:
+            partial.write(b"PK\x03\x04 half a workbook")
+        raise xlsxwriter.exceptions.FileCreateError(OSError(28, "No space left on device"))
+
+    monkeypatch.setattr(xlsxwriter.Workbook, "close", failing_close)
     assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 2
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.xlsx")] == []

@@ -3,40 +3,48 @@ reproducibly.
 
 Sheets, in order: Summary, Overview, Details, Statistics, Changes (with a baseline), Trend (with a
 history), Problems (when there were any), then the hidden machine-readable sheets
-(`results_sheet`). This package and `qareport.baseline` (reading) are the only parts of qareport
-that import openpyxl.
+(`results_sheet`). The sheets lay out the report model (`qareport.report.Report`) and compute
+nothing. This package is the only part of qareport that imports XlsxWriter (writing);
+`qareport.runs` reads earlier workbooks with openpyxl.
 
-Saving is atomic (a temporary file renamed over the target) and reproducible: the workbook's
-dates are the run's date (`SOURCE_DATE_EPOCH` when set), and `package.finish_package` rewrites
-the zip with fixed entry dates and order, and with its strings shared.
+The file is streamed: XlsxWriter's constant-memory mode writes each sheet's rows to a temporary
+file as soon as the next row is started (see `sheet`), so a 10,000-case report never holds its
+million cells. That mode writes strings inline rather than in a shared-string table (the measured trade-off is
+in benchmarks/bench_workbook.py's notes).
+
+Saving is atomic (a temporary file in the target folder, renamed over the target) and
+reproducible with no rewriting of the zip: the document properties carry the run's date
+(`SOURCE_DATE_EPOCH` when set) and XlsxWriter gives every zip entry one fixed date and order.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from openpyxl import Workbook
+import xlsxwriter
+from xlsxwriter.exceptions import XlsxWriterException
 
-from qareport.comparison import Comparison, compare_runs, headline_metrics, parse_created, trend_points
+from qareport.comparison import Comparison, parse_created
 from qareport.errors import QAReportError
-from qareport.records import CaseResult, Problem, RunInfo, RunSnapshot
-from qareport.run_record import case_rows
-from qareport.statistics import SuiteStatistics
+from qareport.files import atomic_path
+from qareport.report import Report
 from qareport.workbook.changes import write_changes
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
-from qareport.workbook.package import finish_package
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
+from qareport.workbook.sheet import Book
 from qareport.workbook.statistics_sheet import write_statistics
 from qareport.workbook.summary import SummaryLinks, write_summary
 from qareport.workbook.trend import write_trend
 
-SHEET_ORDER = ("Summary", "Overview", "Details", "Statistics", "Changes", "Trend", "Problems")
+# the visible sheets, in the order they appear (each is added only when the run has something for it)
+SUMMARY, OVERVIEW, DETAILS, STATISTICS, CHANGES, TREND, PROBLEMS = (
+    "Summary", "Overview", "Details", "Statistics", "Changes", "Trend", "Problems")
 
 
 def _first_rows_by_kind(comparison: Comparison) -> dict[str, int]:
@@ -46,63 +54,56 @@ def _first_rows_by_kind(comparison: Comparison) -> dict[str, int]:
     return rows
 
 
-def build_workbook(
-    results: Sequence[CaseResult],
-    statistics: SuiteStatistics,
-    problems: Sequence[Problem],
-    run: RunInfo,
-    *,
-    templates_dir: str | None = None,
-    baseline: RunSnapshot | None = None,
-    history: Sequence[RunSnapshot] = (),
-    source: str = "this run",
-) -> Workbook:
-    """The whole workbook in memory. `baseline` adds the Changes sheet; `history` the Trend sheet
-    (the baseline is a point of the trend too)."""
-    rows = case_rows(results)
-    current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=tuple(rows))
-    headline = headline_metrics(rows)
-    comparison = compare_runs(baseline, current) if baseline is not None else None
-    points = trend_points([*history, *([baseline] if baseline else [])], current) if history else ()
+@dataclass(frozen=True, slots=True)
+class WrittenWorkbook:
+    """What was written where: the rows of each sheet (its header included), in sheet order."""
 
-    workbook = Workbook()
-    summary = workbook.active
-    summary.title = "Summary"
-    overview = workbook.create_sheet("Overview")
-    details = workbook.create_sheet("Details")
-    stats_sheet = workbook.create_sheet("Statistics")
+    path: Path
+    rows: Mapping[str, int]
+
+
+def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> None:
+    """Every sheet, added in reading order and written row by row."""
+    comparison, problems, run = report.comparison, report.problems, report.run
+    summary = book.add_sheet(SUMMARY)
+    overview = book.add_sheet(OVERVIEW)
+    details = book.add_sheet(DETAILS)
+    stats_sheet = book.add_sheet(STATISTICS)
+    changes = book.add_sheet(CHANGES) if comparison is not None else None
+    trend = book.add_sheet(TREND) if report.trend else None
+    problems_sheet = book.add_sheet(PROBLEMS) if problems else None
     overview_rows: dict[str, int] = {}
-    for row, result in enumerate(results, start=2):
+    for row, result in enumerate(report.results, start=2):
         overview_rows.setdefault(result.case.id, row)
 
-    details_rows = write_details(details, results, overview_rows)
+    details_rows = write_details(details, report, overview_rows)
     change_rows: dict[str, int] = {}
-    if comparison is not None:
-        change_rows = write_changes(workbook.create_sheet("Changes"), comparison, overview_rows)
-    write_overview(overview, results, templates_dir=templates_dir, details_rows=details_rows,
-                   change_rows=change_rows, comparison=comparison)
-    write_statistics(stats_sheet, statistics, run, rows)
-    if points:
-        write_trend(workbook.create_sheet("Trend"), points)
-    if problems:
-        write_problems(workbook.create_sheet("Problems"), problems)
+    if changes is not None and comparison is not None:
+        change_rows = write_changes(changes, comparison, overview_rows)
+    write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
+                   change_rows=change_rows)
+    write_statistics(stats_sheet, report.statistics, run, report.rows)
+    if trend is not None:
+        write_trend(trend, report.trend)
+    if problems_sheet is not None:
+        write_problems(problems_sheet, problems)
     write_summary(
-        summary, run=run, rows=rows, headline=headline, comparison=comparison, problems=len(problems),
+        summary, run=run, rows=report.rows, headline=report.headline, comparison=comparison,
+        problems=len(problems),
         links=SummaryLinks(
             overview_rows=overview_rows,
             first_change_rows=_first_rows_by_kind(comparison) if comparison else {},
-            problems_sheet="Problems" if problems else None,
+            problems_sheet=PROBLEMS if problems else None,
         ),
     )
-    write_results_sheets(workbook, rows, run, headline, comparison)
-
-    workbook.active = 0
-    moment = _naive_utc(run.created)
-    workbook.properties.creator = f"qareport {run.qareport_version}"
-    workbook.properties.title = "QA evaluation report"
-    workbook.properties.created = moment
-    workbook.properties.modified = moment
-    return workbook
+    write_results_sheets(book, report)
+    book.flush()
+    summary.worksheet.activate()
+    book.workbook.set_properties({
+        "title": "QA evaluation report",
+        "author": f"qareport {run.qareport_version}",
+        "created": _naive_utc(run.created),  # XlsxWriter writes it as both created and modified
+    })
 
 
 def _naive_utc(created: str) -> datetime:
@@ -110,39 +111,20 @@ def _naive_utc(created: str) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
-def save_atomically(workbook: Workbook, path: str | Path) -> None:
-    """Save next to the target and rename over it: readers never see a half-written file, and a
-    failure leaves any previous report in place."""
+def write_workbook(report: Report, path: str | Path, *, templates_dir: str | None = None) -> WrittenWorkbook:
+    """Write the report to `path`, atomically (`qareport.files`): readers never see a half-written
+    file, and a failure leaves any previous report in place."""
     target = Path(path)
-    if target.parent and not target.parent.exists():
-        raise QAReportError(f"{target}: the folder {target.parent} does not exist; create it first")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    os.close(handle)
-    try:
-        workbook.save(temporary)
-        finish_package(temporary, workbook.properties)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for sharing
-        os.replace(temporary, target)
-    except OSError as error:
-        raise QAReportError(f"{target}: cannot write the workbook: {error.strerror or error}") from error
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
-def write_workbook(
-    results: Sequence[CaseResult],
-    statistics: SuiteStatistics,
-    problems: Sequence[Problem],
-    run: RunInfo,
-    path: str | Path,
-    *,
-    templates_dir: str | None = None,
-    baseline: RunSnapshot | None = None,
-    history: Sequence[RunSnapshot] = (),
-) -> None:
-    workbook = build_workbook(
-        results, statistics, problems, run, templates_dir=templates_dir, baseline=baseline,
-        history=history, source=str(path),
-    )
-    save_atomically(workbook, path)
+    with atomic_path(target, what="the workbook") as temporary:
+        try:
+            # the rows of constant-memory sheets wait in files of their own: in a folder removed in any case
+            with tempfile.TemporaryDirectory(prefix="qareport-rows-") as rows_folder:
+                workbook = xlsxwriter.Workbook(str(temporary), {"constant_memory": True, "tmpdir": rows_folder})
+                book = Book(workbook)
+                try:
+                    _write_sheets(book, report, templates_dir=templates_dir)
+                finally:
+                    workbook.close()
+        except XlsxWriterException as error:
+            raise QAReportError(f"{target}: cannot write the workbook: {error}") from error
+    return WrittenWorkbook(target, {sheet.name: sheet.rows_written for sheet in book.sheets})

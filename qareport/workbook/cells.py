@@ -1,6 +1,6 @@
 """Writing values into cells safely: text stays text, and nothing a workbook cannot hold gets in.
 
-- A string is always stored as a string: openpyxl would store "=2+3" as a formula otherwise.
+- A string is always stored as a string, never as a formula, whatever it starts with.
 - Characters XML 1.0 cannot carry (control characters, lone surrogates) become U+FFFD, visibly.
 - A cell holds at most 32,767 characters and 253 line breaks; longer text is cut with a marker
   saying how much is missing and where the full text is.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openpyxl.cell.cell import Cell
-from openpyxl.worksheet.worksheet import Worksheet
+if TYPE_CHECKING:
+    from qareport.workbook.sheet import Cell, Sheet
 
 MAX_CELL_CHARS = 32_767
 MAX_LINE_BREAKS = 253
@@ -29,6 +29,8 @@ def clean_text(text: str) -> str:
 def fit_text(text: str, *, where_full: str = "") -> str:
     """Cut text to what one cell holds, ending with a visible marker when anything was cut."""
     text = clean_text(text)
+    if len(text) <= MAX_CELL_CHARS and text.count("\n") <= MAX_LINE_BREAKS:
+        return text  # nearly every cell: nothing to cut
     suffix = f"; full text: {where_full}" if where_full else ""
     lines = text.split("\n")
     if len(lines) > MAX_LINE_BREAKS + 1:
@@ -42,9 +44,10 @@ def fit_text(text: str, *, where_full: str = "") -> str:
     return text
 
 
-def write(ws: Worksheet, row: int, column: int, value: Any, *, where_full: str = "") -> Cell:
-    """Put a value into a cell: numbers as numbers, everything else as safe text."""
-    cell = ws.cell(row=row, column=column)
+def write(ws: Sheet, row: int, column: int, value: Any, *, where_full: str = "") -> Cell:
+    """Put a value into a cell: numbers as numbers, everything else as safe text (never a formula,
+    whatever it starts with)."""
+    cell = ws.cell(row, column)
     if value is None:
         return cell
     if isinstance(value, bool):
@@ -53,5 +56,4 @@ def write(ws: Worksheet, row: int, column: int, value: Any, *, where_full: str =
         cell.value = value if math.isfinite(value) else str(value)
     else:
         cell.value = fit_text(str(value), where_full=where_full)
-        cell.data_type = "s"  # never a formula, whatever the text starts with
     return cell

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from openpyxl.styles import Font, PatternFill
-from openpyxl.worksheet.worksheet import Worksheet
-
 from qareport.comparison import CaseChange, Comparison, metric_label
 from qareport.workbook import styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet import Sheet
 
 SHEET_NAME = "Changes"
 HEADERS = ("case id", "name", "change", "metric", "old", "new", "delta", "old status", "new status")
 NAME_WIDTH = 50
 
-KIND_STYLES: dict[str, tuple[PatternFill, Font]] = {
+KIND_STYLES: dict[str, tuple[styles.Fill, styles.Font]] = {
     "regression": (styles.REGRESSION_FILL, styles.REGRESSION_FONT),
     "improvement": (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT),
     "test changed": (styles.NEUTRAL_FILL, styles.NEUTRAL_FONT),
@@ -31,13 +29,17 @@ def _values(change: CaseChange) -> tuple:
             change.old, change.new, change.delta, change.old_status, change.new_status)
 
 
-def write_changes(ws: Worksheet, comparison: Comparison, overview_rows: Mapping[str, int]) -> dict[str, int]:
-    """Fill the sheet; returns the first row of each case (for links from Overview and Summary)."""
+def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str, int]) -> dict[str, int]:
+    """Fill the sheet row by row; returns the first row of each case (for links from Overview and
+    Summary)."""
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
-    first_rows: dict[str, int] = {}
     id_width = max([len(h) for h in HEADERS[:1]] + [len(c.case_id) for c in comparison.changes]) + 2
+    styles.set_widths(ws, {1: min(60, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 10, 6: 10, 7: 10, 8: 11, 9: 11})
+    styles.fit_header_row(ws, HEADERS)
+    ws.flush()
+    first_rows: dict[str, int] = {}
     for row, change in enumerate(comparison.changes, start=2):
         first_rows.setdefault(change.case_id, row)
         fill_font = KIND_STYLES.get(change.kind)
@@ -49,13 +51,13 @@ def write_changes(ws: Worksheet, comparison: Comparison, overview_rows: Mapping[
             if fill_font and column >= 3:
                 cell.fill, cell.font = fill_font
         if change.case_id in overview_rows:
-            styles.link(ws.cell(row=row, column=1), "Overview", f"A{overview_rows[change.case_id]}",
+            styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[change.case_id]}",
                         tooltip="this case in Overview")
-        ws.row_dimensions[row].height = styles.row_height_for(styles.display_lines(change.name, NAME_WIDTH))
+        ws.set_height(row, styles.row_height_for(styles.display_lines(change.name, NAME_WIDTH)))
+        ws.flush()
     last_row = len(comparison.changes) + 1
     if not comparison.changes:
         write(ws, 2, 1, f"No changes since the baseline ({comparison.baseline_source}).").font = styles.NOTE_FONT
         last_row = 2
-    styles.set_widths(ws, {1: min(60, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 10, 6: 10, 7: 10, 8: 11, 9: 11})
     styles.finish_table_sheet(ws, columns=len(HEADERS), rows=last_row)
     return first_rows

@@ -2,19 +2,26 @@
 
 Every chart reads cells a table beside it shows, so what the chart draws can be checked number by
 number, and a mail preview that cannot draw charts still shows the table.
+
+XlsxWriter names a chart's axes by direction: in a horizontal bar chart the x axis is the value
+axis and the y axis holds the categories.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from openpyxl.chart import BarChart, LineChart, Reference
-from openpyxl.chart.axis import ChartLines
-from openpyxl.worksheet.worksheet import Worksheet
+from xlsxwriter.chart import Chart
+from xlsxwriter.utility import xl_col_to_name
+from xlsxwriter.workbook import Workbook
+
+from qareport.workbook.sheet import Sheet
 
 MAX_CATEGORIES = 40  # beyond this a bar chart is unreadable; the table holds them all
 CM_PER_ROW = 0.53  # a 15-point row
+PIXELS_PER_CM = 96 / 2.54
 SCORE_AXIS_FORMAT = "0.0"
 
 
@@ -22,7 +29,7 @@ SCORE_AXIS_FORMAT = "0.0"
 class TableRange:
     """Where a table's data rows are: categories in one column, series in others (header above)."""
 
-    ws: Worksheet
+    ws: Sheet
     header_row: int
     first_row: int
     last_row: int
@@ -34,6 +41,15 @@ class TableRange:
         return self.last_row - self.first_row + 1
 
 
+@dataclass(frozen=True, slots=True)
+class SizedChart:
+    """A chart and its size in centimetres (its place follows from its height)."""
+
+    chart: Chart
+    width_cm: float
+    height_cm: float
+
+
 def _clip(table: TableRange) -> tuple[int, bool]:
     """The last row to chart, and whether some rows were left out."""
     if table.rows > MAX_CATEGORIES:
@@ -41,92 +57,76 @@ def _clip(table: TableRange) -> tuple[int, bool]:
     return table.last_row, False
 
 
-def _add_series(chart, table: TableRange, last_row: int) -> None:
+def _add_series(chart: Chart, table: TableRange, last_row: int, **options: Any) -> None:
+    """One series per column: its title is the header cell, its values the column's data rows."""
+    sheet = "'" + table.ws.name.replace("'", "''") + "'"
+
+    def column_range(column: int) -> str:
+        letter = xl_col_to_name(column - 1)
+        return f"={sheet}!${letter}${table.first_row}:${letter}${last_row}"
+
     for column in table.series_columns:
-        data = Reference(table.ws, min_col=column, min_row=table.header_row, max_row=last_row)
-        chart.add_data(data, titles_from_data=True)
-    chart.set_categories(Reference(table.ws, min_col=table.category_column, min_row=table.first_row, max_row=last_row))
+        chart.add_series({
+            "name": f"={sheet}!{xl_col_to_name(column - 1)}{table.header_row}",
+            "categories": column_range(table.category_column),
+            "values": column_range(column),
+            **options,
+        })
 
 
-def _show_axes(chart) -> None:
-    # openpyxl 3.1 leaves `delete` unset, which recent Excel versions read as "axis hidden".
-    chart.x_axis.delete = False
-    chart.y_axis.delete = False
-
-
-def _score_axis(axis, title: str | None = None) -> None:
-    axis.scaling.min = 0
-    axis.scaling.max = 1
-    axis.majorUnit = 0.2
-    axis.number_format = SCORE_AXIS_FORMAT
-    axis.majorGridlines = ChartLines()
+def _score_axis(title: str | None = None) -> dict[str, Any]:
+    axis: dict[str, Any] = {"min": 0, "max": 1, "major_unit": 0.2, "num_format": SCORE_AXIS_FORMAT,
+                            "major_gridlines": {"visible": True}}
     if title:
-        axis.title = title
+        axis["name"] = title
+    return axis
 
 
-def score_bars(table: TableRange, *, title: str, category_title: str) -> BarChart:
+def score_bars(workbook: Workbook, table: TableRange, *, title: str, category_title: str) -> SizedChart:
     """Horizontal bars of scores in [0, 1] per category (group, template): long names stay readable."""
     last_row, clipped = _clip(table)
-    chart = BarChart()
-    chart.type = "bar"
-    chart.grouping = "clustered"
-    chart.title = f"{title} (first {MAX_CATEGORIES})" if clipped else title
+    chart = workbook.add_chart({"type": "bar", "subtype": "clustered"})
+    chart.set_title({"name": f"{title} (first {MAX_CATEGORIES})" if clipped else title})
     _add_series(chart, table, last_row)
-    _show_axes(chart)
-    _score_axis(chart.y_axis, "score")
-    chart.x_axis.title = category_title
-    chart.x_axis.scaling.orientation = "maxMin"  # first row on top, as in the table
-    chart.y_axis.crosses = "max"  # keeps the value axis at the bottom once categories are reversed
-    chart.legend.position = "b"
-    labels = [table.ws.cell(row=row, column=table.category_column).value for row in range(table.first_row, last_row + 1)]
+    chart.set_x_axis(_score_axis("score"))
+    # first row on top, as in the table; "max" keeps the value axis at the bottom once reversed
+    chart.set_y_axis({"name": category_title, "reverse": True, "crossing": "max"})
+    chart.set_legend({"position": "bottom"})
+    labels = [table.ws.cell(row, table.category_column).value for row in range(table.first_row, last_row + 1)]
     label_lines = max(1, -(-max((len(str(label or "")) for label in labels), default=1) // 30))  # long labels wrap
     per_category = 0.45 * max(len(table.series_columns), label_lines) + 0.1
-    chart.width = 20 if label_lines == 1 else 26
-    chart.height = max(7.5, min(30.0, 3.5 + len(labels) * per_category))
-    return chart
+    return SizedChart(chart, 20 if label_lines == 1 else 26, max(7.5, min(30.0, 3.5 + len(labels) * per_category)))
 
 
-def histogram(table: TableRange, *, title: str) -> BarChart:
+def histogram(workbook: Workbook, table: TableRange, *, title: str) -> SizedChart:
     """Columns of binned counts (the bins are the categories), touching like a histogram."""
-    chart = BarChart()
-    chart.type = "col"
-    chart.title = title
-    _add_series(chart, table, table.last_row)
-    _show_axes(chart)
-    chart.gapWidth = 10
-    chart.x_axis.title = "score"
-    chart.y_axis.title = "test cases"
-    chart.y_axis.number_format = "0"
-    chart.y_axis.scaling.min = 0
-    chart.y_axis.majorGridlines = ChartLines()
-    chart.legend = None
-    chart.width = 18
-    chart.height = 7.5
-    return chart
+    chart = workbook.add_chart({"type": "column", "subtype": "clustered"})
+    chart.set_title({"name": title})
+    _add_series(chart, table, table.last_row, gap=10)
+    chart.set_x_axis({"name": "score"})
+    chart.set_y_axis({"name": "test cases", "num_format": "0", "min": 0, "major_gridlines": {"visible": True}})
+    chart.set_legend({"none": True})
+    return SizedChart(chart, 18, 7.5)
 
 
-def trend_lines(table: TableRange, *, title: str) -> LineChart:
+def trend_lines(workbook: Workbook, table: TableRange, *, title: str) -> SizedChart:
     """One line per headline metric over the runs (dates as categories, oldest left)."""
-    chart = LineChart()
-    chart.title = title
-    _add_series(chart, table, table.last_row)
-    _show_axes(chart)
-    _score_axis(chart.y_axis, "score")
-    chart.x_axis.title = "run"
-    chart.x_axis.number_format = "yyyy-mm-dd hh:mm"
-    chart.legend.position = "b"
-    for series in chart.series:
-        series.marker.symbol = "circle"
-        series.smooth = False
-    chart.width = 20
-    chart.height = 9
-    return chart
+    chart = workbook.add_chart({"type": "line"})
+    chart.set_title({"name": title})
+    _add_series(chart, table, table.last_row, marker={"type": "circle"}, smooth=False)
+    chart.set_x_axis({"name": "run", "num_format": "yyyy-mm-dd hh:mm"})
+    chart.set_y_axis(_score_axis("score"))
+    chart.set_legend({"position": "bottom"})
+    return SizedChart(chart, 20, 9)
 
 
-def place_stacked(ws: Worksheet, charts: Sequence, *, first_row: int, column: str = "A", gap_rows: int = 2) -> int:
+def place_stacked(ws: Sheet, charts: Sequence[SizedChart], *, first_row: int, column: str = "A",
+                  gap_rows: int = 2) -> int:
     """Anchor charts one below the other from `first_row`; returns the first row after them."""
     row = first_row
-    for chart in charts:
-        ws.add_chart(chart, f"{column}{row}")
-        row += int(chart.height / CM_PER_ROW) + 1 + gap_rows
+    for sized in charts:
+        sized.chart.set_size({"width": round(sized.width_cm * PIXELS_PER_CM),
+                              "height": round(sized.height_cm * PIXELS_PER_CM)})
+        ws.worksheet.insert_chart(f"{column}{row}", sized.chart)
+        row += int(sized.height_cm / CM_PER_ROW) + 1 + gap_rows
     return row

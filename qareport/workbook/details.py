@@ -1,8 +1,9 @@
 """The Details sheet: the facts of the details cells in long form, one row per term.
 
 One row per case, turn, dimension and term, with its verdict (TP, FP, FN, not in target): ready
-for filters and pivot tables. Cases without indicator-selection output get one row saying why
-(`not scored (error)` ...), so every case can be found here.
+for filters and pivot tables. Each kind of target gives its own rows (`Kind.details_rows`); for
+indicator selection, cases without output get one row saying why (`not scored (error)` ...), so
+every case can be found here.
 
 Only the keys a pivot needs repeat on every row (case id, its tags, turn, dimension): names and
 user messages are in Overview, once, one click away through the case id's link; dimension scores
@@ -15,61 +16,69 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from openpyxl.worksheet.worksheet import Worksheet
-
-from qareport.records import CaseResult, DimensionScore
+from qareport.kinds import Kind
+from qareport.records import CaseResult
+from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet import Sheet
 
-SHEET_NAME = "Details"
 HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label")
 WIDTHS = (40, 24, 6, 16, 13, 20, 50, 40)  # the most a column grows to
 WRAPPED = frozenset({2, 7, 8})  # tags, term name, selected label
 
 
-def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
-    for verdicts in (dimension.true_positives, dimension.false_negatives, dimension.false_positives):
-        for verdict in verdicts:
-            selected = verdict.selected_name if verdict.label_differs else None
-            yield (dimension.dimension_name, verdict.verdict, verdict.term.id, verdict.term.name, selected)
-    if dimension.in_target and not (dimension.true_positives or dimension.false_negatives):
-        yield (dimension.dimension_name, None, None, None, None)
-
-
-def detail_rows(result: CaseResult) -> Iterator[tuple[Any, ...]]:
+def detail_rows(kinds: Sequence[Kind], result: CaseResult) -> Iterator[tuple[Any, ...]]:
+    """The case's rows: each kind's rows (`Kind.details_rows`) after the case id and its groups."""
     head = (result.case.id, ", ".join(result.case.groups))
-    produced = False
-    for turn in result.turns:
-        if turn.indicator is None:
-            continue
-        for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
-            for row in _dimension_rows(dimension):
-                produced = True
-                yield (*head, turn.number, *row)
-    if not produced and result.has_indicator_target:
-        why = result.error or ("no response" if result.status == "missing" else "nothing to score")
-        yield (*head, None, None, f"not scored ({result.status})", None, why, None)
+    for kind in kinds:
+        for row in kind.details_rows(result):
+            yield (*head, *row)
 
 
-def write_details(
-    ws: Worksheet, results: Sequence[CaseResult], overview_rows: Mapping[str, int] | None = None
-) -> dict[str, int]:
-    """Fill the sheet; returns the first row of each case (for links from Overview).
+def _wraps(column: int, value: Any) -> bool:
+    """Whether a value is text too long for its column's width, so that it wraps."""
+    return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
+
+
+def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult]) -> dict[int, float]:
+    """Each column as wide as its longest text, within its limit: a first pass over the rows, as
+    the widths are needed before the first row is written."""
+    longest = [len(h) + 2 for h in HEADERS]
+    for result in results:
+        for values in detail_rows(kinds, result):
+            for index, value in enumerate(values):
+                if isinstance(value, str) and len(value) + 2 > longest[index]:
+                    longest[index] = len(value) + 2
+    return {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS, start=1)}
+
+
+def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Fill the sheet row by row; returns the first row of each case (for links from Overview).
 
     The first row of each case links back to its Overview row."""
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
+    kinds, results = report.kinds, report.results
+    styles.set_widths(ws, _widths(kinds, results))
+    styles.fit_header_row(ws, HEADERS)
+    ws.flush()
     first_rows: dict[str, int] = {}
-    longest = [len(h) + 2 for h in HEADERS]
     row = 2
     for result in results:
-        for values in detail_rows(result):
+        for values in detail_rows(kinds, result):
+            linked = False
             if result.case.id not in first_rows:
                 first_rows[result.case.id] = row
                 if overview_rows and result.case.id in overview_rows:
-                    styles.link(ws.cell(row=row, column=1), "Overview", f"A{overview_rows[result.case.id]}",
+                    styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[result.case.id]}",
                                 tooltip="this case in Overview")
+                    linked = True
+            if not linked and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
+                ws.write_values(row, values)  # most rows: plain values, nothing to style
+                row += 1
+                continue
             tallest = 1
             written = []
             for column, value in enumerate(values, start=1):
@@ -77,17 +86,15 @@ def write_details(
                     continue
                 cell = write(ws, row, column, value)
                 written.append(cell)
-                if isinstance(value, str):
-                    longest[column - 1] = max(longest[column - 1], len(value) + 2)
-                    if column in WRAPPED and len(value) > WIDTHS[column - 1] - 2:
-                        cell.alignment = styles.WRAP_TOP
-                        tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
+                if _wraps(column, value):
+                    cell.alignment = styles.WRAP_TOP
+                    tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
             if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
-                ws.row_dimensions[row].height = styles.row_height_for(tallest)
-                for cell in written:  # (not ws[row]: that scans the whole sheet for its width)
-                    if not cell.alignment.wrap_text:
+                ws.set_height(row, styles.row_height_for(tallest))
+                for cell in written:
+                    if cell.alignment is None or not cell.alignment.wrap:
                         cell.alignment = styles.TOP
+            ws.flush()
             row += 1
-    styles.set_widths(ws, {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS, start=1)})
     styles.finish_table_sheet(ws, columns=len(HEADERS), rows=row - 1)
     return first_rows

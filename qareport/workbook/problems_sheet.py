@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from openpyxl.worksheet.worksheet import Worksheet
-
 from qareport.records import Problem
 from qareport.workbook import styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet import Sheet
 
 SHEET_NAME = "Problems"
 HEADERS = ("file", "line", "case id", "problem")
@@ -16,12 +15,16 @@ PATH_WIDTH = 40
 MESSAGE_WIDTH = 100
 
 
-def write_problems(ws: Worksheet, problems: Sequence[Problem]) -> None:
+def write_problems(ws: Sheet, problems: Sequence[Problem]) -> None:
+    """Fill the sheet row by row (the widths are known from the problems before the first row)."""
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
     longest_path = max([len(p.location.path) for p in problems] + [10])
     longest_id = max([len(p.case_id or "") for p in problems] + [10])
+    styles.set_widths(ws, {1: min(PATH_WIDTH, longest_path + 2), 2: 7, 3: min(40, longest_id + 2), 4: MESSAGE_WIDTH})
+    styles.fit_header_row(ws, HEADERS)
+    ws.flush()
     for row, problem in enumerate(problems, start=2):
         write(ws, row, 1, problem.location.path).alignment = styles.WRAP_TOP
         write(ws, row, 2, problem.location.line).alignment = styles.TOP
@@ -29,6 +32,6 @@ def write_problems(ws: Worksheet, problems: Sequence[Problem]) -> None:
         write(ws, row, 4, problem.message).alignment = styles.WRAP_TOP
         lines = max(styles.display_lines(problem.message, MESSAGE_WIDTH),
                     styles.display_lines(problem.location.path, PATH_WIDTH))
-        ws.row_dimensions[row].height = styles.row_height_for(lines)
-    styles.set_widths(ws, {1: min(PATH_WIDTH, longest_path + 2), 2: 7, 3: min(40, longest_id + 2), 4: MESSAGE_WIDTH})
+        ws.set_height(row, styles.row_height_for(lines))
+        ws.flush()
     styles.finish_table_sheet(ws, columns=len(HEADERS), rows=len(problems) + 1, freeze="A2")

@@ -9,15 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from openpyxl.cell.cell import Cell
-from openpyxl.styles import Alignment
-from openpyxl.worksheet.worksheet import Worksheet
-
 from qareport.comparison import HEADLINE_METRICS, SCORE_BINS, metric_label as headline_label, score_distribution
 from qareport.records import RunInfo
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet import Cell, Sheet
 
 SHEET_NAME = "Statistics"
 
@@ -47,7 +44,7 @@ def metric_format(key: str) -> str:
 class TableWriter:
     """Writes titled tables one below the other and remembers where the next one starts."""
 
-    def __init__(self, ws: Worksheet, widths: Mapping[int, float]):
+    def __init__(self, ws: Sheet, widths: Mapping[int, float]):
         self.ws = ws
         self.row = 1
         self.widths = widths
@@ -72,8 +69,8 @@ class TableWriter:
             if len(str(cell.value)) > width - 2:
                 cell.alignment = styles.WRAP_TOP
                 lines = styles.display_lines(str(cell.value), width)
-                current = self.ws.row_dimensions[cell.row].height or styles.LINE_HEIGHT_POINTS
-                self.ws.row_dimensions[cell.row].height = max(current, styles.row_height_for(lines))
+                current = self.ws.height(cell.row) or styles.LINE_HEIGHT_POINTS
+                self.ws.set_height(cell.row, max(current, styles.row_height_for(lines)))
                 for neighbour in self.rows_cells.get(cell.row, ()):  # numbers beside a tall text: at its top
                     if neighbour is not cell:
                         neighbour.alignment = styles.TOP
@@ -101,9 +98,9 @@ class TableWriter:
         styles.style_header_row(self.ws, self.row, 1, len(headers))
         for column, fmt in enumerate(formats, start=1):
             if fmt:
-                self.ws.cell(row=self.row, column=column).alignment = NUMBER_HEADER
+                self.ws.cell(self.row, column).alignment = NUMBER_HEADER
         lines = max(styles.display_lines(str(h), self.width(column)) for column, h in enumerate(headers, start=1))
-        self.ws.row_dimensions[self.row].height = styles.row_height_for(lines)
+        self.ws.set_height(self.row, styles.row_height_for(lines))
         first = self.row + 1
         for offset, values in enumerate(rows, start=1):
             for column, value in enumerate(values, start=1):
@@ -121,7 +118,7 @@ class TableWriter:
         return first, last
 
 
-NUMBER_HEADER = Alignment(horizontal="right", vertical="center", wrap_text=True)
+NUMBER_HEADER = styles.Alignment(wrap=True, vertical="center", horizontal="right")
 GROUP_HEADERS = ("", "test cases", "evaluated", "errors", "missing", "invalid", "macro precision", "macro recall")
 GROUP_FORMATS = (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT,
                  styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT)
@@ -232,13 +229,13 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, chart
     return ranges
 
 
-def _restyle_micro_rows(ws: Worksheet, first: int, stat_rows: list, metrics: list[str]) -> None:
+def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list, metrics: list[str]) -> None:
     """Give each metric row of the micro table its own number format (tokens, seconds, dollars)."""
     labels = {metric_label(m): m for m in metrics}
     for offset, values in enumerate(stat_rows):
         fmt = metric_format(labels[values[0]])
         for column in range(2, 7):
-            ws.cell(row=first + offset, column=column).number_format = fmt
+            ws.cell(first + offset, column).number_format = fmt
 
 
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
@@ -247,7 +244,7 @@ def write_judge(tables: TableWriter, run: RunInfo) -> None:
         first, last = tables.table(("metrics", "why"), sorted(run.not_evaluated.items()), (None, None),
                                    overflow_last=True)
         for row in range(first, last + 1):  # the reason runs on to the right, at the top of its row
-            tables.ws.cell(row=row, column=2).alignment = styles.TOP
+            tables.ws.cell(row, 2).alignment = styles.TOP
     usage = run.judge_usage
     if not usage:
         return
@@ -293,7 +290,7 @@ MAX_TEXT_WIDTH = 60
 
 
 def write_statistics(
-    ws: Worksheet, stats: SuiteStatistics, run: RunInfo, rows: Sequence[Mapping[str, Any]] = ()
+    ws: Sheet, stats: SuiteStatistics, run: RunInfo, rows: Sequence[Mapping[str, Any]] = ()
 ) -> None:
     """Fill the sheet: the tables, then their charts below them (a link at the top leads there)."""
     tables = TableWriter(ws, WIDTHS)
@@ -315,16 +312,16 @@ def write_statistics(
 
     drawn = []
     if "per_group" in ranges:
-        drawn.append(charts.score_bars(ranges["per_group"], title="Macro precision and recall per tag",
+        drawn.append(charts.score_bars(ws.workbook, ranges["per_group"], title="Macro precision and recall per tag",
                                        category_title="tag"))
     if "steps_per_template" in ranges:
-        drawn.append(charts.score_bars(ranges["steps_per_template"], title="Mean steps score per template",
+        drawn.append(charts.score_bars(ws.workbook, ranges["steps_per_template"], title="Mean steps score per template",
                                        category_title="template"))
     if distribution is not None:
-        drawn.append(charts.histogram(distribution, title="Distribution of case scores"))
+        drawn.append(charts.histogram(ws.workbook, distribution, title="Distribution of case scores"))
     if drawn:
         charts_row = tables.row
         tables.section("Charts", "Drawn from the tables above.")
         charts.place_stacked(ws, drawn, first_row=tables.row)
-        styles.link(write(ws, charts_link_row, 1, "Charts: below the tables ↓"), ws.title, f"A{charts_row}")
+        styles.link(write(ws, charts_link_row, 1, "Charts: below the tables ↓"), ws.name, f"A{charts_row}")
     styles.landscape(ws, fit_width=True)

@@ -1,23 +1,114 @@
-"""The few styles every sheet shares, so the workbook looks like one document."""
+"""The few styles every sheet shares, so the workbook looks like one document.
+
+A cell's look is four independent parts, as in a spreadsheet's own style dialog: its font, its
+fill, its alignment and its number format. Each part is a frozen record; setting one part of a
+cell leaves the others as they were. `Formats` turns each combination in use into one XlsxWriter
+format, once per workbook.
+"""
 
 from __future__ import annotations
 
-from openpyxl.cell.cell import Cell
-from openpyxl.formatting.rule import ColorScaleRule
-from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
-from openpyxl.utils import get_column_letter
-from openpyxl.worksheet.hyperlink import Hyperlink
-from openpyxl.worksheet.worksheet import Worksheet
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the sheet module imports this one
+    from xlsxwriter.format import Format
+    from xlsxwriter.workbook import Workbook
+
+    from qareport.workbook.sheet import Sheet
+
+
+@dataclass(frozen=True, slots=True)
+class Font:
+    bold: bool = False
+    italic: bool = False
+    size: float | None = None  # None: the workbook's default (11 points)
+    color: str | None = None  # "RRGGBB"
+    underline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """A solid background."""
+
+    color: str  # "RRGGBB"
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    wrap: bool = False
+    vertical: str | None = None  # "top", "center"
+    horizontal: str | None = None  # "right"
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """A cell's whole look: what one XlsxWriter format holds."""
+
+    font: Font | None = None
+    fill: Fill | None = None
+    alignment: Alignment | None = None
+    number_format: str | None = None
+
+    def format_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self.font is not None:
+            font = self.font
+            options.update({key: value for key, value in (
+                ("bold", font.bold), ("italic", font.italic), ("font_size", font.size),
+                ("font_color", font.color and f"#{font.color}"), ("underline", 1 if font.underline else None),
+            ) if value})
+        if self.fill is not None:
+            options.update(pattern=1, bg_color=f"#{self.fill.color}")
+        if self.alignment is not None:
+            if self.alignment.wrap:
+                options["text_wrap"] = True
+            if self.alignment.vertical:
+                options["valign"] = {"center": "vcenter"}.get(self.alignment.vertical, self.alignment.vertical)
+            if self.alignment.horizontal:
+                options["align"] = self.alignment.horizontal
+        if self.number_format:
+            options["num_format"] = self.number_format
+        return options
+
+
+class Formats:
+    """One XlsxWriter format per style in use (a workbook holds at most 64,000).
+
+    A cell's parts are nearly always the shared constants below, so they are looked up first by
+    identity (cheap for a million cells), then by value; the identity table keeps the parts it
+    has seen alive, so an id is never reused for another part."""
+
+    def __init__(self, workbook: Workbook):
+        self._workbook = workbook
+        self._by_value: dict[Style, Format | None] = {Style(): None}
+        self._by_identity: dict[tuple[int, int, int, str | None], tuple[Format | None, tuple[Any, ...]]] = {}
+
+    def get(self, font: Font | None, fill: Fill | None, alignment: Alignment | None,
+            number_format: str | None) -> Format | None:
+        if font is None and fill is None and alignment is None and number_format is None:
+            return None
+        key = (id(font), id(fill), id(alignment), number_format)
+        found = self._by_identity.get(key)
+        if found is None:
+            style = Style(font, fill, alignment, number_format)
+            made = self._by_value.get(style, False)
+            if made is False:
+                made = self._by_value[style] = self._workbook.add_format(style.format_options())
+            found = self._by_identity[key] = (made, (font, fill, alignment))
+        return found[0]
+
 
 HEADER_FONT = Font(bold=True, color="FFFFFF")
-HEADER_FILL = PatternFill("solid", fgColor="305496")
+HEADER_FILL = Fill("305496")
+HEADER_ALIGNMENT = Alignment(wrap=True, vertical="center")
 TITLE_FONT = Font(bold=True, size=14, color="1F3864")
 SECTION_FONT = Font(bold=True, size=12, color="1F3864")
 NOTE_FONT = Font(italic=True, color="595959")
-LINK_FONT = Font(color="0563C1", underline="single")
-WRAP_TOP = Alignment(wrap_text=True, vertical="top")
+LINK_FONT = Font(color="0563C1", underline=True)
+WRAP_TOP = Alignment(wrap=True, vertical="top")
 TOP = Alignment(vertical="top")
-THIN_BOTTOM = Border(bottom=Side(style="thin", color="BFBFBF"))
 
 SCORE_FORMAT = "0.00"
 PERCENT_FORMAT = "0.0%"
@@ -29,83 +120,80 @@ HEADLINE_DELTA_FORMAT = "+0.000;-0.000;0.000"  # a headline moves by less than 0
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
 
 # Excel's own "bad" and "good" cell styles, so the colours read the way analysts already know.
-REGRESSION_FILL = PatternFill("solid", fgColor="FFC7CE")
+REGRESSION_FILL = Fill("FFC7CE")
 REGRESSION_FONT = Font(color="9C0006")
-IMPROVEMENT_FILL = PatternFill("solid", fgColor="C6EFCE")
+IMPROVEMENT_FILL = Fill("C6EFCE")
 IMPROVEMENT_FONT = Font(color="006100")
-NEUTRAL_FILL = PatternFill("solid", fgColor="FFEB9C")
+NEUTRAL_FILL = Fill("FFEB9C")
 NEUTRAL_FONT = Font(color="9C5700")
 BOLD = Font(bold=True)
 
 STATUS_FILLS = {
-    "success": PatternFill("solid", fgColor="E2EFDA"),
-    "error": PatternFill("solid", fgColor="F8CBAD"),
-    "missing": PatternFill("solid", fgColor="FFE699"),
-    "invalid": PatternFill("solid", fgColor="D9D9D9"),
+    "success": Fill("E2EFDA"),
+    "error": Fill("F8CBAD"),
+    "missing": Fill("FFE699"),
+    "invalid": Fill("D9D9D9"),
 }
 
 LINE_HEIGHT_POINTS = 15.0
 MAX_ROW_HEIGHT = 409.0  # Excel's limit
+DEFAULT_WIDTH = 8.43  # a column's width when none is set, in characters
 
 
-def style_header_row(ws: Worksheet, row: int, first_column: int, last_column: int) -> None:
+def style_header_row(ws: Sheet, row: int, first_column: int, last_column: int) -> None:
     for column in range(first_column, last_column + 1):
-        cell = ws.cell(row=row, column=column)
-        cell.font = HEADER_FONT
-        cell.fill = HEADER_FILL
-        cell.alignment = Alignment(wrap_text=True, vertical="center")
+        cell = ws.cell(row, column)
+        cell.font, cell.fill, cell.alignment = HEADER_FONT, HEADER_FILL, HEADER_ALIGNMENT
 
 
-def set_widths(ws: Worksheet, widths: dict[int, float]) -> None:
+def set_widths(ws: Sheet, widths: Mapping[int, float]) -> None:
     for column, width in widths.items():
-        ws.column_dimensions[get_column_letter(column)].width = width
+        ws.set_width(column, width)
 
 
 def row_height_for(lines: int) -> float:
     return min(MAX_ROW_HEIGHT, max(1, lines) * LINE_HEIGHT_POINTS)
 
 
-def link(cell: Cell, sheet: str, coordinate: str, *, tooltip: str | None = None) -> Cell:
+def link(cell, sheet: str, coordinate: str, *, tooltip: str | None = None):
     """Make a cell jump to a place in this workbook (a `location` link: no external target)."""
-    cell.hyperlink = Hyperlink(ref=cell.coordinate, location=f"'{sheet}'!{coordinate}", tooltip=tooltip)
+    cell.link = (f"'{sheet}'!{coordinate}", tooltip)
     cell.font = LINK_FONT
     return cell
 
 
-def score_colour_scale(ws: Worksheet, cell_range: str) -> None:
+def score_colour_scale(ws: Sheet, cell_range: str) -> None:
     """Red at 0, yellow at 0.5, green at 1: the same scale for every score in the workbook."""
-    ws.conditional_formatting.add(
-        cell_range,
-        ColorScaleRule(start_type="num", start_value=0, start_color="F8696B",
-                       mid_type="num", mid_value=0.5, mid_color="FFEB84",
-                       end_type="num", end_value=1, end_color="63BE7B"),
-    )
+    ws.worksheet.conditional_format(cell_range, {
+        "type": "3_color_scale",
+        "min_type": "num", "min_value": 0, "min_color": "#F8696B",
+        "mid_type": "num", "mid_value": 0.5, "mid_color": "#FFEB84",
+        "max_type": "num", "max_value": 1, "max_color": "#63BE7B",
+    })
 
 
-def finish_table_sheet(ws: Worksheet, *, columns: int, rows: int, freeze: str = "B2", fit_width: bool = True) -> None:
-    """What every list sheet gets: frozen header (and id column), filters, a header row tall
-    enough for its wrapped titles, and pages that print in landscape with the header on each.
-    Column widths must be set before: the header height follows from them."""
-    last = get_column_letter(max(1, columns))
-    ws.freeze_panes = freeze
-    ws.auto_filter.ref = f"A1:{last}{max(1, rows)}"
-    lines = max(
-        (display_lines(str(cell.value), ws.column_dimensions[cell.column_letter].width or 8.43)
-         for cell in ws[1][:columns] if cell.value is not None),
-        default=1,
-    )
-    ws.row_dimensions[1].height = row_height_for(max(2, lines))
+def fit_header_row(ws: Sheet, headers: list[str] | tuple[str, ...]) -> None:
+    """A header row tall enough for its wrapped titles (at least two lines). Column widths must be
+    set before: the height follows from them."""
+    lines = max((display_lines(str(header), ws.width(column))
+                 for column, header in enumerate(headers, start=1) if header is not None), default=1)
+    ws.set_height(1, row_height_for(max(2, lines)))
+
+
+def finish_table_sheet(ws: Sheet, *, columns: int, rows: int, freeze: str = "B2", fit_width: bool = True) -> None:
+    """What every list sheet gets besides its header row (`fit_header_row`): frozen header (and id
+    column), filters, and pages that print in landscape with the header on each."""
+    ws.worksheet.freeze_panes(freeze)
+    ws.worksheet.autofilter(0, 0, max(1, rows) - 1, max(1, columns) - 1)
     landscape(ws, fit_width=fit_width)
-    ws.print_title_rows = "1:1"
+    ws.worksheet.repeat_rows(0)
 
 
-def landscape(ws: Worksheet, *, fit_width: bool = False, fit_page: bool = False) -> None:
-    ws.page_setup.orientation = "landscape"
-    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+def landscape(ws: Sheet, *, fit_width: bool = False, fit_page: bool = False) -> None:
+    ws.worksheet.set_landscape()
+    ws.worksheet.set_paper(9)  # A4
     if fit_width or fit_page:
-        ws.sheet_properties.pageSetUpPr.fitToPage = True
-        ws.page_setup.fitToWidth = 1
-        ws.page_setup.fitToHeight = 1 if fit_page else 0
+        ws.worksheet.fit_to_pages(1, 1 if fit_page else 0)
 
 
 def display_lines(text: str, width: float) -> int:

@@ -20,9 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openpyxl.styles import Font
-from openpyxl.worksheet.worksheet import Worksheet
-
 from qareport.comparison import (
     DEFAULT_TOLERANCE,
     Comparison,
@@ -35,6 +32,7 @@ from qareport.comparison import (
 from qareport.records import RunInfo
 from qareport.workbook import styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet import Sheet
 
 SHEET_NAME = "Summary"
 WORST_CASES = 10
@@ -62,11 +60,11 @@ def display_time(created: str) -> str:
 class Block:
     """Writes rows downwards in a fixed set of columns."""
 
-    def __init__(self, ws: Worksheet, row: int, column: int):
+    def __init__(self, ws: Sheet, row: int, column: int):
         self.ws, self.row, self.column = ws, row, column
         self.first_row = row
 
-    def cell(self, offset: int, value: Any, *, font: Font | None = None, number_format: str | None = None):
+    def cell(self, offset: int, value: Any, *, font: styles.Font | None = None, number_format: str | None = None):
         cell = write(self.ws, self.row, self.column + offset, value)
         if font is not None:
             cell.font = font
@@ -267,7 +265,7 @@ def write_run_info(block: Block, run: RunInfo) -> None:
 
 
 def write_summary(
-    ws: Worksheet,
+    ws: Sheet,
     *,
     run: RunInfo,
     rows: Sequence[Mapping[str, Any]],
@@ -278,7 +276,7 @@ def write_summary(
 ) -> None:
     counts = status_counts(rows)
     write(ws, 1, 1, "QA evaluation report").font = styles.TITLE_FONT
-    ws.row_dimensions[1].height = 22
+    ws.set_height(1, 22)
     subtitle = f"Run of {display_time(run.created)} · qareport {run.qareport_version} · {sum(counts.values())} test cases"
     if comparison:
         subtitle += f" · compared with {display_time(comparison.baseline_created)}"
@@ -297,5 +295,5 @@ def write_summary(
     widths.update({column: NUMBER_WIDTH for column in range(2, LEFT_COLUMNS + 1)})
     widths.update({LEFT_COLUMNS + 1: 2.0, KEY_COLUMN: KEY_WIDTH, VALUE_COLUMN: VALUE_WIDTH})
     styles.set_widths(ws, widths)
-    ws.sheet_view.showGridLines = False
+    ws.worksheet.hide_gridlines(2)  # on screen and on paper
     styles.landscape(ws, fit_page=True)

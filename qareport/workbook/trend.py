@@ -7,17 +7,17 @@ from collections.abc import Sequence
 from datetime import timezone
 from pathlib import Path
 
-from openpyxl.worksheet.worksheet import Worksheet
-
 from qareport.comparison import HEADLINE_METRICS, TrendPoint, metric_label, parse_created
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet import Sheet
 
 SHEET_NAME = "Trend"
 COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid")
 
 
-def write_trend(ws: Worksheet, points: Sequence[TrendPoint]) -> None:
+def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
+    """Fill the sheet (a few rows, one per run: kept until the sheet is finished)."""
     metrics = [m for m in HEADLINE_METRICS if any(p.mean(m) is not None for p in points)]
     headers = ("date (UTC)", "run", "qareport", *COUNT_HEADERS,
                *[metric_label(m) for m in metrics], *[f"{metric_label(m)}: cases" for m in metrics])
@@ -27,7 +27,8 @@ def write_trend(ws: Worksheet, points: Sequence[TrendPoint]) -> None:
     for row, point in enumerate(points, start=2):
         moment = parse_created(point.created)
         if moment is not None:  # a real date (not text) so it sorts and filters as one
-            date = ws.cell(row=row, column=1, value=moment.astimezone(timezone.utc).replace(tzinfo=None))
+            date = ws.cell(row, 1)
+            date.value = moment.astimezone(timezone.utc).replace(tzinfo=None)
             date.number_format = styles.DATETIME_FORMAT
         else:
             write(ws, row, 1, point.created)
@@ -43,17 +44,18 @@ def write_trend(ws: Worksheet, points: Sequence[TrendPoint]) -> None:
             write(ws, row, 9 + len(metrics) + index, point.cases_behind(metric)).number_format = styles.INTEGER_FORMAT
         if point.current:
             for column in range(1, len(headers) + 1):
-                ws.cell(row=row, column=column).font = styles.BOLD
+                ws.cell(row, column).font = styles.BOLD
     last_row = len(points) + 1
     widths = {1: 18, 2: max(12, min(40, max(len(Path(p.source).name) for p in points) + 2)), 3: 10}
     widths.update({column: 11 for column in range(4, len(headers) + 1)})
     styles.set_widths(ws, widths)
     if metrics:
-        letters = [ws.cell(row=1, column=9 + i).column_letter for i in range(len(metrics))]
+        letters = [ws.cell(1, 9 + i).column_letter for i in range(len(metrics))]
         styles.score_colour_scale(ws, f"{letters[0]}2:{letters[-1]}{last_row}")
         chart = charts.trend_lines(
-            charts.TableRange(ws, 1, 2, last_row, 1, tuple(range(9, 9 + len(metrics)))),
+            ws.workbook, charts.TableRange(ws, 1, 2, last_row, 1, tuple(range(9, 9 + len(metrics)))),
             title="Headline metrics per run",
         )
         charts.place_stacked(ws, [chart], first_row=last_row + 3)
+    styles.fit_header_row(ws, headers)
     styles.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2")

@@ -1,25 +1,16 @@
-"""The arithmetic behind the LLM-judged metrics, and the string-distance retrieval-context metrics.
+"""Retrieval context recall and precision: retrieved contexts against reference contexts by string
+similarity, with no LLM (RAGAS non-LLM context recall / precision, as graphrag-eval 5.x computes them
+through langevals). Also what a retrieval step's contexts are (`parse_contexts`) and the ranking
+arithmetic the LLM judge's retrieval-answer metrics share.
 
-Pure functions: no I/O, no openai. Every score, ratio and similarity here lies in [0, 1] and higher
-is better. Each function's docstring says what it returns when a denominator is zero.
-
-- Answer correctness (graphrag-eval): the judge counts claims in the reference answer, in the actual
-  answer and the matching ones; recall = matching / reference, precision = matching / actual, F1 is
-  their harmonic mean (0.0 when both are 0.0).
-- Answer relevance (RAGAS response relevancy): questions generated from the answer are compared with
-  the real question by cosine similarity of their embeddings; the mean similarity counts only if at
-  least one generated question is committal, else the score is 0.0.
-- Retrieval answer recall / precision (RAGAS LLM context recall / context precision): the fraction of
-  reference-answer statements that the retrieved contexts support, and the average precision of the
-  per-context "useful" verdicts.
-- Retrieval context recall / precision (RAGAS non-LLM context recall / precision, as graphrag-eval
-  5.x computes them through langevals): contexts are compared by Levenshtein similarity, no LLM.
+Pure functions: no I/O. Every score, ratio and similarity here lies in [0, 1] and higher is better.
+Each function's docstring says what it returns when a denominator is zero.
+`with_retrieval_context_scores` returns new result dicts and leaves its input untouched.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,26 +19,7 @@ CONTEXT_SIMILARITY_THRESHOLD = 0.5
 """RAGAS's threshold for "this retrieved context is that reference context" (string similarity)."""
 
 
-# --- answer correctness --------------------------------------------------------------------------
-
-
-def claim_count_problem(reference: int, actual: int, matching: int) -> str | None:
-    """Why three claim counts cannot all be true at once, or None when they can.
-
-    graphrag-eval's checks: at least one claim on each side, and the matching claims are no more
-    than the claims on either side.
-    """
-    if reference < 1:
-        return f"the reference answer must have at least 1 claim (got {reference})"
-    if actual < 1:
-        return f"the actual answer must have at least 1 claim (got {actual})"
-    if matching < 0:
-        return f"matching claims cannot be negative (got {matching})"
-    if matching > reference:
-        return f"matching claims ({matching}) exceed the reference answer's claims ({reference})"
-    if matching > actual:
-        return f"matching claims ({matching}) exceed the actual answer's claims ({actual})"
-    return None
+# --- ranking -------------------------------------------------------------------------------------
 
 
 def f1_score(recall: float | None, precision: float | None) -> float | None:
@@ -57,73 +29,6 @@ def f1_score(recall: float | None, precision: float | None) -> float | None:
     if recall == 0.0 and precision == 0.0:
         return 0.0
     return 2 * recall * precision / (recall + precision)
-
-
-def claim_scores(reference: int, actual: int, matching: int) -> tuple[float, float, float]:
-    """(recall, precision, F1) of consistent claim counts (see `claim_count_problem`).
-
-    recall = matching / reference and precision = matching / actual; both denominators are at least
-    1 for consistent counts, so neither ratio is ever undefined here.
-    """
-    problem = claim_count_problem(reference, actual, matching)
-    if problem:
-        raise ValueError(problem)
-    recall = matching / reference
-    precision = matching / actual
-    f1 = f1_score(recall, precision)
-    assert f1 is not None
-    return recall, precision, f1
-
-
-# --- answer relevance ----------------------------------------------------------------------------
-
-
-def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine of the angle between two vectors; 0.0 when either has zero length.
-
-    Can be negative for unrelated embeddings; RAGAS does not clip it, and neither does qareport.
-    """
-    if len(a) != len(b):
-        raise ValueError(f"vectors must have the same length (got {len(a)} and {len(b)})")
-    dot = math.fsum(x * y for x, y in zip(a, b))
-    norm_a = math.sqrt(math.fsum(x * x for x in a))
-    norm_b = math.sqrt(math.fsum(y * y for y in b))
-    if norm_a == 0.0 or norm_b == 0.0:
-        return 0.0
-    return dot / (norm_a * norm_b)
-
-
-def relevance_score(
-    question_vector: Sequence[float],
-    generated_vectors: Sequence[Sequence[float]],
-    noncommittal: Sequence[bool],
-) -> float:
-    """RAGAS response relevancy: mean cosine similarity of the real question with each question
-    generated from the answer, times 0 when every generated question is flagged noncommittal.
-
-    Needs at least one generated question (the mean of nothing is undefined).
-    """
-    if not generated_vectors:
-        raise ValueError("at least one generated question is needed")
-    if len(noncommittal) != len(generated_vectors):
-        raise ValueError("one noncommittal flag per generated question is needed")
-    similarities = [cosine_similarity(question_vector, vector) for vector in generated_vectors]
-    mean = math.fsum(similarities) / len(similarities)
-    return mean * int(not all(noncommittal))
-
-
-# --- retrieval answer (LLM verdicts) -------------------------------------------------------------
-
-
-def attributed_fraction(attributed: Sequence[bool]) -> float:
-    """Share of reference-answer statements the contexts support (RAGAS LLM context recall).
-
-    Needs at least one statement: a reference answer always has one, so zero means the judge's
-    output is unusable.
-    """
-    if not attributed:
-        raise ValueError("at least one statement is needed")
-    return sum(1 for a in attributed if a) / len(attributed)
 
 
 def average_precision(verdicts: Sequence[bool]) -> float:
@@ -314,42 +219,41 @@ def matched_reference_retrieval_steps(result: Mapping[str, Any]) -> list[tuple[d
     return pairs
 
 
-def add_retrieval_context_scores(results: Iterable[dict[str, Any]]) -> None:
-    """Set the `retrieval_context_*` keys on every matched actual retrieval step, in place.
+def with_retrieval_context_scores(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of `results` whose matched actual retrieval steps carry the `retrieval_context_*` keys.
 
-    Needs no LLM, so it runs with or without a judge; `Judge.judge_results` calls it too. A step
-    whose output is not a list of {id, text} gets `retrieval_context_recall_error` and
-    `retrieval_context_precision_error` instead.
+    Needs no LLM, so it runs with or without a judge. A step whose output is not a list of
+    {id, text} gets `retrieval_context_recall_error` and `retrieval_context_precision_error` instead.
+    A result with nothing to score is returned as a plain copy.
     """
-    for result in results:
-        if result.get("status") != "success":
-            continue
-        for reference_step, actual_step in matched_reference_retrieval_steps(result):
+    return [_with_context_scores(result) for result in results]
+
+
+def _with_context_scores(result: Mapping[str, Any]) -> dict[str, Any]:
+    scored = dict(result)
+    if result.get("status") != "success":
+        return scored
+    keys_by_step: dict[int, dict[str, Any]] = {}
+    for reference_step, actual_step in matched_reference_retrieval_steps(result):
+        try:
+            reference_contexts = parse_contexts(reference_step.get("output"))
+        except ValueError as error:
+            message = f"reference step: {error}"
+        else:
             try:
-                reference_contexts = parse_contexts(reference_step.get("output"))
+                actual_contexts = parse_contexts(actual_step.get("output"))
             except ValueError as error:
-                message = f"reference step: {error}"
+                message = f"actual step: {error}"
             else:
-                try:
-                    actual_contexts = parse_contexts(actual_step.get("output"))
-                except ValueError as error:
-                    message = f"actual step: {error}"
-                else:
-                    actual_step.update(retrieval_context_scores(reference_contexts, actual_contexts))
-                    continue
-            actual_step["retrieval_context_recall_error"] = message
-            actual_step["retrieval_context_precision_error"] = message
-
-
-def f1_keys(values: Mapping[str, Any], prefix: str) -> dict[str, float]:
-    """`{prefix}_f1` and `{prefix}_f1_cost` from the recall and precision keys, when both exist
-    (graphrag-eval's rule); the cost only when both costs are known."""
-    f1 = f1_score(values.get(f"{prefix}_recall"), values.get(f"{prefix}_precision"))
-    if f1 is None:
-        return {}
-    keys = {f"{prefix}_f1": f1}
-    recall_cost = values.get(f"{prefix}_recall_cost")
-    precision_cost = values.get(f"{prefix}_precision_cost")
-    if recall_cost is not None and precision_cost is not None:
-        keys[f"{prefix}_f1_cost"] = recall_cost + precision_cost
-    return keys
+                keys_by_step[id(actual_step)] = retrieval_context_scores(reference_contexts, actual_contexts)
+                continue
+        keys_by_step[id(actual_step)] = {
+            "retrieval_context_recall_error": message,
+            "retrieval_context_precision_error": message,
+        }
+    if keys_by_step:
+        scored["actual_steps"] = [
+            {**step, **keys_by_step[id(step)]} if id(step) in keys_by_step else step
+            for step in result["actual_steps"]
+        ]
+    return scored

@@ -13,7 +13,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from qareport.judge_metrics import claim_count_problem
+
+def claim_count_problem(reference: int, actual: int, matching: int) -> str | None:
+    """Why three claim counts cannot all be true at once, or None when they can.
+
+    graphrag-eval's checks: at least one claim on each side, and the matching claims are no more
+    than the claims on either side.
+    """
+    if reference < 1:
+        return f"the reference answer must have at least 1 claim (got {reference})"
+    if actual < 1:
+        return f"the actual answer must have at least 1 claim (got {actual})"
+    if matching < 0:
+        return f"matching claims cannot be negative (got {matching})"
+    if matching > reference:
+        return f"matching claims ({matching}) exceed the reference answer's claims ({reference})"
+    if matching > actual:
+        return f"matching claims ({matching}) exceed the actual answer's claims ({actual})"
+    return None
 
 
 class JudgeOutputError(Exception):

@@ -14,10 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 PRICES_CHECKED = "2026-11-21"
-PRICES_SOURCE = (
-    "OpenAI's published API prices, standard tier (no Batch API, flex or cached-input discounts), "
-    "as copied by several price lists dated 2026"
-)
+# Source: OpenAI's published API prices, standard tier (no Batch API, flex or cached-input
+# discounts), as copied by several price lists dated 2026.
 
 
 @dataclass(frozen=True, slots=True)

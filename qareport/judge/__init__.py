@@ -1,0 +1,49 @@
+"""The LLM judge: answer correctness, answer relevance and the retrieval-answer metrics.
+
+    settings.py            JudgeSettings and how they are resolved; METRICS
+    client.py              the only module that imports openai: the SDK's retries, fatal errors,
+                           retry counting, the key scrubbed, cache, costs, replies checked
+    cache.py  prices.py    the SQLite reply cache; prices per model
+    usage.py               calls, tokens, retries and costs (Ledger per unit, JudgeUsage per run)
+    checks.py  prompts.py  what a reply must be; the Jinja2 prompt templates
+    runner.py              Judge: the thread pool, embeddings batched over cases, progress
+    answer_correctness.py  answer_relevance.py  retrieval_answer.py   one module per metric
+
+`Judge(settings).judge_results(results)` returns a `JudgeRun`: judged copies of graphrag-eval-shaped
+result dicts (the inputs are not changed) and the usage. The keys it adds are graphrag-eval's:
+
+    answer correctness     answer_reference_claims_count, answer_actual_claims_count,
+    (reference + actual)   answer_matching_claims_count, answer_correctness_reason, answer_recall,
+                           answer_precision, answer_f1, answer_correctness_cost | answer_eval_error
+    answer relevance       answer_relevance, answer_relevance_questions, answer_relevance_cost
+    (actual answer)        | answer_relevance_error
+    on each successful     retrieval_answer_recall (+ _reason, _cost | _error),
+    actual `retrieval`     retrieval_answer_precision (+ _reason, _cost | _error),
+    step                   retrieval_answer_f1, retrieval_answer_f1_cost
+
+The retrieval-context metrics use no LLM and live in `qareport.retrieval_context`.
+"""
+
+from typing import Any
+
+from qareport.judge.settings import METRICS, JudgeSettings, default_cache_path
+from qareport.judge.usage import JudgeUsage, MetricUsage
+
+__all__ = [
+    "METRICS",
+    "Judge",
+    "JudgeRun",
+    "JudgeSettings",
+    "JudgeUsage",
+    "MetricUsage",
+    "default_cache_path",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # the runner imports openai (slow); only a command that judges pays for it
+    if name in ("Judge", "JudgeRun"):
+        from qareport.judge import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'qareport.judge' has no attribute {name!r}")

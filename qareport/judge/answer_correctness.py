@@ -1,0 +1,58 @@
+"""Answer correctness (graphrag-eval): the judge counts the claims of the reference answer, of the
+actual answer, and the matching ones; recall = matching / reference, precision = matching / actual,
+F1 is their harmonic mean. Every score lies in [0, 1]; higher is better.
+
+Keys: answer_reference_claims_count, answer_actual_claims_count, answer_matching_claims_count,
+answer_correctness_reason, answer_recall, answer_precision, answer_f1 | answer_eval_error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qareport.judge.checks import ClaimCounts, check_answer_correctness, claim_count_problem
+from qareport.judge.client import JudgeClient, MetricFailed
+from qareport.judge.prompts import Prompts
+from qareport.judge.usage import Ledger
+from qareport.retrieval_context import f1_score
+
+METRIC = "answer_correctness"
+ERROR_KEY = "answer_eval_error"
+
+
+def claim_scores(reference: int, actual: int, matching: int) -> tuple[float, float, float]:
+    """(recall, precision, F1) of consistent claim counts (see `claim_count_problem`).
+
+    recall = matching / reference and precision = matching / actual; both denominators are at least
+    1 for consistent counts, so neither ratio is ever undefined here.
+    """
+    problem = claim_count_problem(reference, actual, matching)
+    if problem:
+        raise ValueError(problem)
+    recall = matching / reference
+    precision = matching / actual
+    f1 = f1_score(recall, precision)
+    assert f1 is not None
+    return recall, precision, f1
+
+
+def judge_answer_correctness(client: JudgeClient, prompts: Prompts, ledger: Ledger, *,
+                             question: str, reference: Any, actual: Any) -> dict[str, Any]:
+    """The answer-correctness keys of one case; raises MetricFailed when they cannot be had."""
+    if not str(reference).strip():
+        raise MetricFailed("the reference answer is empty")
+    if not str(actual).strip():
+        raise MetricFailed("the actual answer is empty")
+    prompt = prompts.render(METRIC, question=question, reference_answer=reference, actual_answer=actual)
+    counts: ClaimCounts = client.ask_checked(METRIC, prompt, check_answer_correctness, ledger,
+                                             retry_prompt=prompts.retry)
+    recall, precision, f1 = claim_scores(counts.reference, counts.actual, counts.matching)
+    return {
+        "answer_reference_claims_count": counts.reference,
+        "answer_actual_claims_count": counts.actual,
+        "answer_matching_claims_count": counts.matching,
+        "answer_correctness_reason": counts.reason,
+        "answer_recall": recall,
+        "answer_precision": precision,
+        "answer_f1": f1,
+    }

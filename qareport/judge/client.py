@@ -1,0 +1,364 @@
+"""Calls to the judge's model: the only module that imports `openai`.
+
+Transport retries are the openai SDK's own: the client is built with `max_retries` = the judge's
+`max_retries` setting and its `timeout`, and the SDK retries 408, 409, 429, 5xx, connection
+errors and timeouts with exponential backoff (0.5 s doubling to 8 s, with jitter), honouring
+`retry-after-ms` and `Retry-After` up to two minutes (a server asking for longer is not retried).
+What the SDK does not do is done here:
+
+- counting retries: the SDK numbers each attempt in its `x-stainless-retry-count` request header,
+  which an httpx event hook reads (`RetryCounter`);
+- stopping every worker on 401, 403 and 404 (a rejected key, no access, an unknown model or
+  deployment) and on a server that cannot be reached at all: the first such failure is kept as
+  the run's `JudgeError`, and every later call returns at once (`Aborted`);
+- scrubbing the API key from every message it builds;
+- the cache (`JudgeCache`), costs (`PriceTable`) and checking replies, asking once more when a
+  reply is unusable (`ask_checked`).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import openai
+
+from qareport.errors import JudgeError
+from qareport.judge.cache import JudgeCache, cache_key
+from qareport.judge.checks import SCHEMAS, JudgeOutputError, preview
+from qareport.judge.prices import PriceTable
+from qareport.judge.settings import (
+    DEFAULT_AZURE_API_VERSION,
+    DEFAULT_OPENAI_BASE_URL,
+    PLACEHOLDER_API_KEY,
+    JudgeSettings,
+)
+from qareport.judge.usage import Ledger
+
+T = TypeVar("T")
+
+MAX_RETRY_AFTER = 120.0
+"""Seconds; the SDK does not wait for a server asking for longer (and neither did qareport)."""
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
+
+
+class MetricFailed(Exception):
+    """A metric of one case could not be computed; the message goes into its error key."""
+
+
+class Aborted(Exception):
+    """The run stops: a fatal configuration problem was found by this call or another one."""
+
+
+class RetryCounter:
+    """Remembers, per thread, how many retries the SDK made for the request it last sent.
+
+    The SDK sends `x-stainless-retry-count: N` with its N-th retry of a request; the request event
+    hook of the client's httpx client sees every attempt, in the thread that makes the call.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def on_request(self, request: Any) -> None:
+        try:
+            self._local.retries = int(request.headers.get(RETRY_COUNT_HEADER, "0"))
+        except ValueError:
+            self._local.retries = 0
+
+    def reset(self) -> None:
+        self._local.retries = 0
+
+    @property
+    def retries(self) -> int:
+        """Retries of this thread's last call (0 before any request was sent)."""
+        return getattr(self._local, "retries", 0)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a reply asks to wait: `retry-after-ms`, else `Retry-After` in seconds or as an HTTP
+    date (as the SDK reads them); None when there is neither or they cannot be read."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            seconds = float(value) / 1000
+            if math.isfinite(seconds) and seconds >= 0:
+                return seconds
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return max(seconds, 0.0)
+
+
+def make_openai_client(settings: JudgeSettings, counter: RetryCounter) -> openai.OpenAI:
+    """The SDK client, retrying by itself `settings.max_retries` times; JudgeError without the key
+    when the settings cannot make one."""
+    http_client = openai.DefaultHttpxClient(event_hooks={"request": [counter.on_request]})
+    try:
+        if settings.azure_endpoint:
+            return openai.AzureOpenAI(
+                api_key=settings.api_key,
+                azure_endpoint=settings.azure_endpoint,
+                api_version=settings.api_version or DEFAULT_AZURE_API_VERSION,
+                timeout=settings.timeout,
+                max_retries=settings.max_retries,
+                http_client=http_client,
+            )
+        return openai.OpenAI(
+            api_key=settings.api_key or PLACEHOLDER_API_KEY,
+            base_url=settings.base_url or DEFAULT_OPENAI_BASE_URL,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            http_client=http_client,
+        )
+    except (openai.OpenAIError, ValueError) as error:
+        http_client.close()
+        raise JudgeError(f"cannot set up the judge's OpenAI client: {scrub(str(error), settings)}") from None
+
+
+def scrub(text: str, settings: JudgeSettings) -> str:
+    """`text` with the API key masked."""
+    key = settings.api_key
+    if key and key != PLACEHOLDER_API_KEY:
+        text = text.replace(key, "***")
+    return text
+
+
+class JudgeClient:
+    """The judge's model behind the cache: chat replies checked, embeddings, costs in ledgers.
+
+    Safe to share between the runner's threads. Use as a context manager, or call `close()`.
+    """
+
+    def __init__(self, settings: JudgeSettings):
+        self.settings = settings
+        self._prices = PriceTable(settings.prices)
+        self._retries = RetryCounter()
+        self._client = make_openai_client(settings, self._retries)
+        self._cache: JudgeCache | None = None
+        if settings.use_cache and settings.cache_path:
+            try:
+                self._cache = JudgeCache(settings.cache_path)
+            except (sqlite3.Error, OSError) as error:
+                self._client.close()
+                raise JudgeError(
+                    f"cannot open the judge cache {settings.cache_path}: {error}; "
+                    "choose another cache path or turn the cache off (--no-cache)"
+                ) from None
+        self._lock = threading.Lock()
+        self._fatal: JudgeError | None = None
+        self._answered = 0
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    def __enter__(self) -> JudgeClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def chat_model(self) -> str:
+        """The model name sent with chat requests (the deployment, on Azure)."""
+        return self.settings.azure_deployment or self.settings.model
+
+    @property
+    def embedding_request_model(self) -> str:
+        return self.settings.azure_embedding_deployment or self.settings.embedding_model
+
+    @property
+    def fatal(self) -> JudgeError | None:
+        """The configuration problem that stopped the run, if any."""
+        return self._fatal
+
+    def start_run(self) -> None:
+        self._fatal = None
+
+    # -- chat
+
+    def ask_checked(self, metric: str, prompt: str, check: Callable[[str | None], T], ledger: Ledger,
+                    *, retry_prompt: Callable[[str], str]) -> T:
+        """Ask, check the reply; on a bad reply ask once more saying what was wrong
+        (`retry_prompt(problem)`). Raises MetricFailed or Aborted."""
+        messages = [{"role": "user", "content": prompt}]
+        try:
+            return self._chat(metric, messages, check, ledger)
+        except JudgeOutputError as first:
+            retry = messages + [
+                {"role": "assistant", "content": first.content or ""},
+                {"role": "user", "content": retry_prompt(first.problem)},
+            ]
+            try:
+                return self._chat(metric, retry, check, ledger)
+            except JudgeOutputError as second:
+                raise MetricFailed(
+                    f"the judge's reply could not be used, also after one retry: {second.problem}"
+                ) from None
+
+    def _chat(self, metric: str, messages: list[dict[str, str]], check: Callable[[str | None], T],
+              ledger: Ledger) -> T:
+        if self.settings.response_format == "json_schema":
+            response_format: dict[str, Any] = SCHEMAS[metric]
+        else:
+            response_format = {"type": "json_object"}
+        request: dict[str, Any] = {
+            "model": self.chat_model,
+            "messages": messages,
+            "temperature": self.settings.temperature,
+            "response_format": response_format,
+        }
+        key = cache_key("chat", request)
+        if self._cache is not None:
+            hit = self._cache.get(key)
+            if isinstance(hit, dict) and isinstance(hit.get("content"), str):
+                try:
+                    checked = check(hit["content"])
+                except JudgeOutputError:
+                    pass  # a template's checks changed: ask again
+                else:
+                    ledger.cached_calls += 1
+                    return checked
+        completion = self._send(lambda: self._client.chat.completions.create(**request), ledger)
+        usage = completion.usage
+        if usage is None:
+            cost = None
+            input_tokens = output_tokens = 0
+        else:
+            input_tokens = usage.prompt_tokens or 0
+            output_tokens = usage.completion_tokens or 0
+            cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens)
+        ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
+        choice = completion.choices[0] if completion.choices else None
+        content = choice.message.content if choice is not None else None
+        refusal = getattr(choice.message, "refusal", None) if choice is not None else None
+        if refusal and not content:
+            raise JudgeOutputError(f"the judge refused: {preview(refusal)}", None)
+        if choice is not None and choice.finish_reason == "length":
+            raise JudgeOutputError("the reply was cut off at the token limit", content)
+        checked = check(content)
+        if self._cache is not None:
+            self._cache.put(key, kind="chat", model=self.chat_model, value={
+                "content": content,
+                "model": completion.model,
+                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            })
+        return checked
+
+    # -- embeddings
+
+    def embeddings_key(self, inputs: list[str]) -> str:
+        return cache_key("embeddings", {"model": self.embedding_request_model, "input": inputs,
+                                        "encoding_format": "float"})
+
+    def cached_value(self, key: str) -> Any | None:
+        return None if self._cache is None else self._cache.get(key)
+
+    def store_embeddings(self, key: str, value: Mapping[str, Any]) -> None:
+        if self._cache is not None:
+            self._cache.put(key, kind="embeddings", model=self.embedding_request_model, value=dict(value))
+
+    def embed(self, inputs: list[str], ledger: Ledger) -> tuple[list[Any], float | None]:
+        """The embedding items of one request (sorted by index) and its cost (None: unpriced)."""
+        request: dict[str, Any] = {"model": self.embedding_request_model, "input": inputs,
+                                   "encoding_format": "float"}
+        response = self._send(lambda: self._client.embeddings.create(**request), ledger)
+        tokens = response.usage.prompt_tokens if response.usage is not None else None
+        cost = None if tokens is None else self._prices.cost(
+            (self.settings.embedding_model, response.model), tokens)
+        ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
+        return sorted(response.data or [], key=lambda item: item.index), cost
+
+    # -- one request, retried by the SDK
+
+    def _send(self, call: Callable[[], T], ledger: Ledger) -> T:
+        """One request (the SDK retries it); raises MetricFailed, or Aborted for a fatal problem."""
+        if self._fatal is not None:
+            raise Aborted()
+        self._retries.reset()
+        try:
+            response = call()
+        except openai.APIStatusError as error:
+            ledger.retries += self._retries.retries
+            if error.status_code in (401, 403, 404):
+                raise self._abort(self._fatal_status_message(error))
+            ledger.failed_calls += 1
+            raise MetricFailed(f"judge call failed{self._attempts()}: {self._describe(error)}"
+                               f"{self._too_long_note(error)}") from None
+        except openai.APIConnectionError as error:
+            ledger.retries += self._retries.retries
+            ledger.failed_calls += 1
+            timeout = isinstance(error, openai.APITimeoutError)
+            if not timeout and self._answered == 0:
+                raise self._abort(
+                    f"cannot reach the judge at {self.settings.endpoint} "
+                    f"({self._describe(error)}); check the base URL and the network"
+                )
+            what = f"timed out after {self.settings.timeout:g} s" if timeout else self._describe(error)
+            raise MetricFailed(f"judge call failed{self._attempts()}: {what}") from None
+        except openai.OpenAIError as error:
+            ledger.retries += self._retries.retries
+            ledger.failed_calls += 1
+            raise MetricFailed(f"judge call failed: {self._describe(error)}") from None
+        ledger.retries += self._retries.retries
+        with self._lock:
+            self._answered += 1
+        return response
+
+    def _attempts(self) -> str:
+        retries = self._retries.retries
+        return f" after {retries + 1} attempts" if retries else ""
+
+    @staticmethod
+    def _too_long_note(error: openai.APIStatusError) -> str:
+        asked = retry_after(error.response.headers)
+        if asked is not None and asked > MAX_RETRY_AFTER:
+            return f" (the server asked to wait {asked:g} s, longer than {MAX_RETRY_AFTER:g} s)"
+        return ""
+
+    def _abort(self, message: str) -> Aborted:
+        with self._lock:
+            if self._fatal is None:
+                self._fatal = JudgeError(scrub(message, self.settings))
+        return Aborted()
+
+    def _describe(self, error: Exception) -> str:
+        if isinstance(error, openai.APIStatusError):
+            text = f"HTTP {error.status_code}: {error.message}"
+        else:
+            text = str(error) or type(error).__name__
+        return scrub(" ".join(text.split()), self.settings)
+
+    def _fatal_status_message(self, error: openai.APIStatusError) -> str:
+        settings = self.settings
+        where = settings.endpoint
+        if error.status_code == 401:
+            env = "AZURE_OPENAI_API_KEY" if settings.is_azure else "OPENAI_API_KEY"
+            return f"the judge at {where} rejected the API key (HTTP 401: {error.message}); check {env}"
+        if error.status_code == 403:
+            return f"the judge at {where} refused access (HTTP 403: {error.message})"
+        what = "deployment" if settings.is_azure else "model or endpoint"
+        return (
+            f"the judge at {where} does not know this {what} (HTTP 404: {error.message}); "
+            f"check the model ({settings.model}, embeddings {settings.embedding_model}) and the base URL"
+        )

@@ -1,0 +1,83 @@
+"""Retrieval answer recall and precision (RAGAS LLM context recall / context precision), on each
+successful actual `retrieval` step: the share of reference-answer statements the retrieved contexts
+support, and the average precision of the judge's per-context "useful" verdicts. F1 is their
+harmonic mean when both exist. Every score lies in [0, 1]; higher is better.
+
+Keys on the step: retrieval_answer_recall (+ _reason, _cost | _error), retrieval_answer_precision
+(+ _reason, _cost | _error), retrieval_answer_f1, retrieval_answer_f1_cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from qareport.judge.checks import check_statements, check_verdicts
+from qareport.judge.client import JudgeClient
+from qareport.judge.prompts import Prompts
+from qareport.judge.usage import Ledger
+from qareport.retrieval_context import average_precision, f1_score
+
+RECALL = "retrieval_answer_recall"
+PRECISION = "retrieval_answer_precision"
+ERROR_KEYS = {RECALL: f"{RECALL}_error", PRECISION: f"{PRECISION}_error"}
+
+
+def attributed_fraction(attributed: Sequence[bool]) -> float:
+    """Share of reference-answer statements the contexts support (RAGAS LLM context recall).
+
+    Needs at least one statement: a reference answer always has one, so zero means the judge's
+    output is unusable.
+    """
+    if not attributed:
+        raise ValueError("at least one statement is needed")
+    return sum(1 for a in attributed if a) / len(attributed)
+
+
+def judge_retrieval_recall(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
+                           reference: Any, contexts: list[str]) -> dict[str, Any]:
+    """The recall keys of one retrieval step; raises MetricFailed when they cannot be had."""
+    if not contexts:
+        return {RECALL: 0.0, f"{RECALL}_reason": "no contexts were retrieved"}
+    prompt = prompts.render(RECALL, question=question, reference_answer=reference, contexts=contexts)
+    statements = client.ask_checked(RECALL, prompt, check_statements, ledger, retry_prompt=prompts.retry)
+    reason = "\n".join(
+        f"{'attributed' if attributed else 'not attributed'}: {statement} ({why})"
+        for statement, why, attributed in statements
+    )
+    return {RECALL: attributed_fraction([a for _, _, a in statements]), f"{RECALL}_reason": reason}
+
+
+def judge_retrieval_precision(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
+                              reference: Any, actual: Any, contexts: list[str]) -> dict[str, Any]:
+    """The precision keys of one retrieval step, judged against the reference answer, else the
+    actual answer; raises MetricFailed when they cannot be had."""
+    if not contexts:
+        return {PRECISION: 0.0, f"{PRECISION}_reason": "no contexts were retrieved"}
+    if reference:
+        answer, kind, tag = reference, "reference answer", "reference_answer"
+    else:
+        answer, kind, tag = actual, "answer", "answer"
+    prompt = prompts.render(PRECISION, question=question, answer=answer, answer_kind=kind, answer_tag=tag,
+                            contexts=contexts)
+    verdicts = client.ask_checked(PRECISION, prompt, lambda c: check_verdicts(c, contexts=len(contexts)),
+                                  ledger, retry_prompt=prompts.retry)
+    reason = "\n".join(
+        f"context {number}: {'useful' if useful else 'not useful'} ({why})"
+        for number, (why, useful) in enumerate(verdicts, start=1)
+    )
+    return {PRECISION: average_precision([useful for _, useful in verdicts]), f"{PRECISION}_reason": reason}
+
+
+def f1_keys(values: Mapping[str, Any], prefix: str) -> dict[str, float]:
+    """`{prefix}_f1` and `{prefix}_f1_cost` from the recall and precision keys, when both exist
+    (graphrag-eval's rule); the cost only when both costs are known."""
+    f1 = f1_score(values.get(f"{prefix}_recall"), values.get(f"{prefix}_precision"))
+    if f1 is None:
+        return {}
+    keys = {f"{prefix}_f1": f1}
+    recall_cost = values.get(f"{prefix}_recall_cost")
+    precision_cost = values.get(f"{prefix}_precision_cost")
+    if recall_cost is not None and precision_cost is not None:
+        keys[f"{prefix}_f1_cost"] = recall_cost + precision_cost
+    return keys

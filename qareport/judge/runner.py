@@ -1,0 +1,395 @@
+"""Running the judge over a run's results: a thread pool, embeddings batched over cases, progress.
+
+`Judge.judge_results(results)` returns a `JudgeRun`: judged copies of the graphrag-eval-shaped
+result dicts, in the same order, and the usage. The input dicts are never changed. A per-case
+failure becomes that metric's `*_error` key; only a configuration that cannot work (see
+`client.py`) raises `JudgeError`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TextIO
+
+import jinja2
+
+from qareport.errors import JudgeError
+from qareport.judge import answer_correctness, answer_relevance, retrieval_answer
+from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors, float32
+from qareport.judge.client import Aborted, JudgeClient, MetricFailed
+from qareport.judge.prompts import Prompts
+from qareport.judge.settings import METRICS, JudgeSettings
+from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
+from qareport.retrieval_context import parse_contexts
+
+ERROR_KEYS = {
+    answer_correctness.METRIC: answer_correctness.ERROR_KEY,
+    answer_relevance.METRIC: answer_relevance.ERROR_KEY,
+    **retrieval_answer.ERROR_KEYS,
+}
+COST_KEYS = {metric: f"{metric}_cost" for metric in METRICS}
+
+EMBEDDING_BATCH_INPUTS = 256
+EMBEDDING_BATCH_CHARS = 400_000
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRun:
+    """What `judge_results` returns: the judged copies of the results, in their order, and the usage."""
+
+    results: list[dict[str, Any]]
+    usage: JudgeUsage
+
+
+@dataclass
+class _Outcome:
+    """What one metric of one case produced (filled in by one worker, then read by the runner):
+    keys for the result (`step` None) or for its actual step number `step`, and what it used."""
+
+    case: int
+    metric: str
+    step: int | None
+    ledger: Ledger = field(default_factory=Ledger)
+    updates: dict[str, Any] = field(default_factory=dict)
+    error: bool = False
+    waiting: GeneratedQuestions | None = None  # answer relevance waiting for its embeddings
+
+
+class _Progress:
+    """A progress bar on a terminal, and the usage summary line at the end."""
+
+    def __init__(self, stream: TextIO | None, total: int):
+        self.stream = stream
+        self.total = total
+        self.done = 0
+        self.calls = 0
+        self.cached = 0
+        self.cost: float | None = 0.0
+        self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self._last = 0.0
+
+    def advance(self, ledger: Ledger, *, finished: int = 1) -> None:
+        self.done += finished
+        self.calls += ledger.calls
+        self.cached += ledger.cached_calls
+        if self.cost is not None:
+            self.cost = None if ledger.unpriced else self.cost + ledger.cost
+        now = time.monotonic()
+        if self._tty and (now - self._last > 0.1 or self.done >= self.total):
+            self._last = now
+            self._draw()
+
+    def _draw(self) -> None:
+        assert self.stream is not None
+        width = 24
+        filled = int(width * self.done / self.total) if self.total else width
+        cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
+        self.stream.write(
+            f"\rjudge [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+            f"· {self.calls} calls · {self.cached} cached · {cost}"
+        )
+        self.stream.flush()
+
+    def finish(self, usage: JudgeUsage) -> None:
+        if self.stream is None:
+            return
+        if self._tty:
+            self._draw()
+            self.stream.write("\n")
+        self.stream.write(usage.summary() + "\n")
+        self.stream.flush()
+
+
+class Judge:
+    """Judges result dicts with an OpenAI-compatible model. Use as a context manager, or call
+    `close()`."""
+
+    def __init__(self, settings: JudgeSettings, *, templates_dir: str | None = None):
+        self.settings = settings
+        self._prompts = Prompts(templates_dir)
+        self._client = JudgeClient(settings)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def judge_results(
+        self,
+        results: Sequence[Mapping[str, Any]],
+        *,
+        progress: TextIO | None = None,
+        metrics: Iterable[str] | None = None,
+        on_result: Callable[[dict[str, Any]], None] | None = None,
+    ) -> JudgeRun:
+        """Judge every result with status "success"; return the judged copies and the usage.
+
+        `progress`: a stream for a progress bar (when it is a TTY) and a summary line at the end;
+        None prints nothing. `metrics`: a subset of METRICS (default: the settings'). `on_result`
+        is called, in this thread, with each judged copy as soon as all of its metrics are done.
+        Raises JudgeError only for a configuration that cannot work.
+        """
+        started = time.monotonic()
+        chosen = tuple(self.settings.metrics if metrics is None else metrics)
+        unknown = [m for m in chosen if m not in METRICS]
+        if unknown:
+            raise JudgeError(f"unknown judge metric {unknown[0]!r}; known: {', '.join(METRICS)}")
+        self._client.start_run()
+        judged: list[dict[str, Any]] = [dict(result) for result in results]
+
+        ready: list[_Outcome] = []
+        tasks: list[Callable[[], _Outcome]] = []
+        pending_by_case: dict[int, int] = {}
+        for index, result in enumerate(results):
+            if result.get("status") != "success":
+                continue
+            for item in self._plan(index, result, chosen):
+                if isinstance(item, _Outcome):
+                    ready.append(item)
+                else:
+                    tasks.append(item)
+                pending_by_case[index] = pending_by_case.get(index, 0) + 1
+
+        progress_bar = _Progress(progress, len(tasks) + len(ready))
+        ledgers: list[tuple[str, Ledger]] = []
+        errors: dict[str, int] = {}
+        outcomes_by_case: dict[int, list[_Outcome]] = {}
+
+        def settle(outcome: _Outcome) -> None:
+            """A metric of a case is complete: count it, and finish the case if it was the last."""
+            progress_bar.advance(outcome.ledger)
+            ledgers.append((outcome.metric, outcome.ledger))
+            if outcome.error:
+                errors[outcome.metric] = errors.get(outcome.metric, 0) + 1
+            outcomes_by_case.setdefault(outcome.case, []).append(outcome)
+            pending_by_case[outcome.case] -= 1
+            if pending_by_case[outcome.case] == 0:
+                judged[outcome.case] = _judged_copy(results[outcome.case], outcomes_by_case.pop(outcome.case))
+                if on_result is not None:
+                    on_result(judged[outcome.case])
+
+        executor = futures.ThreadPoolExecutor(
+            max_workers=self.settings.concurrency, thread_name_prefix="qareport-judge"
+        )
+        try:
+            for outcome in ready:
+                settle(outcome)
+            running: dict[futures.Future, str] = {executor.submit(task): "task" for task in tasks}
+            waiting: list[_Outcome] = []
+            waiting_inputs = 0
+            tasks_left = len(tasks)
+            while running:
+                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                for future in done:
+                    if running.pop(future) == "task":
+                        tasks_left -= 1
+                        outcome = future.result()
+                        if outcome.waiting is None or self._embeddings_from_cache(outcome):
+                            settle(outcome)
+                        else:
+                            waiting.append(outcome)
+                            waiting_inputs += len(outcome.waiting.inputs)
+                    else:
+                        batch_ledger, finished = future.result()
+                        ledgers.append((answer_relevance.METRIC, batch_ledger))
+                        progress_bar.advance(batch_ledger, finished=0)
+                        for outcome in finished:
+                            settle(outcome)
+                if self._client.fatal is not None:
+                    for future in running:
+                        future.cancel()
+                    running = {f: k for f, k in running.items() if not f.cancelled()}
+                    waiting = []
+                    continue
+                while waiting and (waiting_inputs >= EMBEDDING_BATCH_INPUTS or tasks_left == 0):
+                    batch, waiting = _take_batch(waiting)
+                    waiting_inputs -= sum(len(o.waiting.inputs) for o in batch if o.waiting)
+                    running[executor.submit(self._embed_batch, batch)] = "embeddings"
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+        if self._client.fatal is not None:
+            raise self._client.fatal
+
+        usage = summarize_usage(
+            ledgers, model=self.settings.model, embedding_model=self.settings.embedding_model,
+            metrics=chosen, errors=errors, cases=len(pending_by_case),
+            elapsed_sec=round(time.monotonic() - started, 3),
+        )
+        progress_bar.finish(usage)
+        return JudgeRun(judged, usage)
+
+    # -- planning: which metrics each case gets
+
+    def _plan(self, index: int, result: Mapping[str, Any], metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+        client, prompts = self._client, self._prompts
+        question = result.get("question_text") or ""
+        reference = result.get("reference_answer")
+        actual = result.get("actual_answer")
+        if answer_correctness.METRIC in metrics and reference is not None and actual is not None:
+            yield self._task(index, answer_correctness.METRIC, None, lambda ledger: (
+                answer_correctness.judge_answer_correctness(
+                    client, prompts, ledger, question=question, reference=reference, actual=actual)))
+        if answer_relevance.METRIC in metrics and actual is not None:
+            count = self.settings.relevance_questions
+            yield self._task(index, answer_relevance.METRIC, None, lambda ledger: (
+                answer_relevance.ask_questions(
+                    client, prompts, ledger, question=question, actual=actual, count=count)))
+        wants_recall = retrieval_answer.RECALL in metrics and bool(reference)
+        wants_precision = retrieval_answer.PRECISION in metrics
+        if not (wants_recall or wants_precision) or (not reference and not actual):
+            return
+        for number, step in enumerate(result.get("actual_steps") or []):
+            if not isinstance(step, dict) or step.get("name") != "retrieval" or step.get("status") != "success":
+                continue
+            try:
+                contexts = [c["text"] for c in parse_contexts(step.get("output"))]
+            except ValueError as error:
+                for metric, wanted in ((retrieval_answer.RECALL, wants_recall),
+                                       (retrieval_answer.PRECISION, wants_precision)):
+                    if wanted:
+                        yield _Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
+                continue
+            if wants_recall:
+                yield self._task(index, retrieval_answer.RECALL, number, partial(
+                    retrieval_answer.judge_retrieval_recall, client, prompts,
+                    question=question, reference=reference, contexts=contexts))
+            if wants_precision:
+                yield self._task(index, retrieval_answer.PRECISION, number, partial(
+                    retrieval_answer.judge_retrieval_precision, client, prompts,
+                    question=question, reference=reference, actual=actual, contexts=contexts))
+
+    @staticmethod
+    def _task(index: int, metric: str, step: int | None,
+              compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> Callable[[], _Outcome]:
+        def work() -> _Outcome:
+            outcome = _Outcome(index, metric, step)
+            try:
+                produced = compute(outcome.ledger)
+            except MetricFailed as error:
+                outcome.updates = {ERROR_KEYS[metric]: str(error)}
+                outcome.error = True
+            except (jinja2.TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
+                # a per-case failure must not stop the run; say what it was so it can be reported
+                outcome.updates = {ERROR_KEYS[metric]: f"judge failed: {type(error).__name__}: {error}"}
+                outcome.error = True
+            except Aborted:
+                outcome.error = True
+                return outcome
+            else:
+                if isinstance(produced, GeneratedQuestions):
+                    outcome.waiting = produced
+                    return outcome
+                outcome.updates = produced
+            outcome.updates[COST_KEYS[metric]] = outcome.ledger.cost_usd
+            return outcome
+
+        return work
+
+    # -- answer relevance's embeddings
+
+    def _embeddings_from_cache(self, outcome: _Outcome) -> bool:
+        assert outcome.waiting is not None
+        vectors = decode_vectors(self._client.cached_value(outcome.waiting.key), len(outcome.waiting.inputs))
+        if vectors is None:
+            return False
+        outcome.ledger.cached_calls += 1
+        _complete_relevance(outcome, vectors)
+        return True
+
+    def _embed_batch(self, batch: list[_Outcome]) -> tuple[Ledger, list[_Outcome]]:
+        """One embeddings request for the inputs of several cases (each case's inputs together)."""
+        ledger = Ledger()
+        waiting = [outcome.waiting for outcome in batch]
+        assert all(w is not None for w in waiting)
+        inputs = [text for w in waiting for text in w.inputs]  # type: ignore[union-attr]
+        try:
+            items, total_cost = self._client.embed(inputs, ledger)
+            vectors = [float32(item.embedding) for item in items]
+            if len(vectors) != len(inputs) or len({len(v) for v in vectors}) != 1 or not vectors[0]:
+                raise MetricFailed(
+                    f"the embeddings reply has {len(vectors)} vectors of sizes "
+                    f"{sorted({len(v) for v in vectors})} for {len(inputs)} inputs")
+        except MetricFailed as error:
+            for outcome in batch:
+                if ledger.calls:  # the failed reply was billed: share it like a good one
+                    outcome.ledger.add_share(ledger.cost_usd, 1 / len(batch))
+                _fail_relevance(outcome, f"embeddings: {error}")
+            return ledger, batch
+        except Aborted:
+            return ledger, []
+        except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # a malformed reply
+            for outcome in batch:
+                _fail_relevance(outcome, f"embeddings: unusable reply ({type(error).__name__}: {error})")
+            return ledger, batch
+        total_chars = sum(len(text) for text in inputs) or 1
+        position = 0
+        for outcome in batch:
+            generated = outcome.waiting
+            assert generated is not None
+            case_vectors = vectors[position: position + len(generated.inputs)]
+            position += len(generated.inputs)
+            outcome.ledger.add_share(total_cost, sum(len(text) for text in generated.inputs) / total_chars)
+            self._client.store_embeddings(generated.key, encode_vectors(case_vectors))
+            _complete_relevance(outcome, case_vectors)
+        return ledger, batch
+
+
+def _complete_relevance(outcome: _Outcome, vectors: list[list[float]]) -> None:
+    assert outcome.waiting is not None
+    outcome.updates = {
+        **answer_relevance.relevance_keys(outcome.waiting, vectors),
+        COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd,
+    }
+    outcome.waiting = None
+
+
+def _fail_relevance(outcome: _Outcome, message: str) -> None:
+    outcome.updates = {
+        answer_relevance.ERROR_KEY: message,
+        COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd,
+    }
+    outcome.error = True
+    outcome.waiting = None
+
+
+def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome]) -> dict[str, Any]:
+    """A new result dict with the keys of its outcomes, in METRICS order; judged steps are new
+    dicts too, with their F1 keys."""
+    ordered = sorted(outcomes, key=lambda o: METRICS.index(o.metric))
+    judged = dict(result)
+    step_updates: dict[int, dict[str, Any]] = {}
+    for outcome in ordered:
+        if outcome.step is None:
+            judged.update(outcome.updates)
+        else:
+            step_updates.setdefault(outcome.step, {}).update(outcome.updates)
+    if step_updates:
+        steps = list(result["actual_steps"])
+        for number, updates in step_updates.items():
+            step = {**steps[number], **updates}
+            steps[number] = {**step, **retrieval_answer.f1_keys(step, "retrieval_answer")}
+        judged["actual_steps"] = steps
+    return judged
+
+
+def _take_batch(waiting: list[_Outcome]) -> tuple[list[_Outcome], list[_Outcome]]:
+    batch: list[_Outcome] = []
+    inputs = chars = 0
+    for position, outcome in enumerate(waiting):
+        assert outcome.waiting is not None
+        size = len(outcome.waiting.inputs)
+        length = sum(len(text) for text in outcome.waiting.inputs)
+        if batch and (inputs + size > EMBEDDING_BATCH_INPUTS or chars + length > EMBEDDING_BATCH_CHARS):
+            return batch, waiting[position:]
+        batch.append(outcome)
+        inputs += size
+        chars += length
+    return batch, []

@@ -1,0 +1,140 @@
+"""The judge's settings: the record, its defaults and its configuration keys.
+
+`qareport.settings.resolve_judge_settings` builds them from options, the environment and the
+configuration file (in that order). No API key and no base URL, or `--no-llm`, means no judge:
+the run goes on without the LLM metrics.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from qareport.judge.prices import PRICES_CHECKED, ModelPrice
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+PLACEHOLDER_API_KEY = "no-key-needed"
+"""Sent to a server configured by base URL alone (local servers ignore it)."""
+
+METRICS = (
+    "answer_correctness",
+    "answer_relevance",
+    "retrieval_answer_recall",
+    "retrieval_answer_precision",
+)
+"""The LLM-judged metrics, each with its own prompt template `templates/judge/<metric>.txt`."""
+RESPONSE_FORMATS = ("json_schema", "json_object")
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Everything the judge needs; `resolve_judge_settings` builds it from options, config and
+    environment. `api_key` is never shown by repr() or `describe()`."""
+
+    model: str = DEFAULT_MODEL
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    azure_endpoint: str | None = None
+    azure_deployment: str | None = None
+    azure_embedding_deployment: str | None = None
+    api_version: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 8
+    relevance_questions: int = 3
+    use_cache: bool = True
+    cache_path: str | None = None
+    prices: Mapping[str, ModelPrice] = field(default_factory=lambda: MappingProxyType({}))
+    temperature: float = 0.0
+    response_format: str = "json_schema"
+    metrics: tuple[str, ...] = METRICS
+
+    @property
+    def is_azure(self) -> bool:
+        return bool(self.azure_endpoint)
+
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, without credentials."""
+        if self.azure_endpoint:
+            return public_url(self.azure_endpoint)
+        return public_url(self.base_url or DEFAULT_OPENAI_BASE_URL)
+
+    def describe(self) -> dict[str, Any]:
+        """The settings for a report's provenance: no API key, no credentials in URLs."""
+        described: dict[str, Any] = {
+            "model": self.model,
+            "embedding_model": self.embedding_model,
+            "endpoint": self.endpoint,
+            "azure": self.is_azure,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "concurrency": self.concurrency,
+            "relevance_questions": self.relevance_questions,
+            "temperature": self.temperature,
+            "response_format": self.response_format,
+            "cache": self.cache_path if self.use_cache else None,
+            "prices_checked": PRICES_CHECKED,
+        }
+        if self.is_azure:
+            described["azure_deployment"] = self.azure_deployment
+            described["azure_embedding_deployment"] = self.azure_embedding_deployment
+            described["api_version"] = self.api_version
+        if self.prices:
+            described["price_overrides"] = {
+                model: {"input_per_million": p.input_per_million, "output_per_million": p.output_per_million}
+                for model, p in self.prices.items()
+            }
+        return described
+
+
+def public_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        parts = parts._replace(netloc=host)
+    return urlunsplit(parts)
+
+
+def default_cache_path(environ: Mapping[str, str]) -> str:
+    """`$XDG_CACHE_HOME/qareport/judge.sqlite3`, else `~/.cache/qareport/judge.sqlite3`."""
+    base = environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = environ.get("HOME") or str(Path.home())
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "qareport", "judge.sqlite3")
+
+
+CONFIG_KEYS = {
+    "enabled": "whether to run the judge at all (default true)",
+    "model": f"chat model (default {DEFAULT_MODEL})",
+    "embedding_model": f"embedding model for answer relevance (default {DEFAULT_EMBEDDING_MODEL})",
+    "base_url": "OpenAI-compatible server, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)",
+    "api_key_env": "name of the environment variable holding the API key",
+    "azure_endpoint": "Azure OpenAI endpoint (env AZURE_OPENAI_ENDPOINT)",
+    "azure_deployment": "Azure deployment of the chat model (default: the model name)",
+    "azure_embedding_deployment": "Azure deployment of the embedding model (default: its name)",
+    "api_version": f"Azure API version (env OPENAI_API_VERSION, default {DEFAULT_AZURE_API_VERSION})",
+    "timeout": "seconds per request (default 60)",
+    "max_retries": "retries of a failed request (default 4)",
+    "concurrency": "requests in flight at most (default 8)",
+    "relevance_questions": "questions generated per answer for answer relevance (default 3)",
+    "cache": "cache replies (default true)",
+    "cache_path": "cache file (default ~/.cache/qareport/judge.sqlite3)",
+    "prices": "{model: {input_per_million, output_per_million}} in US dollars",
+    "temperature": "sampling temperature (default 0)",
+    "response_format": "json_schema (default) or json_object, for servers without JSON schemas",
+    "retry_base_delay": "no longer used: the openai SDK's backoff applies (0.5 s doubling to 8 s)",
+    "metrics": f"which LLM metrics to compute (default all: {', '.join(METRICS)})",
+}

@@ -1,0 +1,185 @@
+"""What the judge used: calls, tokens, retries and cost, per unit of work and over a run.
+
+A `Ledger` counts one unit of work (one metric of one case, or one embeddings batch) while it
+runs; `summarize_usage` adds the ledgers of a run into one `JudgeUsage`, the record reports show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from qareport.judge.prices import PRICES_CHECKED
+
+
+@dataclass(frozen=True, slots=True)
+class MetricUsage:
+    """Calls and cost of one metric over a run. `errors` counts cases whose metric ended in error;
+    `cost_usd` is None when a call used a model without a known price."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    errors: int = 0
+    cost_usd: float | None = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "errors": self.errors,
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeUsage:
+    """What a `judge_results` run used.
+
+    `calls`: requests the API answered (each is billed); `cached_calls`: requests answered from the
+    cache (free); `failed_calls`: requests that failed after all retries; `retries`: extra attempts
+    the openai client made. `cost_usd` is None when some call used a model without a known price
+    (`unpriced_models`).
+    """
+
+    model: str
+    embedding_model: str
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    by_metric: dict[str, MetricUsage] = field(default_factory=dict)
+    cases: int = 0
+    elapsed_sec: float = 0.0
+    unpriced_models: list[str] = field(default_factory=list)
+    prices_checked: str = PRICES_CHECKED
+
+    @property
+    def cost_note(self) -> str | None:
+        if not self.unpriced_models:
+            return None
+        names = ", ".join(self.unpriced_models)
+        return (
+            f"cost unknown: no price for {names}; add judge.prices.<model>.input_per_million and "
+            "output_per_million to the configuration"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "embedding_model": self.embedding_model,
+            "cases": self.cases,
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
+            "retries": self.retries,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "cost_note": self.cost_note,
+            "prices_checked": self.prices_checked,
+            "elapsed_sec": self.elapsed_sec,
+            "by_metric": {name: usage.to_dict() for name, usage in self.by_metric.items()},
+        }
+
+    def summary(self) -> str:
+        """One line for stderr."""
+        if self.cost_usd is None:
+            cost = self.cost_note or "cost unknown"
+        else:
+            cost = f"${self.cost_usd:.4f}"
+        return (
+            f"judge {self.model}: {self.cases} cases, {self.calls} API calls "
+            f"({self.cached_calls} cached, {self.failed_calls} failed, {self.retries} retried), "
+            f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens, {cost}, "
+            f"{self.elapsed_sec:.1f} s"
+        )
+
+
+class Ledger:
+    """Counters of one unit of work, filled in by the thread doing it (never shared while open)."""
+
+    __slots__ = ("calls", "cached_calls", "failed_calls", "retries", "input_tokens", "output_tokens",
+                 "cost", "unpriced", "share", "share_unpriced")
+
+    def __init__(self) -> None:
+        self.calls = self.cached_calls = self.failed_calls = self.retries = 0
+        self.input_tokens = self.output_tokens = 0
+        self.cost = 0.0  # of the calls this ledger made
+        self.unpriced: set[str] = set()
+        self.share = 0.0  # of calls made for several cases (embedding batches), counted elsewhere
+        self.share_unpriced = False
+
+    def add_call(self, input_tokens: int, output_tokens: int, cost: float | None, model: str) -> None:
+        self.calls += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if cost is None:
+            self.unpriced.add(model)
+        else:
+            self.cost += cost
+
+    def add_share(self, cost: float | None, share: float) -> None:
+        """This unit's part of a shared call's cost (None: the shared call has no known price)."""
+        if cost is None:
+            self.share_unpriced = True
+        else:
+            self.share += cost * share
+
+    @property
+    def cost_usd(self) -> float | None:
+        """This unit's cost, its share of shared calls included; None when a price is unknown."""
+        return None if self.unpriced or self.share_unpriced else self.cost + self.share
+
+
+def summarize_usage(
+    ledgers: Iterable[tuple[str, Ledger]],
+    *,
+    model: str,
+    embedding_model: str,
+    metrics: Iterable[str],
+    errors: dict[str, int],
+    cases: int,
+    elapsed_sec: float,
+) -> JudgeUsage:
+    """One run's usage from its (metric, ledger) pairs; each call is counted once, in the ledger
+    that made it (shares of batch costs are not added again)."""
+    total = Ledger()
+    calls = dict.fromkeys(metrics, 0)
+    cached = dict.fromkeys(metrics, 0)
+    costs: dict[str, float | None] = dict.fromkeys(metrics, 0.0)
+    for metric, ledger in ledgers:
+        total.calls += ledger.calls
+        total.cached_calls += ledger.cached_calls
+        total.failed_calls += ledger.failed_calls
+        total.retries += ledger.retries
+        total.input_tokens += ledger.input_tokens
+        total.output_tokens += ledger.output_tokens
+        total.cost += ledger.cost
+        total.unpriced |= ledger.unpriced
+        calls[metric] += ledger.calls
+        cached[metric] += ledger.cached_calls
+        cost = costs[metric]
+        costs[metric] = None if cost is None or ledger.unpriced else cost + ledger.cost
+    return JudgeUsage(
+        model=model,
+        embedding_model=embedding_model,
+        calls=total.calls,
+        cached_calls=total.cached_calls,
+        failed_calls=total.failed_calls,
+        retries=total.retries,
+        input_tokens=total.input_tokens,
+        output_tokens=total.output_tokens,
+        cost_usd=None if total.unpriced else total.cost,
+        by_metric={
+            metric: MetricUsage(calls=calls[metric], cached_calls=cached[metric],
+                                errors=errors.get(metric, 0), cost_usd=costs[metric])
+            for metric in calls
+        },
+        cases=cases,
+        elapsed_sec=elapsed_sec,
+        unpriced_models=sorted(total.unpriced),
+    )

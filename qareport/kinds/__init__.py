@@ -1,0 +1,219 @@
+"""Kinds of target: what a test case can expect of a turn, one module per kind, registered here.
+
+A kind is everything qareport knows about one sort of expectation (indicator selection, reference
+steps, reference answer, ...): how to read its part of a target and of a response turn, how to score
+a turn, which per-case metrics it yields and how they aggregate, how to say in one line why a case
+lost points, and what it contributes to the Overview, Details and Statistics sheets. Everything
+downstream (the case rows of the results file and of a stored run, the comparison with a baseline,
+the headline metrics, the workbook's columns) asks `REGISTRY` instead of naming kinds.
+
+Adding a kind means writing one module with a `Kind` subclass (and, if it renders a details cell, one
+template) and calling `register(...)`: no other module changes.
+
+Every metric a kind declares lies in [0, 1] and higher is better, so a drop is a regression.
+
+The three built-in kinds keep their parsed parts in typed fields of the records (`Target.
+indicator_selection`, `TurnResult.indicator`, `TurnResult.qa`, ...); a kind added later keeps them in
+the records' `parts` / `scores` mappings under its name, which the base class reads for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Any, Literal
+
+from qareport.records import CaseResult, TestCase, TurnOutput
+
+CellFormat = Literal["score", "integer", "seconds"]
+DetailRow = tuple[Any, ...]
+"""A row of the Details sheet after the case's id and groups: (turn, dimension or aspect, verdict,
+item id, item text, note). `None` leaves a cell empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A per-case metric: its key in results files and stored runs, and the label an analyst reads."""
+
+    key: str
+    label: str
+    headline: bool = False  # one of the run's headline metrics (Summary, Trend, email, comparison)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """An Overview column: a header, how to get a case's value, and how to show it."""
+
+    header: str
+    value: Callable[[CaseResult], Any]
+    width: float
+    format: CellFormat | None = None
+    wrap: bool = False
+    score: bool = False  # gets the red-to-green colour scale
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table a kind adds to the Statistics sheet: a title, a header row and value rows."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    formats: tuple[CellFormat | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInput:
+    """What a kind needs to score one turn: its part of the target and of the system's output."""
+
+    case: TestCase
+    turn_number: int
+    target: Any
+    output: Any  # None when the system produced nothing of this kind for the turn
+
+
+class Kind:
+    """One kind of target. Subclasses set `name`, `label` and `metrics` and override what applies.
+
+    `name` is the key of the kind's part under a user message's `target:` (and, by default, of a
+    response turn's output).
+    """
+
+    name: str = ""
+    label: str = ""
+    metrics: tuple[Metric, ...] = ()
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def parse_target(self, value: Any, *, line: int | None) -> Any:
+        """This kind's part of a target, checked; raise `qareport.errors.ShapeError` when unusable."""
+        return value
+
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+        """This kind's part of a response turn (None when absent); raise `ShapeError` when unusable."""
+        return turn.get(self.name)
+
+    # --- where a case keeps this kind's parts (built-in kinds override with their typed fields) ---
+
+    def target_of(self, case: TestCase, turn_index: int) -> Any:
+        return case.turns[turn_index].target.parts.get(self.name)
+
+    def output_of(self, output: TurnOutput | None) -> Any:
+        return None if output is None else output.parts.get(self.name)
+
+    def score_of(self, result: CaseResult, turn_index: int) -> Any:
+        turns = result.turns
+        return turns[turn_index].scores.get(self.name) if turn_index < len(turns) else None
+
+    # --- scoring -------------------------------------------------------------------------------
+
+    def has_target(self, case: TestCase) -> bool:
+        return any(self.target_of(case, index) is not None for index in range(len(case.turns)))
+
+    def evaluate_turn(self, turn: TurnInput) -> Any:
+        """Score one turn; the result is kept in `TurnResult.scores[name]`."""
+        raise NotImplementedError(f"kind {self.name!r} does not score turns")
+
+    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        """Each metric of `metrics` for one case (None where the case has no value)."""
+        return {metric.key: None for metric in self.metrics}
+
+    def explain(self, result: CaseResult) -> str | None:
+        """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
+        return None
+
+    # --- the workbook ----------------------------------------------------------------------------
+
+    def present(self, results: Sequence[CaseResult]) -> bool:
+        """Whether the run has anything of this kind (its columns and tables appear only then)."""
+        return any(self.has_target(result.case) for result in results)
+
+    def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        return [Column(m.label, _metric_value(self, m.key), 10, "score", score=True) for m in self.metrics]
+
+    def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
+        return iter(())
+
+    def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
+        return []
+
+
+def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
+    return lambda result: kind.case_metrics(result).get(key)
+
+
+def mean_over_turns(values: Iterable[Any]) -> float | None:
+    """The mean of the numbers among `values` (booleans are not numbers here); None without any."""
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return fmean(numbers) if numbers else None
+
+
+# --- the registry --------------------------------------------------------------------------------
+
+REGISTRY: list[Kind] = []
+
+
+def register(kind: Kind) -> Kind:
+    """Add a kind (after the ones already registered; the order is the order of columns and rows)."""
+    if any(existing.name == kind.name for existing in REGISTRY):
+        raise ValueError(f"a kind named {kind.name!r} is registered already")
+    clashes = {m.key for m in kind.metrics} & set(case_metric_keys())
+    if clashes:
+        raise ValueError(f"kind {kind.name!r}: metric keys {sorted(clashes)} belong to another kind")
+    REGISTRY.append(kind)
+    return kind
+
+
+def unregister(name: str) -> None:
+    REGISTRY[:] = [kind for kind in REGISTRY if kind.name != name]
+
+
+def extra_kinds() -> list[Kind]:
+    """The kinds that keep their parts in the records' generic mappings (all but the built-ins)."""
+    return [kind for kind in REGISTRY if not getattr(kind, "builtin", False)]
+
+
+def all_metrics() -> tuple[Metric, ...]:
+    return tuple(metric for kind in REGISTRY for metric in kind.metrics)
+
+
+def case_metric_keys() -> tuple[str, ...]:
+    return tuple(metric.key for metric in all_metrics())
+
+
+def headline_metric_keys() -> tuple[str, ...]:
+    return tuple(metric.key for metric in all_metrics() if metric.headline)
+
+
+def metric_label(key: str | None) -> str:
+    for metric in all_metrics():
+        if metric.key == key:
+            return metric.label
+    return (key or "").replace("_", " ")
+
+
+def case_metrics(result: CaseResult) -> dict[str, float | None]:
+    """Every registered metric of one case, in registry order."""
+    values: dict[str, float | None] = {}
+    for kind in REGISTRY:
+        values.update(kind.case_metrics(result))
+    return values
+
+
+def explain_case(result: CaseResult) -> str | None:
+    """The case's reason in one line: each kind's explanation, joined."""
+    reasons = [reason for kind in REGISTRY if (reason := kind.explain(result))]
+    return "; ".join(reasons) or None
+
+
+def _register_builtins() -> None:
+    from qareport.kinds.answers import ANSWERS
+    from qareport.kinds.indicator_selection import INDICATOR_SELECTION
+    from qareport.kinds.steps import STEPS
+
+    for kind in (INDICATOR_SELECTION, STEPS, ANSWERS):
+        register(kind)
+
+
+_register_builtins()

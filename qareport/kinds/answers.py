@@ -1,0 +1,115 @@
+"""The reference answer as a kind of target: answer correctness and relevance, judged by an LLM.
+
+The judge (`qareport.judge`) adds graphrag-eval's answer keys to a turn's result dict
+(`TurnResult.qa`); this kind reads them: a case's value is the mean over its turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from qareport.kinds import Column, Kind, Metric, mean_over_turns
+from qareport.records import CaseResult, TestCase, TurnOutput
+
+
+def _qa_text(key: str) -> Callable[[CaseResult], str | None]:
+    """A text key of the case; prefixed with the turn number when several turns have it."""
+
+    def value(result: CaseResult) -> str | None:
+        texts = [(t.number, t.qa[key]) for t in result.turns if t.qa and t.qa.get(key) not in (None, "")]
+        if not texts:
+            return None
+        if len(texts) == 1:
+            return str(texts[0][1])
+        return "\n".join(f"Turn {number}: {text}" for number, text in texts)
+
+    return value
+
+
+def _relevance_questions(result: CaseResult) -> str | None:
+    """The questions the judge generated from the answer (noncommittal ones marked)."""
+    lines = []
+    for turn in result.turns:
+        for item in (turn.qa or {}).get("answer_relevance_questions") or []:
+            if isinstance(item, dict):
+                mark = " (noncommittal)" if item.get("noncommittal") else ""
+                lines.append(f"• {item.get('question', '')}{mark}")
+    return "\n".join(lines) or None
+
+
+def _judge_errors(result: CaseResult) -> str | None:
+    errors = []
+    for turn in result.turns:
+        for key, value in (turn.qa or {}).items():
+            if key.endswith("_error") and key != "steps_error" and value:
+                errors.append(f"{key}: {value}")
+        for step in (turn.qa or {}).get("actual_steps") or []:
+            for key, value in step.items():
+                if key.startswith("retrieval_") and key.endswith("_error") and value:
+                    errors.append(f"{step.get('id')} {key}: {value}")
+    return "\n".join(errors) or None
+
+
+class ReferenceAnswer(Kind):
+    """The system's final answer, against the reference answer and the question (LLM-judged)."""
+
+    builtin = True
+    name = "reference_answer"
+    label = "reference answer"
+    metrics = (
+        Metric("answer_recall", "answer recall"),
+        Metric("answer_precision", "answer precision"),
+        Metric("answer_f1", "answer F1", headline=True),
+        Metric("answer_relevance", "answer relevance", headline=True),
+    )
+
+    def target_of(self, case: TestCase, turn_index: int) -> Any:
+        return case.turns[turn_index].target.reference_answer
+
+    def output_of(self, output: TurnOutput | None) -> Any:
+        return None if output is None else output.actual_answer
+
+    def score_of(self, result: CaseResult, turn_index: int) -> Any:
+        return result.turns[turn_index].qa if turn_index < len(result.turns) else None
+
+    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        qa_dicts = [t.qa for t in result.turns if t.qa]
+        return {m.key: mean_over_turns(qa.get(m.key) for qa in qa_dicts) for m in self.metrics}
+
+    def explain(self, result: CaseResult) -> str | None:
+        reasons = []
+        for turn in result.turns:
+            qa = turn.qa or {}
+            f1 = qa.get("answer_f1")
+            if isinstance(f1, (int, float)) and f1 < 1:
+                why = str(qa.get("answer_correctness_reason") or "").strip().split("\n")[0]
+                reasons.append(f"answer F1 {f1:.2f}" + (f": {why}" if why else ""))
+            elif qa.get("answer_eval_error"):
+                reasons.append("answer not judged")
+        return "; ".join(reasons) or None
+
+    def present(self, results: Sequence[CaseResult]) -> bool:
+        """A reference answer in a test case, or an answer in a response: either gets the columns."""
+        return any(self.has_target(r.case) for r in results) or any(
+            o.actual_answer is not None for r in results if r.response for o in r.response.turns
+        )
+
+    def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        def metric(key: str) -> Callable[[CaseResult], float | None]:
+            return lambda result: self.case_metrics(result).get(key)
+
+        return [
+            Column("reference answer", _qa_text("reference_answer"), 40, wrap=True),
+            Column("actual answer", _qa_text("actual_answer"), 50, wrap=True),
+            Column("answer recall", metric("answer_recall"), 10, "score", score=True),
+            Column("answer precision", metric("answer_precision"), 10, "score", score=True),
+            Column("answer F1", metric("answer_f1"), 10, "score", score=True),
+            Column("answer relevance", metric("answer_relevance"), 10, "score", score=True),
+            Column("relevance questions", _relevance_questions, 40, wrap=True),
+            Column("judge reason", _qa_text("answer_correctness_reason"), 40, wrap=True),
+            Column("judge errors", _judge_errors, 30, wrap=True),
+        ]
+
+
+ANSWERS = ReferenceAnswer()

@@ -1,0 +1,104 @@
+"""The report model: a run, computed once, that every writer only lays out.
+
+Load → evaluate → aggregate produce the case results; `build_report` adds everything computed over
+them (statistics, headline metrics, case rows, the comparison with a baseline, the trend, each case's
+reason) into one immutable `Report`. The workbook, the results file, the email and the console
+summary read it; none of them computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from qareport import kinds
+from qareport.comparison import (
+    Comparison,
+    Headline,
+    TrendPoint,
+    case_score,
+    compare_runs,
+    headline_metrics,
+    score_distribution,
+    status_counts,
+    trend_points,
+    worst_cases,
+)
+from qareport.records import CaseResult, Problem, RunInfo, RunSnapshot
+from qareport.runs import case_rows
+from qareport.statistics import SuiteStatistics, summarize
+
+
+WORST_CASES = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One run of qareport, everything a reader of the report may see, computed once."""
+
+    run: RunInfo
+    results: tuple[CaseResult, ...]  # in test-case order
+    problems: tuple[Problem, ...]
+    statistics: SuiteStatistics
+    rows: tuple[dict[str, Any], ...]  # one stored-run row per case (`runs.case_rows`)
+    headline: tuple[Headline, ...]
+    status_counts: dict[str, int]
+    kinds: tuple[kinds.Kind, ...]  # the kinds of target this run has, in registry order
+    reasons: dict[str, str] = field(default_factory=dict)  # case id -> why it lost points, one line
+    worst_cases: tuple[tuple[dict[str, Any], float], ...] = ()  # (case row, case score), lowest first
+    score_distributions: dict[str, list[int]] = field(default_factory=dict)
+    """Evaluated cases per 0.1-wide score bin: "case score" and each headline metric that has a value."""
+    comparison: Comparison | None = None  # with a baseline
+    trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
+
+    @property
+    def snapshot(self) -> RunSnapshot:
+        return RunSnapshot(source="this run", created=self.run.created,
+                           qareport_version=self.run.qareport_version, cases=self.rows)
+
+
+def build_report(
+    results: Sequence[CaseResult],
+    problems: Sequence[Problem],
+    run: RunInfo,
+    *,
+    statistics: SuiteStatistics | None = None,
+    baseline: RunSnapshot | None = None,
+    history: Sequence[RunSnapshot] = (),
+    source: str = "this run",
+) -> Report:
+    """Everything the writers need from one run. `baseline` adds the comparison; `history` the
+    trend (the baseline is a point of the trend too)."""
+    results = tuple(results)
+    rows = tuple(case_rows(results))
+    current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
+    reasons = {r.case.id: reason for r in results if (reason := kinds.explain_case(r))}
+    return Report(
+        run=run,
+        results=results,
+        problems=tuple(problems),
+        statistics=statistics if statistics is not None else summarize(results),
+        rows=rows,
+        headline=headline_metrics(rows),
+        status_counts=status_counts(rows),
+        kinds=tuple(kind for kind in kinds.REGISTRY if kind.present(results)),
+        reasons=reasons,
+        worst_cases=tuple((row, score) for row in worst_cases(rows, limit=WORST_CASES)
+                          if (score := case_score(row)) is not None),
+        score_distributions=_score_distributions(rows),
+        comparison=compare_runs(baseline, current) if baseline is not None else None,
+        trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
+    )
+
+
+def _score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    overall = score_distribution(rows)
+    if not sum(overall):
+        return {}
+    distributions = {"case score": overall}
+    for metric in kinds.headline_metric_keys():
+        counts = score_distribution(rows, metric)
+        if sum(counts):
+            distributions[metric] = counts
+    return distributions

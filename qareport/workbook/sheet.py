@@ -1,0 +1,150 @@
+"""A worksheet written row by row: the cells of the rows not yet written, and nothing else.
+
+XlsxWriter in constant-memory mode writes each row to disk as soon as a later row is started, and
+a row once written cannot change. A sheet module therefore fills the cells of a row (values, then
+fonts, fills, links, as it learns them), and `flush()` writes the pending rows in order and
+forgets them. The list sheets flush after every row, so however many cases there are only one
+row's cells are held; the short sheets laid out in blocks (Summary, Statistics) keep all their
+rows until they are finished, which costs nothing at their size.
+
+Rows and columns are counted from 1, as in the sheet a reader sees.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from xlsxwriter.utility import xl_col_to_name
+from xlsxwriter.workbook import Workbook
+from xlsxwriter.worksheet import Worksheet
+
+from qareport.workbook import styles
+from qareport.workbook.cells import fit_text
+
+MAX_LINKS = 65_530  # Excel's limit per worksheet: beyond it a cell keeps its value and look, unlinked
+
+
+class Cell:
+    """One cell not yet written: its value and its look, set part by part."""
+
+    __slots__ = ("row", "column", "value", "font", "fill", "alignment", "number_format", "link")
+
+    def __init__(self, row: int, column: int):
+        self.row, self.column = row, column
+        self.value: Any = None
+        self.font: styles.Font | None = None
+        self.fill: styles.Fill | None = None
+        self.alignment: styles.Alignment | None = None
+        self.number_format: str | None = None
+        self.link: tuple[str, str | None] | None = None  # (location, tooltip)
+
+    @property
+    def column_letter(self) -> str:
+        return xl_col_to_name(self.column - 1)
+
+
+class Sheet:
+    def __init__(self, workbook: Workbook, worksheet: Worksheet, formats: styles.Formats):
+        self.workbook, self.worksheet = workbook, worksheet
+        self.name: str = worksheet.get_name()
+        self._formats = formats
+        self._pending: dict[int, dict[int, Cell]] = {}
+        self._heights: dict[int, float] = {}
+        self._widths: dict[int, float] = {}
+        self._links = 0
+        self.rows_written = 0  # the last row written, for reports on the file
+
+    def cell(self, row: int, column: int) -> Cell:
+        """The cell, to be written with its row (a row already written cannot be changed)."""
+        cells = self._pending.setdefault(row, {})
+        found = cells.get(column)
+        if found is None:
+            found = cells[column] = Cell(row, column)
+        return found
+
+    def set_height(self, row: int, height: float) -> None:
+        self._heights[row] = height
+
+    def height(self, row: int) -> float | None:
+        return self._heights.get(row)
+
+    def set_width(self, column: int, width: float) -> None:
+        """A width in characters, stored as given (XlsxWriter's `set_column` would add a margin)."""
+        self._widths[column] = width
+        self.worksheet.set_column_pixels(column - 1, column - 1, round(width * 7))  # 7: Calibri 11's digit
+
+    def width(self, column: int) -> float:
+        return self._widths.get(column, styles.DEFAULT_WIDTH)
+
+    def flush(self) -> None:
+        """Write the pending rows, in order, and forget them."""
+        for row in sorted(self._pending.keys() | self._heights.keys()):
+            if row in self._heights:
+                # in pixels of 0.75 point: set_row would round a height of 409 points down to 408.75
+                self.worksheet.set_row_pixels(row - 1, self._heights.pop(row) / 0.75)
+            for column, cell in sorted(self._pending.pop(row, {}).items()):
+                self._write(cell)
+            self.rows_written = max(self.rows_written, row)
+
+    def write_values(self, row: int, values: Sequence[Any]) -> None:
+        """Write a row of plain values (no look of their own) straight away, from column 1: what
+        `write` and `flush` do for such cells, without holding them."""
+        self.flush()
+        worksheet, index = self.worksheet, row - 1
+        for column, value in enumerate(values):
+            if value is None or value == "":
+                continue
+            if isinstance(value, bool):
+                worksheet.write_boolean(index, column, value)
+            elif isinstance(value, (int, float)) and math.isfinite(value):
+                worksheet.write_number(index, column, value)
+            else:
+                worksheet.write_string(index, column, fit_text(str(value)))
+        self.rows_written = max(self.rows_written, row)
+
+    def _write(self, cell: Cell) -> None:
+        row, column, value = cell.row - 1, cell.column - 1, cell.value
+        if value == "":
+            value = None  # an empty text is an empty cell, as a reader would type it
+        cell_format = self._formats.get(cell.font, cell.fill, cell.alignment, cell.number_format)
+        if cell.link is not None and value is not None and self._links < MAX_LINKS:
+            self._links += 1
+            location, tooltip = cell.link
+            self.worksheet.write_url(row, column, f"internal:{location}", cell_format,
+                                     value if isinstance(value, str) else "", tooltip)
+            if isinstance(value, str):
+                return
+        if value is None:
+            if cell_format is not None:
+                self.worksheet.write_blank(row, column, None, cell_format)
+        elif isinstance(value, str):
+            self.worksheet.write_string(row, column, value, cell_format)
+        elif isinstance(value, bool):
+            self.worksheet.write_boolean(row, column, value, cell_format)
+        elif isinstance(value, (int, float)):
+            self.worksheet.write_number(row, column, value, cell_format)
+        else:  # a datetime: its number format is set by the caller
+            self.worksheet.write_datetime(row, column, value, cell_format)
+
+
+class Book:
+    """The workbook being written: its sheets, in the order they were added, and their formats."""
+
+    def __init__(self, workbook: Workbook):
+        self.workbook = workbook
+        self.formats = styles.Formats(workbook)
+        self.sheets: list[Sheet] = []
+
+    def add_sheet(self, name: str, *, hidden: bool = False) -> Sheet:
+        sheet = Sheet(self.workbook, self.workbook.add_worksheet(name), self.formats)
+        if hidden:
+            sheet.worksheet.hide()
+        self.sheets.append(sheet)
+        return sheet
+
+    def flush(self) -> None:
+        """Write what every sheet still holds (the sheets kept until finished)."""
+        for sheet in self.sheets:
+            sheet.flush()
