@@ -1,7 +1,10 @@
 """qareport: evaluate a question-answering or text-to-query system into an Excel workbook.
 
 The library mirrors graphrag-eval 5.x's entry points, so its users move over by changing the
-import: `run_evaluation(reference_qas, chat_responses)` and `compute_aggregates(results)`.
+import: `run_evaluation(reference_qas, chat_responses)` and `compute_aggregates(results)`. A run
+step by step: `load_suite` → `evaluate_suite` → `build_report` → `write_workbook` (and
+`write_results_file(results_document(report), path)`); `run_pipeline(RunOptions(...))` does all of
+it as `qareport run` does. `register_kind(MyKind())` adds a kind of target (`qareport.kinds`).
 Names are imported on first use, so `qareport --help` does not pay for pandas and openpyxl.
 """
 
@@ -13,15 +16,39 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "QAReportError": "qareport.errors",
-    "average_precision": "qareport.retrieval_metrics",
-    "compute_aggregates": "qareport.aggregates",
-    "evaluate_suite": "qareport.evaluation",
-    "load_suite": "qareport.loading",
-    "recall_at_k": "qareport.retrieval_metrics",
+    # graphrag-eval 5.x's entry points, and its retrieval metrics
     "run_evaluation": "qareport.library",
+    "compute_aggregates": "qareport.aggregates",
+    "recall_at_k": "qareport.retrieval_metrics",
+    "average_precision": "qareport.retrieval_metrics",
+    # a run, step by step: load → evaluate → report model → workbook / results file
+    "load_suite": "qareport.loading",
+    "Suite": "qareport.records",
+    "Problem": "qareport.records",
+    "evaluate_suite": "qareport.evaluation",
+    "EvaluationOptions": "qareport.evaluation",
+    "Evaluation": "qareport.evaluation",
+    "CaseResult": "qareport.records",
     "summarize": "qareport.statistics",
+    "SuiteStatistics": "qareport.statistics",
+    "build_report": "qareport.report",
+    "Report": "qareport.report",
+    "RunInfo": "qareport.records",
+    "RunSnapshot": "qareport.records",
+    "read_run": "qareport.runs",
     "write_workbook": "qareport.workbook",
+    "WrittenWorkbook": "qareport.workbook",
+    "results_document": "qareport.runs",
+    "write_results_file": "qareport.runs",
+    # the whole run, as the command line does it
+    "run_pipeline": "qareport.pipeline",
+    "RunOptions": "qareport.pipeline",
+    "RunOutcome": "qareport.pipeline",
+    # a kind of target of one's own
+    "Kind": "qareport.kinds",
+    "register_kind": "qareport.kinds",
+    # errors
+    "QAReportError": "qareport.errors",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -22,9 +22,12 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from qareport.errors import JudgeError
+from qareport.errors import JudgeError, UsageError
+
+if TYPE_CHECKING:
+    from qareport.judge.settings import JudgeSettings
 
 PROG = "answer-correctness"
 IN_FIELDS = ("Question", "Reference answer", "Actual answer")
@@ -34,10 +37,6 @@ EXTRA_FIELDS = ("Recall", "Precision", "F1", "Cost")
 RESULT_FIELDS = OUT_FIELDS + EXTRA_FIELDS
 
 RowKey = tuple[str, str, str]
-
-
-class UsageError(Exception):
-    """Something the user must fix; reported as one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,7 +205,7 @@ def write_atomically(path: str, header: list[str], rows: Sequence[dict[str, str]
         raise
 
 
-def judge_settings(args: argparse.Namespace, environ: dict[str, str]):
+def judge_settings(args: argparse.Namespace, environ: dict[str, str]) -> tuple[JudgeSettings | None, str | None]:
     from qareport.settings import resolve_judge_settings
 
     options = {

@@ -28,7 +28,6 @@ from typing import Any, Literal
 from qareport import kinds
 from qareport.records import RunSnapshot
 
-HEADLINE_METRICS = kinds.headline_metric_keys()  # TODO(redesign): the writers ask kinds directly
 NOT_SCORED_STATUSES = ("error", "missing", "invalid")
 STATUSES = ("success", *NOT_SCORED_STATUSES)
 DEFAULT_TOLERANCE = 1e-9  # float noise, not a change

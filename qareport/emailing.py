@@ -102,7 +102,7 @@ def smtp_settings(settings: EmailSettings) -> SmtpSettings:
 # --- the message ---------------------------------------------------------------------------------
 
 
-def _fmt(value: float | None, pattern: str = "{:.2f}") -> str | None:
+def _fmt(value: float | str | None, pattern: str = "{:.2f}") -> str | None:
     return pattern.format(value) if isinstance(value, (int, float)) else None
 
 

@@ -10,12 +10,17 @@
     │   │                         configuration file and key), what it must be, and what was found
     │   ├── JudgeSettingsError    ... a judge setting (also a JudgeError)
     │   └── EmailSettingsError    ... an email setting (also an EmailError)
+    ├── UsageError                a command line that cannot be carried out (exit status 2)
     ├── JudgeError                the LLM judge cannot be set up (bad options, no such model)
+    ├── JudgeOutputError          the judge replied, but not with what was asked for
+    ├── MetricFailed              one metric of one case could not be computed (kept as its error)
+    ├── JudgeAborted              the judge stops every worker: a fatal problem was found
     ├── EmailError                the email cannot be built or sent
     └── BaselineError             a --baseline / --history file is not a qareport run
 
 Problems found in inputs are normally *collected* (see `records.Problem`) so the rest of the run
-goes on; these exceptions are for what stops a command.
+goes on; these exceptions are for what stops a command. `JudgeOutputError`, `MetricFailed` and
+`JudgeAborted` never leave the judge: they carry a case's failure to the runner, which records it.
 """
 
 from __future__ import annotations
@@ -85,3 +90,24 @@ class ShapeError(InputError):
 
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message, line=line)
+
+
+class UsageError(QAReportError):
+    """A command line that cannot be carried out: a file named on it cannot be read, say."""
+
+
+class JudgeOutputError(QAReportError):
+    """The judge replied, but not with what was asked for."""
+
+    def __init__(self, problem: str, content: str | None):
+        super().__init__(problem)
+        self.problem = problem
+        self.content = content
+
+
+class MetricFailed(QAReportError):
+    """A metric of one case could not be computed; the message goes into its error key."""
+
+
+class JudgeAborted(QAReportError):
+    """The run's judging stops: a fatal configuration problem was found by this call or another one."""

@@ -7,19 +7,22 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
-from qareport.records import Problem, RunInfo
+from qareport.records import CaseResult, Problem, RunInfo
 from qareport.report import Report, build_report
 from qareport.runs import read_history, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
 from qareport.statistics import SuiteStatistics, summarize
 from qareport.workbook import write_workbook
+
+if TYPE_CHECKING:
+    from qareport.judge import Judge
 
 LLM_METRICS = "answer correctness, answer relevance, retrieval answer/context metrics"
 
@@ -55,7 +58,7 @@ def run_created_time() -> datetime:
     return datetime.now(tz=timezone.utc).replace(microsecond=0)
 
 
-def _make_judge(settings: Settings):
+def _make_judge(settings: Settings) -> Judge | None:
     """The judge, or None when the LLM metrics are skipped (`settings.judge_off_reason` says why)."""
     if settings.judge is None:
         return None
@@ -153,7 +156,7 @@ def run_pipeline(
     return RunOutcome(report, _summary_line(options.output, report), email_line)
 
 
-def _has_answers(results) -> bool:
+def _has_answers(results: Sequence[CaseResult]) -> bool:
     return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
 
 

@@ -8,11 +8,12 @@ summary read it; none of them computes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from qareport import kinds
+from qareport.kinds import Kind, Table
 from qareport.comparison import (
     Comparison,
     Headline,
@@ -31,6 +32,7 @@ from qareport.statistics import SuiteStatistics, summarize
 
 
 WORST_CASES = 10
+CASE_SCORE = "case score"  # the key of the distribution of case scores, beside the headline metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +46,12 @@ class Report:
     rows: tuple[dict[str, Any], ...]  # one stored-run row per case (`runs.case_rows`)
     headline: tuple[Headline, ...]
     status_counts: dict[str, int]
-    kinds: tuple[kinds.Kind, ...]  # the kinds of target this run has, in registry order
+    kinds: tuple[Kind, ...]  # the kinds of target this run has, in registry order
     reasons: dict[str, str] = field(default_factory=dict)  # case id -> why it lost points, one line
-    worst_cases: tuple[tuple[dict[str, Any], float], ...] = ()  # (case row, case score), lowest first
+    worst_cases: tuple[tuple[Mapping[str, Any], float], ...] = ()  # (case row, case score), lowest first
     score_distributions: dict[str, list[int]] = field(default_factory=dict)
     """Evaluated cases per 0.1-wide score bin: "case score" and each headline metric that has a value."""
+    kind_tables: tuple[Table, ...] = ()  # Statistics tables of the kinds that add their own
     comparison: Comparison | None = None  # with a baseline
     trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
 
@@ -87,6 +90,8 @@ def build_report(
         worst_cases=tuple((row, score) for row in worst_cases(rows, limit=WORST_CASES)
                           if (score := case_score(row)) is not None),
         score_distributions=_score_distributions(rows),
+        kind_tables=tuple(table for kind in kinds.REGISTRY if kind.present(results)
+                          for table in kind.statistics_tables(results)),
         comparison=compare_runs(baseline, current) if baseline is not None else None,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
     )
@@ -96,7 +101,7 @@ def _score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]
     overall = score_distribution(rows)
     if not sum(overall):
         return {}
-    distributions = {"case score": overall}
+    distributions = {CASE_SCORE: overall}
     for metric in kinds.headline_metric_keys():
         counts = score_distribution(rows, metric)
         if sum(counts):

@@ -165,13 +165,13 @@ def run_metadata(
         ("judge.cost_usd", usage.get("cost_usd")),
     ]
     pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
-    for index, item in enumerate(run.inputs, start=1):
+    for index, given in enumerate(run.inputs, start=1):
         pairs += [
-            (f"input.{index}.role", item.role),
-            (f"input.{index}.path", item.path),
-            (f"input.{index}.files", item.files),
-            (f"input.{index}.records", item.records),
-            (f"input.{index}.sha256", item.sha256),
+            (f"input.{index}.role", given.role),
+            (f"input.{index}.path", given.path),
+            (f"input.{index}.files", given.files),
+            (f"input.{index}.records", given.records),
+            (f"input.{index}.sha256", given.sha256),
         ]
     pairs += [(f"option.{key}", value if isinstance(value, (int, float, str)) else _text(value))
               for key, value in sorted(run.options.items()) if value is not None]
@@ -288,7 +288,8 @@ def _read_results_file(target: Path) -> RunSnapshot:
     except QAReportError as error:
         raise BaselineError(str(error)) from error
     cases = document.get("cases")
-    about = document.get("qareport") if isinstance(document.get("qareport"), dict) else {}
+    stated = document.get("qareport")
+    about: dict[str, Any] = stated if isinstance(stated, dict) else {}
     if not isinstance(cases, list) or not all(isinstance(c, dict) and "case_id" in c for c in cases):
         raise BaselineError(f"{target}: 'cases' must be a list of case rows with a 'case_id' (got {type(cases).__name__})")
     return RunSnapshot(
@@ -362,7 +363,7 @@ def _comparison(metadata: Mapping[str, Any], changes: list[tuple[Any, ...]] | No
         header, *rows = changes
         for values in rows:
             row = dict(zip(header, values))
-            records.append(CaseChange(**{field: row.get(field) for field in CHANGE_FIELDS}))
+            records.append(CaseChange(**{field: row.get(field) for field in CHANGE_FIELDS}))  # type: ignore[arg-type]
     current = {h.metric: h for h in headline_metrics(cases)}
     deltas = []
     for metric in sorted({*current, *_baseline_metrics(metadata)}, key=_metric_order):

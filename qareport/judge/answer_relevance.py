@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.judge.checks import check_generated_questions
-from qareport.judge.client import JudgeClient, MetricFailed
+from qareport.errors import MetricFailed
+from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger
 

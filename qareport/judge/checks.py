@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from qareport.errors import JudgeOutputError
+
 
 def claim_count_problem(reference: int, actual: int, matching: int) -> str | None:
     """Why three claim counts cannot all be true at once, or None when they can.
@@ -31,15 +33,6 @@ def claim_count_problem(reference: int, actual: int, matching: int) -> str | Non
     if matching > actual:
         return f"matching claims ({matching}) exceed the actual answer's claims ({actual})"
     return None
-
-
-class JudgeOutputError(Exception):
-    """The judge replied, but not with what was asked for."""
-
-    def __init__(self, problem: str, content: str | None):
-        super().__init__(problem)
-        self.problem = problem
-        self.content = content
 
 
 def preview(content: str | None, limit: int = 80) -> str:

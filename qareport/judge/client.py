@@ -10,7 +10,7 @@ What the SDK does not do is done here:
   which an httpx event hook reads (`RetryCounter`);
 - stopping every worker on 401, 403 and 404 (a rejected key, no access, an unknown model or
   deployment) and on a server that cannot be reached at all: the first such failure is kept as
-  the run's `JudgeError`, and every later call returns at once (`Aborted`);
+  the run's `JudgeError`, and every later call returns at once (`JudgeAborted`);
 - scrubbing the API key from every message it builds;
 - the cache (`JudgeCache`), costs (`PriceTable`) and checking replies, asking once more when a
   reply is unusable (`ask_checked`).
@@ -28,9 +28,10 @@ from typing import Any, TypeVar
 
 import openai
 
-from qareport.errors import JudgeError
+
+from qareport.errors import JudgeAborted, JudgeError, JudgeOutputError, MetricFailed
 from qareport.judge.cache import JudgeCache, cache_key
-from qareport.judge.checks import SCHEMAS, JudgeOutputError, preview
+from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.prices import PriceTable
 from qareport.judge.settings import (
     DEFAULT_AZURE_API_VERSION,
@@ -45,14 +46,6 @@ T = TypeVar("T")
 MAX_RETRY_AFTER = 120.0
 """Seconds; the SDK does not wait for a server asking for longer (and neither did qareport)."""
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
-
-
-class MetricFailed(Exception):
-    """A metric of one case could not be computed; the message goes into its error key."""
-
-
-class Aborted(Exception):
-    """The run stops: a fatal configuration problem was found by this call or another one."""
 
 
 class RetryCounter:
@@ -200,7 +193,7 @@ class JudgeClient:
     def ask_checked(self, metric: str, prompt: str, check: Callable[[str | None], T], ledger: Ledger,
                     *, retry_prompt: Callable[[str], str]) -> T:
         """Ask, check the reply; on a bad reply ask once more saying what was wrong
-        (`retry_prompt(problem)`). Raises MetricFailed or Aborted."""
+        (`retry_prompt(problem)`). Raises MetricFailed or JudgeAborted."""
         messages = [{"role": "user", "content": prompt}]
         try:
             return self._chat(metric, messages, check, ledger)
@@ -292,9 +285,9 @@ class JudgeClient:
     # -- one request, retried by the SDK
 
     def _send(self, call: Callable[[], T], ledger: Ledger) -> T:
-        """One request (the SDK retries it); raises MetricFailed, or Aborted for a fatal problem."""
+        """One request (the SDK retries it); raises MetricFailed, or JudgeAborted for a fatal problem."""
         if self._fatal is not None:
-            raise Aborted()
+            raise JudgeAborted()
         self._retries.reset()
         try:
             response = call()
@@ -336,11 +329,11 @@ class JudgeClient:
             return f" (the server asked to wait {asked:g} s, longer than {MAX_RETRY_AFTER:g} s)"
         return ""
 
-    def _abort(self, message: str) -> Aborted:
+    def _abort(self, message: str) -> JudgeAborted:
         with self._lock:
             if self._fatal is None:
                 self._fatal = JudgeError(scrub(message, self.settings))
-        return Aborted()
+        return JudgeAborted()
 
     def _describe(self, error: Exception) -> str:
         if isinstance(error, openai.APIStatusError):

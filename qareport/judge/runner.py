@@ -20,7 +20,9 @@ import jinja2
 from qareport.errors import JudgeError
 from qareport.judge import answer_correctness, answer_relevance, retrieval_answer
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors, float32
-from qareport.judge.client import Aborted, JudgeClient, MetricFailed
+
+from qareport.errors import JudgeAborted, MetricFailed
+from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
@@ -280,7 +282,7 @@ class Judge:
                 # a per-case failure must not stop the run; say what it was so it can be reported
                 outcome.updates = {ERROR_KEYS[metric]: f"judge failed: {type(error).__name__}: {error}"}
                 outcome.error = True
-            except Aborted:
+            except JudgeAborted:
                 outcome.error = True
                 return outcome
             else:
@@ -323,7 +325,7 @@ class Judge:
                     outcome.ledger.add_share(ledger.cost_usd, 1 / len(batch))
                 _fail_relevance(outcome, f"embeddings: {error}")
             return ledger, batch
-        except Aborted:
+        except JudgeAborted:
             return ledger, []
         except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # a malformed reply
             for outcome in batch:

@@ -165,6 +165,9 @@ def register(kind: Kind) -> Kind:
     return kind
 
 
+register_kind = register  # the name under which the top-level package exports it
+
+
 def unregister(name: str) -> None:
     REGISTRY[:] = [kind for kind in REGISTRY if kind.name != name]
 

@@ -38,13 +38,11 @@ from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
 from qareport.workbook.sheet import Book
+from qareport.workbook.sheet_names import CHANGES, DETAILS, OVERVIEW, PROBLEMS, STATISTICS, SUMMARY, TREND
 from qareport.workbook.statistics_sheet import write_statistics
 from qareport.workbook.summary import SummaryLinks, write_summary
 from qareport.workbook.trend import write_trend
 
-# the visible sheets, in the order they appear (each is added only when the run has something for it)
-SUMMARY, OVERVIEW, DETAILS, STATISTICS, CHANGES, TREND, PROBLEMS = (
-    "Summary", "Overview", "Details", "Statistics", "Changes", "Trend", "Problems")
 
 
 def _first_rows_by_kind(comparison: Comparison) -> dict[str, int]:
@@ -82,14 +80,13 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
         change_rows = write_changes(changes, comparison, overview_rows)
     write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
                    change_rows=change_rows)
-    write_statistics(stats_sheet, report.statistics, run, report.rows)
+    write_statistics(stats_sheet, report)
     if trend is not None:
         write_trend(trend, report.trend)
     if problems_sheet is not None:
         write_problems(problems_sheet, problems)
     write_summary(
-        summary, run=run, rows=report.rows, headline=report.headline, comparison=comparison,
-        problems=len(problems),
+        summary, report,
         links=SummaryLinks(
             overview_rows=overview_rows,
             first_change_rows=_first_rows_by_kind(comparison) if comparison else {},

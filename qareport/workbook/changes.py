@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from qareport.comparison import CaseChange, Comparison, metric_label
 from qareport.workbook import styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet_names import OVERVIEW
 from qareport.workbook.sheet import Sheet
 
-SHEET_NAME = "Changes"
 HEADERS = ("case id", "name", "change", "metric", "old", "new", "delta", "old status", "new status")
 NAME_WIDTH = 50
 
@@ -51,7 +51,7 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
             if fill_font and column >= 3:
                 cell.fill, cell.font = fill_font
         if change.case_id in overview_rows:
-            styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[change.case_id]}",
+            styles.link(ws.cell(row, 1), OVERVIEW, f"A{overview_rows[change.case_id]}",
                         tooltip="this case in Overview")
         ws.set_height(row, styles.row_height_for(styles.display_lines(change.name, NAME_WIDTH)))
         ws.flush()

@@ -9,7 +9,6 @@ from qareport.workbook import styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
-SHEET_NAME = "Problems"
 HEADERS = ("file", "line", "case id", "problem")
 PATH_WIDTH = 40
 MESSAGE_WIDTH = 100

@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.comparison import HEADLINE_METRICS, SCORE_BINS, metric_label as headline_label, score_distribution
+from qareport.comparison import SCORE_BINS, metric_label as headline_label
+from qareport.kinds import Table
 from qareport.records import RunInfo
+from qareport.report import CASE_SCORE, Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
+from qareport.workbook.sheet_names import STATISTICS
 from qareport.workbook.sheet import Cell, Sheet
 
-SHEET_NAME = "Statistics"
 
 QA_METRICS = (
     "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
@@ -261,20 +263,19 @@ def write_judge(tables: TableWriter, run: RunInfo) -> None:
     )
 
 
-def write_distribution(tables: TableWriter, rows: Sequence[Mapping[str, Any]]) -> charts.TableRange | None:
+def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]]) -> charts.TableRange | None:
     """Binned counts of case scores (and of each headline metric), for the histogram."""
-    metrics = [m for m in HEADLINE_METRICS if sum(score_distribution(rows, m))]
-    overall = score_distribution(rows)
-    if not sum(overall):
+    overall = distributions.get(CASE_SCORE)
+    if not overall:
         return None
     tables.section(
         "Distribution of case scores",
         "Evaluated test cases per score bin. Case score: the mean of a case's headline metrics. "
         "Bins include their lower bound; the last one includes 1.0.",
     )
-    per_metric = [score_distribution(rows, m) for m in metrics]
+    metrics = [metric for metric in distributions if metric != CASE_SCORE]
     table_rows = [
-        (f"{low:.1f}–{high:.1f}", overall[index], *[counts[index] for counts in per_metric])
+        (f"{low:.1f}–{high:.1f}", overall[index], *[distributions[m][index] for m in metrics])
         for index, (low, high) in enumerate(SCORE_BINS)
     ]
     first, last = tables.table(
@@ -285,16 +286,24 @@ def write_distribution(tables: TableWriter, rows: Sequence[Mapping[str, Any]]) -
     return charts.TableRange(tables.ws, first - 1, first, last, 1, (2,))
 
 
+def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:
+    """The tables that kinds of target other than the built-in ones add (`Kind.statistics_tables`)."""
+    formats = {"score": styles.SCORE_FORMAT, "integer": styles.INTEGER_FORMAT, "seconds": styles.SECONDS_FORMAT}
+    for table in kind_tables:
+        tables.section(table.title)
+        tables.table(table.headers, table.rows,
+                     [formats.get(fmt) if fmt else None for fmt in table.formats] or [None] * len(table.headers))
+
+
 WIDTHS = {1: 34, **{column: 14 for column in range(2, 20)}}
 MAX_TEXT_WIDTH = 60
 
 
-def write_statistics(
-    ws: Sheet, stats: SuiteStatistics, run: RunInfo, rows: Sequence[Mapping[str, Any]] = ()
-) -> None:
+def write_statistics(ws: Sheet, report: Report) -> None:
     """Fill the sheet: the tables, then their charts below them (a link at the top leads there)."""
+    stats = report.statistics
     tables = TableWriter(ws, WIDTHS)
-    tables.title("Statistics")
+    tables.title(STATISTICS)
     charts_link_row = tables.row - 1
     tables.row += 1  # the link goes under the title, then a blank line
     counts = stats.status_counts
@@ -304,8 +313,9 @@ def write_statistics(
     ranges = write_data_query(tables, stats)
     if stats.qa_aggregates:
         ranges.update(write_qa(tables, stats.qa_aggregates))
-    distribution = write_distribution(tables, rows)
-    write_judge(tables, run)
+    write_kind_tables(tables, report.kind_tables)
+    distribution = write_distribution(tables, report.score_distributions)
+    write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
     styles.set_widths(ws, widths)
     tables.wrap_long_texts(widths)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the sheet module imports this one
     from xlsxwriter.format import Format
     from xlsxwriter.workbook import Workbook
 
+    from qareport.workbook.sheet import Cell
+
     from qareport.workbook.sheet import Sheet
 
 
@@ -155,7 +157,7 @@ def row_height_for(lines: int) -> float:
     return min(MAX_ROW_HEIGHT, max(1, lines) * LINE_HEIGHT_POINTS)
 
 
-def link(cell, sheet: str, coordinate: str, *, tooltip: str | None = None):
+def link(cell: Cell, sheet: str, coordinate: str, *, tooltip: str | None = None) -> Cell:
     """Make a cell jump to a place in this workbook (a `location` link: no external target)."""
     cell.link = (f"'{sheet}'!{coordinate}", tooltip)
     cell.font = LINK_FONT

@@ -20,22 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport.comparison import (
-    DEFAULT_TOLERANCE,
-    Comparison,
-    Headline,
-    case_score,
-    parse_created,
-    status_counts,
-    worst_cases,
-)
+from qareport.comparison import DEFAULT_TOLERANCE, Comparison, Headline, parse_created
 from qareport.records import RunInfo
+from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet_names import CHANGES, OVERVIEW
+from qareport.workbook.sheet import Cell, Sheet
 
-SHEET_NAME = "Summary"
-WORST_CASES = 10
 NUMBER_WIDTH = 13.0
 LEFT_COLUMNS = 8  # A-H
 KEY_COLUMN, VALUE_COLUMN = 10, 11  # J, K
@@ -64,7 +56,8 @@ class Block:
         self.ws, self.row, self.column = ws, row, column
         self.first_row = row
 
-    def cell(self, offset: int, value: Any, *, font: styles.Font | None = None, number_format: str | None = None):
+    def cell(self, offset: int, value: Any, *, font: styles.Font | None = None,
+             number_format: str | None = None) -> Cell:
         cell = write(self.ws, self.row, self.column + offset, value)
         if font is not None:
             cell.font = font
@@ -90,7 +83,7 @@ class Block:
         self.row += 1
 
 
-def _signed_style(cell, delta: float | None) -> None:
+def _signed_style(cell: Cell, delta: float | None) -> None:
     """Red for a drop, green for a rise; no colour when the change rounds to 0.000 on screen."""
     if delta is None or abs(delta) <= DEFAULT_TOLERANCE or round(delta, 3) == 0:
         return
@@ -98,7 +91,7 @@ def _signed_style(cell, delta: float | None) -> None:
                             else (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT))
 
 
-def _count_style(cell, count: int, status: str) -> None:
+def _count_style(cell: Cell, count: int, status: str) -> None:
     if count:
         cell.fill = styles.STATUS_FILLS[status]
 
@@ -126,9 +119,8 @@ def write_headline(block: Block, headline: Sequence[Headline], comparison: Compa
     block.note("Means over the evaluated cases; error, missing and invalid cases are counted beside them.")
 
 
-def write_status(block: Block, rows: Sequence[Mapping[str, Any]], problems: int, links: SummaryLinks) -> None:
+def write_status(block: Block, counts: Mapping[str, int], problems: int, links: SummaryLinks) -> None:
     block.section("Test cases")
-    counts = status_counts(rows)
     total = sum(counts.values())
     block.header("", "total", "evaluated", "errors", "missing", "invalid", "problems")
     block.cell(0, "test cases")
@@ -162,7 +154,7 @@ def write_comparison(block: Block, comparison: Comparison, links: SummaryLinks) 
     for offset, (kind, count) in enumerate(counts.items(), start=1):
         cell = block.cell(offset, count, number_format=styles.INTEGER_FORMAT)
         if count and kind in links.first_change_rows:
-            styles.link(cell, "Changes", f"A{links.first_change_rows[kind]}", tooltip=f"{kind}s in Changes")
+            styles.link(cell, CHANGES, f"A{links.first_change_rows[kind]}", tooltip=f"{kind}s in Changes")
         if count and kind in ("regression", "improvement"):
             cell.fill, cell.font = ((styles.REGRESSION_FILL, styles.REGRESSION_FONT) if kind == "regression"
                                     else (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT))
@@ -171,34 +163,33 @@ def write_comparison(block: Block, comparison: Comparison, links: SummaryLinks) 
                "success to error or missing is.")
 
 
-def write_worst_cases(block: Block, rows: Sequence[Mapping[str, Any]], links: SummaryLinks) -> int:
+def write_worst_cases(block: Block, worst: Sequence[tuple[Mapping[str, Any], float]], not_scored: int,
+                      links: SummaryLinks) -> int:
     """Returns the width the id column needs."""
-    worst = worst_cases(rows, limit=WORST_CASES)
     block.section("Worst cases")
     if not worst:
         block.note("No evaluated case has a score.")
         return 0
     block.header("case id", "score", "name")
     first = block.row
-    for row in worst:
+    for row, score in worst:
         case_id = str(row.get("case_id"))
         id_cell = block.cell(0, case_id)
         if case_id in links.overview_rows:
-            styles.link(id_cell, "Overview", f"A{links.overview_rows[case_id]}", tooltip="this case in Overview")
-        block.cell(1, case_score(row), number_format=styles.SCORE_FORMAT)
+            styles.link(id_cell, OVERVIEW, f"A{links.overview_rows[case_id]}", tooltip="this case in Overview")
+        block.cell(1, score, number_format=styles.SCORE_FORMAT)
         block.cell(2, styles.shorten(str(row.get("name") or ""), NAME_CHARS))
         block.row += 1
     styles.score_colour_scale(block.ws, f"B{first}:B{block.row - 1}")
-    not_scored = sum(1 for row in rows if row.get("status") != "success")
     block.note("Score: the mean of the case's headline metrics. Click an id to open its row in Overview.")
     if not_scored:
         styles.link(
             block.cell(0, f"{not_scored} more test case(s) were not evaluated (error, missing, invalid): "
                           "see the status column in Overview."),
-            "Overview", "A1", tooltip="Overview",
+            OVERVIEW, "A1", tooltip="Overview",
         )
         block.row += 1
-    return max(len(str(row.get("case_id"))) for row in worst)
+    return max(len(str(row.get("case_id"))) for row, _ in worst)
 
 
 def _key_value(block: Block, key: str, value: Any) -> None:
@@ -264,17 +255,8 @@ def write_run_info(block: Block, run: RunInfo) -> None:
             _key_value(block, "why", why)
 
 
-def write_summary(
-    ws: Sheet,
-    *,
-    run: RunInfo,
-    rows: Sequence[Mapping[str, Any]],
-    headline: Sequence[Headline],
-    comparison: Comparison | None,
-    problems: int,
-    links: SummaryLinks,
-) -> None:
-    counts = status_counts(rows)
+def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
+    run, comparison, counts = report.run, report.comparison, report.status_counts
     write(ws, 1, 1, "QA evaluation report").font = styles.TITLE_FONT
     ws.set_height(1, 22)
     subtitle = f"Run of {display_time(run.created)} · qareport {run.qareport_version} · {sum(counts.values())} test cases"
@@ -283,11 +265,12 @@ def write_summary(
     write(ws, 2, 1, subtitle).font = styles.NOTE_FONT
 
     left = Block(ws, 4, 1)
-    write_headline(left, headline, comparison)
-    write_status(left, rows, problems, links)
+    write_headline(left, report.headline, comparison)
+    write_status(left, counts, len(report.problems), links)
     if comparison is not None:
         write_comparison(left, comparison, links)
-    id_chars = write_worst_cases(left, rows, links)
+    not_scored = sum(count for status, count in counts.items() if status != "success")
+    id_chars = write_worst_cases(left, report.worst_cases, not_scored, links)
 
     write_run_info(Block(ws, 4, KEY_COLUMN), run)
 

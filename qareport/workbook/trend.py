@@ -7,18 +7,18 @@ from collections.abc import Sequence
 from datetime import timezone
 from pathlib import Path
 
-from qareport.comparison import HEADLINE_METRICS, TrendPoint, metric_label, parse_created
+from qareport import kinds
+from qareport.comparison import TrendPoint, metric_label, parse_created
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
-SHEET_NAME = "Trend"
 COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid")
 
 
 def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
     """Fill the sheet (a few rows, one per run: kept until the sheet is finished)."""
-    metrics = [m for m in HEADLINE_METRICS if any(p.mean(m) is not None for p in points)]
+    metrics = [m for m in kinds.headline_metric_keys() if any(p.mean(m) is not None for p in points)]
     headers = ("date (UTC)", "run", "qareport", *COUNT_HEADERS,
                *[metric_label(m) for m in metrics], *[f"{metric_label(m)}: cases" for m in metrics])
     for column, header in enumerate(headers, start=1):

@@ -1,0 +1,14 @@
+"""The names of the workbook's visible sheets, in the order a reader meets them.
+
+Each sheet is added only when the run has something for it (Changes with a baseline, Trend with a
+history, Problems when there were any); the hidden machine-readable sheets are named in
+`qareport.runs`, which reads them back.
+"""
+
+SUMMARY = "Summary"
+OVERVIEW = "Overview"
+DETAILS = "Details"
+STATISTICS = "Statistics"
+CHANGES = "Changes"
+TREND = "Trend"
+PROBLEMS = "Problems"
