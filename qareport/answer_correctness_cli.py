@@ -19,12 +19,12 @@ import argparse
 import csv
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from qareport.errors import JudgeError, UsageError
+from qareport.errors import QAReportError, UsageError
+from qareport.files import atomic_path
 
 if TYPE_CHECKING:
     from qareport.judge.settings import JudgeSettings
@@ -189,20 +189,15 @@ def _writer(handle: TextIO, header: list[str]) -> csv.DictWriter:
                           lineterminator="\n")
 
 
-def write_atomically(path: str, header: list[str], rows: Sequence[dict[str, str]]) -> None:
+def write_output(path: str, header: list[str], rows: Sequence[dict[str, str]]) -> None:
+    """The whole output file, written atomically: an interrupted run leaves the previous one."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
+    with atomic_path(target, what="the output file") as temporary:
+        with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = _writer(handle, header)
             writer.writeheader()
             writer.writerows(rows)
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def judge_settings(args: argparse.Namespace, environ: dict[str, str]) -> tuple[JudgeSettings | None, str | None]:
@@ -247,7 +242,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
         raise UsageError(reason or "no LLM judge configured")
 
     # Start from a clean file holding the rows already judged, then append as rows are judged.
-    write_atomically(args.out_file, header, [done[i] for i in sorted(done)])
+    write_output(args.out_file, header, [done[i] for i in sorted(done)])
     errors = 0
     if to_judge:
         assert settings is not None
@@ -273,7 +268,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
                 judge.judge_results(  # the rows are written as they are judged (on_result)
                     cases, progress=None if args.quiet else stderr,
                     metrics=("answer_correctness",), on_result=write)
-    write_atomically(args.out_file, header, [done[i] for i in range(len(rows)) if i in done])
+    write_output(args.out_file, header, [done[i] for i in range(len(rows)) if i in done])
     if not args.quiet:
         judged = len(rows) - reused
         message = f"{PROG}: {len(rows)} rows: {judged} judged, {reused} kept from {args.out_file}"
@@ -288,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     _raise_field_size_limit()
     try:
         return run(args, environ=dict(os.environ), stderr=sys.stderr)
-    except (UsageError, JudgeError) as error:
+    except QAReportError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

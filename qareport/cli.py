@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from qareport import __version__
+from qareport.console import visible
 from qareport.errors import QAReportError, StrictModeError
 
 
@@ -106,13 +107,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")
     run.add_argument("--strict", action="store_true",
                      help="treat input problems as a failure: exit status 2, nothing written")
-    run.add_argument("--quiet", "-q", action="store_true",
-                     help="print only problems and errors, not the closing summary")
+    talk = run.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", "-q", action="store_true",
+                      help="print only problems, errors and the result line")
+    talk.add_argument("--verbose", "-v", action="store_true",
+                      help="also print each stage (loading, evaluating, writing) with its time")
     run.add_argument("--baseline", metavar="LAST_RUN",
                      help="compare with an earlier run (a qareport workbook or --results file): adds the "
                           "Changes sheet and the deltas in the Summary")
     run.add_argument("--history", nargs="+", metavar="PATH",
                      help="earlier runs (workbooks, results files, or folders of them): adds the Trend sheet")
+    gates = run.add_argument_group(
+        "gates (exit status 1 after the workbook is written and any email sent)",
+        "For a CI pipeline or a scheduled job. Exit status 2 stays for usage and input errors.")
+    gates.add_argument("--fail-on-regression", action="store_true",
+                       help="fail when the comparison with --baseline finds a regressed case")
+    gates.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
+                       help="fail when a headline metric is below VALUE (repeatable); METRIC is macro_precision, "
+                            "macro_recall, steps_score, answer_f1, answer_relevance, or METRIC@TAG for the "
+                            "cases of one tag, e.g. macro_recall@weo=0.8")
+    gates.add_argument("--min-evaluated", type=float, default=None, metavar="SHARE",
+                       help="below this share of cases evaluated the run is INCOMPLETE: no deltas, no email, "
+                            "exit status 1 (default 0.5)")
+    gates.add_argument("--send-incomplete", action="store_true",
+                       help="send the email (--email-to) even when the run is incomplete")
     _add_judge_options(run)
     mail = run.add_argument_group("email the report once written (see also 'qareport email')")
     mail.add_argument("--email-to", nargs="+", metavar="ADDRESS",
@@ -148,10 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser(
         "validate", help="check test cases (and responses) without evaluating",
-        description="Load the inputs and list every problem; exit status 1 when there is any.",
+        description="Check the test cases alone, or with --responses also their pairing with the responses; "
+                    "list every problem (file:line: what to fix). Exit status 0 when all is valid, 1 when "
+                    "there are problems, 2 when a named path does not exist.",
     )
-    validate.add_argument("testcases", nargs="+", metavar="TESTCASES")
-    validate.add_argument("--responses", "-r", nargs="*", default=[], metavar="PATH")
+    validate.add_argument("testcases", nargs="+", metavar="TESTCASES",
+                          help="test-case YAML files or directories (searched recursively)")
+    validate.add_argument("--responses", "-r", nargs="+", default=[], metavar="PATH",
+                          help="response files or directories: also check that every case has a response "
+                               "and every response a case")
     return parser
 
 
@@ -172,7 +195,7 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print_problems(problems: Sequence[Any]) -> None:
     for problem in problems:
-        print(f"qareport: {problem}", file=sys.stderr)
+        print(f"qareport: {visible(problem)}", file=sys.stderr)
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -183,6 +206,9 @@ def command_run(args: argparse.Namespace) -> int:
     if args.email_to:
         email = EmailRequest(to=tuple(args.email_to), cc=tuple(args.email_cc or ()), subject=args.email_subject,
                              sender=args.email_from, smtp=_smtp_options(args))
+    from qareport.gates import parse_threshold
+    from qareport.report import MIN_EVALUATED_SHARE
+
     options = RunOptions(
         testcases=tuple(args.testcases),
         responses=tuple(args.responses),
@@ -196,13 +222,21 @@ def command_run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         history=tuple(args.history or ()),
         email=email,
+        send_incomplete=args.send_incomplete,
+        min_evaluated_share=MIN_EVALUATED_SHARE if args.min_evaluated is None else args.min_evaluated,
+        fail_on_regression=args.fail_on_regression,
+        thresholds=tuple(parse_threshold(text) for text in args.fail_under),
     )
-    outcome = run_pipeline(options, on_problems=_print_problems, progress=sys.stderr)
-    if not args.quiet:
-        print(outcome.summary_line)
-        if outcome.email_line:
-            print(outcome.email_line)
-    return 0
+    outcome = run_pipeline(options, on_problems=_print_problems, progress=sys.stderr, verbose=args.verbose)
+    print(visible(outcome.summary_line))
+    if outcome.comparison_line:
+        print(visible(outcome.comparison_line))
+    if outcome.email_line and not args.quiet:
+        print(visible(outcome.email_line))
+    for verdict in outcome.verdicts:
+        if not verdict.passed or not args.quiet:
+            print(f"{'gate passed' if verdict.passed else 'GATE FAILED'}: {verdict.gate}: {visible(verdict.why)}")
+    return outcome.exit_status
 
 
 def command_email(args: argparse.Namespace) -> int:
@@ -222,11 +256,19 @@ def command_email(args: argparse.Namespace) -> int:
 
 def command_validate(args: argparse.Namespace) -> int:
     from qareport.loading import load_suite
+    from qareport.preflight import check_inputs_exist
 
+    check_inputs_exist("TESTCASES", args.testcases)
+    check_inputs_exist("--responses", args.responses)
     suite = load_suite(args.testcases, args.responses)
-    _print_problems(suite.problems)
-    print(f"{len(suite.cases)} test cases, {len(suite.responses)} responses, {len(suite.problems)} problems")
-    return 1 if suite.problems else 0
+    for problem in suite.problems:
+        print(visible(problem))
+    checked = f"{len(suite.cases)} test cases" + (f", {len(suite.responses)} responses" if args.responses else "")
+    if suite.problems:
+        print(f"qareport: {checked}: {len(suite.problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"qareport: {checked}: valid")
+    return 0
 
 
 COMMANDS = {"run": command_run, "validate": command_validate, "email": command_email}
@@ -237,10 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except StrictModeError as error:
-        print(f"qareport: {error}", file=sys.stderr)
+        print(f"qareport: {visible(error)}", file=sys.stderr)
         return 2
     except QAReportError as error:
-        print(f"qareport: {error}", file=sys.stderr)
+        print(f"qareport: {visible(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("qareport: interrupted; nothing was written", file=sys.stderr)

@@ -726,7 +726,9 @@ def load_responses(
 def load_suite(
     testcase_paths: Iterable[str | Path], response_paths: Iterable[str | Path]
 ) -> Suite:
-    """Test cases and responses, cross-checked: unknown ids and missing responses are problems."""
+    """Test cases and responses, cross-checked: unknown ids and missing responses are problems.
+    Without any response path the test cases are checked alone (`qareport validate TESTCASES`)."""
+    response_paths = list(response_paths)
     problems = _Collector()
     cases, case_inputs = load_test_cases(testcase_paths, problems)
     responses, response_inputs = load_responses(response_paths, problems)
@@ -740,7 +742,7 @@ def load_suite(
                 case_id,
             )
     for case in cases:
-        if case.id not in responses and case.turns:
+        if response_paths and case.id not in responses and case.turns:
             problems.add(
                 case.location.path,
                 case.location.line,

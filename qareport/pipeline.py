@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
-from qareport import __version__
+from qareport import __version__, preflight
+from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
-from qareport.errors import QAReportError, StrictModeError
+from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
 from qareport.records import CaseResult, Problem, RunInfo
-from qareport.report import Report, build_report
+from qareport.gates import GateVerdict, Threshold, check_gates
+from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
 from qareport.statistics import SuiteStatistics, summarize
@@ -41,6 +44,10 @@ class RunOptions:
     baseline: str | None = None  # an earlier workbook or results file: adds the Changes sheet
     history: tuple[str, ...] = ()  # earlier workbooks / results files or folders: adds the Trend sheet
     email: EmailRequest | None = None  # send the workbook once written
+    send_incomplete: bool = False  # send the email even when the run is incomplete
+    min_evaluated_share: float = MIN_EVALUATED_SHARE  # below it the run is incomplete
+    fail_on_regression: bool = False  # a gate: needs `baseline`
+    thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,34 @@ class RunOutcome:
     report: Report
     summary_line: str
     email_line: str | None = None  # what was done with the email, when one was asked for
+    comparison_line: str | None = None  # the deltas against the baseline, or the incomplete-run warning
+    verdicts: tuple[GateVerdict, ...] = ()
+
+    @property
+    def exit_status(self) -> int:
+        """0, or 1 when a gate failed (an incomplete run fails one of its own)."""
+        return 1 if any(not verdict.passed for verdict in self.verdicts) else 0
+
+
+def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> None:
+    """Stop at once, writing nothing, when the run could not end well (see `qareport.preflight`)."""
+    if options.fail_on_regression and not options.baseline:
+        raise UsageError("--fail-on-regression needs --baseline: there is nothing to regress from")
+    if not 0 <= options.min_evaluated_share <= 1:
+        raise UsageError(f"--min-evaluated {options.min_evaluated_share}: give a share between 0 and 1")
+    preflight.check_inputs_exist("TESTCASES", options.testcases)
+    preflight.check_inputs_exist("--responses", options.responses)
+    preflight.check_inputs_exist("--history", options.history)
+    inputs = (*options.testcases, *options.responses)
+    preflight.check_output("--output", options.output, suffixes=(preflight.WORKBOOK_SUFFIX,), inputs=inputs)
+    if options.results_path:
+        preflight.check_output("--results", options.results_path, suffixes=preflight.RESULTS_SUFFIXES,
+                               inputs=inputs)
+    preflight.check_templates(templates_dir)
+    if options.email is not None:
+        preflight.check_header_text("--email-subject", [options.email.subject])
+        preflight.check_header_text("--email-to", [*options.email.to, *options.email.cc, options.email.sender])
+    preflight.remove_stale_temporaries(os.path.dirname(options.output) or ".", now=time.time())
 
 
 def run_created_time() -> datetime:
@@ -72,6 +107,7 @@ def run_pipeline(
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
     progress: TextIO | None = sys.stderr,
+    verbose: bool = False,
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
@@ -84,6 +120,7 @@ def run_pipeline(
     templates_dir = settings.run.templates
     match_by = settings.run.match_terms_by
     strict = settings.run.strict
+    check_before_any_work(options, templates_dir=templates_dir)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
     baseline = read_run(options.baseline) if options.baseline else None
@@ -93,7 +130,10 @@ def run_pipeline(
     if options.email is not None and settings.email is not None:
         check_email_request(options.email, settings.email)
 
+    stages = Progress(progress, verbose=verbose)
+    stages.start("loading test cases and responses")
     suite = load_suite(options.testcases, options.responses)
+    stages.finish(f"loaded {len(suite.cases):,} test cases and {len(suite.responses):,} responses")
     on_problems(suite.problems)
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")
@@ -112,7 +152,9 @@ def run_pipeline(
             usage = judged.usage
             return judged.results
     try:
+        stages.start(f"evaluating {len(suite.cases):,} test cases")
         evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by), judge=judge_callable)
+        stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:
             judge.close()
@@ -142,18 +184,38 @@ def run_pipeline(
         not_evaluated=not_evaluated,
     )
     report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
-                          history=history.runs if history else (), source=options.output)
+                          history=history.runs if history else (), source=options.output,
+                          min_evaluated_share=options.min_evaluated_share)
+    stages.start(f"writing {options.output}")
     write_workbook(report, options.output, templates_dir=templates_dir)
+    stages.finish(f"wrote {options.output}")
     if options.results_path:
         write_results_file(results_document(report), options.results_path)
     email_line = None
-    if options.email is not None and settings.email is not None:
+    if options.email is not None and report.incomplete and not options.send_incomplete:
+        email_line = f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
+    elif options.email is not None and settings.email is not None:
         try:
             email_line = email_report(options.output, options.email, settings=settings.email,
                                       templates_dir=templates_dir)
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
-    return RunOutcome(report, _summary_line(options.output, report), email_line)
+    verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
+    return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report), verdicts)
+
+
+def _comparison_line(report: Report) -> str | None:
+    """What moved since the baseline, in one line; an incomplete run says so instead."""
+    if report.incomplete:
+        return f"{report.incomplete}: no deltas are shown; see the Problems sheet and the status column"
+    comparison = report.comparison
+    if comparison is None:
+        return None
+    deltas = [f"{delta.label} {delta.new:.2f} ({delta.delta:+.2f})" for delta in comparison.headline
+              if delta.new is not None and delta.delta is not None]
+    counts = comparison.counts()
+    line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
+    return line + (f"; {', '.join(deltas)}" if deltas else "")
 
 
 def _has_answers(results: Sequence[CaseResult]) -> bool:

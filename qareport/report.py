@@ -32,6 +32,7 @@ from qareport.statistics import SuiteStatistics, summarize
 
 
 WORST_CASES = 10
+MIN_EVALUATED_SHARE = 0.5  # below this share of cases evaluated, a run is reported as incomplete
 CASE_SCORE = "case score"  # the key of the distribution of case scores, beside the headline metrics
 
 
@@ -54,6 +55,8 @@ class Report:
     kind_tables: tuple[Table, ...] = ()  # Statistics tables of the kinds that add their own
     comparison: Comparison | None = None  # with a baseline
     trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
+    incomplete: str | None = None
+    """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -70,6 +73,7 @@ def build_report(
     baseline: RunSnapshot | None = None,
     history: Sequence[RunSnapshot] = (),
     source: str = "this run",
+    min_evaluated_share: float = MIN_EVALUATED_SHARE,
 ) -> Report:
     """Everything the writers need from one run. `baseline` adds the comparison; `history` the
     trend (the baseline is a point of the trend too)."""
@@ -77,6 +81,7 @@ def build_report(
     rows = tuple(case_rows(results))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
     reasons = {r.case.id: reason for r in results if (reason := kinds.explain_case(r))}
+    counts = status_counts(rows)
     return Report(
         run=run,
         results=results,
@@ -84,7 +89,7 @@ def build_report(
         statistics=statistics if statistics is not None else summarize(results),
         rows=rows,
         headline=headline_metrics(rows),
-        status_counts=status_counts(rows),
+        status_counts=counts,
         kinds=tuple(kind for kind in kinds.REGISTRY if kind.present(results)),
         reasons=reasons,
         worst_cases=tuple((row, score) for row in worst_cases(rows, limit=WORST_CASES)
@@ -94,7 +99,16 @@ def build_report(
                           for table in kind.statistics_tables(results)),
         comparison=compare_runs(baseline, current) if baseline is not None else None,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
+        incomplete=incomplete_run(counts, min_evaluated_share),
     )
+
+
+def incomplete_run(counts: Mapping[str, int], min_evaluated_share: float) -> str | None:
+    """The warning for a run that evaluated fewer than `min_evaluated_share` of its cases."""
+    total, evaluated = sum(counts.values()), counts.get("success", 0)
+    if total and evaluated / total >= min_evaluated_share:
+        return None
+    return f"INCOMPLETE RUN: {evaluated} of {total} cases evaluated"
 
 
 def _score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:

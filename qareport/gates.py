@@ -1,0 +1,104 @@
+"""Gates: what makes a run fail a CI pipeline or a scheduled job (exit status 1), decided from the
+report model after the workbook is written and any email sent.
+
+- `--fail-on-regression`: the comparison with `--baseline` found a regressed case.
+- `--fail-under METRIC=VALUE`: a headline metric is below VALUE. METRIC is a headline metric's key
+  (`macro_recall`, `steps_score`, ...) or a tag-qualified one (`macro_recall@weo`: the mean over the
+  evaluated cases with that tag). A metric that no case has fails its gate: a gate never passes on
+  nothing.
+- an incomplete run (fewer than `--min-evaluated` of the cases evaluated) always fails.
+
+Exit status 2 stays for usage and input errors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qareport import kinds
+from qareport.errors import UsageError
+from qareport.report import Report
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """`--fail-under METRIC[@TAG]=VALUE`."""
+
+    metric: str
+    minimum: float
+    tag: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric}@{self.tag}" if self.tag else self.metric
+
+
+@dataclass(frozen=True, slots=True)
+class GateVerdict:
+    """One gate's outcome, with the sentence the console prints."""
+
+    gate: str
+    passed: bool
+    why: str
+
+
+def parse_threshold(text: str) -> Threshold:
+    """`macro_recall=0.8` or `macro_recall@weo=0.8`; a `UsageError` says what is wrong."""
+    name, equals, value = text.partition("=")
+    metric, _, tag = name.strip().partition("@")
+    known = kinds.headline_metric_keys()
+    if not equals or not metric:
+        raise UsageError(f"--fail-under {text!r}: write METRIC=VALUE, e.g. macro_recall=0.8")
+    if metric not in known:
+        raise UsageError(f"--fail-under {text!r}: unknown metric '{metric}'; use one of {', '.join(known)}")
+    try:
+        minimum = float(value)
+    except ValueError:
+        raise UsageError(f"--fail-under {text!r}: the value must be a number (got {value!r})") from None
+    if not math.isfinite(minimum):
+        raise UsageError(f"--fail-under {text!r}: the value must be a finite number")
+    if "@" in name and not tag.strip():
+        raise UsageError(f"--fail-under {text!r}: name a tag after '@', e.g. {metric}@weo")
+    return Threshold(metric, minimum, tag.strip() or None)
+
+
+def metric_mean(rows: Iterable[Mapping[str, Any]], metric: str, *, tag: str | None = None) -> tuple[float | None, int]:
+    """The mean of a metric over the evaluated cases (with `tag`, only those in that tag), and how
+    many cases it is over."""
+    values = [
+        float(value) for row in rows
+        if row.get("status") == "success" and (tag is None or tag in (row.get("groups") or ()))
+        and isinstance(value := row.get(metric), (int, float)) and not isinstance(value, bool)
+    ]
+    return (sum(values) / len(values) if values else None), len(values)
+
+
+def check_gates(report: Report, *, fail_on_regression: bool = False,
+                thresholds: Sequence[Threshold] = ()) -> tuple[GateVerdict, ...]:
+    """Every gate asked for, in the order given; an incomplete run is a failed gate of its own."""
+    verdicts = []
+    if report.incomplete:
+        verdicts.append(GateVerdict("complete run", False, report.incomplete))
+    if fail_on_regression:
+        regressed = report.comparison.cases_with("regression") if report.comparison is not None else 0
+        verdicts.append(GateVerdict(
+            "--fail-on-regression", regressed == 0,
+            f"{regressed} case(s) regressed since the baseline" if regressed else "no case regressed since the baseline",
+        ))
+    for threshold in thresholds:
+        mean, cases = metric_mean(report.rows, threshold.metric, tag=threshold.tag)
+        gate = f"--fail-under {threshold.name}={threshold.minimum:g}"
+        if mean is None:
+            scope = f"tag '{threshold.tag}'" if threshold.tag else "the run"
+            verdicts.append(GateVerdict(gate, False, f"no evaluated case of {scope} has {threshold.metric}"))
+        else:
+            passed = mean >= threshold.minimum
+            verdicts.append(GateVerdict(
+                gate, passed,
+                f"{threshold.name} is {mean:.4f} over {cases} case(s), "
+                f"{'at least' if passed else 'below'} {threshold.minimum:g}",
+            ))
+    return tuple(verdicts)
