@@ -35,6 +35,7 @@ _EXPORTS = {
     "Report": "qareport.report",
     "RunInfo": "qareport.records",
     "RunSnapshot": "qareport.records",
+    "Unloaded": "qareport.records",
     "read_run": "qareport.runs",
     "write_workbook": "qareport.workbook",
     "WrittenWorkbook": "qareport.workbook",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -82,15 +83,23 @@ def _raise_field_size_limit() -> None:
             limit //= 10
 
 
+def _utf8(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise UsageError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); save the file as UTF-8") from None
+
+
 def read_input(path: str) -> tuple[list[str], list[dict[str, str]]]:
     """The header and rows of the input TSV."""
     try:
-        handle = open(path, encoding="utf-8-sig", newline="")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except OSError as error:
         raise UsageError(f"{path}: cannot read ({error.strerror})") from None
-    with handle:
+    with io.StringIO(_utf8(data, path), newline="") as handle:
         reader = csv.DictReader(handle, delimiter="\t")
         header = list(reader.fieldnames or [])
         missing = [name for name in IN_FIELDS if name not in header]
@@ -115,13 +124,13 @@ def row_key(row: dict[str, str]) -> RowKey:
 def read_previous(path: str, header: list[str]) -> dict[RowKey, dict[str, str]]:
     """Rows of an earlier output judged without error, by key. An unfinished last row is ignored."""
     try:
-        handle = open(path, encoding="utf-8", newline="")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as error:
         raise UsageError(f"{path}: cannot read the existing output ({error.strerror})") from None
     kept: dict[RowKey, dict[str, str]] = {}
-    with handle:
+    with io.StringIO(_utf8(data, path), newline="") as handle:
         reader = csv.DictReader(handle, delimiter="\t")
         fields = list(reader.fieldnames or [])
         if not fields:

@@ -14,7 +14,9 @@ Rules, in the words an analyst would use:
   - both evaluated: every metric whose value moved by more than `tolerance` is a regression (down)
     or an improvement (up); a metric present in only one run (e.g. the LLM judge was off) is not
     compared.
-- Cases only in the current run are *new*, cases only in the baseline *removed*.
+- Cases only in the current run are *new*, cases only in the baseline *removed*, unless they
+  could not be loaded this time (their file, or their item of it, could not be read): then they
+  are *not loaded*, listed first, and never counted as removed or regressed.
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from qareport import kinds
-from qareport.records import RunSnapshot
+from qareport.records import RunSnapshot, Unloaded
 
 NOT_SCORED_STATUSES = ("error", "missing", "invalid")
 STATUSES = ("success", *NOT_SCORED_STATUSES)
 DEFAULT_TOLERANCE = 1e-9  # float noise, not a change
 
-ChangeKind = Literal["regression", "improvement", "test changed", "new case", "removed case"]
-CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "test changed", "new case", "removed case")
+ChangeKind = Literal["regression", "improvement", "test changed", "new case", "removed case", "not loaded"]
+CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "test changed", "new case", "removed case",
+                                        "not loaded")
 
 
 def metric_label(metric: str | None) -> str:
@@ -219,6 +222,8 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
 def _display_order(change: CaseChange) -> tuple[Any, ...]:
     """Regressions first (status losses, then the biggest drops), then improvements (status gains,
     then the biggest rises), then changed tests, new and removed cases in input order."""
+    if change.kind == "not loaded":
+        return (-1,)
     rank = CHANGE_KINDS.index(change.kind)
     if change.kind == "regression":
         return (rank, change.delta is not None, change.delta or 0.0)
@@ -227,8 +232,10 @@ def _display_order(change: CaseChange) -> tuple[Any, ...]:
     return (rank,)
 
 
-def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
-    """What changed from `baseline` to `current`, per case and metric, and in the headline metrics."""
+def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,
+                 unloaded: Sequence[Unloaded] = ()) -> Comparison:
+    """What changed from `baseline` to `current`, per case and metric, and in the headline metrics.
+    `unloaded`: the test cases this run could not read (`Suite.unloaded`)."""
     old_rows = _by_case_id(baseline.cases)
     new_rows = _by_case_id(current.cases)
     changes: list[CaseChange] = []
@@ -241,8 +248,13 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
             changes.extend(_case_changes(old, new, tolerance))
     for case_id, old in old_rows.items():
         if case_id not in new_rows:
-            changes.append(CaseChange("removed case", case_id, str(old.get("name") or ""),
-                                      old_status=old.get("status")))
+            lost = why_not_loaded(case_id, old, unloaded)
+            if lost is not None:
+                changes.append(CaseChange("not loaded", case_id, str(old.get("name") or ""), "status",
+                                          old_status=old.get("status"), new_status=lost))
+            else:
+                changes.append(CaseChange("removed case", case_id, str(old.get("name") or ""),
+                                          old_status=old.get("status")))
     changes.sort(key=_display_order)  # stable: ties keep the input order
     return Comparison(
         baseline_source=baseline.source,
@@ -251,6 +263,23 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         changes=tuple(changes),
         headline=headline_deltas(headline_metrics(baseline.cases), headline_metrics(current.cases)),
     )
+
+
+def why_not_loaded(case_id: str, row: Mapping[str, Any], unloaded: Sequence[Unloaded]) -> str | None:
+    """Why a baseline case is missing from this run when it may only not have been read ("not
+    loaded (file X could not be read)"), or None when it was removed."""
+    for part in unloaded:
+        if part.case_id == case_id:
+            return f"not loaded ({part.describe()})"
+    stored_file = row.get("file")
+    for part in unloaded:
+        if part.case_id is None and (not stored_file or _same_file(str(stored_file), part.path)):
+            return f"not loaded ({part.describe()})"
+    return None
+
+
+def _same_file(stored: str, path: str) -> bool:
+    return stored == path or stored.replace("\\", "/").rsplit("/", 1)[-1] == path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def headline_deltas(old: Sequence[Headline], new: Sequence[Headline]) -> tuple[HeadlineDelta, ...]:

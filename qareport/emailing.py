@@ -130,7 +130,8 @@ def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
     """What the email templates get: numbers already formatted, so a template stays simple."""
     counts = record.status_counts
     metadata = record.metadata
-    comparison = record.comparison
+    # an incomplete run shows no delta: a change over a handful of cases is no change
+    comparison = None if metadata.get("alert.incomplete") else record.comparison
     deltas = {d.metric: d for d in comparison.headline} if comparison else {}
     metrics = []
     for item in record.headline:
@@ -189,13 +190,18 @@ def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
             "new_cases": counts_by_kind["new case"],
             "removed_cases": counts_by_kind["removed case"],
         }
+    context["alerts"] = [str(value) for key, value in metadata.items() if key.startswith("alert.") and value]
     context["headline_sentence"] = _headline_sentence(context)
     return context
 
 
 def _headline_sentence(context: Mapping[str, Any]) -> str:
-    """One line that says it all: the subject line and the first line of the body."""
-    parts = []
+    """One line that says it all: the subject line and the first line of the body. An incomplete
+    run says so instead of its numbers; test cases that could not be loaded come first."""
+    incomplete = next((alert for alert in context["alerts"] if alert.startswith("INCOMPLETE RUN")), None)
+    if incomplete:
+        return incomplete
+    parts = [alert for alert in context["alerts"]]
     for metric in context["metrics"][:2]:
         part = f"{metric['label']} {metric['mean']}"
         if metric["direction"] in ("up", "down"):

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from qareport import kinds
 from qareport.errors import ShapeError
+from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, yaml_documents
 from qareport.records import (
     DatasetSelection,
     DimensionTerms,
@@ -32,6 +34,7 @@ from qareport.records import (
     TestCase,
     Turn,
     TurnOutput,
+    Unloaded,
 )
 
 TESTCASE_SUFFIXES = (".yaml", ".yml")
@@ -39,65 +42,6 @@ RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
 RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
 TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
 TURN_KEYS = ("indicator_selection", "actual_answer", "actual_steps")
-
-
-# --- YAML with line numbers ----------------------------------------------------------------------
-
-
-class LineDict(dict):
-    """A mapping read from YAML that remembers its line and the line of each key."""
-
-    line: int | None = None
-    key_lines: dict[Any, int] = {}
-
-
-class LineList(list):
-    """A sequence read from YAML that remembers its line and the line of each item."""
-
-    line: int | None = None
-    item_lines: list[int] = []
-
-
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    pass
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
-    data = LineDict()
-    data.line = node.start_mark.line + 1
-    yield data
-    data.update(loader.construct_mapping(node))
-    data.key_lines = {
-        key.value: key.start_mark.line + 1 for key, _ in node.value if isinstance(key, yaml.ScalarNode)
-    }
-
-
-def _construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
-    data = LineList()
-    data.line = node.start_mark.line + 1
-    yield data
-    data.extend(loader.construct_sequence(node))
-    data.item_lines = [item.start_mark.line + 1 for item in node.value]
-
-
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
-
-
-def line_of(value: Any, key: Any = None) -> int | None:
-    """The line of a YAML value, or of one of its keys; None for JSON and scalars."""
-    if isinstance(value, LineDict):
-        if key is not None and key in value.key_lines:
-            return value.key_lines[key]
-        return value.line
-    if isinstance(value, LineList):
-        if isinstance(key, int) and 0 <= key < len(value.item_lines):
-            return value.item_lines[key]
-        return value.line
-    return None
 
 
 # --- reading files -----------------------------------------------------------------------------
@@ -108,6 +52,7 @@ class _Collector:
     """Problems found so far, in the order found."""
 
     problems: list[Problem] = field(default_factory=list)
+    unloaded: list[Unloaded] = field(default_factory=list)  # test cases that could not be read
 
     def add(self, path: str, line: int | None, message: str, case_id: str | None = None) -> None:
         self.problems.append(Problem(Location(path, line), message, case_id))
@@ -116,25 +61,78 @@ class _Collector:
 def expand_paths(
     paths: Iterable[str | Path], suffixes: Sequence[str], problems: _Collector, *, role: str
 ) -> list[tuple[str, list[Path]]]:
-    """Each given path with the files it stands for (directories searched recursively, sorted)."""
+    """Each given path with the files it stands for (folders searched recursively, sorted).
+
+    Nothing is skipped silently: a named pipe, a dangling link, a link that loops back into its own
+    folder and a folder that cannot be read are each a problem.
+    """
     expanded = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
-            )
-            if not files:
+            files = _files_in(path, suffixes, problems)
+            if not files and not any(p.location.path.startswith(str(path)) for p in problems.problems):
                 problems.add(
                     str(path), None, f"no {role} files ({', '.join(suffixes)}) in this directory"
                 )
         elif path.is_file():
             files = [path]
+        elif _is_fifo(path):
+            problems.add(str(path), None, "a named pipe (FIFO), not a file; give a regular file")
+            files = []
+        elif path.is_symlink():
+            problems.add(str(path), None, "a link to something that does not exist; fix or remove the link")
+            files = []
         else:
             problems.add(str(path), None, f"no such file or directory (given as {role})")
             files = []
         expanded.append((str(given), files))
     return expanded
+
+
+def _is_fifo(path: Path) -> bool:
+    try:
+        return stat.S_ISFIFO(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def _files_in(folder: Path, suffixes: Sequence[str], problems: _Collector) -> list[Path]:
+    """The files with one of `suffixes` below `folder`, following links to folders once each."""
+    files: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+
+    def unreadable(error: OSError) -> None:
+        problems.add(str(error.filename or folder), None,
+                     f"cannot read this folder ({error.strerror or error}); its files are not loaded")
+
+    for root, folders, names in os.walk(folder, onerror=unreadable, followlinks=True):
+        here = Path(root)
+        try:
+            identity = here.stat()
+            seen.add((identity.st_dev, identity.st_ino))
+        except OSError:
+            continue
+        for name in list(folders):
+            child = here / name
+            try:
+                status = child.stat()
+            except OSError:
+                continue
+            if (status.st_dev, status.st_ino) in seen:
+                folders.remove(name)
+                problems.add(str(child), None, "a link back into a folder already searched (a loop); it is skipped")
+        for name in names:
+            candidate = here / name
+            if candidate.suffix.lower() not in suffixes:
+                continue
+            if candidate.is_file():
+                files.append(candidate)
+            elif _is_fifo(candidate):
+                problems.add(str(candidate), None, "a named pipe (FIFO), not a file; it is not read")
+            elif candidate.is_symlink():
+                problems.add(str(candidate), None, "a link to something that does not exist; fix or remove the link")
+    return sorted(files)
 
 
 def _read_text(path: Path, problems: _Collector) -> str | None:
@@ -160,22 +158,21 @@ def _read_text(path: Path, problems: _Collector) -> str | None:
     return text
 
 
-def _yaml_documents(path: Path, text: str, problems: _Collector) -> list[Any]:
-    """The documents of a YAML file; a syntax error keeps the documents before it."""
-    documents = []
-    loader = _LineLoader(text)
-    try:
-        while loader.check_data():
-            documents.append(loader.get_data())
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark else None
-        problems.add(str(path), line, f"invalid YAML: {error.problem or error}; fix the syntax")
-    except yaml.YAMLError as error:
-        problems.add(str(path), None, f"invalid YAML: {error}")
-    finally:
-        loader.dispose()
-    return [d for d in documents if d is not None]
+def _yaml_documents(path: Path, text: str, problems: _Collector, *, testcases: bool = False) -> Iterator[Any]:
+    """The documents of a YAML file (for a top-level sequence, one per item: see `yaml_input`), one
+    at a time, so that only one item's raw data is alive; a syntax error costs only its item."""
+    found = reported = 0
+    for part in yaml_documents(text):
+        if isinstance(part, YamlProblem):
+            problems.add(str(path), part.line, part.message, part.item_id)
+            reported += 1
+            if part.lost and testcases:
+                problems.unloaded.append(Unloaded(str(path), part.line, part.item_id, whole_file=part.item_id is None))
+        else:
+            found += 1
+            yield part
+    if not found and not reported:
+        problems.add(str(path), None, "the file holds no data (only comments, or null); add to it or remove it")
 
 
 def _sha256(files: Iterable[Path]) -> str:
@@ -524,8 +521,11 @@ def load_test_cases(
         for file in files:
             text = _read_text(file, problems)
             if text is None:
+                if problems.problems and problems.problems[-1].location.path == str(file) \
+                        and "is empty" not in problems.problems[-1].message:
+                    problems.unloaded.append(Unloaded(str(file), problems.problems[-1].location.line, whole_file=True))
                 continue
-            for document in _yaml_documents(file, text, problems):
+            for document in _yaml_documents(file, text, problems, testcases=True):
                 for case in _cases_in_document(document, str(file), problems):
                     if case.id in first_seen:
                         problems.add(
@@ -584,50 +584,85 @@ def _id_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def _raw_response_records(path: Path, text: str, problems: _Collector) -> list[tuple[Any, str | None, int | None]]:
-    """(record, key id, line) for each record of a responses file."""
+def _raw_response_records(path: Path, text: str, problems: _Collector) -> Iterator[tuple[Any, str | None, int | None]]:
+    """(record, key id, line) for each record of a responses file, one at a time."""
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        records = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                records.append((json.loads(line), None, number))
-            except json.JSONDecodeError as error:
-                problems.add(str(path), number, f"invalid JSON on this line: {error.msg}; fix or remove the line")
-        return records
+            value = _json_value(line, path, problems, line=number)
+            if value is not _UNREADABLE:
+                yield value, None, number
+        return
     if suffix == ".json":
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            problems.add(
-                str(path), error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax"
-            )
-            return []
+        value = _json_value(text, path, problems, line=None)
+        if value is _UNREADABLE:
+            return
         id_lines = _id_lines(text)
-        records = []
         for record, key in _records_in_json_value(value):
             record_id = key or (_record_id(record) if isinstance(record, dict) else None)
-            records.append((record, key, id_lines.get(record_id) if record_id else None))
-        return records
-    records = []
+            yield record, key, id_lines.get(record_id) if record_id else None
+        return
     for document in _yaml_documents(path, text, problems):
         for record, key in _records_in_json_value(document):
             line = line_of(document, key) if key is not None else line_of(record)
-            records.append((_plain(record) if isinstance(record, (dict, list)) else record, key, line))
-    return records
+            yield _plain(record) if isinstance(record, (dict, list)) else record, key, line
 
 
-def _number(record: dict, key: str) -> int | float | None:
+_UNREADABLE = object()
+MAX_INT_DIGITS = 4000  # below Python's int-to-string limit (4,300 digits)
+
+
+def _json_value(text: str, path: Path, problems: _Collector, *, line: int | None) -> Any:
+    """One JSON text; `_UNREADABLE` (with a problem) when it is not JSON or nests too deeply.
+    An integer too long to be a number is kept as text, with a problem."""
+    oversized: list[str] = []
+
+    def parse_int(digits: str) -> int | str:
+        if len(digits) > MAX_INT_DIGITS:
+            oversized.append(digits)
+            return digits
+        return int(digits)
+
+    try:
+        value = json.loads(text, parse_int=parse_int)
+    except json.JSONDecodeError as error:
+        if line is not None:
+            problems.add(str(path), line, f"invalid JSON on this line: {error.msg}; fix or remove the line")
+        else:
+            problems.add(str(path), error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax")
+        return _UNREADABLE
+    except RecursionError:
+        problems.add(str(path), line, "the JSON nests too deeply to read (over about a thousand levels); "
+                                      "qareport refuses it")
+        return _UNREADABLE
+    for digits in oversized:
+        where = line if line is not None else text.count("\n", 0, max(0, text.find(digits))) + 1
+        problems.add(str(path), where, f"a number with {len(digits):,} digits is too long to read as a number; "
+                                       "it is kept as text")
+    return value
+
+
+MAX_COUNT = 2**53  # a token count or a number of seconds beyond this is not a measurement
+
+
+def _number(record: dict, key: str, notes: list[str]) -> int | float | None:
+    """A token count or a time; one too large for a number (or not finite) is left out, with a note,
+    and stays in the record as text."""
     value = record.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
-            return float(value)
+            value = float(value)
         except (TypeError, ValueError):
             raise ShapeError(f"'{key}' must be a number (got {_describe(value)})", None) from None
+    if not -MAX_COUNT <= value <= MAX_COUNT:  # False for NaN too
+        shown = str(record.get(key))
+        notes.append(f"'{key}' is not a usable number ({shown[:20]}{'…' if len(shown) > 20 else ''}, "
+                     f"{len(shown):,} characters); it is left out of the sums")
+        return None
     return value
 
 
@@ -649,8 +684,11 @@ def _turn_output(raw: dict, *, line: int | None) -> TurnOutput:
     )
 
 
-def parse_response(record: Any, *, key_id: str | None, location: Location) -> Response:
-    """One response record; raises ShapeError when it is not usable."""
+def parse_response(record: Any, *, key_id: str | None, location: Location,
+                   notes: list[str] | None = None) -> Response:
+    """One response record; raises ShapeError when it is not usable. What is wrong but does not
+    make it unusable goes into `notes`."""
+    notes = [] if notes is None else notes
     if not isinstance(record, dict):
         raise ShapeError(f"a response must be a mapping (got {_describe(record)})", location.line)
     case_id = _record_id(record) or key_id
@@ -658,8 +696,10 @@ def parse_response(record: Any, *, key_id: str | None, location: Location) -> Re
         raise ShapeError(
             "the response names no case; add 'question_id', 'test_case_id' or 'id'", location.line
         )
-    tokens = {key: _number(record, key) for key in TOKEN_KEYS}
+    tokens = {key: _number(record, key, notes) for key in TOKEN_KEYS}
+    unusable = {key: str(record[key]) for key in TOKEN_KEYS if record.get(key) is not None and tokens[key] is None}
     extra = {k: v for k, v in record.items() if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *TOKEN_KEYS, "status", "error")}
+    extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
         return Response(
             case_id=case_id,
@@ -698,8 +738,9 @@ def load_responses(
                 continue
             for record, key_id, line in _raw_response_records(file, text, problems):
                 location = Location(str(file), line)
+                notes: list[str] = []
                 try:
-                    response = parse_response(record, key_id=key_id, location=location)
+                    response = parse_response(record, key_id=key_id, location=location, notes=notes)
                 except ShapeError as error:
                     record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
                     problems.add(str(file), error.line or line, str(error), record_id)
@@ -708,6 +749,8 @@ def load_responses(
                             record_id, location, status="invalid", error=f"unusable response: {error}"
                         )
                     continue
+                for note in notes:
+                    problems.add(str(file), line, note, response.case_id)
                 if response.case_id in responses:
                     problems.add(
                         str(file),
@@ -733,14 +776,20 @@ def load_suite(
     cases, case_inputs = load_test_cases(testcase_paths, problems)
     responses, response_inputs = load_responses(response_paths, problems)
     known = {case.id for case in cases}
+    lost_ids = {u.case_id: u for u in problems.unloaded if u.case_id}
+    lost_files = [u for u in problems.unloaded if u.case_id is None]
     for case_id, response in responses.items():
-        if case_id not in known:
-            problems.add(
-                response.location.path,
-                response.location.line,
-                f"response for unknown case id '{case_id}'; check the id or add the test case",
-                case_id,
-            )
+        if case_id in known:
+            continue
+        if case_id in lost_ids:
+            message = (f"response for case id '{case_id}', whose test case is in the part of "
+                       f"{lost_ids[case_id].path} that could not be read (line {lost_ids[case_id].line}); fix that file")
+        elif lost_files:
+            message = (f"response for case id '{case_id}', which no loaded test case has; its test case may be in "
+                       f"{', '.join(sorted({u.path for u in lost_files}))}, which could not be read")
+        else:
+            message = f"response for unknown case id '{case_id}'; check the id or add the test case"
+        problems.add(response.location.path, response.location.line, message, case_id)
     for case in cases:
         if response_paths and case.id not in responses and case.turns:
             problems.add(
@@ -754,4 +803,5 @@ def load_suite(
         responses={k: v for k, v in responses.items() if k in known},
         problems=tuple(problems.problems),
         inputs=(*case_inputs, *response_inputs),
+        unloaded=tuple(problems.unloaded),
     )

@@ -185,7 +185,7 @@ def run_pipeline(
     )
     report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
                           history=history.runs if history else (), source=options.output,
-                          min_evaluated_share=options.min_evaluated_share)
+                          min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded)
     stages.start(f"writing {options.output}")
     write_workbook(report, options.output, templates_dir=templates_dir)
     stages.finish(f"wrote {options.output}")

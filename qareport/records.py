@@ -144,6 +144,22 @@ class InputSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class Unloaded:
+    """Test cases that could not be read: one item of a file (its id when it could be made out), or
+    a whole file. A baseline's case found here is "not loaded", never "removed"."""
+
+    path: str
+    line: int | None
+    case_id: str | None = None  # None: every case of the file, or an item whose id is unreadable
+    whole_file: bool = False
+
+    def describe(self) -> str:
+        if self.whole_file:
+            return f"file {self.path} could not be read"
+        return f"{self.path}:{self.line} could not be read" if self.line else f"a part of {self.path} could not be read"
+
+
+@dataclass(frozen=True, slots=True)
 class Suite:
     """Everything loaded: cases in input order, responses by case id, and the problems found."""
 
@@ -151,6 +167,7 @@ class Suite:
     responses: dict[str, Response]
     problems: tuple[Problem, ...]
     inputs: tuple[InputSummary, ...] = ()
+    unloaded: tuple[Unloaded, ...] = ()  # test cases lost to unreadable files or broken items
 
 
 # --- results -----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from qareport.comparison import (
     trend_points,
     worst_cases,
 )
-from qareport.records import CaseResult, Problem, RunInfo, RunSnapshot
+from qareport.records import CaseResult, Problem, RunInfo, RunSnapshot, Unloaded
 from qareport.runs import case_rows
 from qareport.statistics import SuiteStatistics, summarize
 
@@ -55,6 +55,9 @@ class Report:
     kind_tables: tuple[Table, ...] = ()  # Statistics tables of the kinds that add their own
     comparison: Comparison | None = None  # with a baseline
     trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
+    unloaded: tuple[Unloaded, ...] = ()  # test cases that could not be read (`Suite.unloaded`)
+    not_loaded: str | None = None
+    """"3 test cases could not be loaded (file x.yaml could not be read)", said before any delta."""
     incomplete: str | None = None
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
 
@@ -74,6 +77,7 @@ def build_report(
     history: Sequence[RunSnapshot] = (),
     source: str = "this run",
     min_evaluated_share: float = MIN_EVALUATED_SHARE,
+    unloaded: Sequence[Unloaded] = (),
 ) -> Report:
     """Everything the writers need from one run. `baseline` adds the comparison; `history` the
     trend (the baseline is a point of the trend too)."""
@@ -81,6 +85,7 @@ def build_report(
     rows = tuple(case_rows(results))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
     reasons = {r.case.id: reason for r in results if (reason := kinds.explain_case(r))}
+    comparison = compare_runs(baseline, current, unloaded=unloaded) if baseline is not None else None
     counts = status_counts(rows)
     return Report(
         run=run,
@@ -97,10 +102,27 @@ def build_report(
         score_distributions=_score_distributions(rows),
         kind_tables=tuple(table for kind in kinds.REGISTRY if kind.present(results)
                           for table in kind.statistics_tables(results)),
-        comparison=compare_runs(baseline, current) if baseline is not None else None,
+        comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
         incomplete=incomplete_run(counts, min_evaluated_share),
+        unloaded=tuple(unloaded),
+        not_loaded=not_loaded_note(unloaded, comparison),
     )
+
+
+def not_loaded_note(unloaded: Sequence[Unloaded], comparison: Comparison | None) -> str | None:
+    """The sentence that comes before any delta when test cases could not be read."""
+    if not unloaded:
+        return None
+    places = "; ".join(dict.fromkeys(part.describe() for part in unloaded))
+    if comparison is not None and comparison.cases_with("not loaded"):
+        count = comparison.cases_with("not loaded")
+        return f"{count} test case(s) of the baseline could not be loaded ({places})"
+    items = [part for part in unloaded if not part.whole_file]
+    files = [part for part in unloaded if part.whole_file]
+    parts = [f"{len(items)} test case(s)"] if items else []
+    parts += ["the test cases of " + ", ".join(dict.fromkeys(part.path for part in files))] if files else []
+    return f"{' and '.join(parts)} could not be loaded ({places})"
 
 
 def incomplete_run(counts: Mapping[str, int], min_evaluated_share: float) -> str | None:

@@ -42,7 +42,7 @@ CHANGES_SHEET = "qareport_changes"
 DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET)
 RUN_FORMAT = "qareport-run/1"
 CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status")
-CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash")
+CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file")
 LIST_FIELDS = ("groups",)
 WORKBOOK_SUFFIXES = (".xlsx",)
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
@@ -94,6 +94,7 @@ def case_row(result: CaseResult) -> dict[str, Any]:
         "status": result.status,
         "error": result.error,
         "definition_hash": result.case.definition_hash,
+        "file": result.case.location.path,
         **kinds.case_metrics(result),
     }
     for key in USAGE_FIELDS:
@@ -140,14 +141,17 @@ def run_metadata(
     rows: Sequence[dict[str, Any]],
     headline: Sequence[Headline],
     comparison: Comparison | None,
+    alerts: Mapping[str, str | None] | None = None,
 ) -> list[tuple[str, Any]]:
-    """The qareport_run sheet as key, value pairs (flat, so any tool can read it)."""
+    """The qareport_run sheet as key, value pairs (flat, so any tool can read it). `alerts`
+    ("not_loaded", "incomplete") are what a reader must see before any number."""
     pairs: list[tuple[str, Any]] = [
         ("format", RUN_FORMAT),
         ("created", run.created),
         ("qareport_version", run.qareport_version),
         ("cases", len(rows)),
     ]
+    pairs += [(f"alert.{name}", text) for name, text in (alerts or {}).items() if text]
     pairs += [(f"status.{status}", count) for status, count in status_counts(rows).items()]
     for item in headline:
         pairs += [
@@ -200,13 +204,14 @@ def stored_run_tables(
     rows: Sequence[dict[str, Any]],
     headline: Sequence[Headline],
     comparison: Comparison | None,
+    alerts: Mapping[str, str | None] | None = None,
 ) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, and its changes."""
     fields = case_fields()
     tables = [
         StoredTable(RESULTS_SHEET, fields,
                     tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in rows)),
-        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(run, rows, headline, comparison))),
+        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(run, rows, headline, comparison, alerts))),
     ]
     if comparison is not None:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(

@@ -308,3 +308,54 @@ def test_ids_with_escape_sequences_are_printed_with_the_control_characters_visib
     assert "\x1b" not in out + err and "\x07" not in out + err
     assert "one\\x1b]0;pwned\\x07" in err
     assert load_workbook(tmp_path / "week.xlsx")["Overview"]["A2"].value.startswith("one")
+
+
+# --- a broken test-case file never turns into "removed" ---------------------------------------------
+
+FIRST_WEO_CASE = "4f1a0365-8c7e-4792-850f-8563d1b51444"
+
+
+def broken_suite(folder: Path, how: str) -> Path:
+    import shutil
+
+    testcases = folder / "testcases"
+    shutil.copytree(TESTCASES, testcases, ignore=shutil.ignore_patterns("responses"))
+    weo = testcases / "imf" / "weo.yaml"
+    text = weo.read_text(encoding="utf-8")
+    if how == "one item":  # a syntax error in the first case of the file
+        weo.write_text(text.replace("  name: what_is_the_real_gdp_growth_forecast_for_india",
+                                    "  name: [what_is_the_real_gdp_growth_forecast_for_india", 1), encoding="utf-8")
+    else:  # a byte that is not UTF-8: the whole file is unreadable
+        weo.write_bytes(text.encode("utf-8").replace(b"India", b"Indi\xe9", 1))
+    return testcases
+
+
+@pytest.mark.parametrize("how", ["one item", "whole file"])
+def test_cases_of_a_broken_file_are_not_loaded_not_removed_and_said_first(last_week, tmp_path, capsys, how):
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week), "-q", testcases=broken_suite(tmp_path, how)) == 0
+    err = capsys.readouterr().err
+    book = load_workbook(report)
+    changes = [row for row in book["Changes"].iter_rows(min_row=2, values_only=True)]
+    assert "removed case" not in [row[2] for row in changes]
+    not_loaded = {row[0] for row in changes if row[2] == "not loaded"}
+    assert FIRST_WEO_CASE in not_loaded and len(not_loaded) == (1 if how == "one item" else 9)
+    assert changes[0][2] == "not loaded"  # listed first
+    alert = book["Summary"]["A3"].value
+    assert alert.startswith(f"{len(not_loaded)} test case(s) of the baseline could not be loaded (")
+    assert "weo.yaml" in alert
+    if how == "one item":
+        assert f"response for case id '{FIRST_WEO_CASE}', whose test case is in the part of" in err
+    else:
+        assert "which no loaded test case has; its test case may be in" in err and "could not be read" in err
+
+
+def test_the_email_of_a_run_with_unloaded_cases_says_so_first(last_week, tmp_path, smtp_server):  # noqa: F811
+    inbox, port = smtp_server
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week), "-q", "--email-to", "team@example.com", *smtp_args(port),
+               testcases=broken_suite(tmp_path, "one item")) == 0
+    (message,) = inbox.messages()
+    assert "1 test case(s) of the baseline could not be loaded" in message["Subject"]
+    assert message.get_body(("plain",)).get_content().splitlines()[1].startswith(
+        "1 test case(s) of the baseline could not be loaded")

@@ -37,8 +37,19 @@ from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
-from qareport.workbook.sheet import Book
-from qareport.workbook.sheet_names import CHANGES, DETAILS, OVERVIEW, PROBLEMS, STATISTICS, SUMMARY, TREND
+from qareport.workbook import styles
+from qareport.workbook.cells import clean_text, write
+from qareport.workbook.sheet import Book, Sheet
+from qareport.workbook.sheet_names import (
+    CHANGES,
+    DETAILS,
+    FULL_TEXTS,
+    OVERVIEW,
+    PROBLEMS,
+    STATISTICS,
+    SUMMARY,
+    TREND,
+)
 from qareport.workbook.statistics_sheet import write_statistics
 from qareport.workbook.summary import SummaryLinks, write_summary
 from qareport.workbook.trend import write_trend
@@ -78,8 +89,9 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
     change_rows: dict[str, int] = {}
     if changes is not None and comparison is not None:
         change_rows = write_changes(changes, comparison, overview_rows)
+    cut_texts: list[tuple[str, str, str]] = []
     write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
-                   change_rows=change_rows)
+                   change_rows=change_rows, cut_texts=cut_texts)
     write_statistics(stats_sheet, report)
     if trend is not None:
         write_trend(trend, report.trend)
@@ -93,6 +105,8 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
             problems_sheet=PROBLEMS if problems else None,
         ),
     )
+    if cut_texts:
+        write_full_texts(book.add_sheet(FULL_TEXTS), cut_texts)
     write_results_sheets(book, report)
     book.flush()
     summary.worksheet.activate()
@@ -101,6 +115,49 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
         "author": f"qareport {run.qareport_version}",
         "created": _naive_utc(run.created),  # XlsxWriter writes it as both created and modified
     })
+
+
+def write_full_texts(ws: Sheet, texts: list[tuple[str, str, str]]) -> None:
+    """Texts too long for one cell, in parts that fit: read them top to bottom."""
+    headers = ("case id", "column", "part", "text")
+    for column, header in enumerate(headers, start=1):
+        write(ws, 1, column, header)
+    styles.style_header_row(ws, 1, 1, len(headers))
+    styles.set_widths(ws, {1: 24, 2: 18, 3: 6, 4: 120})
+    ws.flush()
+    row = 2
+    for case_id, header, text in texts:
+        parts = _parts(clean_text(text))
+        for number, part in enumerate(parts, start=1):
+            ws.write_values(row, (case_id, header, f"{number}/{len(parts)}", part))
+            row += 1
+    styles.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
+
+
+FULL_TEXT_PART = 30_000  # characters a part (a cell holds 32,767)
+FULL_TEXT_LINES = 250  # line breaks a part (a cell holds 253)
+
+
+def _parts(text: str) -> list[str]:
+    """The text in pieces that each fit a cell, cut at line ends where it can be."""
+    parts: list[str] = []
+    lines = text.split("\n")
+    start = 0
+    while start < len(lines):
+        end, size = start, 0
+        while end < len(lines) and end - start < FULL_TEXT_LINES and size + len(lines[end]) + 1 <= FULL_TEXT_PART:
+            size += len(lines[end]) + 1
+            end += 1
+        if end == start:  # one line longer than a part: cut it
+            line = lines[start]
+            parts.append(line[:FULL_TEXT_PART])
+            lines[start] = line[FULL_TEXT_PART:]
+            if not lines[start]:
+                start += 1
+            continue
+        parts.append("\n".join(lines[start:end]))
+        start = end
+    return parts
 
 
 def _naive_utc(created: str) -> datetime:

@@ -11,6 +11,7 @@ from qareport.kinds import CellFormat, Column
 from qareport.records import USAGE_FIELDS, CaseResult
 from qareport.report import Report
 from qareport.workbook import styles
+from qareport.workbook.sheet_names import FULL_TEXTS
 from qareport.workbook.cells import fit_text, write
 from qareport.workbook.sheet import Sheet
 
@@ -71,6 +72,7 @@ def write_overview(
     templates_dir: str | None = None,
     details_rows: Mapping[str, int] | None = None,
     change_rows: Mapping[str, int] | None = None,
+    cut_texts: list[tuple[str, str, str]] | None = None,
 ) -> dict[str, int]:
     """Fill the sheet row by row; returns the row of each case id (for links from other sheets).
 
@@ -80,6 +82,9 @@ def write_overview(
     The column widths follow from the longest texts and are needed before the first row is
     written, so the values of every row are computed first (values only: the rendered details
     are the costly part, and are computed once).
+
+    A text too long for a cell is cut with a marker pointing to the Full texts sheet; `cut_texts`
+    receives (case id, column, full text) for that sheet.
     """
     results, comparison = report.results, report.comparison
     columns = overview_columns(report, templates_dir=templates_dir)
@@ -100,7 +105,10 @@ def write_overview(
             if isinstance(value, float) and not math.isfinite(value):
                 value = str(value)  # as `write` would store it: text, measured as text
             if isinstance(value, str):
-                value = fit_text(value, where_full="Details sheet") or None
+                fitted = fit_text(value, where_full=f"the {FULL_TEXTS} sheet") or None
+                if fitted != value and fitted is not None and cut_texts is not None:
+                    cut_texts.append((result.case.id, column.header, value))
+                value = fitted
                 if value is not None:
                     longest[index] = max(longest[index], _longest_line(value) + 2)
             elif isinstance(value, (int, float)):

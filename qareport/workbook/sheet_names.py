@@ -12,3 +12,4 @@ STATISTICS = "Statistics"
 CHANGES = "Changes"
 TREND = "Trend"
 PROBLEMS = "Problems"
+FULL_TEXTS = "Full texts"  # only when a text was too long for its cell

@@ -151,7 +151,8 @@ def write_comparison(block: Block, comparison: Comparison, links: SummaryLinks) 
     counts = comparison.counts()
     block.header("", *labels.values())
     block.cell(0, "test cases")
-    for offset, (kind, count) in enumerate(counts.items(), start=1):
+    for offset, kind in enumerate(labels, start=1):
+        count = counts[kind]  # type: ignore[index]
         cell = block.cell(offset, count, number_format=styles.INTEGER_FORMAT)
         if count and kind in links.first_change_rows:
             styles.link(cell, CHANGES, f"A{links.first_change_rows[kind]}", tooltip=f"{kind}s in Changes")
@@ -263,6 +264,9 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     if comparison:
         subtitle += f" · compared with {display_time(comparison.baseline_created)}"
     write(ws, 2, 1, subtitle).font = styles.NOTE_FONT
+    alerts = [text for text in (report.not_loaded, report.incomplete) if text]
+    if alerts:  # before any number: what makes the numbers below less than they seem
+        write(ws, 3, 1, " · ".join(alerts)).font = styles.REGRESSION_FONT
 
     left = Block(ws, 4, 1)
     write_headline(left, report.headline, comparison)

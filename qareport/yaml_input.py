@@ -1,0 +1,332 @@
+"""YAML with line numbers, read item by item, refusing what would exhaust memory or the stack.
+
+A test-case file is nearly always one sequence at the top level (`- id: ...` at column 0). Such a
+file is split at those lines and each item is parsed on its own, with its line numbers shifted to
+where it stands in the file. Three things follow:
+
+- memory: only one item's node graph is alive at a time (a 50,000-case file as one document needs
+  gigabytes of nodes; item by item it needs the records alone);
+- a syntax error costs only the item it is in: the cases before it and after it are kept;
+- the guards below run per item, cheaply.
+
+A file that cannot be split safely (a top-level mapping, several documents, anchors that one item
+could share with another) is read whole, as one or more documents, with the same guards.
+
+Guards, each reported as a problem naming the line, never as a crash:
+
+- nesting deeper than `MAX_DEPTH` levels (libyaml's composer recurses in C: a 100,000-level
+  nesting would end the process). Only text with many brackets or a deep indentation is checked,
+  with libyaml's event parser, which does not recurse;
+- aliases expanding to more than `MAX_EXPANDED_NODES` nodes ("billion laughs"), or referring to
+  themselves; checked on the composed graph, only where the text has an alias at all;
+- a NUL byte, which YAML cannot hold;
+- an integer too long for Python's int-to-string limit: kept as text, with a problem;
+- a key given twice in one mapping (YAML keeps the last silently; a duplicate `id` renames a case).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+MAX_DEPTH = 100
+"""Levels of nested collections a YAML item may have (test cases need fewer than 15)."""
+MAX_EXPANDED_NODES = 1_000_000
+"""Nodes an item may have once its aliases are expanded (a large reference table has ~10,000)."""
+_DEPTH_SUSPECT_BRACKETS = 2 * MAX_DEPTH
+_DEPTH_SUSPECT_INDENT = re.compile(r"^ {%d,}" % (2 * MAX_DEPTH), re.M)
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s\[\]{},]")
+_ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s\[\]{},]")
+_ROOT_LINE = re.compile(r"^[^\s#].*$", re.M)  # a line with content at column 0
+
+
+class LineDict(dict):  # type: ignore[type-arg]
+    """A mapping read from YAML that remembers its line and the line of each key."""
+
+    line: int | None = None
+    key_lines: dict[Any, int] = {}
+
+
+class LineList(list):  # type: ignore[type-arg]
+    """A sequence read from YAML that remembers its line and the line of each item."""
+
+    line: int | None = None
+    item_lines: list[int] = []
+
+
+@dataclass(frozen=True, slots=True)
+class YamlProblem:
+    """Something wrong in the text; `line` counts from 1 in the whole file. `lost` when data could
+    not be read because of it: the whole text, or one item (whose `item_id` is guessed from its
+    text, for telling which case was lost)."""
+
+    line: int | None
+    message: str
+    lost: bool = False
+    item_id: str | None = None
+
+
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_BaseLoader):  # type: ignore[misc]
+    """libyaml's safe loader, building LineDict / LineList with lines counted in the whole file."""
+
+    def __init__(self, text: str, line_offset: int = 0):
+        super().__init__(text)
+        self.line_offset = line_offset
+        self.problems: list[YamlProblem] = []
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
+    data = LineDict()
+    offset = loader.line_offset + 1
+    data.line = node.start_mark.line + offset
+    yield data
+    data.update(loader.construct_mapping(node))
+    key_lines: dict[Any, int] = {}
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            line = key.start_mark.line + offset
+            if key.value in key_lines:
+                loader.problems.append(YamlProblem(line, (
+                    f"the key '{key.value}' is given twice in one mapping (lines {key_lines[key.value]} and {line}); "
+                    "YAML keeps only the last one: remove one")))
+            else:
+                key_lines[key.value] = line
+    data.key_lines = key_lines
+
+
+def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
+    data = LineList()
+    offset = loader.line_offset + 1
+    data.line = node.start_mark.line + offset
+    yield data
+    data.extend(loader.construct_sequence(node))
+    data.item_lines = [item.start_mark.line + offset for item in node.value]
+
+
+def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int | str:
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError:  # more digits than Python converts: keep the text
+        line = node.start_mark.line + loader.line_offset + 1
+        loader.problems.append(YamlProblem(line, (
+            f"a number with {len(node.value):,} characters is too long to read as a number; it is kept as text")))
+        return str(node.value)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+_LineLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def line_of(value: Any, key: Any = None) -> int | None:
+    """The line of a YAML value, or of one of its keys; None for JSON and scalars."""
+    if isinstance(value, LineDict):
+        if key is not None and key in value.key_lines:
+            return value.key_lines[key]
+        return value.line
+    if isinstance(value, LineList):
+        if isinstance(key, int) and 0 <= key < len(value.item_lines):
+            return value.item_lines[key]
+        return value.line
+    return None
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def yaml_documents(text: str) -> Iterator[Any | YamlProblem]:
+    """The documents of a YAML text, or, for a top-level sequence, one single-item LineList per item
+    (which reads the same to a caller that iterates over a document's items). Problems come in the
+    stream, in file order; whatever is valid is still given."""
+    items = split_root_sequence(text)
+    if items is None:
+        yield from _parse(text, 0, several=True)
+        return
+    for offset, chunk in items:
+        yield from _parse(chunk, offset, several=False)
+
+
+def split_root_sequence(text: str) -> list[tuple[int, str]] | None:
+    """(line offset, text) of each item of a top-level block sequence; None when the text is not
+    one, or when items could share anchors (then it is read whole)."""
+    if _ANCHOR_OR_ALIAS.search(text):
+        return None
+    starts: list[int] = []
+    for match in _ROOT_LINE.finditer(text):
+        line = match.group()
+        if line == "-" or line.startswith(("- ", "-\t")):
+            starts.append(match.start())
+        elif line.rstrip() == "---" and not starts:
+            continue  # an explicit start of the one document
+        else:
+            return None  # a mapping key, a second document, a directive, a flow collection: read whole
+    if not starts:
+        return None
+    items = []
+    line = text.count("\n", 0, starts[0])
+    for index, start in enumerate(starts):
+        end = starts[index + 1] if index + 1 < len(starts) else len(text)
+        items.append((line, text[start:end]))
+        line += text.count("\n", start, end)
+    return items
+
+
+_ITEM_ID = re.compile(r"""^[-\s]*(?:id|question_id|template_id):[ \t]*['"]?([^'"\s#]+)""", re.M)
+
+
+def _lost(problem: YamlProblem, text: str, *, item: bool) -> YamlProblem:
+    found = _ITEM_ID.search(text) if item else None
+    return YamlProblem(problem.line, problem.message, lost=True, item_id=found.group(1) if found else None)
+
+
+def _parse(text: str, offset: int, *, several: bool) -> Iterator[Any | YamlProblem]:
+    for part in _parse_guarded(text, offset, several=several):
+        if isinstance(part, YamlProblem) and part.lost and part.item_id is None:
+            yield _lost(part, text, item=not several)
+        else:
+            yield part
+
+
+def _parse_guarded(text: str, offset: int, *, several: bool) -> Iterator[Any | YamlProblem]:
+    refused = _refusal(text, offset)
+    if refused is not None:
+        yield refused
+        return
+    loader = _LineLoader(text, offset)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            if several and isinstance(node, yaml.SequenceNode) and _ALIAS.search(text):
+                # a file read whole because of anchors: its items are still kept or refused one by one
+                yield from _items_one_by_one(loader, node, offset)
+                continue
+            if _ALIAS.search(text):
+                refused = _alias_refusal(node, offset)
+                if refused is not None:
+                    yield refused
+                    if not several:
+                        break
+                    continue
+            yield from loader.problems
+            loader.problems.clear()
+            document = loader.construct_document(node)
+            yield from loader.problems
+            loader.problems.clear()
+            if document is not None:
+                yield document
+            if not several:
+                break
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        yield YamlProblem(mark.line + offset + 1 if mark else None,
+                          f"invalid YAML: {error.problem or error}; fix the syntax", lost=True)
+    except yaml.YAMLError as error:
+        yield YamlProblem(None if offset == 0 else offset + 1, f"invalid YAML: {error}", lost=True)
+    except RecursionError:
+        yield YamlProblem(offset + 1, f"the YAML nests too deeply to read (more than {MAX_DEPTH} levels); "
+                                      "qareport refuses it", lost=True)
+    finally:
+        loader.dispose()
+
+
+def _items_one_by_one(loader: _LineLoader, root: yaml.SequenceNode, offset: int) -> Iterator[Any | YamlProblem]:
+    """The items of a top-level sequence, each checked and built on its own (see `yaml_documents`)."""
+    for item in root.value:
+        refused = _alias_refusal(item, offset)
+        if refused is not None:
+            yield YamlProblem(refused.line, refused.message, lost=True, item_id=_node_id(item))
+            continue
+        value = loader.construct_document(item)
+        yield from loader.problems
+        loader.problems.clear()
+        wrapped = LineList([value])
+        wrapped.line = item.start_mark.line + offset + 1
+        wrapped.item_lines = [wrapped.line]
+        yield wrapped
+
+
+def _node_id(node: yaml.Node) -> str | None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value in ("id", "question_id", "template_id") \
+                    and isinstance(value, yaml.ScalarNode):
+                return str(value.value)
+    return None
+
+
+def _refusal(text: str, offset: int) -> YamlProblem | None:
+    """A NUL byte or too deep a nesting, found before libyaml builds anything."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        return YamlProblem(offset + text.count("\n", 0, nul) + 1,
+                           "a NUL byte (\\x00) on this line; YAML cannot hold it: remove it", lost=True)
+    if text.count("[") + text.count("{") > _DEPTH_SUSPECT_BRACKETS or _DEPTH_SUSPECT_INDENT.search(text):
+        return _depth_refusal(text, offset)
+    return None
+
+
+def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
+    depth = 0
+    parser = _BaseLoader(text)
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return YamlProblem(event.start_mark.line + offset + 1, (
+                        f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
+                        "(a limit that keeps a hostile file from exhausting the stack)"), lost=True)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # a syntax error: the parse proper reports it with its line
+    finally:
+        parser.dispose()
+    return None
+
+
+def _alias_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:
+    """Count the nodes `root` stands for with its aliases expanded, without expanding them."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = _children(node)
+        if children_done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_EXPANDED_NODES:
+                return YamlProblem(root.start_mark.line + offset + 1, (
+                    f"aliases here expand to more than {MAX_EXPANDED_NODES:,} values (a 'billion laughs' file); "
+                    "qareport refuses it: write the values out or share fewer"), lost=True)
+            continue
+        if key in open_nodes:
+            return YamlProblem(node.start_mark.line + offset + 1,
+                               "an alias refers to the collection it is in; qareport cannot read a value "
+                               "that contains itself", lost=True)
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return None
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
