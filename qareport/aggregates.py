@@ -33,7 +33,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import mean, median
-from typing import Any
+from typing import Any, TypeGuard
 
 from qareport.qa import is_hashable
 
@@ -302,5 +302,5 @@ def _with_compensation(high: float, low: float) -> float:
     return high + low if low and math.isfinite(low) else high
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float))

@@ -17,6 +17,7 @@ from qareport.kinds.indicator_selection import MatchBy, score_indicator_selectio
 from qareport.records import (
     USAGE_FIELDS,
     CaseResult,
+    CaseStatus,
     Problem,
     Response,
     Suite,
@@ -131,6 +132,8 @@ def _evaluate_question_case(case: TestCase, response: Response | None) -> tuple[
             case.id, response, response.turns[0] if response.turns else None, with_tokens=True
         ),
     )
+    status: CaseStatus
+    error: str | None
     if response is None:
         status, error = "missing", "no response for this question"
     elif response.status == "invalid":

@@ -256,7 +256,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
                     f"(got {_describe(dimension)})",
                     line_of(raw_dimensions, d_index),
                 )
-            name = _require_str(dimension, "dimension_name", "dimension")
+            name = _require_str(dimension, "dimension_name", "dimension") or ""
             raw_values = dimension.get("values")
             if raw_values is None:
                 raw_values = []
@@ -274,7 +274,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
                         f"(got {_describe(term)})",
                         line_of(raw_values, v_index),
                     )
-                term_id = _require_str(term, "id", f"a value of dimension '{name}'")
+                term_id = _require_str(term, "id", f"a value of dimension '{name}'") or ""
                 term_name = _require_str(term, "name", f"value '{term_id}'", optional=True)
                 terms.append(Term(term_id, term_name or ""))
             dimensions.append(DimensionTerms(name, tuple(terms)))
@@ -376,7 +376,7 @@ def _parse_conversation_case(raw: dict, path: str) -> TestCase:
     if not isinstance(tags, list) or not all(isinstance(t, (str, int, float)) for t in tags):
         raise ShapeError(f"'tags' must be a list of strings (got {_describe(tags)})", line_of(raw, "tags"))
     conversation = _require_list(raw, "conversation", f"case '{case_id}'")
-    turns = []
+    turns: list[Turn] = []
     for index, message in enumerate(conversation):
         if not isinstance(message, dict):
             raise ShapeError(
@@ -466,7 +466,8 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
 
 def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestCase:
     """A case too broken to evaluate still gets its row, so it is never silently dropped."""
-    tags = item.get("tags") if isinstance(item.get("tags"), list) else []
+    raw_tags = item.get("tags")
+    tags = raw_tags if isinstance(raw_tags, list) else []
     return TestCase(
         id=str(item.get("id")),
         kind="conversation",
@@ -606,8 +607,8 @@ def _raw_response_records(path: Path, text: str, problems: _Collector) -> Iterat
         return
     for document in _yaml_documents(path, text, problems):
         for record, key in _records_in_json_value(document):
-            line = line_of(document, key) if key is not None else line_of(record)
-            yield _plain(record) if isinstance(record, (dict, list)) else record, key, line
+            where = line_of(document, key) if key is not None else line_of(record)
+            yield _plain(record) if isinstance(record, (dict, list)) else record, key, where
 
 
 _UNREADABLE = object()
@@ -707,7 +708,7 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
             status="error",
             error=str(record.get("error") or "the system reported an error without a message"),
             extra=extra,
-            **tokens,
+            **tokens,  # type: ignore[arg-type]
         )
     if "turns" in record:
         raw_turns = record["turns"]
@@ -722,7 +723,8 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
             turns.append(_turn_output(raw_turn, line=location.line))
     else:
         turns = [_turn_output(record, line=location.line)]
-    return Response(case_id=case_id, location=location, turns=tuple(turns), extra=extra, **tokens)
+    return Response(case_id=case_id, location=location, turns=tuple(turns), extra=extra,
+                    **tokens)  # type: ignore[arg-type]
 
 
 def load_responses(

@@ -103,7 +103,7 @@ def _includes_itself(source: str, name: str) -> bool:
     from qareport.templating import template_environment
 
     tree = template_environment(None).parse(source)
-    return any(isinstance(node.template, nodes.Const) and node.template.value == name
+    return any(isinstance(template := getattr(node, "template", None), nodes.Const) and template.value == name
                for node in tree.find_all((nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)))
 
 
@@ -137,7 +137,7 @@ def check_header_text(option: str, values: Iterable[str | None]) -> None:
 
 def remove_stale_temporaries(folder: str | Path, *, now: float) -> list[Path]:
     """Remove what a killed run of ours left in `folder` (temporary files older than an hour)."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = list(Path(folder).glob(f"{TEMPORARY_PREFIX}*.tmp"))
     except OSError:

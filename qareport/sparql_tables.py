@@ -107,7 +107,7 @@ def parse_sparql_term(term: Any) -> Any:
     """
     if not isinstance(term, dict):
         return term
-    value = term.get("value")
+    value: Any = term.get("value")
     if term.get("type") not in ("literal", "typed-literal"):
         return value
     datatype = term.get("datatype")

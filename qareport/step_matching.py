@@ -32,7 +32,7 @@ import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .retrieval_metrics import recall_at_k
 from .sparql_tables import SparqlResultError, compare_sparql_results
@@ -107,7 +107,7 @@ def annotate_reference_steps(
 ) -> list[list[dict[str, Any]]]:
     """A deep copy of `reference_groups` in which each matched reference step of the last group
     has `matches` set to the id of its actual step, as graphrag-eval writes it."""
-    annotated = [copy.deepcopy(list(group)) for group in reference_groups]
+    annotated: list[list[dict[str, Any]]] = [copy.deepcopy([dict(step) for step in group]) for group in reference_groups]
     for match in outcome.matches:
         actual_id = match.actual_id
         if 0 <= match.actual_index < len(actual_steps):
@@ -327,7 +327,7 @@ def _context_ids(output: Any, label: str, side: str) -> list[Any]:
     if isinstance(documents, (list, dict, str)) and all(
         isinstance(document, dict) and "id" in document for document in documents
     ):
-        return [document["id"] for document in documents]
+        return [cast(dict, document)["id"] for document in documents]
     raise _StepsError(
         f"{label} has an 'output' that is not a JSON list of documents, each with an 'id'; fix the "
         f"{side} retrieval output."

@@ -44,14 +44,14 @@ _ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s\[\]{},]")
 _ROOT_LINE = re.compile(r"^[^\s#].*$", re.M)  # a line with content at column 0
 
 
-class LineDict(dict):  # type: ignore[type-arg]
+class LineDict(dict[Any, Any]):
     """A mapping read from YAML that remembers its line and the line of each key."""
 
     line: int | None = None
     key_lines: dict[Any, int] = {}
 
 
-class LineList(list):  # type: ignore[type-arg]
+class LineList(list[Any]):
     """A sequence read from YAML that remembers its line and the line of each item."""
 
     line: int | None = None
@@ -73,7 +73,7 @@ class YamlProblem:
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _LineLoader(_BaseLoader):  # type: ignore[misc]
+class _LineLoader(_BaseLoader):
     """libyaml's safe loader, building LineDict / LineList with lines counted in the whole file."""
 
     def __init__(self, text: str, line_offset: int = 0):
@@ -170,11 +170,11 @@ def split_root_sequence(text: str) -> list[tuple[int, str]] | None:
     if not starts:
         return None
     items = []
-    line = text.count("\n", 0, starts[0])
+    offset = text.count("\n", 0, starts[0])
     for index, start in enumerate(starts):
         end = starts[index + 1] if index + 1 < len(starts) else len(text)
-        items.append((line, text[start:end]))
-        line += text.count("\n", start, end)
+        items.append((offset, text[start:end]))
+        offset += text.count("\n", start, end)
     return items
 
 
@@ -283,7 +283,7 @@ def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return YamlProblem(event.start_mark.line + offset + 1, (
+                    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, (
                         f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
                         "(a limit that keeps a hostile file from exhausting the stack)"), lost=True)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):

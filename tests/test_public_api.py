@@ -1,0 +1,59 @@
+"""The public API: what a user imports from `qareport`, and the types it needs to use it."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import typing
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+import qareport
+
+# What a user needs, written down independently of the package: graphrag-eval 5.x's entry points,
+# a run step by step, the whole run as the command line does it, a kind of their own, the errors.
+NEEDED = {
+    "run_evaluation", "compute_aggregates", "recall_at_k", "average_precision",
+    "load_suite", "Suite", "Problem", "evaluate_suite", "EvaluationOptions", "Evaluation", "CaseResult",
+    "summarize", "SuiteStatistics", "build_report", "Report", "RunInfo", "RunSnapshot", "Unloaded", "read_run",
+    "write_workbook", "WrittenWorkbook", "results_document", "write_results_file",
+    "run_pipeline", "RunOptions", "RunOutcome",
+    "Kind", "register_kind",
+    "QAReportError",
+}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_package_exports_what_a_user_needs_and_nothing_else():
+    assert set(qareport.__all__) - {"__version__"} == NEEDED
+
+
+def _qareport_types(annotation: object) -> typing.Iterator[type]:
+    """The qareport classes named anywhere in an annotation (inside Sequence[...], X | None ...)."""
+    if isinstance(annotation, type) and annotation.__module__.startswith("qareport"):
+        yield annotation
+    for argument in typing.get_args(annotation):
+        yield from _qareport_types(argument)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in NEEDED if inspect.isfunction(getattr(qareport, n))))
+def test_every_type_an_exported_function_takes_or_returns_is_exported_too(name):
+    function = getattr(qareport, name)
+    # names a module imports only for type checking resolve to the exported ones
+    exported = {n: getattr(qareport, n) for n in qareport.__all__ if isinstance(getattr(qareport, n), type)}
+    hints = typing.get_type_hints(function, localns=exported)
+    named = {kind.__name__ for hint in hints.values() for kind in _qareport_types(hint)}
+    assert named <= set(qareport.__all__), f"{name} uses {sorted(named - set(qareport.__all__))}"
+
+
+def test_the_package_says_it_is_typed():
+    assert resources.files("qareport").joinpath("py.typed").is_file()
+
+
+def test_mypy_passes_on_the_package_under_the_projects_configuration():
+    pytest.importorskip("mypy", reason="mypy comes with the test extra")
+    checked = subprocess.run([sys.executable, "-m", "mypy", "qareport"], cwd=REPO, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout[-3000:]
