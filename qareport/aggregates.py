@@ -36,6 +36,7 @@ from statistics import mean, median
 from typing import Any, TypeGuard
 
 from qareport.qa import is_hashable
+from qareport.records import USAGE_FIELDS
 
 METRICS = (
     "answer_recall",
@@ -44,14 +45,11 @@ METRICS = (
     "answer_relevance_cost",
     "answer_f1",
     "steps_score",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "elapsed_sec",
+    *USAGE_FIELDS,
 )
 """Per-result metrics aggregated, in the order their keys appear."""
 
-ALWAYS_REPORTED = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+ALWAYS_REPORTED = USAGE_FIELDS
 """Metrics reported even when no success sample has a value (then all statistics are 0)."""
 
 STEP_METRICS = {

@@ -19,9 +19,11 @@ from typing import Any
 
 
 from qareport import kinds
+from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, yaml_documents
 from qareport.records import (
+    USAGE_FIELDS,
     DatasetSelection,
     DimensionTerms,
     InputSummary,
@@ -40,7 +42,6 @@ from qareport.records import (
 TESTCASE_SUFFIXES = (".yaml", ".yml")
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
 RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
-TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
 TURN_KEYS = ("indicator_selection", "actual_answer", "actual_steps")
 
 
@@ -188,17 +189,6 @@ def _sha256(files: Iterable[Path]) -> str:
 # --- shapes ------------------------------------------------------------------------------------
 
 
-def _describe(value: Any) -> str:
-    kind = {
-        dict: "mapping", LineDict: "mapping", list: "list", LineList: "list", str: "str",
-        int: "int", float: "float", bool: "bool", type(None): "null",
-    }.get(type(value), type(value).__name__)
-    if isinstance(value, (str, int, float, bool)):
-        shown = repr(value) if not isinstance(value, str) or len(value) < 40 else repr(value[:37] + "...")
-        return f"{kind} {shown}"
-    return kind
-
-
 def _require_str(container: Any, key: str, what: str, *, optional: bool = False) -> str | None:
     value = container.get(key)
     if value is None:
@@ -207,7 +197,7 @@ def _require_str(container: Any, key: str, what: str, *, optional: bool = False)
         raise ShapeError(f"{what} has no '{key}'; add it", line_of(container))
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ShapeError(
-            f"'{key}' must be a string (got {_describe(value)})", line_of(container, key)
+            f"'{key}' must be a string (got {describe_value(value)})", line_of(container, key)
         )
     return str(value)
 
@@ -216,7 +206,7 @@ def _require_list(container: Any, key: str, what: str) -> list:
     value = container.get(key)
     if not isinstance(value, list):
         raise ShapeError(
-            f"{what}: '{key}' must be a list (got {_describe(value)})",
+            f"{what}: '{key}' must be a list (got {describe_value(value)})",
             line_of(container, key),
         )
     return value
@@ -229,7 +219,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
     if not isinstance(value, list):
         raise ShapeError(
             "'indicator_selection' must be a list of {dataset_id, dimensions} "
-            f"(got {_describe(value)})",
+            f"(got {describe_value(value)})",
             line,
         )
     datasets = []
@@ -237,7 +227,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
         if not isinstance(dataset, dict):
             raise ShapeError(
                 "each 'indicator_selection' entry must be a mapping {dataset_id, dimensions} "
-                f"(got {_describe(dataset)})",
+                f"(got {describe_value(dataset)})",
                 line_of(value, index) or line,
             )
         dataset_id = _require_str(dataset, "dataset_id", "dataset", optional=True) or ""
@@ -245,7 +235,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
         if not isinstance(raw_dimensions, list):
             raise ShapeError(
                 "'dimensions' must be a list of {dimension_name, values} "
-                f"(got {_describe(raw_dimensions)})",
+                f"(got {describe_value(raw_dimensions)})",
                 line_of(dataset, "dimensions"),
             )
         dimensions = []
@@ -253,7 +243,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
             if not isinstance(dimension, dict):
                 raise ShapeError(
                     "each dimension must be a mapping {dimension_name, values} "
-                    f"(got {_describe(dimension)})",
+                    f"(got {describe_value(dimension)})",
                     line_of(raw_dimensions, d_index),
                 )
             name = _require_str(dimension, "dimension_name", "dimension") or ""
@@ -263,7 +253,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
             if not isinstance(raw_values, list):
                 raise ShapeError(
                     f"dimension '{name}': 'values' must be a list of {{id, name}} "
-                    f"(got {_describe(raw_values)})",
+                    f"(got {describe_value(raw_values)})",
                     line_of(dimension, "values"),
                 )
             terms = []
@@ -271,7 +261,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
                 if not isinstance(term, dict):
                     raise ShapeError(
                         f"dimension '{name}': each value must be a mapping {{id, name}} "
-                        f"(got {_describe(term)})",
+                        f"(got {describe_value(term)})",
                         line_of(raw_values, v_index),
                     )
                 term_id = _require_str(term, "id", f"a value of dimension '{name}'") or ""
@@ -286,7 +276,7 @@ def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ..
     if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
         raise ShapeError(
             "'reference_steps' must be a list of groups, each a list of steps "
-            f"(got {_describe(value)})",
+            f"(got {describe_value(value)})",
             line,
         )
     groups = []
@@ -295,7 +285,7 @@ def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ..
             if not isinstance(step, dict) or "name" not in step:
                 raise ShapeError(
                     f"reference step {s_index + 1} of group {g_index + 1} must be a mapping "
-                    f"with a 'name' (got {_describe(step)})",
+                    f"with a 'name' (got {describe_value(step)})",
                     line_of(group, s_index) or line,
                 )
         groups.append(tuple(_plain(step) for step in group))
@@ -304,11 +294,11 @@ def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ..
 
 def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict, ...]:
     if not isinstance(value, list):
-        raise ShapeError(f"'actual_steps' must be a list of steps (got {_describe(value)})", line)
+        raise ShapeError(f"'actual_steps' must be a list of steps (got {describe_value(value)})", line)
     for index, step in enumerate(value):
         if not isinstance(step, dict) or "name" not in step:
             raise ShapeError(
-                f"actual step {index + 1} must be a mapping with a 'name' (got {_describe(step)})",
+                f"actual step {index + 1} must be a mapping with a 'name' (got {describe_value(step)})",
                 line_of(value, index) or line,
             )
     return tuple(value)  # response records are plain already (see _raw_response_records)
@@ -328,13 +318,13 @@ def _optional_text(container: dict, key: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, (dict, list)):
-        raise ShapeError(f"'{key}' must be text (got {_describe(value)})", line_of(container, key))
+        raise ShapeError(f"'{key}' must be text (got {describe_value(value)})", line_of(container, key))
     return str(value)
 
 
 def _parse_target(target: Any, *, line: int | None) -> Target:
     if not isinstance(target, dict):
-        raise ShapeError(f"'target' must be a mapping (got {_describe(target)})", line)
+        raise ShapeError(f"'target' must be a mapping (got {describe_value(target)})", line)
     plugged_in = kinds.extra_kinds()
     known = {"indicator_selection", "reference_answer", "reference_steps", *(k.name for k in plugged_in)}
     if not known & set(target):
@@ -374,13 +364,13 @@ def _parse_conversation_case(raw: dict, path: str) -> TestCase:
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(t, (str, int, float)) for t in tags):
-        raise ShapeError(f"'tags' must be a list of strings (got {_describe(tags)})", line_of(raw, "tags"))
+        raise ShapeError(f"'tags' must be a list of strings (got {describe_value(tags)})", line_of(raw, "tags"))
     conversation = _require_list(raw, "conversation", f"case '{case_id}'")
     turns: list[Turn] = []
     for index, message in enumerate(conversation):
         if not isinstance(message, dict):
             raise ShapeError(
-                f"message {index + 1} must be a mapping {{role, content}} (got {_describe(message)})",
+                f"message {index + 1} must be a mapping {{role, content}} (got {describe_value(message)})",
                 line_of(conversation, index),
             )
         role = str(message.get("role", "user"))
@@ -439,7 +429,7 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
         line = line_of(items, index) if isinstance(items, LineList) else line_of(item)
         if not isinstance(item, dict):
             problems.add(
-                path, line, f"expected a test case or a Q&A template mapping (got {_describe(item)})"
+                path, line, f"expected a test case or a Q&A template mapping (got {describe_value(item)})"
             )
             continue
         if "template_id" in item or "questions" in item:
@@ -493,7 +483,7 @@ def _questions_of_template(template: dict, path: str, problems: _Collector) -> I
                 path,
                 line_of(questions, index),
                 f"template '{template_id}': question {index + 1} must be a mapping "
-                f"(got {_describe(question)})",
+                f"(got {describe_value(question)})",
             )
             continue
         try:
@@ -658,7 +648,7 @@ def _number(record: dict, key: str, notes: list[str]) -> int | float | None:
         try:
             value = float(value)
         except (TypeError, ValueError):
-            raise ShapeError(f"'{key}' must be a number (got {_describe(value)})", None) from None
+            raise ShapeError(f"'{key}' must be a number (got {describe_value(value)})", None) from None
     if not -MAX_COUNT <= value <= MAX_COUNT:  # False for NaN too
         shown = str(record.get(key))
         notes.append(f"'{key}' is not a usable number ({shown[:20]}{'…' if len(shown) > 20 else ''}, "
@@ -691,15 +681,15 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
     make it unusable goes into `notes`."""
     notes = [] if notes is None else notes
     if not isinstance(record, dict):
-        raise ShapeError(f"a response must be a mapping (got {_describe(record)})", location.line)
+        raise ShapeError(f"a response must be a mapping (got {describe_value(record)})", location.line)
     case_id = _record_id(record) or key_id
     if case_id is None:
         raise ShapeError(
             "the response names no case; add 'question_id', 'test_case_id' or 'id'", location.line
         )
-    tokens = {key: _number(record, key, notes) for key in TOKEN_KEYS}
-    unusable = {key: str(record[key]) for key in TOKEN_KEYS if record.get(key) is not None and tokens[key] is None}
-    extra = {k: v for k, v in record.items() if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *TOKEN_KEYS, "status", "error")}
+    tokens = {key: _number(record, key, notes) for key in USAGE_FIELDS}
+    unusable = {key: str(record[key]) for key in USAGE_FIELDS if record.get(key) is not None and tokens[key] is None}
+    extra = {k: v for k, v in record.items() if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
         return Response(
@@ -713,12 +703,12 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
     if "turns" in record:
         raw_turns = record["turns"]
         if not isinstance(raw_turns, list):
-            raise ShapeError(f"'turns' must be a list (got {_describe(raw_turns)})", location.line)
+            raise ShapeError(f"'turns' must be a list (got {describe_value(raw_turns)})", location.line)
         turns = []
         for index, raw_turn in enumerate(raw_turns):
             if not isinstance(raw_turn, dict):
                 raise ShapeError(
-                    f"turn {index + 1} must be a mapping (got {_describe(raw_turn)})", location.line
+                    f"turn {index + 1} must be a mapping (got {describe_value(raw_turn)})", location.line
                 )
             turns.append(_turn_output(raw_turn, line=location.line))
     else:

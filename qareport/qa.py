@@ -29,10 +29,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .step_matching import annotate_reference_steps, evaluate_steps
-
-USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
-"""Copied from a successful response when present."""
+from qareport.records import USAGE_FIELDS  # copied from a successful response when present
+from qareport.step_matching import annotate_reference_steps, evaluate_steps
 
 RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
 """Keys that may name the question of a response record, in order of preference."""
@@ -61,7 +59,7 @@ QA_RESULT_KEYS = (
     "actual_steps",
     "steps_score",
     "steps_error",
-    *USAGE_KEYS,
+    *USAGE_FIELDS,
 )
 """Every key a result may have, in graphrag-eval's order (`steps_error` is qareport's)."""
 
@@ -174,7 +172,7 @@ def evaluate_question(*, template_id: Any, question: dict, response: dict | None
             result["steps_score"] = steps_outcome.score
         else:
             result["steps_error"] = steps_outcome.error
-    for key in USAGE_KEYS:
+    for key in USAGE_FIELDS:
         if key in response:
             result[key] = response[key]
     return result

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qareport.retrieval_metrics import average_precision
+
 CONTEXT_SIMILARITY_THRESHOLD = 0.5
 """RAGAS's threshold for "this retrieved context is that reference context" (string similarity)."""
 
@@ -31,20 +33,16 @@ def f1_score(recall: float | None, precision: float | None) -> float | None:
     return 2 * recall * precision / (recall + precision)
 
 
-def average_precision(verdicts: Sequence[bool]) -> float:
-    """Average precision of ranked relevance verdicts: the mean, over the relevant positions k, of
-    precision@k. 0.0 when nothing is relevant (or nothing was ranked), as RAGAS gives.
+def average_precision_of_verdicts(verdicts: Sequence[bool]) -> float:
+    """Average precision of ranked relevance verdicts, by the one formula of
+    `retrieval_metrics.average_precision`: the relevant items are the positions judged relevant, so
+    it is the mean of precision@k over those positions. 0.0 when nothing is relevant (or nothing was
+    ranked), as RAGAS gives.
 
-    >>> round(average_precision([True, False, True]), 4)
+    >>> round(average_precision_of_verdicts([True, False, True]), 4)
     0.8333
     """
-    relevant_so_far = 0
-    total = 0.0
-    for rank, verdict in enumerate(verdicts, start=1):
-        if verdict:
-            relevant_so_far += 1
-            total += relevant_so_far / rank
-    return total / relevant_so_far if relevant_so_far else 0.0
+    return average_precision({rank for rank, verdict in enumerate(verdicts) if verdict}, range(len(verdicts)))
 
 
 # --- retrieval context (string distance, no LLM) -------------------------------------------------
@@ -141,7 +139,7 @@ def context_overlap(
         max(similarity[i][j] for i in range(n_ref)) >= threshold for j in range(n_ret)
     )
     recall = sum(found) / n_ref
-    precision = average_precision(relevant)
+    precision = average_precision_of_verdicts(relevant)
     recall_reason = (
         f"{sum(found)} of {n_ref} reference contexts found among the {n_ret} retrieved "
         f"(string similarity > {threshold:g})"

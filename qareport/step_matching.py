@@ -34,8 +34,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .retrieval_metrics import recall_at_k
-from .sparql_tables import SparqlResultError, compare_sparql_results
+from qareport.describing import describe_value
+from qareport.retrieval_metrics import recall_at_k
+from qareport.sparql_tables import SparqlResultError, compare_sparql_results
 
 SPARQL_RESULTS_JSON = "application/sparql-results+json"
 JSON = "application/json"
@@ -140,7 +141,7 @@ def _is_list(value: Any) -> bool:
 def _last_group(reference_groups: Any) -> Sequence[Mapping[str, Any]]:
     if not _is_list(reference_groups):
         raise _StepsError(
-            f"'reference_steps' must be a list of groups of steps (got {_describe(reference_groups)}); "
+            f"'reference_steps' must be a list of groups of steps (got {describe_value(reference_groups)}); "
             "write it as a list of lists of steps."
         )
     if not reference_groups:
@@ -151,7 +152,7 @@ def _last_group(reference_groups: Any) -> Sequence[Mapping[str, Any]]:
     group = reference_groups[-1]
     if not _is_list(group):
         raise _StepsError(
-            f"the last group of 'reference_steps' must be a list of steps (got {_describe(group)}); "
+            f"the last group of 'reference_steps' must be a list of steps (got {describe_value(group)}); "
             "write 'reference_steps' as a list of lists of steps."
         )
     if not group:
@@ -174,7 +175,7 @@ def _candidates_by_name(
     """Indices of the successful actual steps, in call order, by name (names of `group` only)."""
     if not _is_list(actual_steps):
         raise _StepsError(
-            f"'actual_steps' must be a list of steps (got {_describe(actual_steps)}); "
+            f"'actual_steps' must be a list of steps (got {describe_value(actual_steps)}); "
             "give the tool calls in the order they were made."
         )
     wanted = {step["name"] for step in group}
@@ -183,7 +184,7 @@ def _candidates_by_name(
         if not isinstance(step, Mapping):
             raise _StepsError(
                 f"actual step {index + 1} must be an object with 'name', 'status' and 'output' "
-                f"(got {_describe(step)})."
+                f"(got {describe_value(step)})."
             )
         if "name" not in step:
             raise _StepsError(f"actual step {index + 1} has no 'name'; name the tool the step called.")
@@ -348,16 +349,9 @@ def _actual_label(index: int, step: Mapping[str, Any]) -> str:
     return f"actual step {index + 1} ({', '.join(details)})"
 
 
-def _describe(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
-
-
 def _require_hashable(value: Any, what: str) -> Any:
     try:
         hash(value)
     except TypeError:
-        raise _StepsError(f"{what} must be a string (got {_describe(value)}).") from None
+        raise _StepsError(f"{what} must be a string (got {describe_value(value)}).") from None
     return value

@@ -15,7 +15,7 @@ from openai_stub import Fault, generated_questions, serve_stub, stub_embedding
 from qareport.errors import JudgeError
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.answer_relevance import cosine_similarity
-from qareport.retrieval_context import average_precision, with_retrieval_context_scores
+from qareport.retrieval_context import average_precision_of_verdicts as average_precision, with_retrieval_context_scores
 
 KEY = "sk-test-LEAKCHECK-0123456789abcdef"
 

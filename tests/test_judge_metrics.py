@@ -15,7 +15,7 @@ from qareport.judge.checks import claim_count_problem
 from qareport.judge.prices import DEFAULT_PRICES, ModelPrice, PriceTable, parse_prices
 from qareport.judge.retrieval_answer import attributed_fraction, f1_keys
 from qareport.retrieval_context import (
-    average_precision,
+    average_precision_of_verdicts as average_precision,
     context_overlap,
     f1_score,
     levenshtein_distance,

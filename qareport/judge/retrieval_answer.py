@@ -16,7 +16,7 @@ from qareport.judge.checks import check_statements, check_verdicts
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger
-from qareport.retrieval_context import average_precision, f1_score
+from qareport.retrieval_context import average_precision_of_verdicts, f1_score
 
 RECALL = "retrieval_answer_recall"
 PRECISION = "retrieval_answer_precision"
@@ -66,7 +66,7 @@ def judge_retrieval_precision(client: JudgeClient, prompts: Prompts, ledger: Led
         f"context {number}: {'useful' if useful else 'not useful'} ({why})"
         for number, (why, useful) in enumerate(verdicts, start=1)
     )
-    return {PRECISION: average_precision([useful for _, useful in verdicts]), f"{PRECISION}_reason": reason}
+    return {PRECISION: average_precision_of_verdicts([useful for _, useful in verdicts]), f"{PRECISION}_reason": reason}
 
 
 def f1_keys(values: Mapping[str, Any], prefix: str) -> dict[str, float]:

@@ -17,16 +17,16 @@ from typing import Any, TextIO
 
 import jinja2
 
-from qareport.errors import JudgeError
+from qareport.errors import JudgeAborted, JudgeError, MetricFailed
 from qareport.judge import answer_correctness, answer_relevance, retrieval_answer
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors, float32
-
-from qareport.errors import JudgeAborted, MetricFailed
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
+from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
+
 
 ERROR_KEYS = {
     answer_correctness.METRIC: answer_correctness.ERROR_KEY,
@@ -363,8 +363,8 @@ def _fail_relevance(outcome: _Outcome, message: str) -> None:
 
 
 def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome]) -> dict[str, Any]:
-    """A new result dict with the keys of its outcomes, in METRICS order; judged steps are new
-    dicts too, with their F1 keys."""
+    """A new result dict with the keys of its outcomes, in graphrag-eval's key order (as its own
+    judged results are); judged steps are new dicts too, with their F1 keys."""
     ordered = sorted(outcomes, key=lambda o: METRICS.index(o.metric))
     judged = dict(result)
     step_updates: dict[int, dict[str, Any]] = {}
@@ -379,7 +379,7 @@ def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome]) -> dict[st
             step = {**steps[number], **updates}
             steps[number] = {**step, **retrieval_answer.f1_keys(step, "retrieval_answer")}
         judged["actual_steps"] = steps
-    return judged
+    return order_result_keys(judged)
 
 
 def _take_batch(waiting: list[_Outcome]) -> tuple[list[_Outcome], list[_Outcome]]:

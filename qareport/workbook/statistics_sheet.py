@@ -11,7 +11,7 @@ from typing import Any
 
 from qareport.comparison import SCORE_BINS, metric_label as headline_label
 from qareport.kinds import Table
-from qareport.records import RunInfo
+from qareport.records import USAGE_FIELDS, RunInfo
 from qareport.report import CASE_SCORE, Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
@@ -24,7 +24,7 @@ QA_METRICS = (
     "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
     "answer_relevance_cost", "retrieval_answer_recall", "retrieval_answer_precision",
     "retrieval_answer_f1", "retrieval_context_recall", "retrieval_context_precision",
-    "retrieval_context_f1", "input_tokens", "output_tokens", "total_tokens", "elapsed_sec",
+    "retrieval_context_f1", *USAGE_FIELDS,
 )
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 
