@@ -1,7 +1,11 @@
 """Time qareport's `run_evaluation` against graphrag-eval 5.2.0's on the same synthetic suite,
 and check that both give the same steps scores and step aggregates.
 
-    python benchmarks/bench_vs_graphrag_eval.py [--questions 2000] [--seed 7]
+    python benchmarks/bench_vs_graphrag_eval.py [--questions 2000] [--seed 7] [--widths ordinary wide]
+
+Both kinds of input are measured side by side in one run: "ordinary" questions (SPARQL results of
+one or two required columns and a few rows, the common case) and "wide" ones (two to five columns,
+tens of rows, where graphrag-eval's search over column permutations costs most).
 
 graphrag-eval is imported from its wheel in this process: `/tmp/gre/graphrag_eval-5.2.0-...whl` if
 present, else the wheel `pip download` fetches into ~/.cache/qareport-bench (it is pure Python;
@@ -161,11 +165,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-memory", action="store_true", help="skip the (slow) traced runs")
+    parser.add_argument("--widths", nargs="+", default=["ordinary", "wide"], choices=("ordinary", "wide"),
+                        help="the kinds of input to measure (default both)")
     args = parser.parse_args(argv)
 
     graphrag_eval = import_graphrag_eval()
-    reference_qas, responses = generate_suite(args.questions, args.seed)
-    print(f"suite: {args.questions} questions, seed {args.seed}; Python {sys.version.split()[0]}")
+    status = 0
+    for widths in args.widths:
+        status |= measure(graphrag_eval, args, widths)
+    return status
+
+
+def measure(graphrag_eval: types.ModuleType, args: argparse.Namespace, widths: str) -> int:
+    reference_qas, responses = generate_suite(args.questions, args.seed, widths=widths)
+    print(f"\n{widths} input: {args.questions} questions, seed {args.seed}; Python {sys.version.split()[0]}")
 
     ours, our_seconds = timed(lambda: run_evaluation(reference_qas, responses))
     their_inputs = graphrag_inputs(reference_qas, responses)

@@ -41,8 +41,19 @@ _NAMES = (
 ).split()
 
 
-def generate_suite(questions: int, seed: int) -> tuple[list[dict], list[dict]]:
-    """(reference Q&A dataset, response records) for `questions` questions."""
+WIDTHS = {
+    # SPARQL SELECT results: (fewest, most) required columns, (fewest, most) rows
+    "wide": ((2, 5), (10, 60)),  # listing questions: every column and row costs graphrag-eval dearly
+    "ordinary": ((1, 2), (1, 5)),  # the common question: one or two values, a few rows
+}
+_widths = WIDTHS["wide"]
+
+
+def generate_suite(questions: int, seed: int, *, widths: str = "wide") -> tuple[list[dict], list[dict]]:
+    """(reference Q&A dataset, response records) for `questions` questions; `widths` chooses the
+    size of the SPARQL results (`WIDTHS`)."""
+    global _widths
+    _widths = WIDTHS[widths]
     rng = random.Random(seed)
     templates: list[dict] = []
     responses: list[dict] = []
@@ -100,10 +111,12 @@ def _question(rng: random.Random, question_id: str, number: int) -> tuple[dict, 
 
 def _reference_step(rng: random.Random, kind: str) -> tuple[dict, dict]:
     if kind == "sparql":
-        required = rng.sample(["item", "name", "count", "ratio", "active", "code"], rng.randint(2, 5))
+        (fewest_columns, most_columns), (fewest_rows, most_rows) = _widths
+        required = rng.sample(["item", "name", "count", "ratio", "active", "code"],
+                              rng.randint(fewest_columns, most_columns))
         optional = [f"extra{i}" for i in range(rng.randint(0, 1))]
         variables = required + optional
-        table = _table(rng, variables, rng.randint(10, 60))
+        table = _table(rng, variables, rng.randint(fewest_rows, most_rows))
         step = {
             "name": "sparql_query",
             "args": {"query": "SELECT " + " ".join(f"?{v}" for v in variables) + " WHERE { ... }"},

@@ -231,6 +231,8 @@ def command_run(args: argparse.Namespace) -> int:
     print(visible(outcome.summary_line))
     if outcome.comparison_line:
         print(visible(outcome.comparison_line))
+    if outcome.judge_line:
+        print(visible(outcome.judge_line))
     if outcome.email_line and not args.quiet:
         print(visible(outcome.email_line))
     for verdict in outcome.verdicts:

@@ -191,8 +191,25 @@ def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
             "removed_cases": counts_by_kind["removed case"],
         }
     context["alerts"] = [str(value) for key, value in metadata.items() if key.startswith("alert.") and value]
+    context["judged"] = _judged(metadata)
     context["headline_sentence"] = _headline_sentence(context)
     return context
+
+
+def _judged(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """How far the judge got per judged metric, as the workbook stored it (`runs.run_metadata`)."""
+    keys = dict.fromkeys(key.split(".")[1] for key in metadata if key.startswith("judged."))
+    rows = []
+    for key in keys:
+        def get(field: str) -> Any:
+            return metadata.get(f"judged.{key}.{field}")
+        judged, failed = int(get("judged") or 0), int(get("failed") or 0)
+        if not judged and not failed:
+            continue
+        rows.append({"label": get("label") or key, "mean": _fmt(get("mean")), "judged": judged, "failed": failed,
+                     "not_applicable": int(get("not_applicable") or 0),
+                     "mostly_failed": failed / (judged + failed) > 0.5})
+    return rows
 
 
 def _headline_sentence(context: Mapping[str, Any]) -> str:

@@ -56,6 +56,7 @@ class RunOutcome:
     summary_line: str
     email_line: str | None = None  # what was done with the email, when one was asked for
     comparison_line: str | None = None  # the deltas against the baseline, or the incomplete-run warning
+    judge_line: str | None = None  # how far the judge got, per judged metric
     verdicts: tuple[GateVerdict, ...] = ()
 
     @property
@@ -201,7 +202,14 @@ def run_pipeline(
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
-    return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report), verdicts)
+    return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
+                      _judge_line(report), verdicts)
+
+
+def _judge_line(report: Report) -> str | None:
+    """"judge: answer F1: 20 judged, 20 failed; answer relevance: 0 judged, 40 failed (FAILED ...)"."""
+    shown = [metric.describe() for metric in report.judged if metric.judged or metric.failed]
+    return "judge: " + "; ".join(shown) if shown else None
 
 
 def _comparison_line(report: Report) -> str | None:

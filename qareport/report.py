@@ -9,10 +9,11 @@ summary read it; none of them computes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qareport import kinds
+from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import Kind, Table
 from qareport.comparison import (
     Comparison,
@@ -58,6 +59,7 @@ class Report:
     unloaded: tuple[Unloaded, ...] = ()  # test cases that could not be read (`Suite.unloaded`)
     not_loaded: str | None = None
     """"3 test cases could not be loaded (file x.yaml could not be read)", said before any delta."""
+    judged: tuple[JudgedMetric, ...] = ()  # when the judge ran: each judged metric's counts
     incomplete: str | None = None
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
 
@@ -87,13 +89,15 @@ def build_report(
     reasons = {r.case.id: reason for r in results if (reason := kinds.explain_case(r))}
     comparison = compare_runs(baseline, current, unloaded=unloaded) if baseline is not None else None
     counts = status_counts(rows)
+    judged = count_judged_metrics(results) if run.judge_usage is not None else ()
     return Report(
         run=run,
         results=results,
         problems=tuple(problems),
         statistics=statistics if statistics is not None else summarize(results),
         rows=rows,
-        headline=headline_metrics(rows),
+        headline=with_judge_failures(headline_metrics(rows), judged),
+        judged=judged,
         status_counts=counts,
         kinds=tuple(kind for kind in kinds.REGISTRY if kind.present(results)),
         reasons=reasons,
@@ -108,6 +112,23 @@ def build_report(
         unloaded=tuple(unloaded),
         not_loaded=not_loaded_note(unloaded, comparison),
     )
+
+
+def with_judge_failures(headline: Sequence[Headline], judged: Sequence[JudgedMetric]) -> tuple[Headline, ...]:
+    """The headline metrics with the judge's failures counted among their errors; a judged metric
+    that failed for every case keeps its row (no mean, its failures beside it) instead of vanishing."""
+    failures = {metric.key: metric.failed for metric in judged if metric.failed}
+    if not failures:
+        return tuple(headline)
+    by_metric = {item.metric: item for item in headline}
+    rows = []
+    for key in kinds.headline_metric_keys():
+        item = by_metric.get(key)
+        if item is not None:
+            rows.append(replace(item, errors=item.errors + failures.get(key, 0)))
+        elif key in failures:
+            rows.append(Headline(metric=key, mean=None, cases=0, errors=failures[key]))
+    return tuple(rows)
 
 
 def not_loaded_note(unloaded: Sequence[Unloaded], comparison: Comparison | None) -> str | None:

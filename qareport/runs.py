@@ -31,6 +31,7 @@ from qareport import kinds
 from qareport.comparison import CaseChange, Comparison, Headline, HeadlineDelta, headline_metrics, status_counts
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
+from qareport.judged_metrics import JudgedMetric
 from qareport.records import USAGE_FIELDS, CaseResult, RunInfo, RunSnapshot
 
 if TYPE_CHECKING:
@@ -142,9 +143,11 @@ def run_metadata(
     headline: Sequence[Headline],
     comparison: Comparison | None,
     alerts: Mapping[str, str | None] | None = None,
+    judged: Sequence[JudgedMetric] = (),
 ) -> list[tuple[str, Any]]:
     """The qareport_run sheet as key, value pairs (flat, so any tool can read it). `alerts`
-    ("not_loaded", "incomplete") are what a reader must see before any number."""
+    ("not_loaded", "incomplete") are what a reader must see before any number; `judged`, how far
+    the judge got per judged metric."""
     pairs: list[tuple[str, Any]] = [
         ("format", RUN_FORMAT),
         ("created", run.created),
@@ -168,6 +171,9 @@ def run_metadata(
         ("judge.calls", usage.get("calls")),
         ("judge.cost_usd", usage.get("cost_usd")),
     ]
+    for metric in judged:
+        pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
+                  for field in ("label", "mean", "judged", "failed", "not_applicable")]
     pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
     for index, given in enumerate(run.inputs, start=1):
         pairs += [
@@ -205,13 +211,14 @@ def stored_run_tables(
     headline: Sequence[Headline],
     comparison: Comparison | None,
     alerts: Mapping[str, str | None] | None = None,
+    judged: Sequence[JudgedMetric] = (),
 ) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, and its changes."""
     fields = case_fields()
     tables = [
         StoredTable(RESULTS_SHEET, fields,
                     tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in rows)),
-        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(run, rows, headline, comparison, alerts))),
+        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(run, rows, headline, comparison, alerts, judged))),
     ]
     if comparison is not None:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(

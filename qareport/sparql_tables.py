@@ -239,14 +239,24 @@ def _read_actual(actual: Any) -> tuple[list, list] | None:
 def _column(var: Any, bindings: list, interned: dict[Hashable, int]) -> tuple[int, ...]:
     """The cells of `var` down the rows, each as a small int (equal ints, equal cells)."""
     unbound_id = interned.setdefault(UNBOUND, len(interned))
-    cells = []
+    cells: list[int] = []
+    append, intern = cells.append, interned.setdefault
     for binding in bindings:
-        if var in binding:
-            key = cell_key(binding[var])
-            cells.append(interned.setdefault(key, len(interned)))
+        term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)
+        if term is _ABSENT:
+            append(unbound_id)
+            continue
+        # the common term (a URI, or a literal without a datatype) is its value: no conversion
+        if type(term) is dict and "datatype" not in term:
+            value = term.get("value")
+            key: Hashable = UNBOUND if value is None else value if type(value) is str else str(value)
         else:
-            cells.append(unbound_id)
+            key = cell_key(term)
+        append(intern(key, len(interned)))
     return tuple(cells)
+
+
+_ABSENT = object()
 
 
 # --- the search ----------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ graphrag-eval would read as a list of one-letter columns).
 
 from __future__ import annotations
 
-import copy
 import json
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -108,7 +108,7 @@ def annotate_reference_steps(
 ) -> list[list[dict[str, Any]]]:
     """A deep copy of `reference_groups` in which each matched reference step of the last group
     has `matches` set to the id of its actual step, as graphrag-eval writes it."""
-    annotated: list[list[dict[str, Any]]] = [copy.deepcopy([dict(step) for step in group]) for group in reference_groups]
+    annotated: list[list[dict[str, Any]]] = [[dict(step) for step in group] for group in reference_groups]
     for match in outcome.matches:
         actual_id = match.actual_id
         if 0 <= match.actual_index < len(actual_steps):
@@ -260,7 +260,7 @@ def _compare_outputs(
                 "must contain."
             )
         try:
-            actual_result = json.loads(actual_output)
+            actual_result = _parsed_json(actual_output)
         except (TypeError, ValueError):
             actual_result = str(actual_output)  # not JSON (DESCRIBE / CONSTRUCT): never matches
         try:
@@ -277,7 +277,7 @@ def _compare_outputs(
     if media_type == JSON:
         reference_value = _parse_reference_json(reference_output, reference_label, media_type)
         try:
-            actual_value = json.loads(actual_output)
+            actual_value = _parsed_json(actual_output)
         except (TypeError, ValueError) as error:
             raise _StepsError(
                 f"{actual_label} has an 'output' that is not JSON ({error}), and {reference_label} "
@@ -305,9 +305,22 @@ def _compare_outputs(
     return float(reference_output == actual_output)
 
 
+def _parsed_json(output: Any) -> Any:
+    """`json.loads`, once per output text: a reference step is compared with every call of the
+    question, and a call with every reference step. The value is shared, so it is only read."""
+    if isinstance(output, str):
+        return _loads_text(output)
+    return json.loads(output)
+
+
+@lru_cache(maxsize=256)
+def _loads_text(text: str) -> Any:
+    return json.loads(text)
+
+
 def _parse_reference_json(output: Any, label: str, media_type: str) -> Any:
     try:
-        return json.loads(output)
+        return _parsed_json(output)
     except (TypeError, ValueError) as error:
         raise _StepsError(
             f"{label} has an 'output' that is not JSON ({error}), but its output_media_type is "

@@ -359,3 +359,44 @@ def test_the_email_of_a_run_with_unloaded_cases_says_so_first(last_week, tmp_pat
     assert "1 test case(s) of the baseline could not be loaded" in message["Subject"]
     assert message.get_body(("plain",)).get_content().splitlines()[1].startswith(
         "1 test case(s) of the baseline could not be loaded")
+
+
+# --- the console -----------------------------------------------------------------------------------
+
+
+class Terminal:
+    """A stream that says it is a terminal, keeping what was written."""
+
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_shows_on_a_terminal_and_never_in_a_log(tmp_path, tty):
+    from qareport.pipeline import RunOptions, run_pipeline
+
+    stream = Terminal(tty)
+    run_pipeline(RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),),
+                            output=str(tmp_path / "week.xlsx"), judge_options={"enabled": False}),
+                 progress=stream)
+    if tty:
+        assert "qareport: evaluating 29 test cases…" in stream.text and "\r" in stream.text
+    else:
+        assert stream.text == ""
+
+
+def test_verbose_prints_each_stage_with_its_time(tmp_path, capsys):
+    assert run(tmp_path / "week.xlsx", "-v") == 0
+    err = capsys.readouterr().err
+    assert "qareport: loaded 29 test cases and 28 responses in " in err
+    assert f"qareport: wrote {tmp_path / 'week.xlsx'} in " in err

@@ -46,6 +46,8 @@ T = TypeVar("T")
 MAX_RETRY_AFTER = 120.0
 """Seconds; the SDK does not wait for a server asking for longer (and neither did qareport)."""
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
+CORRECTIVE_RETRIES = 1
+"""Times a judge whose reply could not be used is asked again, told what was wrong."""
 
 
 class RetryCounter:
@@ -192,38 +194,56 @@ class JudgeClient:
 
     def ask_checked(self, metric: str, prompt: str, check: Callable[[str | None], T], ledger: Ledger,
                     *, retry_prompt: Callable[[str], str]) -> T:
-        """Ask, check the reply; on a bad reply ask once more saying what was wrong
-        (`retry_prompt(problem)`). Raises MetricFailed or JudgeAborted."""
+        """Ask, check the reply; on a bad reply ask again saying what was wrong
+        (`retry_prompt(problem)`), up to `CORRECTIVE_RETRIES` times. The accepted reply is cached
+        under the first request as well, so a rerun of the same inputs asks nothing. Raises
+        MetricFailed or JudgeAborted."""
         messages = [{"role": "user", "content": prompt}]
         try:
             return self._chat(metric, messages, check, ledger)
         except JudgeOutputError as first:
-            retry = messages + [
-                {"role": "assistant", "content": first.content or ""},
-                {"role": "user", "content": retry_prompt(first.problem)},
+            problem = first
+        except MetricFailed as error:
+            self._remember_failure(metric, messages, str(error))
+            raise
+        for attempt in range(1, CORRECTIVE_RETRIES + 1):
+            conversation = messages + [
+                {"role": "assistant", "content": problem.content or ""},
+                {"role": "user", "content": retry_prompt(problem.problem)},
             ]
             try:
-                return self._chat(metric, retry, check, ledger)
-            except JudgeOutputError as second:
-                raise MetricFailed(
-                    f"the judge's reply could not be used, also after one retry: {second.problem}"
-                ) from None
+                return self._chat(metric, conversation, check, ledger, also_for=messages)
+            except JudgeOutputError as again:
+                problem = again
+        retries = "one retry" if CORRECTIVE_RETRIES == 1 else f"{CORRECTIVE_RETRIES} retries"
+        message = f"the judge's reply could not be used, also after {retries}: {problem.problem}"
+        self._remember_failure(metric, messages, message)
+        raise MetricFailed(message)
 
-    def _chat(self, metric: str, messages: list[dict[str, str]], check: Callable[[str | None], T],
-              ledger: Ledger) -> T:
+    def _chat_request(self, metric: str, messages: list[dict[str, str]]) -> dict[str, Any]:
         if self.settings.response_format == "json_schema":
             response_format: dict[str, Any] = SCHEMAS[metric]
         else:
             response_format = {"type": "json_object"}
-        request: dict[str, Any] = {
-            "model": self.chat_model,
-            "messages": messages,
-            "temperature": self.settings.temperature,
-            "response_format": response_format,
-        }
+        return {"model": self.chat_model, "messages": messages, "temperature": self.settings.temperature,
+                "response_format": response_format}
+
+    def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str) -> None:
+        """Mark a judgment that failed, so that the next run asks again and says it did."""
+        if self._cache is not None:
+            key = cache_key("chat", self._chat_request(metric, messages))
+            self._cache.put(key, kind="failed", model=self.chat_model, value={"failed": message})
+
+    def _chat(self, metric: str, messages: list[dict[str, str]], check: Callable[[str | None], T],
+              ledger: Ledger, *, also_for: list[dict[str, str]] | None = None) -> T:
+        """One chat request, from the cache when it holds an acceptable reply. `also_for`: the
+        first request of a corrective retry, under which an accepted reply is cached too."""
+        request = self._chat_request(metric, messages)
         key = cache_key("chat", request)
         if self._cache is not None:
             hit = self._cache.get(key)
+            if also_for is None and isinstance(hit, dict) and "failed" in hit:
+                ledger.tried_again += 1
             if isinstance(hit, dict) and isinstance(hit.get("content"), str):
                 try:
                     checked = check(hit["content"])
@@ -231,6 +251,9 @@ class JudgeClient:
                     pass  # a template's checks changed: ask again
                 else:
                     ledger.cached_calls += 1
+                    if also_for is not None:
+                        self._cache.put(cache_key("chat", {**request, "messages": also_for}), kind="chat",
+                                        model=self.chat_model, value=hit)
                     return checked
         completion = self._send(lambda: self._client.chat.completions.create(**request), ledger)
         usage = completion.usage
@@ -251,11 +274,15 @@ class JudgeClient:
             raise JudgeOutputError("the reply was cut off at the token limit", content)
         checked = check(content)
         if self._cache is not None:
-            self._cache.put(key, kind="chat", model=self.chat_model, value={
+            value = {
                 "content": content,
                 "model": completion.model,
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-            })
+            }
+            self._cache.put(key, kind="chat", model=self.chat_model, value=value)
+            if also_for is not None:
+                self._cache.put(cache_key("chat", {**request, "messages": also_for}), kind="chat",
+                                model=self.chat_model, value=value)
         return checked
 
     # -- embeddings

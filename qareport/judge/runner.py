@@ -59,6 +59,7 @@ class _Outcome:
     updates: dict[str, Any] = field(default_factory=dict)
     error: bool = False
     waiting: GeneratedQuestions | None = None  # answer relevance waiting for its embeddings
+    retry_waiting: GeneratedQuestions | None = None  # kept while its embeddings may be asked again
 
 
 class _Progress:
@@ -306,9 +307,33 @@ class Judge:
         _complete_relevance(outcome, vectors)
         return True
 
-    def _embed_batch(self, batch: list[_Outcome]) -> tuple[Ledger, list[_Outcome]]:
-        """One embeddings request for the inputs of several cases (each case's inputs together)."""
+    def _embed_batch(self, batch: list[_Outcome], *, tries_left: int = 1) -> tuple[Ledger, list[_Outcome]]:
+        """One embeddings request for the inputs of several cases (each case's inputs together).
+
+        A failed or unusable reply does not fail the whole batch: the batch is split in two and
+        each half asked again, down to single cases, and a single case is asked `tries_left` more
+        times; only then does its relevance fail. One garbage reply costs one case at most.
+        """
+        ledger, finished = self._embed_once(batch)
+        failed = [outcome for outcome in finished if outcome.error]
+        if not failed or self._client.fatal is not None:
+            return ledger, finished
+        if len(batch) == 1 and tries_left <= 0:
+            return ledger, finished
+        for outcome in failed:  # asked again: the failure is not final yet
+            outcome.error, outcome.updates, outcome.waiting = False, {}, outcome.retry_waiting
+        halves = [batch] if len(batch) == 1 else [batch[:len(batch) // 2], batch[len(batch) // 2:]]
+        done: list[_Outcome] = []
+        for half in halves:
+            half_ledger, half_finished = self._embed_batch(half, tries_left=tries_left - (len(batch) == 1))
+            ledger.merge(half_ledger)
+            done.extend(half_finished)
+        return ledger, done
+
+    def _embed_once(self, batch: list[_Outcome]) -> tuple[Ledger, list[_Outcome]]:
         ledger = Ledger()
+        for outcome in batch:
+            outcome.retry_waiting = outcome.waiting
         waiting = [outcome.waiting for outcome in batch]
         assert all(w is not None for w in waiting)
         inputs = [text for w in waiting for text in w.inputs]  # type: ignore[union-attr]

@@ -48,6 +48,7 @@ class JudgeUsage:
     cached_calls: int = 0
     failed_calls: int = 0
     retries: int = 0
+    tried_again: int = 0  # judgments that failed in an earlier run and were asked again
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
@@ -76,6 +77,7 @@ class JudgeUsage:
             "cached_calls": self.cached_calls,
             "failed_calls": self.failed_calls,
             "retries": self.retries,
+            "tried_again": self.tried_again,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
@@ -96,17 +98,19 @@ class JudgeUsage:
             f"({self.cached_calls} cached, {self.failed_calls} failed, {self.retries} retried), "
             f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens, {cost}, "
             f"{self.elapsed_sec:.1f} s"
+            + (f"; {self.tried_again} judgment(s) that failed in an earlier run tried again"
+               if self.tried_again else "")
         )
 
 
 class Ledger:
     """Counters of one unit of work, filled in by the thread doing it (never shared while open)."""
 
-    __slots__ = ("calls", "cached_calls", "failed_calls", "retries", "input_tokens", "output_tokens",
-                 "cost", "unpriced", "share", "share_unpriced")
+    __slots__ = ("calls", "cached_calls", "failed_calls", "retries", "tried_again", "input_tokens",
+                 "output_tokens", "cost", "unpriced", "share", "share_unpriced")
 
     def __init__(self) -> None:
-        self.calls = self.cached_calls = self.failed_calls = self.retries = 0
+        self.calls = self.cached_calls = self.failed_calls = self.retries = self.tried_again = 0
         self.input_tokens = self.output_tokens = 0
         self.cost = 0.0  # of the calls this ledger made
         self.unpriced: set[str] = set()
@@ -121,6 +125,18 @@ class Ledger:
             self.unpriced.add(model)
         else:
             self.cost += cost
+
+    def merge(self, other: Ledger) -> None:
+        """Add the calls another ledger made (a batch asked again in parts)."""
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.failed_calls += other.failed_calls
+        self.retries += other.retries
+        self.tried_again += other.tried_again
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost += other.cost
+        self.unpriced |= other.unpriced
 
     def add_share(self, cost: float | None, share: float) -> None:
         """This unit's part of a shared call's cost (None: the shared call has no known price)."""
@@ -156,6 +172,7 @@ def summarize_usage(
         total.cached_calls += ledger.cached_calls
         total.failed_calls += ledger.failed_calls
         total.retries += ledger.retries
+        total.tried_again += ledger.tried_again
         total.input_tokens += ledger.input_tokens
         total.output_tokens += ledger.output_tokens
         total.cost += ledger.cost
@@ -171,6 +188,7 @@ def summarize_usage(
         cached_calls=total.cached_calls,
         failed_calls=total.failed_calls,
         retries=total.retries,
+        tried_again=total.tried_again,
         input_tokens=total.input_tokens,
         output_tokens=total.output_tokens,
         cost_usd=None if total.unpriced else total.cost,

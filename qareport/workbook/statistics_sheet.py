@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.comparison import SCORE_BINS, metric_label as headline_label
+from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
 from qareport.records import USAGE_FIELDS, RunInfo
 from qareport.report import CASE_SCORE, Report
@@ -240,6 +241,27 @@ def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list, metrics: list[st
             ws.cell(first + offset, column).number_format = fmt
 
 
+def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) -> None:
+    """Each judged metric with the cases it rests on: judged, failed, not applicable."""
+    if not judged:
+        return
+    tables.section("LLM-judged metrics",
+                   "Mean over the judged cases; failed: the judge was asked and gave no usable answer; "
+                   "not applicable: nothing to judge (no answer, no reference, no retrieval step).")
+    first, last = tables.table(
+        ("metric", "mean", "judged", "failed", "not applicable", "note"),
+        [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_applicable,
+          "FAILED FOR MOST CASES: the mean rests on few cases" if metric.mostly_failed else None)
+         for metric in judged],
+        (None, styles.SCORE_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, None),
+        overflow_last=True,
+    )
+    for offset, metric in enumerate(judged):
+        if metric.mostly_failed:
+            tables.ws.cell(first + offset, 6).font = styles.REGRESSION_FONT
+            tables.ws.cell(first + offset, 4).fill = styles.REGRESSION_FILL
+
+
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
     if run.not_evaluated:
         tables.section("Metrics not evaluated")
@@ -315,6 +337,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
         ranges.update(write_qa(tables, stats.qa_aggregates))
     write_kind_tables(tables, report.kind_tables)
     distribution = write_distribution(tables, report.score_distributions)
+    write_judged_metrics(tables, report.judged)
     write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
     styles.set_widths(ws, widths)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.comparison import DEFAULT_TOLERANCE, Comparison, Headline, parse_created
+from qareport.judged_metrics import JudgedMetric
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
@@ -96,7 +97,8 @@ def _count_style(cell: Cell, count: int, status: str) -> None:
         cell.fill = styles.STATUS_FILLS[status]
 
 
-def write_headline(block: Block, headline: Sequence[Headline], comparison: Comparison | None) -> None:
+def write_headline(block: Block, headline: Sequence[Headline], comparison: Comparison | None,
+                   judged: Sequence[JudgedMetric] = ()) -> None:
     block.section("Headline metrics")
     deltas = {d.metric: d for d in comparison.headline} if comparison else {}
     block.header("metric", "mean", "cases", "errors", "missing", "invalid",
@@ -117,6 +119,14 @@ def write_headline(block: Block, headline: Sequence[Headline], comparison: Compa
             _signed_style(block.cell(7, shown, number_format=styles.HEADLINE_DELTA_FORMAT), delta.delta)
         block.row += 1
     block.note("Means over the evaluated cases; error, missing and invalid cases are counted beside them.")
+    if judged:
+        listed = sorted((metric for metric in judged if metric.judged or metric.failed),
+                       key=lambda metric: not metric.mostly_failed)  # the alarming ones first: the line is cut
+        text = "LLM judge: " + "; ".join(metric.describe() for metric in listed)
+        cell = block.cell(0, styles.shorten(text, 110), font=styles.NOTE_FONT)
+        if any(metric.mostly_failed for metric in judged):
+            cell.font = styles.REGRESSION_FONT
+        block.row += 1
 
 
 def write_status(block: Block, counts: Mapping[str, int], problems: int, links: SummaryLinks) -> None:
@@ -269,7 +279,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
         write(ws, 3, 1, " · ".join(alerts)).font = styles.REGRESSION_FONT
 
     left = Block(ws, 4, 1)
-    write_headline(left, report.headline, comparison)
+    write_headline(left, report.headline, comparison, report.judged)
     write_status(left, counts, len(report.problems), links)
     if comparison is not None:
         write_comparison(left, comparison, links)
