@@ -37,10 +37,10 @@ MAX_DEPTH = 100
 """Levels of nested collections a YAML item may have (test cases need fewer than 15)."""
 MAX_EXPANDED_NODES = 1_000_000
 """Nodes an item may have once its aliases are expanded (a large reference table has ~10,000)."""
-_DEPTH_SUSPECT_BRACKETS = 2 * MAX_DEPTH
-_DEPTH_SUSPECT_INDENT = re.compile(r"^ {%d,}" % (2 * MAX_DEPTH), re.M)
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s\[\]{},]")
-_ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s\[\]{},]")
+_DEPTH_SUSPECT_BRACKETS = 4000  # fewer cannot nest deep enough to hurt libyaml (it reads 5,000 levels)
+_DEPTH_SUSPECT_INDENT = re.compile(r"^ {2000,}", re.M)
+_BEFORE_MARK = frozenset(" \t\r\n[{,:-")
+_NOT_IN_NAME = frozenset(" \t\r\n[]{},")
 _ROOT_LINE = re.compile(r"^[^\s#].*$", re.M)  # a line with content at column 0
 
 
@@ -153,10 +153,25 @@ def yaml_documents(text: str) -> Iterator[Any | YamlProblem]:
         yield from _parse(chunk, offset, several=False)
 
 
+def _has_mark(text: str, marks: str) -> bool:
+    """Whether the text may hold an anchor (`&name`) or alias (`*name`), for the marks asked: a
+    mark at the start of a token, followed by a name. (str.find, not a regex: ten times faster on
+    a 20 MB file.)"""
+    for mark in marks:
+        at = text.find(mark)
+        while at >= 0:
+            before = text[at - 1] if at else "\n"
+            after = text[at + 1] if at + 1 < len(text) else " "
+            if before in _BEFORE_MARK and after not in _NOT_IN_NAME:
+                return True
+            at = text.find(mark, at + 1)
+    return False
+
+
 def split_root_sequence(text: str) -> list[tuple[int, str]] | None:
     """(line offset, text) of each item of a top-level block sequence; None when the text is not
     one, or when items could share anchors (then it is read whole)."""
-    if _ANCHOR_OR_ALIAS.search(text):
+    if _has_mark(text, "&*"):
         return None
     starts: list[int] = []
     for match in _ROOT_LINE.finditer(text):
@@ -205,11 +220,11 @@ def _parse_guarded(text: str, offset: int, *, several: bool) -> Iterator[Any | Y
             node = loader.get_node()
             if node is None:
                 continue
-            if several and isinstance(node, yaml.SequenceNode) and _ALIAS.search(text):
+            if several and isinstance(node, yaml.SequenceNode) and _has_mark(text, "*"):
                 # a file read whole because of anchors: its items are still kept or refused one by one
                 yield from _items_one_by_one(loader, node, offset)
                 continue
-            if _ALIAS.search(text):
+            if _has_mark(text, "*"):
                 refused = _alias_refusal(node, offset)
                 if refused is not None:
                     yield refused

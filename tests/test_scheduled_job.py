@@ -400,3 +400,9 @@ def test_verbose_prints_each_stage_with_its_time(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "qareport: loaded 29 test cases and 28 responses in " in err
     assert f"qareport: wrote {tmp_path / 'week.xlsx'} in " in err
+
+
+def test_a_results_path_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
+    assert run(tmp_path / "week.xlsx", "--results", str(tmp_path / "gone" / "week.json")) == 2
+    assert f"--results {tmp_path / 'gone' / 'week.json'}: the folder" in capsys.readouterr().err
+    assert not (tmp_path / "week.xlsx").exists()
