@@ -168,15 +168,7 @@ def summarize_usage(
     cached = dict.fromkeys(metrics, 0)
     costs: dict[str, float | None] = dict.fromkeys(metrics, 0.0)
     for metric, ledger in ledgers:
-        total.calls += ledger.calls
-        total.cached_calls += ledger.cached_calls
-        total.failed_calls += ledger.failed_calls
-        total.retries += ledger.retries
-        total.tried_again += ledger.tried_again
-        total.input_tokens += ledger.input_tokens
-        total.output_tokens += ledger.output_tokens
-        total.cost += ledger.cost
-        total.unpriced |= ledger.unpriced
+        total.merge(ledger)
         calls[metric] += ledger.calls
         cached[metric] += ledger.cached_calls
         cost = costs[metric]
