@@ -37,6 +37,8 @@ _EXPORTS = {
     "RunSnapshot": "qareport.records",
     "Unloaded": "qareport.records",
     "read_run": "qareport.runs",
+    "read_reviews": "qareport.runs",
+    "Review": "qareport.records",
     "write_workbook": "qareport.workbook",
     "WrittenWorkbook": "qareport.workbook",
     "results_document": "qareport.runs",

@@ -17,18 +17,24 @@ Rules, in the words an analyst would use:
 - Cases only in the current run are *new*, cases only in the baseline *removed*, unless they
   could not be loaded this time (their file, or their item of it, could not be read): then they
   are *not loaded*, listed first, and never counted as removed or regressed.
+- A headline delta is computed like for like: over the cases both runs evaluated whose test did
+  not change, paired case by case, with a sign-flip test of "no change" (`significance`), so a
+  removed, new, failed or edited case never moves it.
+- Every changed case also gets one line (`CaseMovement`): how it moved and why, in the words of
+  its kinds (`kinds.explain_change`: "lost COUNTRY MEX", "target edited: COUNTRY +KEN").
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from qareport import kinds
 from qareport.records import RunSnapshot, Unloaded
+from qareport.significance import ALPHA, confidence_interval, paired_change
 
 NOT_SCORED_STATUSES = ("error", "missing", "invalid")
 STATUSES = ("success", *NOT_SCORED_STATUSES)
@@ -59,13 +65,19 @@ class Headline:
     metric: str
     mean: float | None
     cases: int  # evaluated cases that have the metric
-    errors: int = 0  # cases of the kinds that carry the metric, not scored because of their status
+    errors: int = 0  # cases with a target of the metric's kind, not scored because of their status
     missing: int = 0
     invalid: int = 0
+    low: float | None = None  # the 95 % bootstrap interval of the mean over cases
+    high: float | None = None
 
     @property
     def label(self) -> str:
         return metric_label(self.metric)
+
+    @property
+    def not_scored(self) -> int:
+        return self.errors + self.missing + self.invalid
 
 
 def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -74,39 +86,51 @@ def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
-    """The headline metrics the run has (those with at least one value), in a fixed order."""
+    """The headline metrics the run has (those with at least one value), in a fixed order, each with
+    its 95 % interval and the cases that could have had it but were not scored."""
     headlines = []
     for metric in kinds.headline_metric_keys():
-        scored = [
-            (row, value) for row in rows
-            if row.get("status") == "success" and (value := _number(row.get(metric))) is not None
-        ]
-        if not scored:
+        values = [value for row in rows
+                  if row.get("status") == "success" and (value := _number(row.get(metric))) is not None]
+        if not values:
             continue
-        case_kinds = {row.get("kind") for row, _ in scored}
-        not_scored = Counter(row.get("status") for row in rows
-                             if row.get("kind") in case_kinds and row.get("status") != "success")
+        not_scored = Counter(row.get("status") for row in _could_have(rows, metric) if row.get("status") != "success")
+        interval = confidence_interval(values)
         headlines.append(Headline(
             metric=metric,
-            mean=sum(value for _, value in scored) / len(scored),
-            cases=len(scored),
+            mean=sum(values) / len(values),
+            cases=len(values),
             errors=not_scored.get("error", 0),
             missing=not_scored.get("missing", 0),
             invalid=not_scored.get("invalid", 0),
+            low=interval.low if interval else None,
+            high=interval.high if interval else None,
         ))
     return tuple(headlines)
 
 
-def case_score(row: Mapping[str, Any]) -> float | None:
-    """A case's score at a glance: the mean of its headline metrics (None when it has none)."""
-    values = [v for metric in kinds.headline_metric_keys() if (v := _number(row.get(metric))) is not None]
-    return sum(values) / len(values) if values else None
+def _could_have(rows: Sequence[Mapping[str, Any]], metric: str) -> list[Mapping[str, Any]]:
+    """The cases that could have had the metric: those with a target of its kind. Rows stored before
+    runs kept their targets fall back to the cases of the same shape (conversation or Q&A)."""
+    kind = kinds.kind_of_metric(metric)
+    if kind is not None and all("targets" in row and row.get("targets") is not None for row in rows):
+        return [row for row in rows if kind.name in (row.get("targets") or ())]
+    case_kinds = {row.get("kind") for row in rows if row.get("status") == "success" and _number(row.get(metric)) is not None}
+    return [row for row in rows if row.get("kind") in case_kinds]
 
 
-def worst_cases(rows: Sequence[Mapping[str, Any]], *, limit: int = 10) -> list[Mapping[str, Any]]:
-    """The evaluated cases with the lowest case score, lowest first (ties in input order)."""
-    scored = [(score, index, row) for index, row in enumerate(rows)
-              if row.get("status") == "success" and (score := case_score(row)) is not None]
+def weakest_cases(rows: Sequence[Mapping[str, Any]], ranking: Sequence[str], *, limit: int = 5) -> list[Mapping[str, Any]]:
+    """The evaluated cases that lost points on `ranking` (metric keys, compared in turn), lowest
+    first; ties keep the input order. Cases without the first metric are not ranked, and a case
+    with full marks is never among the weakest."""
+    if not ranking:
+        return []
+    scored = []
+    for index, row in enumerate(rows):
+        values = [_number(row.get(metric)) for metric in ranking]
+        perfect = all(value is None or value >= 1.0 - DEFAULT_TOLERANCE for value in values)
+        if row.get("status") == "success" and values[0] is not None and not perfect:
+            scored.append((tuple(v if v is not None else 2.0 for v in values), index, row))
     scored.sort(key=lambda item: (item[0], item[1]))
     return [row for _, _, row in scored[:limit]]
 
@@ -119,13 +143,13 @@ def score_bin(value: float) -> int:
     return min(len(SCORE_BINS) - 1, max(0, int(round(value * 10, 9))))
 
 
-def score_distribution(rows: Sequence[Mapping[str, Any]], metric: str | None = None) -> list[int]:
-    """How many evaluated cases fall in each bin of SCORE_BINS, for one metric or the case score."""
+def score_distribution(rows: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
+    """How many evaluated cases fall in each bin of SCORE_BINS, for one metric."""
     counts = [0] * len(SCORE_BINS)
     for row in rows:
         if row.get("status") != "success":
             continue
-        value = case_score(row) if metric is None else _number(row.get(metric))
+        value = _number(row.get(metric))
         if value is not None:
             counts[score_bin(value)] += 1
     return counts
@@ -147,19 +171,70 @@ class CaseChange:
     delta: float | None = None
     old_status: str | None = None
     new_status: str | None = None
+    reason: str | None = None  # why the case moved, the same on each of its lines (`CaseMovement.reason`)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseMovement:
+    """One changed case in one line: how it moved (its metrics, its status) and why."""
+
+    kind: ChangeKind  # a case with any regression is a regression, even if something else improved
+    case_id: str
+    name: str
+    moves: tuple[CaseChange, ...]  # its lines in the Changes sheet
+    reason: str | None
+
+    @property
+    def worst_delta(self) -> float | None:
+        deltas = [change.delta for change in self.moves if change.delta is not None]
+        return min(deltas) if deltas else None
+
+    def describe_moves(self) -> str:
+        """"macro recall 1.00 → 0.50, macro precision 1.00 → 0.67" or "success → error"."""
+        parts = []
+        for change in self.moves:
+            if change.metric == "status" or change.metric is None:
+                if change.old_status != change.new_status and change.new_status is not None:
+                    parts.append(f"{change.old_status or 'new'} \u2192 {change.new_status}")
+                continue
+            parts.append(f"{metric_label(change.metric)} {_two(change.old)} \u2192 {_two(change.new)}")
+        return ", ".join(dict.fromkeys(parts))
+
+
+def _two(value: Any) -> str:
+    number = _number(value)
+    return f"{number:.2f}" if number is not None else str(value)
 
 
 @dataclass(frozen=True, slots=True)
 class HeadlineDelta:
+    """A headline metric against the baseline.
+
+    `old` and `new` are each run's mean over all its evaluated cases (what each report said);
+    the change itself is like for like: over the `shared_cases` both runs evaluated whose test did
+    not change, paired, with the p-value of a sign-flip test of "no change"."""
+
     metric: str
     old: float | None
     new: float | None
     old_cases: int
     new_cases: int
+    shared_old: float | None = None
+    shared_new: float | None = None
+    shared_cases: int = 0
+    p_value: float | None = None
 
     @property
     def delta(self) -> float | None:
-        return self.new - self.old if self.new is not None and self.old is not None else None
+        """The like-for-like change (new minus old over the shared cases); None without any."""
+        if self.shared_old is None or self.shared_new is None:
+            return None
+        return self.shared_new - self.shared_old
+
+    @property
+    def significant(self) -> bool:
+        """The change is larger than noise (p below `significance.ALPHA`)."""
+        return self.p_value is not None and self.p_value < ALPHA
 
     @property
     def label(self) -> str:
@@ -175,6 +250,8 @@ class Comparison:
     baseline_version: str
     changes: tuple[CaseChange, ...]
     headline: tuple[HeadlineDelta, ...]
+    movements: tuple[CaseMovement, ...] = ()  # one per changed case, in the order of `changes`
+    warnings: tuple[str, ...] = ()  # what makes the two runs less comparable than they look
 
     def cases_with(self, kind: ChangeKind) -> int:
         """How many distinct cases have at least one change of this kind."""
@@ -183,6 +260,10 @@ class Comparison:
     @property
     def regressions(self) -> tuple[CaseChange, ...]:
         return tuple(change for change in self.changes if change.kind == "regression")
+
+    def moved(self, kind: ChangeKind) -> tuple[CaseMovement, ...]:
+        """The changed cases of one kind, one line each, most moved first."""
+        return tuple(movement for movement in self.movements if movement.kind == kind)
 
     def counts(self) -> dict[ChangeKind, int]:
         """Cases per kind of change, in display order."""
@@ -204,8 +285,7 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
                                       after - before, **statuses))
         return changes
 
-    old_hash, new_hash = old.get("definition_hash") or "", new.get("definition_hash") or ""
-    if old_hash and new_hash and old_hash != new_hash:
+    if test_changed(old, new):
         changes = metric_changes(lambda delta: "test changed")
         if old_status != new_status:
             changes.insert(0, CaseChange("test changed", case_id, name, "status", old_status, new_status, None, **statuses))
@@ -217,6 +297,12 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
     if old_status != "success":
         return []  # neither run scored it: nothing to compare
     return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
+
+
+def test_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether the case's test definition differs between the two runs."""
+    old_hash, new_hash = old.get("definition_hash") or "", new.get("definition_hash") or ""
+    return bool(old_hash and new_hash and old_hash != new_hash)
 
 
 def _display_order(change: CaseChange) -> tuple[Any, ...]:
@@ -232,8 +318,62 @@ def _display_order(change: CaseChange) -> tuple[Any, ...]:
     return (rank,)
 
 
+def _facts(row: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    facts = (row or {}).get("facts")
+    return facts if isinstance(facts, Mapping) else {}
+
+
+def _status_words(status: Any, error: Any) -> str:
+    text = {"error": "the system answered with an error", "missing": "no response",
+            "invalid": "the response could not be evaluated"}.get(str(status), str(status))
+    return f"{text}: {error}" if error and status in ("error", "invalid") else text
+
+
+def movement_reason(kind: ChangeKind, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str | None:
+    """Why a case moved, in one line: a lost status says what happened; otherwise the kinds say
+    what changed in their facts, and failing that the case's reason now (or, improved, before)."""
+    if kind in ("new case", "removed case", "not loaded"):
+        return None
+    old_status, new_status = (old or {}).get("status"), (new or {}).get("status")
+    if kind == "regression" and new_status != "success":
+        return _status_words(new_status, (new or {}).get("error"))
+    if kind == "improvement" and old_status != "success":
+        return "evaluated again (was: " + _status_words(old_status, None) + ")"
+    said = kinds.explain_change(_facts(old), _facts(new))
+    if said:
+        return said
+    if kind == "test changed":
+        return "test edited"
+    if kind == "regression":
+        return (new or {}).get("reason") or None
+    before = (old or {}).get("reason")
+    return f"was: {before}" if before else None
+
+
+def _movements(changes: Sequence[CaseChange], old_rows: Mapping[str, Mapping[str, Any]],
+               new_rows: Mapping[str, Mapping[str, Any]]) -> list[CaseMovement]:
+    return group_movements(changes, lambda kind, case_id: movement_reason(kind, old_rows.get(case_id),
+                                                                          new_rows.get(case_id)))
+
+
+def group_movements(changes: Sequence[CaseChange],
+                    reason: Callable[[ChangeKind, str], str | None] | None = None) -> list[CaseMovement]:
+    """One movement per changed case, in the order of `changes`; its reason from `reason`, else the
+    reason its changes carry (a stored comparison read back)."""
+    by_case: dict[str, list[CaseChange]] = {}
+    for change in changes:
+        by_case.setdefault(change.case_id, []).append(change)
+    movements = []
+    for case_id, moves in by_case.items():
+        kinds_found = [move.kind for move in moves]
+        kind = "regression" if "regression" in kinds_found else kinds_found[0]
+        why = reason(kind, case_id) if reason is not None else moves[0].reason
+        movements.append(CaseMovement(kind, case_id, moves[0].name, tuple(moves), why))
+    return movements
+
+
 def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,
-                 unloaded: Sequence[Unloaded] = ()) -> Comparison:
+                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = ()) -> Comparison:
     """What changed from `baseline` to `current`, per case and metric, and in the headline metrics.
     `unloaded`: the test cases this run could not read (`Suite.unloaded`)."""
     old_rows = _by_case_id(baseline.cases)
@@ -256,12 +396,19 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                 changes.append(CaseChange("removed case", case_id, str(old.get("name") or ""),
                                           old_status=old.get("status")))
     changes.sort(key=_display_order)  # stable: ties keep the input order
+    movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
+                 for movement in _movements(changes, old_rows, new_rows)]
+    reasons = {movement.case_id: movement.reason for movement in movements}
+    changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     return Comparison(
         baseline_source=baseline.source,
         baseline_created=baseline.created,
         baseline_version=baseline.qareport_version,
         changes=tuple(changes),
-        headline=headline_deltas(headline_metrics(baseline.cases), headline_metrics(current.cases)),
+        headline=headline_deltas(headline_metrics(baseline.cases), headline_metrics(current.cases),
+                                 old_rows, new_rows),
+        movements=tuple(movements),
+        warnings=tuple(warnings),
     )
 
 
@@ -282,20 +429,49 @@ def _same_file(stored: str, path: str) -> bool:
     return stored == path or stored.replace("\\", "/").rsplit("/", 1)[-1] == path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def headline_deltas(old: Sequence[Headline], new: Sequence[Headline]) -> tuple[HeadlineDelta, ...]:
+def shared_values(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
+                  metric: str) -> tuple[list[float], list[float]]:
+    """A metric's values over the cases both runs evaluated whose test did not change, paired."""
+    before, after = [], []
+    for case_id, new in new_rows.items():
+        old = old_rows.get(case_id)
+        if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
+            continue
+        old_value, new_value = _number(old.get(metric)), _number(new.get(metric))
+        if old_value is not None and new_value is not None:
+            before.append(old_value)
+            after.append(new_value)
+    return before, after
+
+
+def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
+                    old_rows: Mapping[str, Mapping[str, Any]] | None = None,
+                    new_rows: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[HeadlineDelta, ...]:
+    """Each headline metric either run has: both runs' means and the like-for-like change (given
+    the case rows of both runs)."""
     before = {h.metric: h for h in old}
     after = {h.metric: h for h in new}
-    return tuple(
-        HeadlineDelta(
+    deltas = []
+    for metric in kinds.headline_metric_keys():
+        if metric not in before and metric not in after:
+            continue
+        shared: dict[str, Any] = {}
+        if old_rows is not None and new_rows is not None:
+            old_values, new_values = shared_values(old_rows, new_rows, metric)
+            change = paired_change(old_values, new_values)
+            if change is not None:
+                shared = {"shared_old": sum(old_values) / len(old_values),
+                          "shared_new": sum(new_values) / len(new_values),
+                          "shared_cases": change.cases, "p_value": change.p_value}
+        deltas.append(HeadlineDelta(
             metric=metric,
             old=before[metric].mean if metric in before else None,
             new=after[metric].mean if metric in after else None,
             old_cases=before[metric].cases if metric in before else 0,
             new_cases=after[metric].cases if metric in after else 0,
-        )
-        for metric in kinds.headline_metric_keys()
-        if metric in before or metric in after
-    )
+            **shared,
+        ))
+    return tuple(deltas)
 
 
 def _by_case_id(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
@@ -318,6 +494,8 @@ class TrendPoint:
     status_counts: dict[str, int]
     headline: tuple[Headline, ...]
     current: bool = False
+    regressions: int | None = None  # cases that regressed since the run before it (None: the first run)
+    improvements: int | None = None
 
     def mean(self, metric: str) -> float | None:
         return next((h.mean for h in self.headline if h.metric == metric), None)
@@ -347,14 +525,15 @@ def _point(snapshot: RunSnapshot, *, current: bool) -> TrendPoint:
 
 
 def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[TrendPoint, ...]:
-    """One point per earlier run, oldest first, and the current run last.
+    """One point per earlier run, oldest first, and the current run last, each with the cases that
+    regressed and improved since the run before it.
 
     The same run read twice (say its workbook and its results file) appears once; runs whose date
     cannot be read sort first, in the order given.
     """
     earliest = datetime.min.replace(tzinfo=timezone.utc)
     seen: set[tuple[Any, ...]] = set()
-    points = []
+    runs = []
     for snapshot in history:
         point = _point(snapshot, current=False)
         identity = (snapshot.created, snapshot.qareport_version, tuple(point.status_counts.items()),
@@ -362,6 +541,11 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
         if identity in seen:
             continue
         seen.add(identity)
-        points.append(point)
-    points.sort(key=lambda point: parse_created(point.created) or earliest)
-    return (*points, _point(current, current=True))
+        runs.append((point, snapshot))
+    runs.sort(key=lambda pair: parse_created(pair[0].created) or earliest)
+    runs.append((_point(current, current=True), current))
+    points = [runs[0][0]]
+    for (_, before), (point, after) in zip(runs, runs[1:]):
+        counts = compare_runs(before, after).counts()
+        points.append(replace(point, regressions=counts["regression"], improvements=counts["improvement"]))
+    return tuple(points)

@@ -1,9 +1,11 @@
 """Emailing a report: an HTML body a reader understands without opening the attachment, a plain
 text alternative, and the workbook attached; sent through SMTP or written to an .eml file.
 
-The body is read back from the workbook's hidden sheets (`baseline.read_report`), so
-`qareport email REPORT.xlsx` works on any report qareport wrote, long after the run. It comes from
-the templates `email.html` (autoescaped) and `email.txt`, which `--templates DIR` can override.
+The message lays out the run's digest (`qareport.digest`): `qareport run --email-to` passes the
+report's own, and `qareport email REPORT.xlsx` reads the one the workbook stored, so the email says
+what the Summary says, long after the run. It is addressed to a stakeholder (a verdict, the cases
+that moved and why; nothing about settings) and reads on a phone. It comes from the templates
+`email.html` (autoescaped) and `email.txt`, which `--templates DIR` can override.
 
 SMTP settings come from `qareport.settings` (`EmailSettings`), each from the first place that has
 it: the command line (or library call), the environment (QAREPORT_SMTP_HOST, _PORT, _USER,
@@ -25,12 +27,10 @@ from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Any, Literal
 
-from qareport.runs import ReportRecord, read_report
-from qareport.comparison import (
-    DEFAULT_TOLERANCE,
-    metric_label,
-    parse_created,
-)
+from qareport.comparison import parse_created
+from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
+from qareport.records import RunInfo
+from qareport.runs import read_report
 from qareport.errors import EmailError
 from qareport.settings import DEFAULT_PORTS, EmailSettings
 from qareport.templating import template_environment
@@ -38,7 +38,6 @@ from qareport.templating import template_environment
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 HTML_TEMPLATE = "email.html"
 TEXT_TEMPLATE = "email.txt"
-TOP_REGRESSIONS = 10
 Security = Literal["starttls", "ssl", "none"]
 
 
@@ -102,23 +101,84 @@ def smtp_settings(settings: EmailSettings) -> SmtpSettings:
 # --- the message ---------------------------------------------------------------------------------
 
 
-def _fmt(value: float | str | None, pattern: str = "{:.2f}") -> str | None:
-    return pattern.format(value) if isinstance(value, (int, float)) else None
+def read_digest(report_path: str | Path) -> Digest:
+    """The digest a workbook stored; for a workbook written before qareport stored one, the digest
+    made again from its hidden sheets (without the significance of its changes, which needs the
+    baseline's cases)."""
+    record = read_report(report_path)
+    if record.digest is not None:
+        return record.digest
+    metadata = record.metadata
+    run = RunInfo(
+        created=record.snapshot.created,
+        qareport_version=record.snapshot.qareport_version,
+        judge_model=metadata.get("judge.model"),
+        judge_usage={"cost_usd": metadata.get("judge.cost_usd")} if metadata.get("judge.model") else None,
+        not_evaluated={key.removeprefix("not_evaluated."): str(value) for key, value in metadata.items()
+                       if key.startswith("not_evaluated.") and value},
+    )
+    alerts = [str(value) for key, value in metadata.items() if key.startswith("alert.") and value]
+    return build_digest(run=run, rows=record.snapshot.cases, headline=record.headline,
+                        status_counts=record.status_counts, problems=0, comparison=record.comparison,
+                        alerts=alerts, judged=(), incomplete=bool(metadata.get("alert.incomplete")))
 
 
-def _direction(delta: float | None) -> str | None:
-    if delta is None:
-        return None
-    if abs(delta) <= DEFAULT_TOLERANCE or round(delta, 3) == 0:
-        return "same"
-    return "up" if delta > 0 else "down"
+def _two(value: float | None) -> str | None:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else None
 
 
-def _delta_text(delta: float | None) -> str | None:
-    """A headline change to three decimals; one that rounds to nothing is no change, unsigned."""
-    if delta is None:
-        return None
-    return "0.000" if _direction(delta) == "same" else f"{delta:+.3f}"
+def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
+    """What the email templates get: the digest with its numbers already in words, so a template
+    only places them."""
+    metrics = []
+    for item in digest.headline:
+        delta = digest.delta(item.metric)
+        change = delta.delta if delta is not None else None
+        metrics.append({
+            "label": item.label,
+            "mean": _two(item.mean) or "–",
+            "interval": f"{item.low:.2f}–{item.high:.2f}" if item.low is not None and item.high is not None else None,
+            "cases": item.cases,
+            "not_scored": item.not_scored,
+            "change": signed(change) if change is not None else None,
+            "direction": None if change is None or round(change, 2) == 0 else "down" if change < 0 else "up",
+            "noise": None if delta is None or delta.p_value is None else
+                     ("larger than noise" if delta.significant else "within noise"),
+            "shared": delta.shared_cases if delta is not None else 0,
+        })
+    baseline = digest.baseline
+    return {
+        "file_name": file_name,
+        "verdict": digest.verdict,
+        "created": _display_time(digest.created),
+        "version": digest.qareport_version,
+        "cases": digest.cases,
+        "status": {status: digest.status_counts.get(status, 0) for status in ("success", "error", "missing", "invalid")},
+        "alerts": list(digest.alerts),
+        "metrics": metrics,
+        "baseline": None if baseline is None else {
+            "source": Path(baseline.source).name,
+            "created": _display_time(baseline.created),
+            "counts": baseline.counts,
+            "warnings": list(baseline.warnings),
+        },
+        "compared": bool(digest.deltas),
+        "regressed": [_line(line) for line in digest.regressed],
+        "more_regressed": max(0, digest.regressed_total - len(digest.regressed)),
+        "improved": [_line(line) for line in digest.improved],
+        "more_improved": max(0, digest.improved_total - len(digest.improved)),
+        "weakest": [{"family": weakest.family, "ranked_by": weakest.ranked_by,
+                     "cases": [_line(line) for line in weakest.cases]} for weakest in digest.weakest],
+        "judged": [{"label": metric.label, "mean": _two(metric.mean), "judged": metric.judged,
+                    "failed": metric.failed, "mostly_failed": metric.mostly_failed} for metric in digest.judged],
+        "not_evaluated": [{"metrics": what, "why": why} for what, why in digest.not_evaluated],
+        "judge_model": digest.judge_model,
+        "judge_cost": f"${digest.judge_cost:,.4f}" if digest.judge_cost is not None else None,
+    }
+
+
+def _line(line: CaseLine) -> dict[str, Any]:
+    return {"case_id": line.case_id, "name": line.name or line.case_id, "what": line.what, "reason": line.reason}
 
 
 def _display_time(created: str) -> str:
@@ -126,111 +186,11 @@ def _display_time(created: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else created
 
 
-def report_context(record: ReportRecord, *, file_name: str) -> dict[str, Any]:
-    """What the email templates get: numbers already formatted, so a template stays simple."""
-    counts = record.status_counts
-    metadata = record.metadata
-    # an incomplete run shows no delta: a change over a handful of cases is no change
-    comparison = None if metadata.get("alert.incomplete") else record.comparison
-    deltas = {d.metric: d for d in comparison.headline} if comparison else {}
-    metrics = []
-    for item in record.headline:
-        delta = deltas.get(item.metric)
-        metrics.append({
-            "label": item.label,
-            "mean": _fmt(item.mean),
-            "cases": item.cases,
-            "errors": item.errors,
-            "missing": item.missing,
-            "invalid": item.invalid,
-            "not_scored": ", ".join(f"{count} {status}" for count, status in
-                                    ((item.errors, "error"), (item.missing, "missing"), (item.invalid, "invalid"))
-                                    if count),
-            "baseline": _fmt(delta.old) if delta else None,
-            "delta": _delta_text(delta.delta) if delta else None,
-            "direction": _direction(delta.delta) if delta else None,
-        })
-    regressions = list(comparison.regressions) if comparison else []
-    cost = metadata.get("judge.cost_usd")
-    context: dict[str, Any] = {
-        "file_name": file_name,
-        "created": _display_time(record.snapshot.created),
-        "version": record.snapshot.qareport_version,
-        "cases": sum(counts.values()),
-        "status": counts,
-        "metrics": metrics,
-        "judge_model": metadata.get("judge.model"),
-        "judge_cost": _fmt(cost, "${:,.4f}"),
-        "not_evaluated": [
-            {"metrics": key.removeprefix("not_evaluated."), "why": str(value)}
-            for key, value in metadata.items() if key.startswith("not_evaluated.")
-        ],
-        "comparison": None,
-        "regressions": [
-            {
-                "case_id": change.case_id,
-                "name": change.name,
-                "metric": metric_label(change.metric),
-                "old": _fmt(change.old) or (str(change.old) if change.old is not None else ""),
-                "new": _fmt(change.new) or (str(change.new) if change.new is not None else ""),
-                "delta": _fmt(change.delta, "{:+.2f}") or "",
-            }
-            for change in regressions[:TOP_REGRESSIONS]
-        ],
-        "more_regressions": max(0, len(regressions) - TOP_REGRESSIONS),
-    }
-    if comparison is not None:
-        counts_by_kind = comparison.counts()
-        context["comparison"] = {
-            "source": Path(comparison.baseline_source).name,
-            "created": _display_time(comparison.baseline_created),
-            "regressions": counts_by_kind["regression"],
-            "improvements": counts_by_kind["improvement"],
-            "tests_changed": counts_by_kind["test changed"],
-            "new_cases": counts_by_kind["new case"],
-            "removed_cases": counts_by_kind["removed case"],
-        }
-    context["alerts"] = [str(value) for key, value in metadata.items() if key.startswith("alert.") and value]
-    context["judged"] = _judged(metadata)
-    context["headline_sentence"] = _headline_sentence(context)
-    return context
-
-
-def _judged(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """How far the judge got per judged metric, as the workbook stored it (`runs.run_metadata`)."""
-    keys = dict.fromkeys(key.split(".")[1] for key in metadata if key.startswith("judged."))
-    rows = []
-    for key in keys:
-        def get(field: str) -> Any:
-            return metadata.get(f"judged.{key}.{field}")
-        judged, failed = int(get("judged") or 0), int(get("failed") or 0)
-        if not judged and not failed:
-            continue
-        rows.append({"label": get("label") or key, "mean": _fmt(get("mean")), "judged": judged, "failed": failed,
-                     "not_applicable": int(get("not_applicable") or 0),
-                     "mostly_failed": failed / (judged + failed) > 0.5})
-    return rows
-
-
-def _headline_sentence(context: Mapping[str, Any]) -> str:
-    """One line that says it all: the subject line and the first line of the body. An incomplete
-    run says so instead of its numbers; test cases that could not be loaded come first."""
-    incomplete = next((alert for alert in context["alerts"] if alert.startswith("INCOMPLETE RUN")), None)
-    if incomplete:
-        return incomplete
-    parts = [alert for alert in context["alerts"]]
-    for metric in context["metrics"][:2]:
-        part = f"{metric['label']} {metric['mean']}"
-        if metric["direction"] in ("up", "down"):
-            part += f" ({metric['delta']})"
-        parts.append(part)
-    status = context["status"]
-    not_scored = context["cases"] - status["success"]
-    parts.append(f"{status['success']} of {context['cases']} cases evaluated" if not_scored else f"{context['cases']} cases")
-    if context["comparison"] is not None:
-        count = context["comparison"]["regressions"]
-        parts.append(f"{count} regression{'s' if count != 1 else ''}")
-    return ", ".join(parts)
+def subject_for(digest: Digest) -> str:
+    """The verdict first, the date after it when it fits: a phone shows the start of a subject."""
+    date = _display_time(digest.created)[:10]
+    with_date = f"{digest.verdict} \u00b7 QA {date}"
+    return with_date if len(with_date) <= SUBJECT_CHARS + 2 else digest.verdict
 
 
 def build_message(
@@ -238,26 +198,29 @@ def build_message(
     *,
     to: Sequence[str],
     cc: Sequence[str] = (),
-    sender: str,
+    sender: str | None,
     subject: str | None = None,
     templates_dir: str | None = None,
+    digest: Digest | None = None,
 ) -> EmailMessage:
-    """The email for a report: subject, HTML body, plain-text alternative, the workbook attached."""
+    """The email for a report: subject, HTML body, plain-text alternative, the workbook attached.
+    `digest`: the run's, when the caller has it; else it is read from the workbook."""
     path = Path(report_path)
-    record = read_report(path)
-    context = report_context(record, file_name=path.name)
+    digest = digest if digest is not None else read_digest(path)
+    context = email_context(digest, file_name=path.name)
     environment = template_environment(templates_dir)
     html = environment.get_template(HTML_TEMPLATE).render(**context)
     text = environment.get_template(TEXT_TEMPLATE).render(**context)
 
     message = EmailMessage()
-    message["Subject"] = subject or f"QA report {context['created'][:10]}: {context['headline_sentence']}"
-    message["From"] = sender
+    message["Subject"] = subject or subject_for(digest)
+    if sender:
+        message["From"] = sender
     message["To"] = ", ".join(to)
     if cc:
         message["Cc"] = ", ".join(cc)
     message["Date"] = formatdate(usegmt=True)
-    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+    message["Message-ID"] = make_msgid(domain=(sender or "").rpartition("@")[2] or "qareport.invalid")
     message.set_content(text.strip() + "\n")
     message.add_alternative(html, subtype="html")
     try:
@@ -323,14 +286,29 @@ def write_eml(message: EmailMessage, path: str | Path) -> None:
         raise EmailError(f"{target}: cannot write the message: {error.strerror or error}") from error
 
 
+def sender_of(settings: EmailSettings, smtp: SmtpSettings | None) -> str | None:
+    """The From address: as given (option, environment, file), else the SMTP login when it is an
+    address; never made up from the machine's name."""
+    if settings.sender:
+        return settings.sender
+    user = smtp.user if smtp else None
+    return user if user and "@" in user else None
+
+
 def check_email_request(
     request: EmailRequest, settings: EmailSettings
 ) -> tuple[tuple[str, ...], tuple[str, ...], SmtpSettings | None]:
     """Recipients and SMTP settings, or EmailError: called before a run starts, so a missing
-    setting fails at once rather than after the evaluation."""
-    if not settings.to and not request.eml_path:
-        raise EmailError("no recipient: give --to (or email.to in qareport.yaml)")
-    return settings.to, settings.cc, None if request.eml_path else smtp_settings(settings)
+    setting fails at once rather than after the evaluation. A message written to a file needs its
+    recipients as much as one sent; one sent needs a sender."""
+    if not settings.to:
+        raise EmailError("no recipient: give --to (or email.to in qareport.yaml)"
+                         + ("; a message written with --eml needs one too" if request.eml_path else ""))
+    smtp = None if request.eml_path else smtp_settings(settings)
+    if smtp is not None and sender_of(settings, smtp) is None:
+        raise EmailError("no sender address: give --from (with run: --email-from), set QAREPORT_SMTP_FROM, "
+                         "or set email.from in qareport.yaml")
+    return settings.to, settings.cc, smtp
 
 
 def email_report(
@@ -339,17 +317,15 @@ def email_report(
     *,
     settings: EmailSettings,
     templates_dir: str | None = None,
+    digest: Digest | None = None,
 ) -> str:
     """Build the email for a report and send it (or write it with `request.eml_path`).
-    `settings` come from `qareport.settings.resolve_email_settings` (the request among its options).
-    Returns one line saying what was done."""
+    `settings` come from `qareport.settings.resolve_email_settings` (the request among its options);
+    `digest` is the run's when the caller has it (else read from the workbook). Returns one line
+    saying what was done."""
     to, cc, smtp = check_email_request(request, settings)
-    sender = settings.sender
-    if not sender:
-        user = smtp.user if smtp else None
-        sender = user if user and "@" in user else f"qareport@{socket.gethostname() or 'localhost'}"
-    message = build_message(report_path, to=to, cc=cc, sender=str(sender),
-                            subject=settings.subject, templates_dir=templates_dir)
+    message = build_message(report_path, to=to, cc=cc, sender=sender_of(settings, smtp),
+                            subject=settings.subject, templates_dir=templates_dir, digest=digest)
     if request.eml_path:
         write_eml(message, request.eml_path)
         return f"{request.eml_path}: the email with {Path(report_path).name} attached"

@@ -19,7 +19,7 @@ from qareport.loading import load_suite
 from qareport.records import CaseResult, Problem, RunInfo
 from qareport.gates import GateVerdict, Threshold, check_gates
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
-from qareport.runs import read_history, read_run, results_document, write_results_file
+from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
 from qareport.statistics import SuiteStatistics, summarize
 from qareport.workbook import write_workbook
@@ -27,7 +27,8 @@ from qareport.workbook import write_workbook
 if TYPE_CHECKING:
     from qareport.judge import Judge
 
-LLM_METRICS = "answer correctness, answer relevance, retrieval answer/context metrics"
+LLM_METRICS = "answer correctness, answer relevance, retrieval answer metrics"
+"""The metrics only an LLM judges (retrieval context metrics compare strings and always run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +126,7 @@ def run_pipeline(
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
     baseline = read_run(options.baseline) if options.baseline else None
+    baseline_reviews = read_reviews(options.baseline) if options.baseline else None
     history = read_history(options.history, exclude=(options.output,)) if options.history else None
     for skipped in history.skipped if history else ():
         print(f"qareport: history: skipped {skipped}", file=sys.stderr)
@@ -186,7 +188,8 @@ def run_pipeline(
     )
     report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
                           history=history.runs if history else (), source=options.output,
-                          min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded)
+                          min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
+                          baseline_reviews=baseline_reviews)
     stages.start(f"writing {options.output}")
     write_workbook(report, options.output, templates_dir=templates_dir)
     stages.finish(f"wrote {options.output}")
@@ -198,7 +201,7 @@ def run_pipeline(
     elif options.email is not None and settings.email is not None:
         try:
             email_line = email_report(options.output, options.email, settings=settings.email,
-                                      templates_dir=templates_dir)
+                                      templates_dir=templates_dir, digest=report.digest)
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)

@@ -256,6 +256,21 @@ class RunInfo:
     not_evaluated: dict[str, str] = field(default_factory=dict)  # metric family -> why not
 
 
+REVIEW_CHOICES = ("ok", "judge wrong", "known issue", "fixed", "needs a look")
+"""What an analyst may say of a case in the Overview's `review` column (its drop-down)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """An analyst's verdict on a case and their note, as typed into the Overview."""
+
+    verdict: str | None = None  # one of REVIEW_CHOICES, or whatever was typed
+    note: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.verdict or self.note)
+
+
 @dataclass(frozen=True, slots=True)
 class RunSnapshot:
     """A run as a later run sees it: when, which version, and one flat row per case.

@@ -1,9 +1,10 @@
 """The report model: a run, computed once, that every writer only lays out.
 
 Load → evaluate → aggregate produce the case results; `build_report` adds everything computed over
-them (statistics, headline metrics, case rows, the comparison with a baseline, the trend, each case's
-reason) into one immutable `Report`. The workbook, the results file, the email and the console
-summary read it; none of them computes.
+them (statistics, headline metrics with their intervals, case rows with each case's reason, the
+comparison with a baseline, the trend, the reviews carried over from the baseline, the digest) into
+one immutable `Report`. The workbook, the results file, the email and the console summary read it;
+none of them computes.
 """
 
 from __future__ import annotations
@@ -13,28 +14,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qareport import kinds
-from qareport.judged_metrics import JudgedMetric, count_judged_metrics
-from qareport.kinds import Kind, Table
 from qareport.comparison import (
     Comparison,
     Headline,
     TrendPoint,
-    case_score,
     compare_runs,
     headline_metrics,
     score_distribution,
     status_counts,
     trend_points,
-    worst_cases,
 )
-from qareport.records import CaseResult, Problem, RunInfo, RunSnapshot, Unloaded
+from qareport.digest import Digest, build_digest
+from qareport.judged_metrics import JudgedMetric, count_judged_metrics
+from qareport.kinds import Kind, Table
+from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.runs import case_rows
 from qareport.statistics import SuiteStatistics, summarize
 
-
-WORST_CASES = 10
 MIN_EVALUATED_SHARE = 0.5  # below this share of cases evaluated, a run is reported as incomplete
-CASE_SCORE = "case score"  # the key of the distribution of case scores, beside the headline metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +46,14 @@ class Report:
     headline: tuple[Headline, ...]
     status_counts: dict[str, int]
     kinds: tuple[Kind, ...]  # the kinds of target this run has, in registry order
+    digest: Digest
     reasons: dict[str, str] = field(default_factory=dict)  # case id -> why it lost points, one line
-    worst_cases: tuple[tuple[Mapping[str, Any], float], ...] = ()  # (case row, case score), lowest first
     score_distributions: dict[str, list[int]] = field(default_factory=dict)
-    """Evaluated cases per 0.1-wide score bin: "case score" and each headline metric that has a value."""
+    """Evaluated cases per 0.1-wide score bin, for each headline metric that has a value."""
     kind_tables: tuple[Table, ...] = ()  # Statistics tables of the kinds that add their own
     comparison: Comparison | None = None  # with a baseline
     trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
+    reviews: dict[str, Review] = field(default_factory=dict)  # case id -> the analyst's review, carried over
     unloaded: tuple[Unloaded, ...] = ()  # test cases that could not be read (`Suite.unloaded`)
     not_loaded: str | None = None
     """"3 test cases could not be loaded (file x.yaml could not be read)", said before any delta."""
@@ -80,38 +78,74 @@ def build_report(
     source: str = "this run",
     min_evaluated_share: float = MIN_EVALUATED_SHARE,
     unloaded: Sequence[Unloaded] = (),
+    baseline_reviews: Mapping[str, Review] | None = None,
+    baseline_warnings: Sequence[str] = (),
 ) -> Report:
-    """Everything the writers need from one run. `baseline` adds the comparison; `history` the
-    trend (the baseline is a point of the trend too)."""
+    """Everything the writers need from one run. `baseline` adds the comparison (and, with
+    `baseline_reviews`, the reviews carried over); `history` the trend (the baseline is a point of
+    the trend too)."""
     results = tuple(results)
     rows = tuple(case_rows(results))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
-    reasons = {r.case.id: reason for r in results if (reason := kinds.explain_case(r))}
-    comparison = compare_runs(baseline, current, unloaded=unloaded) if baseline is not None else None
+    reasons = {str(row["case_id"]): row["reason"] for row in rows if row.get("reason")}
+    comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings)
+                  if baseline is not None else None)
     counts = status_counts(rows)
     judged = count_judged_metrics(results) if run.judge_usage is not None else ()
+    headline = with_judge_failures(headline_metrics(rows), judged)
+    incomplete = incomplete_run(counts, min_evaluated_share)
+    not_loaded = not_loaded_note(unloaded, comparison)
+    digest = build_digest(
+        run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
+        comparison=comparison, alerts=[text for text in (not_loaded, incomplete) if text], judged=judged,
+        incomplete=incomplete is not None,
+    )
     return Report(
         run=run,
         results=results,
         problems=tuple(problems),
         statistics=statistics if statistics is not None else summarize(results),
         rows=rows,
-        headline=with_judge_failures(headline_metrics(rows), judged),
+        headline=headline,
         judged=judged,
         status_counts=counts,
         kinds=tuple(kind for kind in kinds.REGISTRY if kind.present(results)),
+        digest=digest,
         reasons=reasons,
-        worst_cases=tuple((row, score) for row in worst_cases(rows, limit=WORST_CASES)
-                          if (score := case_score(row)) is not None),
         score_distributions=_score_distributions(rows),
         kind_tables=tuple(table for kind in kinds.REGISTRY if kind.present(results)
                           for table in kind.statistics_tables(results)),
         comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
-        incomplete=incomplete_run(counts, min_evaluated_share),
+        reviews=carry_reviews(baseline_reviews or {}, comparison, [str(row["case_id"]) for row in rows]),
+        incomplete=incomplete,
         unloaded=tuple(unloaded),
-        not_loaded=not_loaded_note(unloaded, comparison),
+        not_loaded=not_loaded,
     )
+
+
+def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
+                  case_ids: Sequence[str]) -> dict[str, Review]:
+    """Last week's reviews, for this week's cases: kept as they were where neither the test nor the
+    result changed; for a case that changed, only as "was: ..." in the note, so the analyst decides
+    again."""
+    if comparison is None or not previous:
+        return {}
+    changed = {change.case_id for change in comparison.changes}
+    carried = {}
+    for case_id in case_ids:
+        review = previous.get(case_id)
+        if not review:
+            continue
+        if case_id not in changed:
+            carried[case_id] = review
+            continue
+        if not review.verdict and (review.note or "").startswith("was: "):
+            carried[case_id] = review  # an earlier review nobody has decided again: said once, not nested
+            continue
+        was = "; ".join(part for part in (review.verdict, review.note) if part)
+        carried[case_id] = Review(verdict=None, note=f"was: {was}")
+    return carried
 
 
 def with_judge_failures(headline: Sequence[Headline], judged: Sequence[JudgedMetric]) -> tuple[Headline, ...]:
@@ -155,10 +189,7 @@ def incomplete_run(counts: Mapping[str, int], min_evaluated_share: float) -> str
 
 
 def _score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
-    overall = score_distribution(rows)
-    if not sum(overall):
-        return {}
-    distributions = {CASE_SCORE: overall}
+    distributions = {}
     for metric in kinds.headline_metric_keys():
         counts = score_distribution(rows, metric)
         if sum(counts):

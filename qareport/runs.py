@@ -28,11 +28,19 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from qareport import kinds
-from qareport.comparison import CaseChange, Comparison, Headline, HeadlineDelta, headline_metrics, status_counts
+from qareport.comparison import (
+    CaseChange,
+    Comparison,
+    Headline,
+    HeadlineDelta,
+    group_movements,
+    headline_metrics,
+    status_counts,
+)
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
-from qareport.judged_metrics import JudgedMetric
-from qareport.records import USAGE_FIELDS, CaseResult, RunInfo, RunSnapshot
+from qareport.digest import Digest, digest_from_json, digest_to_json
+from qareport.records import USAGE_FIELDS, CaseResult, Review, RunInfo, RunSnapshot
 
 if TYPE_CHECKING:
     from qareport.report import Report
@@ -42,9 +50,11 @@ RUN_SHEET = "qareport_run"
 CHANGES_SHEET = "qareport_changes"
 DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET)
 RUN_FORMAT = "qareport-run/1"
-CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status")
-CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file")
-LIST_FIELDS = ("groups",)
+CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status", "reason")
+CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file", "reason",
+                    "targets", "facts")
+LIST_FIELDS = ("groups", "targets")
+JSON_FIELDS = ("facts",)  # mappings, kept as JSON text in a cell
 WORKBOOK_SUFFIXES = (".xlsx",)
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
 RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
@@ -59,6 +69,7 @@ class ReportRecord:
     comparison: Comparison | None  # against the baseline the report was made with, if any
     headline: tuple[Headline, ...] = ()  # as the report stated them
     status_counts: dict[str, int] = field(default_factory=dict)
+    digest: Digest | None = None  # None in workbooks written before qareport kept one
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +107,9 @@ def case_row(result: CaseResult) -> dict[str, Any]:
         "error": result.error,
         "definition_hash": result.case.definition_hash,
         "file": result.case.location.path,
+        "reason": kinds.case_reason(result),
+        "targets": [kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)],
+        "facts": kinds.case_facts(result),
         **kinds.case_metrics(result),
     }
     for key in USAGE_FIELDS:
@@ -111,6 +125,8 @@ def encode_case_value(field: str, value: Any) -> Any:
     """A case-row value as a cell holds it (lists as JSON text)."""
     if field in LIST_FIELDS:
         return json.dumps(list(value or []), ensure_ascii=False)
+    if field in JSON_FIELDS:
+        return json.dumps(value or {}, ensure_ascii=False, sort_keys=True)
     return value
 
 
@@ -125,8 +141,18 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
             except json.JSONDecodeError:
                 raw = [part.strip() for part in raw.split(",") if part.strip()]
         row[field] = [str(item) for item in raw] if isinstance(raw, list) else []
+    if values.get("targets") is None:
+        row["targets"] = None  # stored before runs kept their targets: `comparison` falls back
+    for field in JSON_FIELDS:
+        raw = row.get(field)
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                raw = {}
+        row[field] = raw if isinstance(raw, dict) else {}
     row["case_id"] = str(row["case_id"])
-    for field in ("error",):
+    for field in ("error", "reason"):
         if row[field] == "":
             row[field] = None
     row["definition_hash"] = row.get("definition_hash") or ""
@@ -137,33 +163,23 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
 # --- the workbook's hidden sheets ------------------------------------------------------------------
 
 
-def run_metadata(
-    run: RunInfo,
-    rows: Sequence[dict[str, Any]],
-    headline: Sequence[Headline],
-    comparison: Comparison | None,
-    alerts: Mapping[str, str | None] | None = None,
-    judged: Sequence[JudgedMetric] = (),
-) -> list[tuple[str, Any]]:
-    """The qareport_run sheet as key, value pairs (flat, so any tool can read it). `alerts`
-    ("not_loaded", "incomplete") are what a reader must see before any number; `judged`, how far
-    the judge got per judged metric."""
+def run_metadata(report: Report) -> list[tuple[str, Any]]:
+    """The qareport_run sheet as key, value pairs (flat, so any tool can read it): the run's facts,
+    the alerts a reader must see before any number, how far the judge got, the baseline, and the
+    digest (as JSON, in parts that each fit a cell) from which `qareport email` writes its message."""
+    run, rows, comparison = report.run, report.rows, report.comparison
     pairs: list[tuple[str, Any]] = [
         ("format", RUN_FORMAT),
         ("created", run.created),
         ("qareport_version", run.qareport_version),
         ("cases", len(rows)),
     ]
-    pairs += [(f"alert.{name}", text) for name, text in (alerts or {}).items() if text]
+    alerts = {"not_loaded": report.not_loaded, "incomplete": report.incomplete}
+    pairs += [(f"alert.{name}", text) for name, text in alerts.items() if text]
     pairs += [(f"status.{status}", count) for status, count in status_counts(rows).items()]
-    for item in headline:
-        pairs += [
-            (f"metric.{item.metric}.mean", item.mean),
-            (f"metric.{item.metric}.cases", item.cases),
-            (f"metric.{item.metric}.errors", item.errors),
-            (f"metric.{item.metric}.missing", item.missing),
-            (f"metric.{item.metric}.invalid", item.invalid),
-        ]
+    for item in report.headline:
+        pairs += [(f"metric.{item.metric}.{what}", getattr(item, what))
+                  for what in ("mean", "cases", "errors", "missing", "invalid", "low", "high")]
     usage = run.judge_usage or {}
     pairs += [
         ("judge.model", run.judge_model or usage.get("model")),
@@ -171,7 +187,7 @@ def run_metadata(
         ("judge.calls", usage.get("calls")),
         ("judge.cost_usd", usage.get("cost_usd")),
     ]
-    for metric in judged:
+    for metric in report.judged:
         pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
                   for field in ("label", "mean", "judged", "failed", "not_applicable")]
     pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
@@ -191,38 +207,39 @@ def run_metadata(
             ("baseline.created", comparison.baseline_created),
             ("baseline.qareport_version", comparison.baseline_version),
         ]
+        pairs += [(f"baseline.warning.{index}", text) for index, text in enumerate(comparison.warnings, start=1)]
         for delta in comparison.headline:
             if delta.old is not None:
                 pairs += [(f"baseline.metric.{delta.metric}.mean", delta.old),
                           (f"baseline.metric.{delta.metric}.cases", delta.old_cases)]
+            if delta.shared_cases:
+                pairs += [(f"baseline.metric.{delta.metric}.{what}", getattr(delta, what))
+                          for what in ("shared_old", "shared_new", "shared_cases", "p_value")]
         pairs += [(f"changes.{kind.replace(' ', '_')}", count) for kind, count in comparison.counts().items()]
+    text = digest_to_json(report.digest)
+    parts = [text[start:start + DIGEST_PART] for start in range(0, len(text), DIGEST_PART)]
+    pairs += [(f"digest.{index}", part) for index, part in enumerate(parts, start=1)]
     return pairs
+
+
+DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32,767)
 
 
 def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
-
-
-def stored_run_tables(
-    run: RunInfo,
-    rows: Sequence[dict[str, Any]],
-    headline: Sequence[Headline],
-    comparison: Comparison | None,
-    alerts: Mapping[str, str | None] | None = None,
-    judged: Sequence[JudgedMetric] = (),
-) -> list[StoredTable]:
+def stored_run_tables(report: Report) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, and its changes."""
     fields = case_fields()
     tables = [
         StoredTable(RESULTS_SHEET, fields,
-                    tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in rows)),
-        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(run, rows, headline, comparison, alerts, judged))),
+                    tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in report.rows)),
+        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(report))),
     ]
-    if comparison is not None:
+    if report.comparison is not None:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(
-            tuple(getattr(change, field) for field in CHANGE_FIELDS) for change in comparison.changes
+            tuple(getattr(change, field) for field in CHANGE_FIELDS) for change in report.comparison.changes
         )))
     return tables
 
@@ -341,7 +358,54 @@ def read_report(path: str | Path) -> ReportRecord:
         cases=cases,
     )
     return ReportRecord(snapshot, metadata, _comparison(metadata, sheets.get(CHANGES_SHEET), cases),
-                        headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata))
+                        headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata),
+                        digest=_stored_digest(target, metadata))
+
+
+REVIEW_SHEET = "Overview"  # the analyst types reviews into the visible sheet, not into hidden data
+REVIEW_HEADERS = ("id", "review", "review note")
+
+
+def read_reviews(path: str | Path) -> dict[str, Review]:
+    """The reviews an analyst typed into a workbook's Overview (`review`, `review note`), by case
+    id; {} for a results file or a workbook without those columns."""
+    target = Path(path)
+    if target.suffix.lower() not in WORKBOOK_SUFFIXES:
+        return {}
+    rows = _read_sheets(target, (REVIEW_SHEET,)).get(REVIEW_SHEET) or []
+    if not rows:
+        return {}
+    header = [str(value).strip() if value is not None else "" for value in rows[0]]
+    if not all(name in header for name in REVIEW_HEADERS):
+        return {}
+    where = {name: header.index(name) for name in REVIEW_HEADERS}
+    reviews: dict[str, Review] = {}
+    for values in rows[1:]:
+        def cell(name: str) -> str | None:
+            index = where[name]
+            value = values[index] if index < len(values) else None
+            return str(value).strip() or None if value is not None else None
+
+        case_id, review = cell("id"), Review(cell("review"), cell("review note"))
+        if case_id and review:
+            reviews.setdefault(case_id, review)
+    return reviews
+
+
+def _stored_digest(target: Path, metadata: Mapping[str, Any]) -> Digest | None:
+    parts = []
+    for index in range(1, 10_000):
+        part = metadata.get(f"digest.{index}")
+        if part is None:
+            break
+        parts.append(str(part))
+    if not parts:
+        return None
+    try:
+        return digest_from_json("".join(parts))
+    except (ValueError, TypeError, KeyError) as error:
+        raise BaselineError(f"{target}: the '{RUN_SHEET}' sheet's digest cannot be read ({error}); "
+                            "was the hidden sheet edited?") from error
 
 
 def _stated_headline(metadata: Mapping[str, Any]) -> tuple[Headline, ...]:
@@ -359,6 +423,10 @@ def _stated_headline(metadata: Mapping[str, Any]) -> tuple[Headline, ...]:
                  invalid=count(metric, "invalid"))
         for metric in keys
     )
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _stated_status_counts(metadata: Mapping[str, Any]) -> dict[str, int]:
@@ -386,6 +454,10 @@ def _comparison(metadata: Mapping[str, Any], changes: list[tuple[Any, ...]] | No
             new=current[metric].mean if metric in current else None,
             old_cases=int(metadata.get(f"baseline.metric.{metric}.cases") or 0),
             new_cases=current[metric].cases if metric in current else 0,
+            shared_old=_float(metadata.get(f"baseline.metric.{metric}.shared_old")),
+            shared_new=_float(metadata.get(f"baseline.metric.{metric}.shared_new")),
+            shared_cases=int(metadata.get(f"baseline.metric.{metric}.shared_cases") or 0),
+            p_value=_float(metadata.get(f"baseline.metric.{metric}.p_value")),
         ))
     return Comparison(
         baseline_source=str(metadata.get("baseline.source")),
@@ -393,6 +465,8 @@ def _comparison(metadata: Mapping[str, Any], changes: list[tuple[Any, ...]] | No
         baseline_version=str(metadata.get("baseline.qareport_version") or ""),
         changes=tuple(records),
         headline=tuple(deltas),
+        movements=tuple(group_movements(records)),
+        warnings=tuple(str(value) for key, value in metadata.items() if key.startswith("baseline.warning.") and value),
     )
 
 

@@ -28,6 +28,7 @@ NAME = re.compile(r'\bname="([^"]*)"')
 STATE = re.compile(r'\s+state="[^"]*"')
 ACTIVE_TAB = re.compile(r'\s+(?:activeTab|firstSheet)="\d+"')
 WORKBOOK_VIEW = re.compile(r"<((?:\w+:)?workbookView)\b")
+PRINT_AREA = re.compile(r'<definedName name="_xlnm\.Print_Area" localSheetId="(\d+)">[^<]*</definedName>')
 
 
 class RenderError(Exception):
@@ -49,8 +50,8 @@ def _unescape(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'").replace("&amp;", "&")
 
 
-def only_sheet_visible(workbook_xml: str, keep: str) -> str:
-    """workbook.xml with every sheet but `keep` hidden, and `keep` the active tab."""
+def only_sheet_visible(workbook_xml: str, keep: str, *, hide_others: bool = True) -> str:
+    """workbook.xml with `keep` the active tab and, with `hide_others`, every other sheet hidden."""
     tags = SHEET_TAG.findall(workbook_xml)
     names = [_unescape(NAME.search(tag).group(1)) if NAME.search(tag) else "" for tag in tags]
     index = names.index(keep)
@@ -58,21 +59,23 @@ def only_sheet_visible(workbook_xml: str, keep: str) -> str:
     def rewrite(match: re.Match[str]) -> str:
         tag = STATE.sub("", match.group(0))
         name = NAME.search(tag)
-        if name and _unescape(name.group(1)) == keep:
-            return tag
+        if not hide_others or (name and _unescape(name.group(1)) == keep):
+            return match.group(0)
         return tag[:-2].rstrip() + ' state="hidden"/>'
 
     text = SHEET_TAG.sub(rewrite, workbook_xml)
+    if hide_others:  # LibreOffice prints a hidden sheet that has a print area: drop the others' areas
+        text = PRINT_AREA.sub(lambda m: m.group(0) if int(m.group(1)) == index else "", text)
     text = ACTIVE_TAB.sub("", text)
     return WORKBOOK_VIEW.sub(lambda m: f'<{m.group(1)} activeTab="{index}" firstSheet="{index}"', text, count=1)
 
 
-def single_sheet_copy(source: Path, sheet: str, target: Path) -> None:
+def single_sheet_copy(source: Path, sheet: str, target: Path, *, hide_others: bool = True) -> None:
     with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
         for info in original.infolist():
             data = original.read(info)
             if info.filename == "xl/workbook.xml":
-                data = only_sheet_visible(data.decode("utf-8"), sheet).encode("utf-8")
+                data = only_sheet_visible(data.decode("utf-8"), sheet, hide_others=hide_others).encode("utf-8")
             copy.writestr(info, data)
 
 

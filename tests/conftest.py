@@ -42,3 +42,13 @@ def run_qareport(*args: str, cwd: str | Path | None = None, env: dict | None = N
         [sys.executable, "-m", "qareport", *map(str, args)],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300,
     )
+
+
+REVIEW_COUNTS = ("=COUNTA(Overview!", "=SUMPRODUCT((LEFT(Overview!")
+"""The only formulas a report holds: the Summary's live counts of the analyst's reviews."""
+
+
+def foreign_formulas(workbook) -> list[str]:
+    """Every formula cell of an openpyxl workbook that is not one of the review counts."""
+    return [f"{ws.title}!{cell.coordinate}" for ws in workbook.worksheets for row in ws.iter_rows() for cell in row
+            if cell.data_type == "f" and not (ws.title == "Summary" and str(cell.value).startswith(REVIEW_COUNTS))]

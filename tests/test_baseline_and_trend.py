@@ -101,12 +101,17 @@ def test_the_run_sheet_holds_created_version_and_headline_metrics(last_week):
 def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compared):
     ws = compared["Changes"]
     header, *rows = sheet_rows(ws)
-    assert header == ["case id", "name", "change", "metric", "old", "new", "delta", "old status", "new status"]
+    assert header == ["case id", "name", "change", "metric", "old value", "new value", "delta", "old status",
+                      "new status", "reason"]
     assert rows[0][:4] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression", "macro precision"]
     assert rows[0][4] == 1.0 and rows[0][5] == pytest.approx(0.8333, abs=1e-4) and rows[0][6] == pytest.approx(-0.1667, abs=1e-4)
-    assert rows[1][:6] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status", "error", "success"]
+    assert rows[0][9] == "extra INDICATOR NGDP_R"  # what changed, not just that it did
+    # a status change keeps the value columns for numbers: the statuses have columns of their own
+    assert rows[1][:9] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status",
+                           None, None, None, "error", "success"]
+    assert rows[1][9] == "evaluated again (was: the system answered with an error)"
     assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C3"].fill.fgColor.rgb.endswith("C6EFCE")
-    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:I3"
+    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:J3"
 
 
 def test_changes_and_overview_link_to_each_other(compared):
@@ -118,16 +123,36 @@ def test_changes_and_overview_link_to_each_other(compared):
     assert verdict.value == "regression" and verdict.hyperlink.location == "'Changes'!A2"
 
 
-def test_the_summary_shows_the_headline_deltas_and_the_counts_of_changes(compared):
+def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_with_their_reasons(compared):
     rows = sheet_rows(compared["Summary"])
     header = next(r for r in rows if r[0] == "metric")
-    assert header[:8] == ["metric", "mean", "cases", "errors", "missing", "invalid", "baseline", "change"]
-    recall = next(r for r in rows if r[0] == "macro recall")
-    assert recall[7] == pytest.approx(recall[1] - recall[6], abs=0.0005)  # shown to three decimals
-    changes_title = next(i for i, r in enumerate(rows) if r[0] == "Compared with the baseline")
-    labels, counts = rows[changes_title + 2], rows[changes_title + 3]
-    assert labels[1:6] == ["regressed", "improved", "test changed", "new", "removed"]
-    assert counts[:6] == ["test cases", 1, 1, 0, 0, 0]
+    assert header[:9] == ["metric", "mean", "95% interval", "cases", "not scored", "baseline", "change", "vs noise",
+                          "shared cases"]
+    precision = next(r for r in rows if r[0] == "macro precision")
+    assert precision[8] == 14  # the improved case was an error last week: not shared
+    assert precision[6] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
+    assert precision[7].startswith("within noise (p ")
+    worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
+    assert rows[worse + 1][:5] == ["case", "what moved", None, None, "reason"]
+    assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_…"
+    assert rows[worse + 2][1].startswith("macro precision 1.00 \u2192 0.83")
+    assert rows[worse + 2][4] == "extra INDICATOR NGDP_R"
+    better = next(i for i, r in enumerate(rows) if r[0] == "What got better (1)")
+    assert rows[better + 2][1] == "error \u2192 success"
+    verdict = compared["Summary"]["A3"].value
+    assert verdict.startswith("1 regression, macro precision 0.84 (\u22120.01), macro recall 0.84 (\u00b10.00)")
+
+
+def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
+    summary, overview = compared["Summary"], compared["Overview"]
+    headers = [c.value for c in overview[1]]
+    review = overview.cell(1, headers.index("review") + 1).column_letter
+    change = overview.cell(1, headers.index("vs baseline") + 1).column_letter
+    counts = {row[10].value: row[11] for row in summary.iter_rows() if row[10].value in (
+        "cases reviewed", "regressions reviewed", "regressions to review")}
+    assert counts["cases reviewed"].value == f"=COUNTA(Overview!${review}$2:${review}$30)"
+    assert counts["regressions to review"].value == (
+        f'=SUMPRODUCT((LEFT(Overview!${change}$2:${change}$30,10)="regression")*(Overview!${review}$2:${review}$30=""))')
 
 
 def test_a_results_file_is_a_baseline_too(last_week, tmp_path):
@@ -196,13 +221,15 @@ def test_history_adds_a_trend_sheet_one_row_per_run_by_date_with_this_run_last(h
     assert run(report, "--history", str(history), epoch=WEEK_20) == 0
     workbook = load_workbook(report)
     header, *rows = sheet_rows(workbook["Trend"])
-    assert header[:8] == ["date (UTC)", "run", "qareport", "test cases", "evaluated", "errors", "missing", "invalid"]
+    assert header[:10] == ["date (UTC)", "run", "qareport", "test cases", "evaluated", "errors", "missing", "invalid",
+                           "regressed", "improved"]
     assert "macro precision" in header and "steps score" in header
     # week 19's workbook and results file are one run
     assert [(r[0].strftime("%Y-%m-%d"), r[1]) for r in rows] == [
         ("2024-05-01", "week18.xlsx"), ("2024-05-08", "week19.xlsx"), ("2024-05-15", "this run"),
     ]
     assert [r[4] for r in rows] == [25, 26, 26]
+    assert [(r[8], r[9]) for r in rows] == [(None, None), (1, 1), (0, 0)]  # since the run before each
     assert workbook.sheetnames.index("Statistics") < workbook.sheetnames.index("Trend")
 
 
@@ -220,7 +247,11 @@ def test_the_trend_sheet_has_a_line_chart_of_the_headline_metrics(history, tmp_p
         charts = [ElementTree.fromstring(package.read(n)) for n in package.namelist() if n.startswith("xl/charts/chart")]
     (line,) = [c for c in charts if c.find(".//c:lineChart", NS) is not None]
     series = line.findall(".//c:lineChart/c:ser", NS)
-    assert [s.find("c:tx//c:f", NS).text for s in series] == ["'Trend'!I1", "'Trend'!J1", "'Trend'!K1"]
+    assert [s.find("c:tx//c:f", NS).text for s in series] == ["'Trend'!K1", "'Trend'!L1", "'Trend'!M1"]
+    assert all(s.find("c:dLbls/c:showVal", NS).get("val") == "1" for s in series)  # each point says its value
+    axis = line.find(".//c:valAx/c:scaling", NS)
+    low, high = float(axis.find("c:min", NS).get("val")), float(axis.find("c:max", NS).get("val"))
+    assert 0 < low and high - low <= 0.6  # the axis fits the values, not a fixed 0-1
     assert {s.find("c:cat//c:f", NS).text for s in series} == {"'Trend'!$A$2:$A$4"}  # the dates
     assert "".join(t.text for t in line.find("c:chart/c:title", NS).iter(f"{{{NS['a']}}}t")) == "Headline metrics per run"
 

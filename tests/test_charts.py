@@ -57,7 +57,7 @@ def cells(ws, reference):
 
 
 def test_statistics_has_the_three_charts(charts):
-    assert set(charts) == {"Macro precision and recall per tag", "Mean steps score per template", "Distribution of case scores"}
+    assert set(charts) == {"Macro precision and recall per tag", "Mean steps score per template", "Distribution of scores"}
 
 
 def test_macro_precision_and_recall_per_tag_are_bars_of_the_per_tag_table(charts, statistics):
@@ -81,14 +81,16 @@ def test_the_steps_score_chart_has_one_bar_per_template_and_no_micro_or_macro_ro
     assert all(0 <= v <= 1 for v in cells(statistics, values))
 
 
-def test_the_histogram_counts_every_evaluated_case_with_a_score_once(charts, statistics):
-    chart = charts["Distribution of case scores"]
+def test_the_histogram_counts_each_metric_apart_every_evaluated_case_with_it_once(charts, statistics):
+    chart = charts["Distribution of scores"]
     assert chart.find(".//c:barChart/c:barDir", NS).get("val") == "col"
-    ((title, categories, values),) = series(chart)
-    assert cells(statistics, title) == ["case score"]
-    assert cells(statistics, categories) == [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(10)]
-    counts = cells(statistics, values)
-    assert all(isinstance(c, int) for c in counts) and sum(counts) == 26  # the evaluated cases
+    got = {cells(statistics, title)[0]: (categories, values) for title, categories, values in series(chart)}
+    assert list(got) == ["macro precision", "macro recall", "steps score"]  # never averaged into one score
+    for categories, _ in got.values():
+        assert cells(statistics, categories) == [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(10)]
+    counts = {metric: cells(statistics, values) for metric, (_, values) in got.items()}
+    assert all(isinstance(c, int) for column in counts.values() for c in column)
+    assert sum(counts["macro recall"]) == 15 and sum(counts["steps score"]) == 11  # the cases that have each
 
 
 def test_chart_axes_are_shown_and_scores_run_from_0_to_1(charts):

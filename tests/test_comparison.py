@@ -6,13 +6,12 @@ import pytest
 
 from qareport.comparison import (
     SCORE_BINS,
-    case_score,
     compare_runs,
     headline_metrics,
     score_bin,
     score_distribution,
     trend_points,
-    worst_cases,
+    weakest_cases,
 )
 from qareport.records import RunSnapshot
 
@@ -52,11 +51,32 @@ def test_the_headline_lists_only_the_metrics_a_run_has_in_a_fixed_order():
     assert headline_metrics([case("a", "error")]) == ()
 
 
-def test_worst_cases_are_the_lowest_case_scores_and_skip_unevaluated_cases():
+def test_weakest_cases_are_ranked_by_one_family_of_metrics_never_by_an_average_of_unlike_ones():
     rows = [case("good", macro_recall=1.0, macro_precision=1.0), case("bad", macro_recall=0.0, macro_precision=0.5),
-            case("err", "error"), case("mid", steps_score=0.5)]
-    assert case_score(rows[1]) == pytest.approx(0.25)
-    assert [r["case_id"] for r in worst_cases(rows, limit=2)] == ["bad", "mid"]
+            case("worse", macro_recall=0.0, macro_precision=0.2), case("err", "error"), case("mid", steps_score=0.5),
+            case("half", macro_recall=0.5, macro_precision=1.0, steps_score=0.0)]
+    assert [r["case_id"] for r in weakest_cases(rows, ("macro_recall", "macro_precision"))] == ["worse", "bad", "half"]
+    assert [r["case_id"] for r in weakest_cases(rows, ("steps_score",))] == ["half", "mid"]
+    assert [r["case_id"] for r in weakest_cases(rows, ("steps_score",), limit=1)] == ["half"]
+
+
+def test_a_case_with_full_marks_is_never_among_the_weakest():
+    rows = [case("a", macro_recall=1.0, macro_precision=1.0), case("b", macro_recall=1.0, macro_precision=0.9)]
+    assert [r["case_id"] for r in weakest_cases(rows, ("macro_recall", "macro_precision"))] == ["b"]
+
+
+def test_not_scored_counts_only_cases_with_a_target_of_the_metrics_kind():
+    rows = [case("a", answer_f1=0.5, targets=["reference_answer"]), case("b", "error", targets=["reference_answer"]),
+            case("c", "error", targets=["indicator_selection"]), case("d", "missing", targets=[])]
+    got = {h.metric: h for h in headline_metrics(rows)}
+    assert (got["answer_f1"].cases, got["answer_f1"].errors, got["answer_f1"].missing) == (1, 1, 0)
+
+
+def test_a_headline_metric_carries_its_95_percent_bootstrap_interval():
+    rows = [case(str(i), macro_recall=value) for i, value in enumerate([0.2, 0.4, 0.6, 0.8, 1.0])]
+    got = headline_metrics(rows)[0]
+    assert got.mean == pytest.approx(0.6) and got.low < got.mean < got.high
+    assert 0.2 <= got.low and got.high <= 1.0
 
 
 @pytest.mark.parametrize(("score", "exp"), [(0.0, 0), (0.05, 0), (0.1, 1), (0.3, 3), (0.7, 7), (0.99, 9), (1.0, 9)])
@@ -160,6 +180,49 @@ def test_headline_deltas_compare_the_means_of_both_runs():
     assert got["steps_score"].old is None and got["steps_score"].delta is None
 
 
+def test_a_headline_delta_is_like_for_like_over_the_shared_unchanged_cases():
+    old = snapshot(case("same", macro_recall=0.5), case("edited", macro_recall=1.0, definition_hash="h1"),
+                   case("removed", macro_recall=0.0), case("broke", macro_recall=0.9))
+    new = snapshot(case("same", macro_recall=1.0), case("edited", macro_recall=0.0, definition_hash="h2"),
+                   case("new", macro_recall=0.0), case("broke", "error"))
+    got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+    assert got.shared_cases == 1 and got.shared_old == 0.5 and got.shared_new == 1.0 and got.delta == 0.5
+    assert got.old == pytest.approx(0.6) and got.new == pytest.approx(1 / 3)  # what each run said, unpaired
+
+
+def test_a_change_on_many_cases_is_larger_than_noise_and_a_single_flip_is_not():
+    many_old = snapshot(*[case(str(i), macro_recall=1.0) for i in range(20)])
+    many_new = snapshot(*[case(str(i), macro_recall=0.5) for i in range(20)])
+    got = compare_runs(many_old, many_new).headline[0]
+    assert got.significant and got.p_value < 0.001 and got.shared_cases == 20
+    one_old = snapshot(*[case(str(i), macro_recall=1.0) for i in range(15)])
+    one_new = snapshot(*[case(str(i), macro_recall=1.0 if i else 0.25) for i in range(15)])
+    got = compare_runs(one_old, one_new).headline[0]
+    assert got.delta == pytest.approx(-0.05) and not got.significant and got.p_value == 1.0
+
+
+def test_each_changed_case_gets_one_line_with_its_reason():
+    old = snapshot(case("a", macro_recall=1.0, macro_precision=1.0, facts={"indicator_selection": {
+        "target": ["COUNTRY MEX"], "found": ["COUNTRY MEX"]}}), case("b", macro_recall=1.0))
+    new = snapshot(case("a", macro_recall=0.0, macro_precision=0.5, facts={"indicator_selection": {
+        "target": ["COUNTRY MEX"], "extra": ["COUNTRY KEN"]}}), case("b", "error", error="timeout"))
+    got = {m.case_id: m for m in compare_runs(old, new).movements}
+    assert got["a"].kind == "regression" and len(got["a"].moves) == 2
+    assert got["a"].reason == "lost COUNTRY MEX; extra COUNTRY KEN"
+    assert got["a"].describe_moves() == "macro recall 1.00 \u2192 0.00, macro precision 1.00 \u2192 0.50"  # biggest drop first
+    assert got["b"].reason == "the system answered with an error: timeout"
+    assert all(change.reason == got[change.case_id].reason for change in compare_runs(old, new).changes)
+
+
+def test_an_edited_target_is_said_as_such():
+    old = snapshot(case("a", definition_hash="h1", macro_recall=1.0,
+                        facts={"indicator_selection": {"target": ["COUNTRY MEX"], "found": ["COUNTRY MEX"]}}))
+    new = snapshot(case("a", definition_hash="h2", macro_recall=0.5, facts={"indicator_selection": {
+        "target": ["COUNTRY MEX", "COUNTRY KEN"], "found": ["COUNTRY MEX"]}}))
+    movement = compare_runs(old, new).movements[0]
+    assert movement.kind == "test changed" and movement.reason == "target edited: COUNTRY +KEN"
+
+
 # --- trend ---------------------------------------------------------------------------------------
 
 
@@ -171,6 +234,14 @@ def test_trend_points_are_sorted_by_date_with_the_current_run_last():
     assert [p.source for p in got] == ["march.xlsx", "april.yaml", "now.xlsx"]
     assert [p.mean("macro_recall") for p in got] == [0.5, 0.7, 0.9]
     assert got[-1].current and not got[0].current
+
+
+def test_each_trend_point_counts_the_cases_that_moved_since_the_run_before():
+    first = snapshot(case("a", macro_recall=1.0), case("b", macro_recall=0.5), created="2024-03-01T10:00:00+00:00")
+    second = snapshot(case("a", macro_recall=0.5), case("b", macro_recall=1.0), created="2024-04-01T10:00:00+00:00")
+    current = snapshot(case("a", macro_recall=0.0), case("b", macro_recall=1.0), created="2024-05-01T10:00:00+00:00")
+    got = trend_points([second, first], current)
+    assert [(p.regressions, p.improvements) for p in got] == [(None, None), (1, 1), (1, 0)]
 
 
 def test_the_same_run_read_twice_is_one_trend_point():

@@ -45,7 +45,7 @@ def test_answer_relevance_that_failed_everywhere_keeps_its_row_with_its_failures
 
     summary = rows(report, "Summary")
     relevance = next(row for row in summary if row[0] == "answer relevance")
-    assert relevance[1] is None and relevance[3] >= 20  # no mean, the failures beside it
+    assert relevance[1] is None and relevance[4] >= 20  # no mean, the failures beside it (not scored)
     assert any(isinstance(row[0], str) and row[0].startswith("LLM judge:") and "FAILED FOR MOST CASES" in row[0]
                for row in summary)
 
@@ -71,7 +71,7 @@ def test_garbage_replies_for_half_the_cases_are_counted_as_failures_not_dropped(
     failed = {label: int(text.split(", ")[1].split(" failed")[0]) for label, text in counted.items()}
     assert sum(failed.values()) > 0
     for label in ("answer F1", "answer relevance"):
-        assert summary[label][3] >= failed[label]  # the failures stand among the errors beside the mean
+        assert summary[label][4] >= failed[label]  # the failures stand among the cases not scored
 
 
 def test_one_bad_embeddings_reply_costs_no_case_its_relevance(stub, tmp_path, capsys):

@@ -66,11 +66,29 @@ def test_libreoffice_opens_the_report_and_renders_it_to_a_non_empty_pdf(pdf):
 def test_the_rendered_report_shows_its_content_and_no_error_values(pdf):
     pdftotext = require("pdftotext")
     text = subprocess.run([pdftotext, "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    for expected in ("QA evaluation report", "Headline metrics", "What was run", "Worst cases",
-                     "indicator selection details", "Data Query Metrics", "Distribution of case scores",
-                     "date (UTC)"):
+    for expected in ("QA evaluation report", "How good is it", "What was run", "Weakest cases",
+                     "macro recall", "reason", "Data Query Metrics", "Distribution of scores", "date (UTC)"):
         assert expected in text, expected
     assert [value for value in ERROR_VALUES if value in text] == []
+    assert "indicator selection details" not in text  # the long texts are for the screen: only scanning columns print
+
+
+def test_every_sheet_prints_landscape_one_page_wide_with_its_name_and_page_number(pdf, bundled_report):
+    from openpyxl import load_workbook
+
+    workbook = load_workbook(bundled_report)
+    for ws in workbook.worksheets:
+        if ws.sheet_state != "visible":
+            continue
+        assert ws.page_setup.orientation == "landscape", ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToWidth in (None, 1), ws.title
+        assert ws.oddFooter.left.text == "&A" and ws.oddFooter.right.text == "page &P of &N", ws.title
+        if ws.title not in ("Summary", "Statistics"):
+            assert ws.print_title_rows == "$1:$1", ws.title
+    pdfinfo = require("pdfinfo")
+    info = subprocess.run([pdfinfo, str(pdf)], capture_output=True, text=True, check=True).stdout
+    pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
+    assert pages <= 20  # the whole bundled report; its Overview alone printed 97 pages before
 
 
 def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bundled_report, tmp_path):
@@ -83,5 +101,10 @@ def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bund
     )
     assert completed.returncode == 0, completed.stderr
     assert sorted(p.name for p in tmp_path.glob("Summary-*.png")) == ["Summary-1.png"]
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_report.py"), str(bundled_report), "--outdir", str(tmp_path),
+         "--sheet", "Overview", "--dpi", "40"], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert 1 <= len(list(tmp_path.glob("Overview-*.png"))) <= 4  # a handful of pages, not one row a page
     pages = list(tmp_path.glob("Changes-*.png"))
     assert pages and all(p.read_bytes().startswith(b"\x89PNG") for p in [*pages, tmp_path / "Summary-1.png"])

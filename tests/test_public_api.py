@@ -19,6 +19,7 @@ NEEDED = {
     "run_evaluation", "compute_aggregates", "recall_at_k", "average_precision",
     "load_suite", "Suite", "Problem", "evaluate_suite", "EvaluationOptions", "Evaluation", "CaseResult",
     "summarize", "SuiteStatistics", "build_report", "Report", "RunInfo", "RunSnapshot", "Unloaded", "read_run",
+    "read_reviews", "Review",
     "write_workbook", "WrittenWorkbook", "results_document", "write_results_file",
     "run_pipeline", "RunOptions", "RunOutcome",
     "Kind", "register_kind",

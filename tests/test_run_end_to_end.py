@@ -66,7 +66,7 @@ def test_the_details_cell_is_the_seed_format(bundled_report):
 
 def test_overview_is_frozen_filtered_and_wrapped(bundled_report):
     ws, headers, _ = overview_rows(bundled_report)
-    assert ws.freeze_panes == "B2"
+    assert ws.freeze_panes == "C2"  # the id and the name stay in sight
     assert ws.auto_filter.ref.startswith("A1:")
     details_column = headers.index("indicator selection details") + 1
     cell = ws.cell(2, details_column)

@@ -11,7 +11,7 @@ import pytest
 from openpyxl import load_workbook
 
 from qareport.cli import main
-from test_email import REGRESSED_CASE, last_week_responses, smtp_args, smtp_server  # noqa: F401 (a fixture)
+from test_email import REGRESSED_CASE, last_week_responses, sender, smtp_args, smtp_server  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -357,7 +357,7 @@ def test_the_email_of_a_run_with_unloaded_cases_says_so_first(last_week, tmp_pat
                testcases=broken_suite(tmp_path, "one item")) == 0
     (message,) = inbox.messages()
     assert "1 test case(s) of the baseline could not be loaded" in message["Subject"]
-    assert message.get_body(("plain",)).get_content().splitlines()[1].startswith(
+    assert message.get_body(("plain",)).get_content().splitlines()[0].startswith(
         "1 test case(s) of the baseline could not be loaded")
 
 

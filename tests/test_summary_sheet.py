@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
+from conftest import foreign_formulas
 from qareport.cli import main
 from qareport.evaluation import evaluate_suite
 from qareport.loading import load_suite
@@ -64,25 +65,31 @@ def test_the_sheets_come_in_the_order_readers_use_them_and_the_data_sheets_are_h
     assert workbook.active.title == "Summary"
 
 
-def test_the_headline_metrics_stand_with_the_cases_behind_them_and_the_cases_not_scored(workbook):
+def test_the_headline_metrics_stand_with_their_interval_the_cases_behind_them_and_the_cases_not_scored(workbook):
     summary = workbook["Summary"]
     header = row_starting(summary, "metric")
-    assert header[:6] == ["metric", "mean", "cases", "errors", "missing", "invalid"]
+    assert header[:5] == ["metric", "mean", "95% interval", "cases", "not scored"]
     precision = row_starting(summary, "macro precision")
     statistics = row_starting(workbook["Statistics"], "all test cases")  # Data Query Metrics
-    assert precision[1] == pytest.approx(statistics[6]) and precision[2] == statistics[2] == 15
-    assert precision[3:6] == [1, 1, 0]
+    assert precision[1] == pytest.approx(statistics[6]) and precision[3] == statistics[2] == 15
+    low, high = (float(part) for part in precision[2].split(" – "))
+    assert low < precision[1] < high
+    assert precision[4] == 2  # one error, one missing: cases with an indicator target only
     steps = row_starting(summary, "steps score")
-    assert steps[2] == 11 and steps[3] == 1
+    assert steps[3] == 11 and steps[4] == 1
     cell = next(c for c in summary["B"] if c.value == precision[1])
     assert cell.number_format == "0.00"
 
 
-def test_the_summary_counts_test_cases_by_status_with_their_shares(workbook):
-    summary = workbook["Summary"]
-    assert row_starting(summary, "test cases")[:7] == ["test cases", 29, 26, 2, 1, 0, 1]
-    share = next(c for c in summary[row_starting_index(summary, "share of test cases")] if c.column == 3)
-    assert share.value == pytest.approx(26 / 29) and share.number_format == "0.0%"
+def test_the_verdict_comes_first_in_one_line(workbook):
+    verdict = workbook["Summary"]["A3"].value
+    assert verdict.startswith("macro precision 0.84, macro recall 0.84, steps score 0.73") and len(verdict) <= 80
+
+
+def test_the_summary_counts_test_cases_by_status(workbook):
+    info = key_values(workbook["Summary"])
+    assert (info["total"], info["evaluated"], info["errors"], info["missing"], info["invalid"], info["problems"]) == (
+        [29], [26], [2], [1], [0], [1])
 
 
 def row_starting_index(ws, label):
@@ -99,29 +106,35 @@ def test_the_summary_says_what_was_run_and_what_was_not_evaluated_and_why(workbo
     assert info["responses"][1].startswith("2 file(s), 28 records, sha256 ")
     assert info["judge"] == ["not used"]
     assert "match terms by: id_and_name" in info["options"][0]
-    assert " ".join(info["metrics"]).startswith("answer correctness, answer relevance")
+    assert " ".join(info["metrics"]) == "answer correctness, answer relevance, retrieval answer metrics"
     assert "LLM judge is turned off" in " ".join(info["why"])
 
 
-def test_the_worst_cases_are_listed_lowest_first_with_links_to_their_overview_rows(workbook):
+def test_the_weakest_cases_are_listed_per_family_lowest_first_with_reasons_and_links(workbook):
     summary, overview = workbook["Summary"], workbook["Overview"]
-    start = row_starting_index(summary, "case id")
-    links = [summary.cell(row=r, column=1) for r in range(start + 1, start + 11)]
-    scores = [summary.cell(row=c.row, column=2).value for c in links]
-    assert scores == sorted(scores) and scores[0] == 0.0
-    overview_rows = {c.value: c.row for c in overview["A"]}
-    for link in links:
-        assert link.hyperlink.location == f"'Overview'!A{overview_rows[link.value]}"
-    assert summary.cell(row=start + 11, column=1).value.startswith("Score: the mean")
-    assert "3 more test case(s) were not evaluated" in summary.cell(row=start + 12, column=1).value
+    titles = [c.value for c in summary["A"] if str(c.value).startswith("Weakest cases")]
+    assert titles == ["Weakest cases: indicator selection", "Weakest cases: reference steps"]
+    start = row_starting_index(summary, "Weakest cases: indicator selection") + 1
+    assert [summary.cell(start, c).value for c in (1, 2, 5)] == ["case", "macro recall / macro precision", "reason"]
+    lines = [[summary.cell(r, c).value for c in (1, 2, 5)] for r in range(start + 1, start + 6)]
+    recalls = [float(what.split(" / ")[0]) for _, what, _ in lines]
+    assert recalls == sorted(recalls) and recalls[0] == 0.0 and all(r < 1 or float(w.split(" / ")[1]) < 1
+                                                                    for r, (_, w, _) in zip(recalls, lines))
+    assert lines[0][2] == "selected nothing"
+    overview_ids = {c.value: c.row for c in overview["A"]}
+    for row in range(start + 1, start + 6):
+        link = summary.cell(row, 1).hyperlink
+        case_id = link.tooltip
+        assert link.location == f"'Overview'!A{overview_ids[case_id]}"
 
 
 def test_the_summary_fits_one_screen_without_wrapping_or_clipping(workbook):
     summary = workbook["Summary"]
     assert summary.max_row <= 40 and summary.max_column <= VALUE_COLUMN
-    assert all(summary.row_dimensions[r].height in (None, 15) for r in range(2, summary.max_row + 1))
+    assert all(summary.row_dimensions[r].height in (None, 15, 20) for r in range(2, summary.max_row + 1))
     values = [c.value for c in summary[summary.cell(row=1, column=VALUE_COLUMN).column_letter] if c.value]
     assert all(len(str(v)) <= VALUE_WIDTH for v in values)
+    assert not any(c.alignment.wrap_text for row in summary.iter_rows() for c in row)
     # fit to one page: 1 is the default of fitToHeight and fitToWidth, which a writer may leave out
     assert summary.sheet_properties.pageSetUpPr.fitToPage
     assert summary.page_setup.fitToHeight in (None, 1) and summary.page_setup.fitToWidth in (None, 1)
@@ -152,15 +165,15 @@ def test_text_from_test_cases_stays_text_in_the_summary(tmp_path):
     out = tmp_path / "report.xlsx"
     assert main(["run", str(suite), "--responses", str(responses), "--output", str(out), "--no-llm", "-q"]) == 0
     summary = load_workbook(out)["Summary"]
-    start = row_starting_index(summary, "case id")
-    assert summary.cell(row=start + 1, column=1).value == '=HYPERLINK("http://x")'
-    assert summary.cell(row=start + 1, column=3).value == "=1+1"
-    assert summary.cell(row=start + 1, column=1).data_type == "s" and summary.cell(row=start + 1, column=3).data_type == "s"
+    start = row_starting_index(summary, "Weakest cases: indicator selection") + 2
+    name = summary.cell(row=start, column=1)
+    assert name.value == "=1+1" and name.data_type == "s"
+    assert name.hyperlink.tooltip == '=HYPERLINK("http://x")'
+    assert summary.cell(row=start, column=5).value == "INDICATOR: missed GDP, extra CPI"
 
 
-def test_every_sheet_holds_values_not_formulas(workbook):
-    for ws in workbook.worksheets:
-        assert not [c.coordinate for row in ws.iter_rows() for c in row if c.data_type == "f"], ws.title
+def test_every_sheet_holds_values_not_formulas_but_the_live_review_counts(workbook):
+    assert foreign_formulas(workbook) == []
 
 
 # --- analyst formatting in the list sheets --------------------------------------------------------
@@ -169,7 +182,7 @@ def test_every_sheet_holds_values_not_formulas(workbook):
 def test_overview_has_frozen_header_and_id_filters_status_colours_colour_scales_and_links_to_details(workbook):
     overview, details = workbook["Overview"], workbook["Details"]
     headers = [c.value for c in overview[1]]
-    assert overview.freeze_panes == "B2"
+    assert overview.freeze_panes == "C2"  # id and name stay in sight
     assert overview.auto_filter.ref == f"A1:{overview.cell(row=1, column=len(headers)).column_letter}30"
     status = headers.index("status") + 1
     assert overview.cell(row=2, column=status).fill.fgColor.rgb.endswith("E2EFDA")  # success: green
@@ -178,22 +191,38 @@ def test_overview_has_frozen_header_and_id_filters_status_colours_colour_scales_
     scaled = {str(rng.sqref) for rng in overview.conditional_formatting}
     recall = overview.cell(row=1, column=headers.index("macro recall") + 1).column_letter
     assert f"{recall}2:{recall}30" in scaled
-    first = overview["A2"]
-    target_row = int(first.hyperlink.location.split("!A")[1])
-    assert details.cell(row=target_row, column=1).value == first.value
-    assert details.cell(row=target_row, column=1).hyperlink.location == "'Overview'!A2"  # and back
+    for row in range(2, 31):  # every case leads to its block in Details, and back
+        first = overview.cell(row, 1)
+        target_row = int(first.hyperlink.location.split("!A")[1])
+        assert details.cell(row=target_row, column=1).value == first.value
+        assert details.cell(row=target_row, column=1).hyperlink.location == f"'Overview'!A{row}"
 
 
-def test_overview_columns_fit_their_content_and_wrapped_rows_are_tall_enough(workbook):
+def test_overview_rows_stay_compact_and_a_cut_text_keeps_every_word_after_a_marker(workbook):
     overview = workbook["Overview"]
     headers = [c.value for c in overview[1]]
     id_width = overview.column_dimensions["A"].width
     assert id_width >= max(len(str(c.value)) for c in overview["A"])  # ids are never cut
+    heights = [overview.row_dimensions[row].height for row in range(2, 31)]
+    assert all(45 <= height <= 120 for height in heights)  # at most eight lines, at least three with long text
+    assert sum(heights[:10]) + overview.row_dimensions[1].height <= 560  # ten cases in a 1600x1000 window
     details = headers.index("indicator selection details") + 1
-    for row in range(2, 31):
-        text = overview.cell(row=row, column=details).value
-        if text:
-            assert overview.row_dimensions[row].height >= min(409, 15 * text.count("\n") + 15)
+    multi_turn = next(r for r in range(2, 31) if str(overview.cell(r, details).value).startswith("Turn 1:"))
+    text = overview.cell(multi_turn, details).value
+    visible, marker, *rest = text.split("\n▼ ")[0].split("\n"), text.split("\n▼ ")[1].split("\n")[0], None
+    assert marker.endswith("more lines") and len(visible) + 1 <= overview.row_dimensions[multi_turn].height / 15
+    assert text.replace(f"\n▼ {marker}", "").count("\n") == text.count("\n") - 1  # the marker adds one line, no word goes
+    assert "* DEU: Germany" in text  # the last line of the full details is still in the cell
+
+
+def test_overview_puts_who_how_good_and_why_first_and_the_long_texts_last(workbook):
+    headers = [c.value for c in workbook["Overview"][1]]
+    assert headers[:7] == ["id", "name / question", "status", "macro recall", "macro precision", "steps score", "reason"]
+    assert headers[7:9] == ["review", "review note"]
+    assert headers.index("INDICATOR recall") < headers.index("comments") < headers.index("user message") \
+        < headers.index("indicator selection details")
+    assert "answer F1" not in headers and "judge reason" not in headers  # no judge ran: no empty judge columns
+    assert "actual answer" in headers  # the answers themselves are still there to read
 
 
 def test_details_and_problems_have_frozen_headers_and_filters(workbook):

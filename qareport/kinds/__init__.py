@@ -27,6 +27,14 @@ from typing import Any, Literal
 from qareport.records import CaseResult, TestCase, TurnOutput
 
 CellFormat = Literal["score", "integer", "seconds"]
+ColumnPlace = Literal["score", "number", "text"]
+"""Where an Overview column goes: `score` columns come first, right after the case's id, name and
+status (the headline metrics); `number` columns after the reason (per-dimension and secondary
+metrics); `text` columns last (details cells, answers: one click away, never the first screen)."""
+Facts = Mapping[str, Sequence[str]]
+"""What a kind remembers of a case so that a later run can say what changed: named lists of short
+items ("found": ["COUNTRY MEX"], ...). Stored with the run (`runs.case_row`), compared by
+`Kind.explain_change`."""
 DetailRow = tuple[Any, ...]
 """A row of the Details sheet after the case's id and groups: (turn, dimension or aspect, verdict,
 item id, item text, note). `None` leaves a cell empty."""
@@ -51,6 +59,14 @@ class Column:
     format: CellFormat | None = None
     wrap: bool = False
     score: bool = False  # gets the red-to-green colour scale
+    place: ColumnPlace | None = None  # None: decided by `where`
+
+    @property
+    def where(self) -> ColumnPlace:
+        """The column's place: as given, else text for wrapped columns, else number."""
+        if self.place is not None:
+            return self.place
+        return "text" if self.wrap else "number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +99,9 @@ class Kind:
     name: str = ""
     label: str = ""
     metrics: tuple[Metric, ...] = ()
+    rank_metrics: tuple[str, ...] = ()
+    """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
+    kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -123,6 +142,27 @@ class Kind:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None
 
+    def ranking(self) -> tuple[str, ...]:
+        """The metric keys the weakest cases are ranked by (see `rank_metrics`)."""
+        return self.rank_metrics or tuple(metric.key for metric in self.metrics if metric.headline)
+
+    def case_facts(self, result: CaseResult) -> dict[str, list[str]]:
+        """What a later run needs to say what changed (default: the case's explanation)."""
+        why = self.explain(result)
+        return {"why": [why]} if why else {}
+
+    def explain_change(self, old: Facts, new: Facts) -> str | None:
+        """What changed between two runs of a case, in one short line (None: nothing to say).
+
+        The default compares the explanations: a new one is said as it is, one that went away is
+        said as "was: ..."."""
+        before, after = "; ".join(old.get("why") or ()), "; ".join(new.get("why") or ())
+        if after == before:
+            return None
+        if after:
+            return after
+        return f"was: {before}"
+
     # --- the workbook ----------------------------------------------------------------------------
 
     def present(self, results: Sequence[CaseResult]) -> bool:
@@ -130,7 +170,8 @@ class Kind:
         return any(self.has_target(result.case) for result in results)
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
-        return [Column(m.label, _metric_value(self, m.key), 10, "score", score=True) for m in self.metrics]
+        return [Column(m.label, _metric_value(self, m.key), 10, "score", score=True,
+                       place="score" if m.headline else "number") for m in self.metrics]
 
     def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
         return iter(())
@@ -208,6 +249,35 @@ def explain_case(result: CaseResult) -> str | None:
     """The case's reason in one line: each kind's explanation, joined."""
     reasons = [reason for kind in REGISTRY if (reason := kind.explain(result))]
     return "; ".join(reasons) or None
+
+
+def case_reason(result: CaseResult) -> str | None:
+    """Why a case lost points, in one line: what happened to its response when it was not
+    evaluated, else what its kinds say (and any turn that could not be scored)."""
+    if result.status == "missing":
+        return "no response"
+    if result.status == "error":
+        return f"the system answered with an error: {result.error}" if result.error else "the system answered with an error"
+    if result.status == "invalid":
+        return f"not evaluated: {result.error}" if result.error else "not evaluated"
+    parts = [part for part in (explain_case(result), result.error) if part]
+    return "; ".join(parts) or None
+
+
+def case_facts(result: CaseResult) -> dict[str, dict[str, list[str]]]:
+    """Every kind's facts of one case, by kind name (kinds with nothing to remember left out)."""
+    return {kind.name: facts for kind in REGISTRY if (facts := kind.case_facts(result))}
+
+
+def explain_change(old: Mapping[str, Facts], new: Mapping[str, Facts]) -> str | None:
+    """What changed in a case between two runs, each kind's words joined (`Kind.explain_change`)."""
+    said = [text for kind in REGISTRY
+            if (text := kind.explain_change(old.get(kind.name) or {}, new.get(kind.name) or {}))]
+    return "; ".join(said) or None
+
+
+def kind_of_metric(key: str) -> Kind | None:
+    return next((kind for kind in REGISTRY if any(metric.key == key for metric in kind.metrics)), None)
 
 
 def _register_builtins() -> None:

@@ -96,20 +96,40 @@ class ReferenceAnswer(Kind):
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        """The answers themselves; the judge's columns only when the judge looked at any of them
+        (without a judge they would be empty columns in the analyst's way)."""
         def metric(key: str) -> Callable[[CaseResult], float | None]:
             return lambda result: self.case_metrics(result).get(key)
 
-        return [
+        texts = [
             Column("reference answer", _qa_text("reference_answer"), 40, wrap=True),
             Column("actual answer", _qa_text("actual_answer"), 50, wrap=True),
-            Column("answer recall", metric("answer_recall"), 10, "score", score=True),
-            Column("answer precision", metric("answer_precision"), 10, "score", score=True),
-            Column("answer F1", metric("answer_f1"), 10, "score", score=True),
-            Column("answer relevance", metric("answer_relevance"), 10, "score", score=True),
+        ]
+        if not any(_judged(result) for result in results):
+            return texts
+        return [
+            Column("answer F1", metric("answer_f1"), 9, "score", score=True, place="score"),
+            Column("answer relevance", metric("answer_relevance"), 10, "score", score=True, place="score"),
+            Column("answer recall", metric("answer_recall"), 9, "score", score=True, place="number"),
+            Column("answer precision", metric("answer_precision"), 9, "score", score=True, place="number"),
+            *texts,
             Column("relevance questions", _relevance_questions, 40, wrap=True),
             Column("judge reason", _qa_text("answer_correctness_reason"), 40, wrap=True),
             Column("judge errors", _judge_errors, 30, wrap=True),
         ]
+
+
+def _judged(result: CaseResult) -> bool:
+    """Whether the judge said anything of the case's answers: a value, or an error."""
+    for turn in result.turns:
+        qa = turn.qa or {}
+        if any(key in qa for key in JUDGED_KEYS):
+            return True
+    return False
+
+
+JUDGED_KEYS = ("answer_f1", "answer_relevance", "answer_recall", "answer_precision", "answer_eval_error",
+               "answer_relevance_error")
 
 
 ANSWERS = ReferenceAnswer()

@@ -9,9 +9,10 @@ true positive keeps the system's label so the report can show where labels diffe
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from statistics import fmean
 from typing import Any, Literal
 
-from qareport.kinds import Column, DetailRow, Kind, Metric
+from qareport.kinds import Column, DetailRow, Facts, Kind, Metric
 from qareport.records import (
     CaseResult,
     DatasetSelection,
@@ -185,6 +186,11 @@ def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
         yield (dimension.dimension_name, None, None, None, None)
 
 
+def styles_short(label: str, limit: int = 30) -> str:
+    """A term's label cut to fit a one-line reason."""
+    return label if len(label) <= limit else label[: limit - 1].rstrip() + "\u2026"
+
+
 def _explain_turn(indicator: IndicatorScore) -> list[str]:
     parts = []
     selected_any = any(d.true_positives or d.false_positives for d in indicator.dimensions) or any(
@@ -194,10 +200,16 @@ def _explain_turn(indicator: IndicatorScore) -> list[str]:
         return ["selected nothing"]
     for dimension in indicator.dimensions:
         said = []
-        if dimension.false_negatives:
-            said.append("missed " + ", ".join(v.term.id for v in dimension.false_negatives))
-        if dimension.false_positives:
-            said.append("extra " + ", ".join(v.term.id for v in dimension.false_positives))
+        missed = {v.term.id: v for v in dimension.false_negatives}
+        extra = {v.term.id: v for v in dimension.false_positives}
+        relabelled = [term_id for term_id in missed if term_id in extra]  # same id, another label
+        for term_id in relabelled:
+            said.append(f"{term_id} labelled '{styles_short(extra[term_id].term.name)}', "
+                        f"target '{styles_short(missed[term_id].term.name)}'")
+        if len(missed) > len(relabelled):
+            said.append("missed " + ", ".join(i for i in missed if i not in relabelled))
+        if len(extra) > len(relabelled):
+            said.append("extra " + ", ".join(i for i in extra if i not in relabelled))
         if said:
             parts.append(f"{dimension.dimension_name}: {', '.join(said)}")
     for dimension in indicator.not_in_target:
@@ -207,6 +219,96 @@ def _explain_turn(indicator: IndicatorScore) -> list[str]:
         selected = ", ".join(indicator.selected_datasets) or "none"
         parts.append(f"dataset {selected}, expected {', '.join(indicator.target_datasets) or 'none'}")
     return parts
+
+
+def dimension_scores(result: CaseResult) -> dict[str, tuple[float, float]]:
+    """Per target dimension of a case: (recall, precision), each the mean over the turns whose
+    target has the dimension (as Statistics averages a dimension over the cases that have it)."""
+    found: dict[str, list[tuple[float, float]]] = {}
+    for turn in result.turns:
+        for dimension in turn.indicator.dimensions if turn.indicator is not None else ():
+            found.setdefault(dimension.dimension_name, []).append((dimension.recall, dimension.precision))
+    return {name: (fmean(r for r, _ in pairs), fmean(p for _, p in pairs)) for name, pairs in found.items()}
+
+
+def suite_dimensions(results: Sequence[CaseResult]) -> list[str]:
+    """The target dimensions of a run, in order of first appearance."""
+    names: dict[str, None] = {}
+    for result in results:
+        for turn in result.case.turns:
+            for dataset in turn.target.indicator_selection or ():
+                names.update((dimension.dimension_name, None) for dimension in dataset.dimensions if dimension.values)
+    return list(names)
+
+
+def _dimension_column(name: str, which: int) -> Column:
+    header = f"{name} {('recall', 'precision')[which]}"
+
+    def value(result: CaseResult) -> float | None:
+        scores = dimension_scores(result).get(name)
+        return None if scores is None else scores[which]
+
+    return Column(header, value, 9, "score", score=True, place="number")
+
+
+# --- what a later run compares: the terms found, missed and extra ---------------------------------
+
+
+def _item(turn: TurnResult, several: bool, dimension: str, term: Term) -> str:
+    return (f"turn {turn.number} " if several else "") + f"{dimension} {term.id}"
+
+
+def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
+    """The case's target terms, the ones found and the extra ones, as "DIMENSION ID" items."""
+    several = len(result.case.turns) > 1
+    facts: dict[str, list[str]] = {"target": [], "found": [], "extra": []}
+    for turn in result.turns:
+        if turn.indicator is None:
+            continue
+        for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
+            name = dimension.dimension_name
+            facts["found"] += [_item(turn, several, name, v.term) for v in dimension.true_positives]
+            facts["target"] += [_item(turn, several, name, v.term)
+                                for v in (*dimension.true_positives, *dimension.false_negatives)]
+            facts["extra"] += [_item(turn, several, name, v.term) for v in dimension.false_positives]
+    return {key: items for key, items in facts.items() if items}
+
+
+def _by_dimension(items: Iterable[str], sign: str = "") -> str:
+    """"COUNTRY MEX, KEN; INDICATOR LP": items grouped by what precedes their last word."""
+    grouped: dict[str, list[str]] = {}
+    for item in items:
+        prefix, _, last = item.rpartition(" ")
+        grouped.setdefault(prefix, []).append(sign + last)
+    return "; ".join(f"{prefix} {', '.join(ids)}" if prefix else ", ".join(ids) for prefix, ids in grouped.items())
+
+
+def _new(old: Facts, new: Facts, key: str) -> list[str]:
+    before = set(old.get(key) or ())
+    return [item for item in new.get(key) or () if item not in before]
+
+
+def explain_indicator_change(old: Facts, new: Facts) -> str | None:
+    """"target edited: COUNTRY +KEN -MEX", "lost COUNTRY MEX", "extra INDICATOR GDP_CONST", "found
+    COUNTRY KEN", "no longer extra ...": bad news first."""
+    said = []
+    added, removed = _new(old, new, "target"), _new(new, old, "target")
+    if added or removed:
+        changes: dict[str, list[str]] = {}
+        for item in added:
+            prefix, _, last = item.rpartition(" ")
+            changes.setdefault(prefix, []).append("+" + last)
+        for item in removed:
+            prefix, _, last = item.rpartition(" ")
+            changes.setdefault(prefix, []).append("\u2212" + last)
+        said.append("target edited: " + "; ".join(f"{prefix} {' '.join(ids)}" for prefix, ids in changes.items()))
+    target = set(new.get("target") or ())
+    lost = [item for item in _new(new, old, "found") if item in target]
+    for words, items in (("lost", lost), ("extra", _new(old, new, "extra")), ("found", _new(old, new, "found")),
+                         ("no longer extra", _new(new, old, "extra"))):
+        if items:
+            said.append(f"{words} {_by_dimension(items)}")
+    return "; ".join(said) or None
 
 
 class IndicatorSelection(Kind):
@@ -219,6 +321,7 @@ class IndicatorSelection(Kind):
         Metric("macro_precision", "macro precision", headline=True),
         Metric("macro_recall", "macro recall", headline=True),
     )
+    rank_metrics = ("macro_recall", "macro_precision")  # missing terms weigh more than extra ones
 
     def target_of(self, case: TestCase, turn_index: int) -> Any:
         return case.turns[turn_index].target.indicator_selection
@@ -243,10 +346,18 @@ class IndicatorSelection(Kind):
                 lines.append((f"turn {turn.number}: " if several else "") + "; ".join(parts))
         return "; ".join(lines) or None
 
+    def case_facts(self, result: CaseResult) -> dict[str, list[str]]:
+        return indicator_facts(result)
+
+    def explain_change(self, old: Facts, new: Facts) -> str | None:
+        return explain_indicator_change(old, new)
+
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        per_dimension = [_dimension_column(name, which) for name in suite_dimensions(results) for which in (0, 1)]
         return [
-            Column("macro recall", lambda r: r.macro_recall, 10, "score", score=True),
-            Column("macro precision", lambda r: r.macro_precision, 10, "score", score=True),
+            Column("macro recall", lambda r: r.macro_recall, 9, "score", score=True, place="score"),
+            Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),
+            *per_dimension,
             Column("indicator selection details",
                    lambda r: render_indicator_details(r, templates_dir=templates_dir), 60, wrap=True),
             Column("datasets", _datasets, 30, wrap=True),

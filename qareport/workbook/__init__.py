@@ -90,8 +90,8 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
     if changes is not None and comparison is not None:
         change_rows = write_changes(changes, comparison, overview_rows)
     cut_texts: list[tuple[str, str, str]] = []
-    write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
-                   change_rows=change_rows, cut_texts=cut_texts)
+    layout = write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
+                            change_rows=change_rows, cut_texts=cut_texts)
     write_statistics(stats_sheet, report)
     if trend is not None:
         write_trend(trend, report.trend)
@@ -103,6 +103,9 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
             overview_rows=overview_rows,
             first_change_rows=_first_rows_by_kind(comparison) if comparison else {},
             problems_sheet=PROBLEMS if problems else None,
+            review_column=layout.review_column,
+            change_column=layout.change_column,
+            last_overview_row=layout.last_row,
         ),
     )
     if cut_texts:

@@ -14,8 +14,11 @@ from qareport.workbook.cells import write
 from qareport.workbook.sheet_names import OVERVIEW
 from qareport.workbook.sheet import Sheet
 
-HEADERS = ("case id", "name", "change", "metric", "old", "new", "delta", "old status", "new status")
-NAME_WIDTH = 50
+HEADERS = ("case id", "name", "change", "metric", "old value", "new value", "delta", "old status", "new status",
+           "reason")
+NAME_WIDTH = 40
+REASON_WIDTH = 60
+NUMBER_COLUMNS = (5, 6, 7)
 
 KIND_STYLES: dict[str, tuple[styles.Fill, styles.Font]] = {
     "regression": (styles.REGRESSION_FILL, styles.REGRESSION_FONT),
@@ -25,8 +28,12 @@ KIND_STYLES: dict[str, tuple[styles.Fill, styles.Font]] = {
 
 
 def _values(change: CaseChange) -> tuple:
+    """One line: numbers only in the value columns (so they filter and pivot as numbers), the
+    statuses in their own columns."""
+    numeric = change.metric not in (None, "status")
     return (change.case_id, change.name, change.kind, metric_label(change.metric) if change.metric else None,
-            change.old, change.new, change.delta, change.old_status, change.new_status)
+            change.old if numeric else None, change.new if numeric else None, change.delta if numeric else None,
+            change.old_status, change.new_status, change.reason)
 
 
 def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str, int]) -> dict[str, int]:
@@ -36,7 +43,8 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
     id_width = max([len(h) for h in HEADERS[:1]] + [len(c.case_id) for c in comparison.changes]) + 2
-    styles.set_widths(ws, {1: min(60, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 10, 6: 10, 7: 10, 8: 11, 9: 11})
+    styles.set_widths(ws, {1: min(40, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 9, 6: 9, 7: 9, 8: 11,
+                           9: 11, 10: REASON_WIDTH})
     styles.fit_header_row(ws, HEADERS)
     ws.flush()
     first_rows: dict[str, int] = {}
@@ -45,15 +53,17 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
         fill_font = KIND_STYLES.get(change.kind)
         for column, value in enumerate(_values(change), start=1):
             cell = write(ws, row, column, value)
-            cell.alignment = styles.WRAP_TOP if column == 2 else styles.TOP
-            if column in (5, 6, 7) and isinstance(value, (int, float)):
+            cell.alignment = styles.WRAP_TOP if column in (2, 10) else styles.TOP
+            if column in NUMBER_COLUMNS and isinstance(value, (int, float)):
                 cell.number_format = styles.DELTA_FORMAT if column == 7 else styles.SCORE_FORMAT
-            if fill_font and column >= 3:
+            if fill_font and 3 <= column <= 9:
                 cell.fill, cell.font = fill_font
         if change.case_id in overview_rows:
             styles.link(ws.cell(row, 1), OVERVIEW, f"A{overview_rows[change.case_id]}",
                         tooltip="this case in Overview")
-        ws.set_height(row, styles.row_height_for(styles.display_lines(change.name, NAME_WIDTH)))
+        lines = max(styles.display_lines(change.name, NAME_WIDTH),
+                    styles.display_lines(change.reason or "", REASON_WIDTH))
+        ws.set_height(row, styles.row_height_for(min(lines, 8)))
         ws.flush()
     last_row = len(comparison.changes) + 1
     if not comparison.changes:

@@ -9,6 +9,7 @@ axis and the y axis holds the categories.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,27 +96,47 @@ def score_bars(workbook: Workbook, table: TableRange, *, title: str, category_ti
     labels = [table.ws.cell(row, table.category_column).value for row in range(table.first_row, last_row + 1)]
     label_lines = max(1, -(-max((len(str(label or "")) for label in labels), default=1) // 30))  # long labels wrap
     per_category = 0.45 * max(len(table.series_columns), label_lines) + 0.1
-    return SizedChart(chart, 20 if label_lines == 1 else 26, max(7.5, min(30.0, 3.5 + len(labels) * per_category)))
+    # at most 17 cm tall: the height of a landscape A4 page, so a chart prints on one page
+    return SizedChart(chart, 20 if label_lines == 1 else 26, max(7.5, min(17.0, 3.5 + len(labels) * per_category)))
 
 
 def histogram(workbook: Workbook, table: TableRange, *, title: str) -> SizedChart:
     """Columns of binned counts (the bins are the categories), touching like a histogram."""
     chart = workbook.add_chart({"type": "column", "subtype": "clustered"})
     chart.set_title({"name": title})
-    _add_series(chart, table, table.last_row, gap=10)
+    _add_series(chart, table, table.last_row, gap=10 if len(table.series_columns) == 1 else 60)
     chart.set_x_axis({"name": "score"})
     chart.set_y_axis({"name": "test cases", "num_format": "0", "min": 0, "major_gridlines": {"visible": True}})
-    chart.set_legend({"none": True})
+    chart.set_legend({"none": True} if len(table.series_columns) == 1 else {"position": "bottom"})
     return SizedChart(chart, 18, 7.5)
 
 
-def trend_lines(workbook: Workbook, table: TableRange, *, title: str) -> SizedChart:
-    """One line per headline metric over the runs (dates as categories, oldest left)."""
+def fitted_axis(low: float, high: float) -> tuple[float, float, float]:
+    """A value axis that fits the data (min, max, major unit): a drop from 0.88 to 0.84 must be
+    seen, not flattened against 0-1. Bounds on a 0.05 grid with a margin, within [0, 1]."""
+    span = max(high - low, 0.02)
+    margin = max(0.02, span * 0.25)
+    bottom = max(0.0, math.floor((low - margin) * 20) / 20)
+    top = min(1.0, math.ceil((high + margin) * 20) / 20)
+    if top - bottom < 0.1:
+        top = min(1.0, bottom + 0.1)
+        bottom = max(0.0, top - 0.1)
+    unit = 0.05 if top - bottom <= 0.3 else 0.1 if top - bottom <= 0.6 else 0.2
+    return round(bottom, 2), round(top, 2), unit
+
+
+def trend_lines(workbook: Workbook, table: TableRange, *, title: str, low: float = 0.0,
+                high: float = 1.0) -> SizedChart:
+    """One line per headline metric over the runs (dates as categories, oldest left), each point
+    labelled with its value, on an axis that fits the values (`fitted_axis`)."""
     chart = workbook.add_chart({"type": "line"})
     chart.set_title({"name": title})
-    _add_series(chart, table, table.last_row, marker={"type": "circle"}, smooth=False)
+    _add_series(chart, table, table.last_row, marker={"type": "circle"}, smooth=False,
+                data_labels={"value": True, "num_format": "0.00", "position": "above"})
     chart.set_x_axis({"name": "run", "num_format": "yyyy-mm-dd hh:mm"})
-    chart.set_y_axis(_score_axis("score"))
+    bottom, top, unit = fitted_axis(low, high)
+    chart.set_y_axis({**_score_axis("score"), "min": bottom, "max": top, "major_unit": unit,
+                      "num_format": "0.00"})
     chart.set_legend({"position": "bottom"})
     return SizedChart(chart, 20, 9)
 
@@ -124,9 +145,12 @@ def place_stacked(ws: Sheet, charts: Sequence[SizedChart], *, first_row: int, co
                   gap_rows: int = 2) -> int:
     """Anchor charts one below the other from `first_row`; returns the first row after them."""
     row = first_row
+    breaks = []
     for sized in charts:
+        breaks.append(row - 1)  # each chart starts a printed page: never cut in two
         sized.chart.set_size({"width": round(sized.width_cm * PIXELS_PER_CM),
                               "height": round(sized.height_cm * PIXELS_PER_CM)})
         ws.worksheet.insert_chart(f"{column}{row}", sized.chart)
         row += int(sized.height_cm / CM_PER_ROW) + 1 + gap_rows
+    ws.worksheet.set_h_pagebreaks(breaks)
     return row

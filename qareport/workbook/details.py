@@ -28,12 +28,18 @@ WIDTHS = (40, 24, 6, 16, 13, 20, 50, 40)  # the most a column grows to
 WRAPPED = frozenset({2, 7, 8})  # tags, term name, selected label
 
 
-def detail_rows(kinds: Sequence[Kind], result: CaseResult) -> Iterator[tuple[Any, ...]]:
-    """The case's rows: each kind's rows (`Kind.details_rows`) after the case id and its groups."""
+def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
+    """The case's rows: each kind's rows (`Kind.details_rows`) after the case id and its groups. A
+    case no kind has rows for gets one row with its status and reason, so that every case has a
+    block its Overview id can lead to."""
     head = (result.case.id, ", ".join(result.case.groups))
+    given = False
     for kind in kinds:
         for row in kind.details_rows(result):
+            given = True
             yield (*head, *row)
+    if not given:
+        yield (*head, None, "(case)", result.status, None, reason or None, None)
 
 
 def _wraps(column: int, value: Any) -> bool:
@@ -41,12 +47,12 @@ def _wraps(column: int, value: Any) -> bool:
     return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
 
 
-def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult]) -> dict[int, float]:
+def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult], reasons: Mapping[str, str]) -> dict[int, float]:
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
     the widths are needed before the first row is written."""
     longest = [len(h) + 2 for h in HEADERS]
     for result in results:
-        for values in detail_rows(kinds, result):
+        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
             for index, value in enumerate(values):
                 if isinstance(value, str) and len(value) + 2 > longest[index]:
                     longest[index] = len(value) + 2
@@ -61,13 +67,13 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
     kinds, results = report.kinds, report.results
-    styles.set_widths(ws, _widths(kinds, results))
+    styles.set_widths(ws, _widths(kinds, results, report.reasons))
     styles.fit_header_row(ws, HEADERS)
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
     for result in results:
-        for values in detail_rows(kinds, result):
+        for values in detail_rows(kinds, result, report.reasons.get(result.case.id)):
             linked = False
             if result.case.id not in first_rows:
                 first_rows[result.case.id] = row

@@ -1,27 +1,53 @@
-"""The Overview sheet: one row per test case, with the columns of the kinds of target present."""
+"""The Overview sheet: one row per test case, laid out for scanning.
+
+A reader's eye goes left to right, so the columns come in the order of their questions:
+
+    who and how it went    id (links to the case's block in Details), name, status
+    how good               the headline score columns of every kind the run has
+    why                    one line: what the case lost ("COUNTRY: missed MEX"), or what went wrong
+    against last week      vs baseline (with a baseline; links to Changes)
+    the analyst's review   review (a drop-down) and review note, carried over from the baseline
+    the numbers behind     per-dimension recall and precision, secondary metrics
+    the test               comments, tags / template, user message, error
+    the long texts         details cells, answers, judge texts; then tokens and time
+
+Rows stay compact: a row is as tall as its name, reason and note need, at least three lines when
+it has long text and never more than `MAX_LINES` (120 points). A longer text keeps all its words
+(the formula bar shows them, the id leads to Details) and shows a marker line where it goes on
+below the row's edge (`styles.cut_to_lines`). Only the scanning columns print; the long texts are
+for the screen and for Details.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from qareport import kinds as kind_registry
 from qareport.comparison import Comparison
-from qareport.kinds import CellFormat, Column
-from qareport.records import USAGE_FIELDS, CaseResult
+from qareport.kinds import CellFormat, Column, ColumnPlace
+from qareport.records import REVIEW_CHOICES, USAGE_FIELDS, CaseResult
 from qareport.report import Report
 from qareport.workbook import styles
-from qareport.workbook.sheet_names import FULL_TEXTS
 from qareport.workbook.cells import fit_text, write
 from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet_names import CHANGES, DETAILS, FULL_TEXTS
 
 NUMBER_FORMATS = {"score": styles.SCORE_FORMAT, "integer": styles.INTEGER_FORMAT, "seconds": styles.SECONDS_FORMAT}
 USAGE_COLUMNS: dict[str, tuple[str, float, CellFormat]] = {  # header, width, format of each usage field
-    "input_tokens": ("input tokens", 12, "integer"),
-    "output_tokens": ("output tokens", 12, "integer"),
-    "total_tokens": ("total tokens", 12, "integer"),
-    "elapsed_sec": ("elapsed sec", 10, "seconds"),
+    "input_tokens": ("input tokens", 11, "integer"),
+    "output_tokens": ("output tokens", 11, "integer"),
+    "total_tokens": ("total tokens", 11, "integer"),
+    "elapsed_sec": ("elapsed sec", 9, "seconds"),
 }
+MAX_LINES = 8  # 120 points: a row never hides more than a few of its neighbours
+MIN_LINES_WITH_TEXT = 3  # a row with long text shows at least two of its lines and the marker
+REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
+LONG = "long"  # the place of the columns after the scanning part (test, long texts, usage)
+SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
+"""The wrapped columns whose text decides a row's height; every other wrapped text is cut to it."""
 
 
 def _response_number(field: str) -> Callable[[CaseResult], float | None]:
@@ -37,32 +63,65 @@ def _user_messages(result: CaseResult) -> str:
     return "\n".join(f"Turn {t.number}: {t.user_message}" for t in result.case.turns)
 
 
+def _place(column: Column) -> ColumnPlace:
+    """A kind's column's place; a score column with a headline metric's label leads."""
+    if column.place is None and column.score and column.header in _headline_labels():
+        return "score"
+    return column.where
+
+
+def _headline_labels() -> set[str]:
+    return {metric.label for metric in kind_registry.all_metrics() if metric.headline}
+
+
 def overview_columns(report: Report, *, templates_dir: str | None) -> list[Column]:
-    """The columns for this run: who the case is, then those of every kind the run has, then usage."""
-    results = report.results
+    """The columns for this run, in scanning order (see the module docstring)."""
+    results, comparison, reviews = report.results, report.comparison, report.reviews
     case_kinds = {r.case.kind for r in results}
     has_tokens = any(r.response and r.response.total_tokens is not None for r in results)
 
     only = next(iter(case_kinds)) if len(case_kinds) == 1 else None
     name_header = {"conversation": "name", "qa": "question"}.get(only, "name") if only else "name / question"
     group_header = {"conversation": "tags", "qa": "template"}.get(only, "group") if only else "tags / template"
+    by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
+    for kind in report.kinds:
+        for column in kind.overview_columns(results, templates_dir=templates_dir):
+            by_place[_place(column)].append(column)
+
     columns = [
         Column("id", lambda r: r.case.id, 24),
-        Column(name_header, lambda r: r.case.name, 40, wrap=True),
-        Column(group_header, lambda r: ", ".join(r.case.groups), 18, wrap=True),
+        Column(name_header, lambda r: r.case.name, 30, wrap=True),
+        Column("status", lambda r: r.status, 9),
+        *by_place["score"],
+        Column(REASON, lambda r: report.reasons.get(r.case.id), 50, wrap=True),
     ]
+    if comparison is not None:
+        verdicts = _change_verdicts(comparison)
+        columns.append(Column(VS_BASELINE, lambda r: verdicts.get(r.case.id), 13))
+    columns += [
+        Column(REVIEW, lambda r: (reviews.get(r.case.id) or _NO_REVIEW).verdict, 13),
+        Column(REVIEW_NOTE, lambda r: (reviews.get(r.case.id) or _NO_REVIEW).note, 30, wrap=True),
+        *by_place["number"],
+    ]
+    if any(r.case.comments for r in results):
+        columns.append(Column("comments", lambda r: r.case.comments or None, 30, wrap=True))
+    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))  # one line: filtered, not read
     if "conversation" in case_kinds:
         columns.append(Column("user message", _user_messages, 40, wrap=True))
-    columns += [
-        Column("status", lambda r: r.status, 10),
-        Column("error", lambda r: r.error, 30, wrap=True),
-    ]
-    for kind in report.kinds:
-        columns += kind.overview_columns(results, templates_dir=templates_dir)
+    columns.append(Column("error", lambda r: r.error, 30, wrap=True))
+    columns += by_place["text"]
     if has_tokens:
         columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
                            USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
     return columns
+
+
+class _NoReview:
+    verdict = None
+    note = None
+
+
+_NO_REVIEW = _NoReview()
 
 
 def write_overview(
@@ -73,30 +132,28 @@ def write_overview(
     details_rows: Mapping[str, int] | None = None,
     change_rows: Mapping[str, int] | None = None,
     cut_texts: list[tuple[str, str, str]] | None = None,
-) -> dict[str, int]:
-    """Fill the sheet row by row; returns the row of each case id (for links from other sheets).
+) -> OverviewLayout:
+    """Fill the sheet row by row; returns where each case landed (for links from other sheets).
 
-    With a comparison, a `vs baseline` column says how each case changed and links to its first
-    line in the Changes sheet; the id links to the case's rows in Details.
-
-    The column widths follow from the longest texts and are needed before the first row is
-    written, so the values of every row are computed first (values only: the rendered details
-    are the costly part, and are computed once).
+    The column widths follow from the texts and are needed before the first row is written, so
+    the values of every row are computed first (values only: the rendered details are the costly
+    part, and are computed once).
 
     A text too long for a cell is cut with a marker pointing to the Full texts sheet; `cut_texts`
     receives (case id, column, full text) for that sheet.
     """
-    results, comparison = report.results, report.comparison
+    results = report.results
     columns = overview_columns(report, templates_dir=templates_dir)
-    if comparison is not None:
-        verdicts = _change_verdicts(comparison)
-        columns.insert(_index_of(columns, "status"), Column("vs baseline", lambda r: verdicts.get(r.case.id), 16))
-    for index, column in enumerate(columns, start=1):
-        write(ws, 1, index, column.header)
+    headers = [column.header for column in columns]
+    for index, header in enumerate(headers, start=1):
+        write(ws, 1, index, header)
     styles.style_header_row(ws, 1, 1, len(columns))
-    status_column = _index_of(columns, "status")
-    change_column = _index_of(columns, "vs baseline") if comparison is not None else None
-    longest = [max(len(word) for word in c.header.split()) + 3 for c in columns]
+    status_column = headers.index("status") + 1
+    change_column = headers.index(VS_BASELINE) + 1 if VS_BASELINE in headers else None
+    review_column = headers.index(REVIEW) + 1
+    longest = [max(len(word) for word in c.header.split()) + 2 for c in columns]
+    longest[review_column - 1] = max(len(choice) for choice in REVIEW_CHOICES) + 4  # room for the drop-down arrow
+    longest[headers.index(REVIEW_NOTE)] = 30  # room to type a note
     table: list[list[Any]] = []
     for result in results:
         values = []
@@ -112,13 +169,12 @@ def write_overview(
                 if value is not None:
                     longest[index] = max(longest[index], _longest_line(value) + 2)
             elif isinstance(value, (int, float)):
-                longest[index] = max(longest[index], 8)
+                longest[index] = max(longest[index], 6)
             values.append(value)
         table.append(values)
-    # widths that fit: as wide as the content, but never wider than the column's reading width
-    styles.set_widths(ws, {i: min(c.width, max(longest[i - 1], 8)) if c.wrap else min(max(c.width, 40), longest[i - 1])
-                           for i, c in enumerate(columns, start=1)})
-    styles.fit_header_row(ws, [c.header for c in columns])
+    widths = {i: _width(c, longest[i - 1]) for i, c in enumerate(columns, start=1)}
+    styles.set_widths(ws, widths)
+    styles.fit_header_row(ws, headers)
     ws.flush()
 
     rows: dict[str, int] = {}
@@ -126,35 +182,80 @@ def write_overview(
     for row, result in enumerate(results, start=2):
         values = table.pop()
         rows.setdefault(result.case.id, row)
-        tallest = 1
+        lines = _row_lines(columns, values, widths)
         for index, (column, value) in enumerate(zip(columns, values), start=1):
             if value is None:
                 continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
+            if column.wrap and isinstance(value, str):
+                value = styles.cut_to_lines(value, widths[index], lines)
             cell = write(ws, row, index, value)
             if column.format:
                 cell.number_format = NUMBER_FORMATS[column.format]
             cell.alignment = styles.WRAP_TOP if column.wrap else styles.TOP
-            if column.wrap and isinstance(cell.value, str):
-                tallest = max(tallest, styles.display_lines(cell.value, column.width))
         ws.cell(row, status_column).fill = styles.STATUS_FILLS.get(result.status, styles.STATUS_FILLS["invalid"])
         if details_rows and result.case.id in details_rows:
-            styles.link(ws.cell(row, 1), "Details", f"A{details_rows[result.case.id]}",
+            styles.link(ws.cell(row, 1), DETAILS, f"A{details_rows[result.case.id]}",
                         tooltip="this case in Details")
         if change_column and change_rows and result.case.id in change_rows:
             change = ws.cell(row, change_column)
-            styles.link(change, "Changes", f"A{change_rows[result.case.id]}", tooltip="this case in Changes")
+            styles.link(change, CHANGES, f"A{change_rows[result.case.id]}", tooltip="this case in Changes")
             kind = str(change.value or "").split(",")[0]
             if kind in CHANGE_STYLES:
                 change.fill, change.font = CHANGE_STYLES[kind]
-        ws.set_height(row, styles.row_height_for(tallest))
+        ws.set_height(row, lines * styles.LINE_HEIGHT_POINTS)
         ws.flush()
     last_row = max(1, len(results) + 1)
     for index, column in enumerate(columns, start=1):
         if column.score and len(results):
             letter = ws.cell(1, index).column_letter
             styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
-    styles.finish_table_sheet(ws, columns=len(columns), rows=last_row, fit_width=False)  # too wide to shrink
-    return rows
+    if results:
+        letter = ws.cell(1, review_column).column_letter
+        ws.worksheet.data_validation(f"{letter}2:{letter}{last_row}", {
+            "validate": "list", "source": list(REVIEW_CHOICES), "ignore_blank": True,
+            "error_type": "warning", "error_title": "review",
+            "error_message": "Choose one of: " + ", ".join(REVIEW_CHOICES) + " (or keep what you typed).",
+        })
+    scanning = headers.index(REVIEW_NOTE) + 1  # what prints: who, how good, why, the review
+    styles.finish_table_sheet(ws, columns=len(columns), rows=last_row, freeze="C2", print_columns=scanning)
+    return OverviewLayout(rows, ws.cell(1, review_column).column_letter,
+                          ws.cell(1, change_column).column_letter if change_column else None, last_row)
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewLayout:
+    """Where things landed: each case's row, and the columns other sheets count over."""
+
+    rows: dict[str, int]
+    review_column: str
+    change_column: str | None
+    last_row: int
+
+
+def _width(column: Column, longest: int) -> float:
+    """As wide as the content, within the column's reading width; numbers and short words fit."""
+    if column.wrap:
+        return min(column.width, max(longest, 8))
+    if column.format is not None:
+        return max(7.0, min(max(column.width, longest), 11.0))
+    return min(max(column.width, 40), max(longest, 7))
+
+
+def _row_lines(columns: Sequence[Column], values: Sequence[Any], widths: Mapping[int, float]) -> int:
+    """How many lines a row gets: what its name, reason and note need, at least enough to show the
+    start of a long text, never more than MAX_LINES."""
+    need, has_long = 1, False
+    for index, (column, value) in enumerate(zip(columns, values), start=1):
+        if not column.wrap or not isinstance(value, str):
+            continue
+        lines = styles.display_lines(value, widths[index])
+        if column.header in SIZING:
+            need = max(need, lines)
+        elif lines > 1:
+            has_long = True
+    if has_long:
+        need = max(need, MIN_LINES_WITH_TEXT)
+    return min(MAX_LINES, need)
 
 
 CHANGE_STYLES = {
@@ -176,7 +277,3 @@ def _change_verdicts(comparison: Comparison) -> dict[str, str]:
 
 def _longest_line(text: str) -> int:
     return max((len(line) for line in text.split("\n")), default=0)
-
-
-def _index_of(columns: Sequence[Column], header: str) -> int:
-    return next(i for i, c in enumerate(columns, start=1) if c.header == header)

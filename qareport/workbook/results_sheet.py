@@ -27,7 +27,5 @@ def _write_rows(ws: Sheet, header: Sequence[str], rows: Iterable[Sequence[Any]])
 
 
 def write_results_sheets(book: Book, report: Report) -> None:
-    alerts = {"not_loaded": report.not_loaded, "incomplete": report.incomplete}
-    for table in stored_run_tables(report.run, report.rows, report.headline, report.comparison, alerts,
-                                   report.judged):
+    for table in stored_run_tables(report):
         _write_rows(book.add_sheet(table.sheet, hidden=True), table.header, table.rows)

@@ -29,7 +29,7 @@ MAX_LINKS = 65_530  # Excel's limit per worksheet: beyond it a cell keeps its va
 class Cell:
     """One cell not yet written: its value and its look, set part by part."""
 
-    __slots__ = ("row", "column", "value", "font", "fill", "alignment", "number_format", "link")
+    __slots__ = ("row", "column", "value", "font", "fill", "alignment", "number_format", "link", "formula")
 
     def __init__(self, row: int, column: int):
         self.row, self.column = row, column
@@ -39,6 +39,7 @@ class Cell:
         self.alignment: styles.Alignment | None = None
         self.number_format: str | None = None
         self.link: tuple[str, str | None] | None = None  # (location, tooltip)
+        self.formula: str | None = None  # a live count the analyst's edits update; `value` is its result now
 
     @property
     def column_letter(self) -> str:
@@ -109,6 +110,9 @@ class Sheet:
         if value == "":
             value = None  # an empty text is an empty cell, as a reader would type it
         cell_format = self._formats.get(cell.font, cell.fill, cell.alignment, cell.number_format)
+        if cell.formula is not None:
+            self.worksheet.write_formula(row, column, cell.formula, cell_format, value)
+            return
         if cell.link is not None and value is not None and self._links < MAX_LINKS:
             self._links += 1
             location, tooltip = cell.link

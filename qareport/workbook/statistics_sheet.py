@@ -13,7 +13,7 @@ from qareport.comparison import SCORE_BINS, metric_label as headline_label
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
 from qareport.records import USAGE_FIELDS, RunInfo
-from qareport.report import CASE_SCORE, Report
+from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
@@ -286,26 +286,26 @@ def write_judge(tables: TableWriter, run: RunInfo) -> None:
 
 
 def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]]) -> charts.TableRange | None:
-    """Binned counts of case scores (and of each headline metric), for the histogram."""
-    overall = distributions.get(CASE_SCORE)
-    if not overall:
+    """Binned counts of each headline metric over the evaluated cases, for the histogram. Each metric
+    has its own column: unlike metrics are never averaged into one score."""
+    if not distributions:
         return None
     tables.section(
-        "Distribution of case scores",
-        "Evaluated test cases per score bin. Case score: the mean of a case's headline metrics. "
-        "Bins include their lower bound; the last one includes 1.0.",
+        "Distribution of scores",
+        "Evaluated test cases per score bin, per headline metric. Bins include their lower bound; "
+        "the last one includes 1.0.",
     )
-    metrics = [metric for metric in distributions if metric != CASE_SCORE]
+    metrics = list(distributions)
     table_rows = [
-        (f"{low:.1f}–{high:.1f}", overall[index], *[distributions[m][index] for m in metrics])
+        (f"{low:.1f}–{high:.1f}", *[distributions[m][index] for m in metrics])
         for index, (low, high) in enumerate(SCORE_BINS)
     ]
     first, last = tables.table(
-        ("score", "case score", *[headline_label(m) for m in metrics]),
+        ("score", *[headline_label(m) for m in metrics]),
         table_rows,
-        (None, *[styles.INTEGER_FORMAT] * (1 + len(metrics))),
+        (None, *[styles.INTEGER_FORMAT] * len(metrics)),
     )
-    return charts.TableRange(tables.ws, first - 1, first, last, 1, (2,))
+    return charts.TableRange(tables.ws, first - 1, first, last, 1, tuple(range(2, 2 + len(metrics))))
 
 
 def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:
@@ -351,10 +351,11 @@ def write_statistics(ws: Sheet, report: Report) -> None:
         drawn.append(charts.score_bars(ws.workbook, ranges["steps_per_template"], title="Mean steps score per template",
                                        category_title="template"))
     if distribution is not None:
-        drawn.append(charts.histogram(ws.workbook, distribution, title="Distribution of case scores"))
+        drawn.append(charts.histogram(ws.workbook, distribution, title="Distribution of scores"))
     if drawn:
         charts_row = tables.row
         tables.section("Charts", "Drawn from the tables above.")
         charts.place_stacked(ws, drawn, first_row=tables.row)
         styles.link(write(ws, charts_link_row, 1, "Charts: below the tables ↓"), ws.name, f"A{charts_row}")
-    styles.landscape(ws, fit_width=True)
+    styles.landscape(ws)
+    ws.worksheet.repeat_rows(0)

@@ -111,6 +111,8 @@ NOTE_FONT = Font(italic=True, color="595959")
 LINK_FONT = Font(color="0563C1", underline=True)
 WRAP_TOP = Alignment(wrap=True, vertical="top")
 TOP = Alignment(vertical="top")
+LEFT = Alignment(horizontal="left")
+CENTRED_LINE = Alignment(vertical="center")
 
 SCORE_FORMAT = "0.00"
 PERCENT_FORMAT = "0.0%"
@@ -129,6 +131,8 @@ IMPROVEMENT_FONT = Font(color="006100")
 NEUTRAL_FILL = Fill("FFEB9C")
 NEUTRAL_FONT = Font(color="9C5700")
 BOLD = Font(bold=True)
+VERDICT_FONT = Font(bold=True, size=12, color="1F3864")
+VERDICT_ALARM_FONT = Font(bold=True, size=12, color="9C0006")
 
 STATUS_FILLS = {
     "success": Fill("E2EFDA"),
@@ -182,20 +186,27 @@ def fit_header_row(ws: Sheet, headers: list[str] | tuple[str, ...]) -> None:
     ws.set_height(1, row_height_for(max(2, lines)))
 
 
-def finish_table_sheet(ws: Sheet, *, columns: int, rows: int, freeze: str = "B2", fit_width: bool = True) -> None:
+def finish_table_sheet(ws: Sheet, *, columns: int, rows: int, freeze: str = "B2",
+                       print_columns: int | None = None) -> None:
     """What every list sheet gets besides its header row (`fit_header_row`): frozen header (and id
-    column), filters, and pages that print in landscape with the header on each."""
+    column), filters, and pages that print in landscape, one page wide, with the header on each.
+    `print_columns`: print only the first columns (a sheet too wide to read on one page)."""
     ws.worksheet.freeze_panes(freeze)
     ws.worksheet.autofilter(0, 0, max(1, rows) - 1, max(1, columns) - 1)
-    landscape(ws, fit_width=fit_width)
+    landscape(ws)
     ws.worksheet.repeat_rows(0)
+    if print_columns is not None:
+        ws.worksheet.print_area(0, 0, max(1, rows) - 1, max(1, print_columns) - 1)
 
 
-def landscape(ws: Sheet, *, fit_width: bool = False, fit_page: bool = False) -> None:
+def landscape(ws: Sheet, *, fit_page: bool = False) -> None:
+    """Every sheet prints the same way: A4 landscape, one page wide (with `fit_page`, one page in
+    all), the sheet's name and the page number in the footer."""
     ws.worksheet.set_landscape()
     ws.worksheet.set_paper(9)  # A4
-    if fit_width or fit_page:
-        ws.worksheet.fit_to_pages(1, 1 if fit_page else 0)
+    ws.worksheet.fit_to_pages(1, 1 if fit_page else 0)
+    ws.worksheet.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.6)
+    ws.worksheet.set_footer("&L&A&Rpage &P of &N")
 
 
 def display_lines(text: str, width: float) -> int:
@@ -213,6 +224,44 @@ def display_lines(text: str, width: float) -> int:
                 lines, used = lines + 1, used - per_line
         total += lines
     return total
+
+
+MORE_MARKER = "\u25bc"  # ▼: the text goes on below the row's edge
+
+
+def cut_to_lines(text: str, width: float, lines: int) -> str:
+    """The text with a marker line ("▼ 14 more lines") where it goes on beyond the first `lines`
+    display lines of a wrapped cell of this width; the rest follows the marker, so the cell keeps
+    every word (the formula bar shows it all). Text that fits is returned as it is."""
+    if lines < 1 or display_lines(text, width) <= lines:
+        return text
+    budget = lines - 1  # the marker takes the last visible line
+    source = text.split("\n")
+    shown: list[str] = []
+    used = 0
+    for line in source:
+        need = display_lines(line, width)
+        if used + need > budget:
+            break
+        shown.append(line)
+        used += need
+    rest = source[len(shown):]
+    if used < budget and rest:  # part of the next line still fits: cut it where the room ends
+        line = rest[0]
+        low, high = 0, len(line)
+        while low < high:  # the longest start of the line that fits the room left
+            middle = (low + high + 1) // 2
+            if display_lines(line[:middle], width) <= budget - used:
+                low = middle
+            else:
+                high = middle - 1
+        cut = line.rfind(" ", 0, low + 1) if " " in line[:low] else low
+        cut = cut if cut > 0 else low
+        if cut > 0:
+            shown.append(line[:cut].rstrip())
+            rest = [line[cut:].lstrip(), *rest[1:]]
+    more = f"{len(rest)} more lines" if len(rest) > 1 else f"{len(rest[0]):,} more characters" if rest else "more"
+    return "\n".join([*shown, f"{MORE_MARKER} {more}", *rest])
 
 
 def shorten(text: str, limit: int) -> str:

@@ -1,16 +1,18 @@
-"""The Summary sheet, first in the workbook: what a reader needs in the first screen.
+"""The Summary sheet, first in the workbook: the weekly question answered in one screen.
 
-Two blocks side by side, so nothing needs scrolling on a laptop and a phone preview (which shows
-the left edge first) starts with the numbers:
+It lays out the run's digest (`qareport.digest`), the same one the email and the console use:
 
-    left (A-H)   headline metrics with the cases behind them and the cases not scored; test cases
-                 by status; the changes since the baseline; the worst cases, linked to Overview
-    right (J-K)  what was run: date, version, inputs with counts and hashes, judge and its cost,
-                 options, and the metrics not evaluated with the reason
+    row 3        the verdict: "2 regressions, macro recall 0.84 (−0.05), steps score 0.73"
+    left (A-I)   the headline metrics: mean, 95 % interval, cases, not scored, and against the
+                 baseline the like-for-like change and whether it is larger than noise;
+                 the regressed and the improved cases, one line each with the reason (linked to
+                 Overview); the weakest cases of each kind of target, ranked by its own metrics
+    right (K-L)  test cases by status, the review so far (live counts of the Overview's review
+                 column), what was run, and what was not evaluated and why
 
-No cell wraps: rows keep one height, so the two blocks never push each other apart. Long text is
-split into lines of its own (the reason a metric was not evaluated) or shortened with an ellipsis
-where the full text is one click away (case names, linked to their Overview row).
+No cell wraps: rows keep one height, so the blocks never push each other apart. A case's line
+runs across the columns to its right (its name in A, what moved in B-D, the reason in E-I), each
+part shortened to its span; the whole text is one click away in Overview.
 """
 
 from __future__ import annotations
@@ -20,29 +22,36 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport.comparison import DEFAULT_TOLERANCE, Comparison, Headline, parse_created
-from qareport.judged_metrics import JudgedMetric
+from qareport.comparison import Headline, HeadlineDelta, parse_created
+from qareport.digest import CaseLine, Digest, signed
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
-from qareport.workbook.sheet_names import CHANGES, OVERVIEW
 from qareport.workbook.sheet import Cell, Sheet
+from qareport.workbook.sheet_names import CHANGES, OVERVIEW
 
-NUMBER_WIDTH = 13.0
-LEFT_COLUMNS = 8  # A-H
-KEY_COLUMN, VALUE_COLUMN = 10, 11  # J, K
-KEY_WIDTH, VALUE_WIDTH = 13.0, 46.0
-NAME_CHARS = int(NUMBER_WIDTH * (LEFT_COLUMNS - 2)) - 4  # a name shown across C-H
+COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 9.0, 7: 9.0, 8: 16.0, 9: 8.0}
+LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-I
+KEY_COLUMN, VALUE_COLUMN = 11, 12  # K, L
+KEY_WIDTH, VALUE_WIDTH = 16.0, 46.0
+NAME_CHARS = int(COLUMN_WIDTHS[1]) - 1
+WHAT_CHARS = int(COLUMN_WIDTHS[2] + COLUMN_WIDTHS[3] + COLUMN_WIDTHS[4]) - 1  # B-D
+REASON_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(5, LEFT_COLUMNS + 1))) - 1  # E-I
+NOTE_CHARS = int(sum(COLUMN_WIDTHS.values()) * 1.1)  # italics run narrower than the column widths
 
 
 @dataclass(frozen=True, slots=True)
 class SummaryLinks:
-    """Where the Summary's links lead: rows of cases in Overview, of changes in Changes."""
+    """Where the Summary's links lead: rows of cases in Overview, of changes in Changes, and the
+    Overview columns the live review counts read."""
 
     overview_rows: Mapping[str, int]
     first_change_rows: Mapping[str, int]  # change kind -> first row on the Changes sheet
     problems_sheet: str | None = None
+    review_column: str | None = None  # the Overview's column letters
+    change_column: str | None = None
+    last_overview_row: int = 1
 
 
 def display_time(created: str) -> str:
@@ -66,150 +75,138 @@ class Block:
             cell.number_format = number_format
         return cell
 
-    def section(self, title: str) -> None:
+    def section(self, title: str) -> Cell:
         if self.row > self.first_row:  # a blank line between sections
             self.row += 1
-        self.cell(0, title, font=styles.SECTION_FONT)
+        cell = self.cell(0, title, font=styles.SECTION_FONT)
         self.row += 1
+        return cell
 
     def header(self, *titles: str) -> None:
         for offset, title in enumerate(titles):
             if title:
                 self.cell(offset, title)
         styles.style_header_row(self.ws, self.row, self.column, self.column + len(titles) - 1)
+        for offset in range(len(titles)):  # one line: a title runs on over the empty header cells beside it
+            self.ws.cell(self.row, self.column + offset).alignment = styles.CENTRED_LINE
         self.row += 1
 
-    def note(self, text: str) -> None:
-        self.cell(0, text, font=styles.NOTE_FONT)
-        self.row += 1
+    def note(self, text: str, *, chars: int = NOTE_CHARS) -> Cell:
+        """A note in italics, split into lines that fit the block (no cell wraps)."""
+        cell = None
+        for line in textwrap.wrap(text, width=chars, break_on_hyphens=False) or [""]:
+            cell = self.cell(0, line, font=styles.NOTE_FONT)
+            self.row += 1
+        assert cell is not None
+        return cell
 
 
-def _signed_style(cell: Cell, delta: float | None) -> None:
-    """Red for a drop, green for a rise; no colour when the change rounds to 0.000 on screen."""
-    if delta is None or abs(delta) <= DEFAULT_TOLERANCE or round(delta, 3) == 0:
+def _signed_style(cell: Cell, delta: float | None, *, strong: bool = True) -> None:
+    """Red for a drop, green for a rise; no colour when the change rounds to nothing, and only the
+    font (no fill) when the change is within noise."""
+    if delta is None or round(delta, 2) == 0:
         return
-    cell.fill, cell.font = ((styles.REGRESSION_FILL, styles.REGRESSION_FONT) if delta < 0
-                            else (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT))
+    if delta < 0:
+        cell.font = styles.REGRESSION_FONT
+        cell.fill = styles.REGRESSION_FILL if strong else None
+    else:
+        cell.font = styles.IMPROVEMENT_FONT
+        cell.fill = styles.IMPROVEMENT_FILL if strong else None
 
 
-def _count_style(cell: Cell, count: int, status: str) -> None:
-    if count:
-        cell.fill = styles.STATUS_FILLS[status]
+def _noise_words(delta: HeadlineDelta) -> str | None:
+    if delta.p_value is None:
+        return None
+    p = f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p < 0.001"
+    return f"{'larger than noise' if delta.significant else 'within noise'} ({p})"
 
 
-def write_headline(block: Block, headline: Sequence[Headline], comparison: Comparison | None,
-                   judged: Sequence[JudgedMetric] = ()) -> None:
-    block.section("Headline metrics")
-    deltas = {d.metric: d for d in comparison.headline} if comparison else {}
-    block.header("metric", "mean", "cases", "errors", "missing", "invalid",
-                 *(("baseline", "change") if comparison else ()))
-    if not headline:
+def write_headline(block: Block, digest: Digest) -> None:
+    block.section("How good is it")
+    compared = bool(digest.deltas)
+    block.header("metric", "mean", "95% interval", "cases", "not scored",
+                 *(("baseline", "change", "vs noise", "shared cases") if compared else ()))
+    if not digest.headline:
         block.note("No metric could be computed: no test case was evaluated (see the status counts).")
-    for item in headline:
+    for item in digest.headline:
         block.cell(0, item.label)
         block.cell(1, item.mean, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
-        block.cell(2, item.cases, number_format=styles.INTEGER_FORMAT)
-        for offset, (count, status) in enumerate(
-                ((item.errors, "error"), (item.missing, "missing"), (item.invalid, "invalid")), start=3):
-            _count_style(block.cell(offset, count, number_format=styles.INTEGER_FORMAT), count, status)
-        delta = deltas.get(item.metric)
-        if delta is not None:
-            block.cell(6, delta.old, number_format=styles.SCORE_FORMAT)
-            shown = None if delta.delta is None else round(delta.delta, 3) + 0.0  # + 0.0: no "-0.000"
-            _signed_style(block.cell(7, shown, number_format=styles.HEADLINE_DELTA_FORMAT), delta.delta)
+        if item.low is not None and item.high is not None:
+            block.cell(2, f"{item.low:.2f} – {item.high:.2f}")
+        block.cell(3, item.cases, number_format=styles.INTEGER_FORMAT)
+        _not_scored(block.cell(4, item.not_scored, number_format=styles.INTEGER_FORMAT), item)
+        delta = digest.delta(item.metric)
+        if delta is not None and delta.delta is not None:
+            block.cell(5, delta.shared_old, number_format=styles.SCORE_FORMAT)
+            shown = round(delta.delta, 3) + 0.0  # + 0.0: no "-0.000"
+            _signed_style(block.cell(6, shown, number_format=styles.HEADLINE_DELTA_FORMAT), delta.delta,
+                          strong=delta.significant)
+            block.cell(7, _noise_words(delta))
+            block.cell(8, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
         block.row += 1
-    block.note("Means over the evaluated cases; error, missing and invalid cases are counted beside them.")
-    if judged:
-        listed = sorted((metric for metric in judged if metric.judged or metric.failed),
-                       key=lambda metric: not metric.mostly_failed)  # the alarming ones first: the line is cut
+    block.note("mean: over the evaluated cases, with its 95 % bootstrap interval; not scored: cases with such a "
+               "target that failed, had no response or could not be evaluated.")
+    if compared:
+        block.note("baseline and change: like for like, over the shared cases, those both runs evaluated "
+                   "whose test did not change.")
+    if digest.judged:
+        listed = sorted(digest.judged, key=lambda metric: not metric.mostly_failed)  # the alarming ones first
         text = "LLM judge: " + "; ".join(metric.describe() for metric in listed)
-        cell = block.cell(0, styles.shorten(text, 110), font=styles.NOTE_FONT)
-        if any(metric.mostly_failed for metric in judged):
+        cell = block.note(styles.shorten(text, 110))
+        if any(metric.mostly_failed for metric in digest.judged):
             cell.font = styles.REGRESSION_FONT
+
+
+def _not_scored(cell: Cell, item: Headline) -> None:
+    if item.not_scored:
+        cell.fill = styles.STATUS_FILLS["error" if item.errors else "missing" if item.missing else "invalid"]
+
+
+def write_case_lines(block: Block, title: str, lines: Sequence[CaseLine], total: int, links: SummaryLinks,
+                     *, what: str, more_kind: str | None = None, colour: str | None = None) -> None:
+    """A titled list of cases, one line each: name (linked to Overview), what, reason."""
+    block.section(f"{title} ({total})" if total else title)
+    if not lines:
+        block.note("None.")
+        return
+    block.header("case", what, "", "", "reason", "", "", "", "")
+    for line in lines:
+        name = block.cell(0, styles.shorten(line.name or line.case_id, NAME_CHARS))
+        if line.case_id in links.overview_rows:
+            styles.link(name, OVERVIEW, f"A{links.overview_rows[line.case_id]}", tooltip=line.case_id)
+        moved = block.cell(1, styles.shorten(line.what, WHAT_CHARS))
+        if colour == "regression":
+            moved.font = styles.REGRESSION_FONT
+        elif colour == "improvement":
+            moved.font = styles.IMPROVEMENT_FONT
+        block.cell(4, styles.shorten(line.reason or "", REASON_CHARS) or None)
         block.row += 1
+    if total > len(lines):
+        more = block.note(f"+ {total - len(lines)} more in the Changes sheet")
+        if more_kind and more_kind in links.first_change_rows:
+            styles.link(more, CHANGES, f"A{links.first_change_rows[more_kind]}", tooltip="Changes")
 
 
-def write_status(block: Block, counts: Mapping[str, int], problems: int, links: SummaryLinks) -> None:
-    block.section("Test cases")
-    total = sum(counts.values())
-    block.header("", "total", "evaluated", "errors", "missing", "invalid", "problems")
-    block.cell(0, "test cases")
-    figures = (total, counts["success"], counts["error"], counts["missing"], counts["invalid"])
-    for offset, count in enumerate(figures, start=1):
-        cell = block.cell(offset, count, number_format=styles.INTEGER_FORMAT)
-        status = ("success", "success", "error", "missing", "invalid")[offset - 1]
-        if offset > 2:
-            _count_style(cell, count, status)
-    problems_cell = block.cell(6, problems, number_format=styles.INTEGER_FORMAT)
-    if problems and links.problems_sheet:
-        styles.link(problems_cell, links.problems_sheet, "A1", tooltip="the Problems sheet")
-    block.row += 1
-    block.cell(0, "share of test cases")
-    for offset, count in enumerate(figures, start=1):
-        block.cell(offset, count / total if total else None, number_format=styles.PERCENT_FORMAT)
-    block.row += 1
+def write_weakest(block: Block, digest: Digest, links: SummaryLinks) -> None:
+    for weakest in digest.weakest:
+        write_case_lines(block, f"Weakest cases: {weakest.family}", weakest.cases, 0, links,
+                         what=weakest.ranked_by)
 
 
-def write_comparison(block: Block, comparison: Comparison, links: SummaryLinks) -> None:
-    block.section("Compared with the baseline")
-    about = f"{comparison.baseline_source}, run of {display_time(comparison.baseline_created)}"
-    if comparison.baseline_version:
-        about += f", qareport {comparison.baseline_version}"
-    block.note(styles.shorten(f"Baseline: {about}", 110))
-    labels = {"regression": "regressed", "improvement": "improved", "test changed": "test changed",
-              "new case": "new", "removed case": "removed"}
-    counts = comparison.counts()
-    block.header("", *labels.values())
-    block.cell(0, "test cases")
-    for offset, kind in enumerate(labels, start=1):
-        count = counts[kind]  # type: ignore[index]
-        cell = block.cell(offset, count, number_format=styles.INTEGER_FORMAT)
-        if count and kind in links.first_change_rows:
-            styles.link(cell, CHANGES, f"A{links.first_change_rows[kind]}", tooltip=f"{kind}s in Changes")
-        if count and kind in ("regression", "improvement"):
-            cell.fill, cell.font = ((styles.REGRESSION_FILL, styles.REGRESSION_FONT) if kind == "regression"
-                                    else (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT))
-    block.row += 1
-    block.note("A changed test (its definition differs) is not counted as a regression; "
-               "success to error or missing is.")
+def _figure(block: Block, offset: int, value: Any, number_format: str) -> Cell:
+    """A number in the right-hand block, next to its label rather than at the far edge."""
+    cell = block.cell(offset, value, number_format=number_format)
+    cell.alignment = styles.LEFT
+    return cell
 
 
-def write_worst_cases(block: Block, worst: Sequence[tuple[Mapping[str, Any], float]], not_scored: int,
-                      links: SummaryLinks) -> int:
-    """Returns the width the id column needs."""
-    block.section("Worst cases")
-    if not worst:
-        block.note("No evaluated case has a score.")
-        return 0
-    block.header("case id", "score", "name")
-    first = block.row
-    for row, score in worst:
-        case_id = str(row.get("case_id"))
-        id_cell = block.cell(0, case_id)
-        if case_id in links.overview_rows:
-            styles.link(id_cell, OVERVIEW, f"A{links.overview_rows[case_id]}", tooltip="this case in Overview")
-        block.cell(1, score, number_format=styles.SCORE_FORMAT)
-        block.cell(2, styles.shorten(str(row.get("name") or ""), NAME_CHARS))
-        block.row += 1
-    styles.score_colour_scale(block.ws, f"B{first}:B{block.row - 1}")
-    block.note("Score: the mean of the case's headline metrics. Click an id to open its row in Overview.")
-    if not_scored:
-        styles.link(
-            block.cell(0, f"{not_scored} more test case(s) were not evaluated (error, missing, invalid): "
-                          "see the status column in Overview."),
-            OVERVIEW, "A1", tooltip="Overview",
-        )
-        block.row += 1
-    return max(len(str(row.get("case_id"))) for row, _ in worst)
-
-
-def _key_value(block: Block, key: str, value: Any) -> None:
+def _key_value(block: Block, key: str, value: Any, *, number_format: str | None = None) -> None:
     """A key and its value, the value split into lines that fit the column (no cell wraps)."""
     lines = (textwrap.wrap(value, width=int(VALUE_WIDTH), break_on_hyphens=False) if isinstance(value, str)
              else [value])
     block.cell(0, key, font=styles.BOLD)
     for line in lines or [""]:
-        block.cell(1, line)
+        block.cell(1, line, number_format=number_format)
         block.row += 1
 
 
@@ -233,7 +230,55 @@ def _options_text(options: Mapping[str, Any]) -> str:
     return "; ".join(shown) or "defaults"
 
 
-def write_run_info(block: Block, run: RunInfo) -> None:
+def write_status(block: Block, digest: Digest, links: SummaryLinks) -> None:
+    block.section("Test cases")
+    counts = digest.status_counts
+    block.cell(0, "total", font=styles.BOLD)
+    _figure(block, 1, digest.cases, styles.INTEGER_FORMAT).font = styles.BOLD
+    block.row += 1
+    for status, label in (("success", "evaluated"), ("error", "errors"), ("missing", "missing"),
+                          ("invalid", "invalid")):
+        count = counts.get(status, 0)
+        block.cell(0, label)
+        cell = _figure(block, 1, count, styles.INTEGER_FORMAT)
+        if count and status != "success":
+            cell.font = styles.REGRESSION_FONT
+        block.row += 1
+    block.cell(0, "problems")
+    problems = _figure(block, 1, digest.problems, styles.INTEGER_FORMAT)
+    if digest.problems and links.problems_sheet:
+        styles.link(problems, links.problems_sheet, "A1", tooltip="the Problems sheet")
+    block.row += 1
+
+
+def write_review(block: Block, digest: Digest, report: Report, links: SummaryLinks) -> None:
+    """Live counts of the Overview's review column: they follow the analyst's typing."""
+    if links.review_column is None or links.last_overview_row < 2:
+        return
+    block.section("Review")
+    reviews = links.review_column
+    span = f"{OVERVIEW}!${reviews}$2:${reviews}${links.last_overview_row}"
+    reviewed_now = sum(1 for review in report.reviews.values() if review.verdict)
+    block.cell(0, "cases reviewed")
+    cell = _figure(block, 1, reviewed_now, styles.INTEGER_FORMAT)
+    cell.formula = f"=COUNTA({span})"
+    block.row += 1
+    if links.change_column is not None and digest.baseline is not None:
+        changes = f"{OVERVIEW}!${links.change_column}$2:${links.change_column}${links.last_overview_row}"
+        regressed = {movement.case_id for movement in report.comparison.moved("regression")} if report.comparison else set()
+        reviewed = sum(1 for case_id in regressed if (review := report.reviews.get(case_id)) and review.verdict)
+        block.cell(0, "regressions reviewed")
+        cell = _figure(block, 1, reviewed, styles.INTEGER_FORMAT)
+        cell.formula = f'=SUMPRODUCT((LEFT({changes},10)="regression")*({span}<>""))'
+        block.row += 1
+        block.cell(0, "regressions to review")
+        cell = _figure(block, 1, digest.regressed_total - reviewed, styles.INTEGER_FORMAT)
+        cell.formula = f'=SUMPRODUCT((LEFT({changes},10)="regression")*({span}=""))'
+        cell.font = styles.REGRESSION_FONT
+        block.row += 1
+
+
+def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
     block.section("What was run")
     _key_value(block, "date", display_time(run.created))
     _key_value(block, "qareport", run.qareport_version)
@@ -243,22 +288,28 @@ def write_run_info(block: Block, run: RunInfo) -> None:
         block.cell(1, f"{item.files} file(s), {item.records} {what}, sha256 {item.sha256[:12]}…")
         block.row += 1
     usage = run.judge_usage or {}
-    model = run.judge_model or usage.get("model")
+    model = digest.judge_model
     if model:
         embeddings = usage.get("embedding_model")
         _key_value(block, "judge", f"{model}" + (f", embeddings {embeddings}" if embeddings else ""))
         settings = run.options.get("judge") or {}
         if settings.get("endpoint"):
             _key_value(block, "judge via", _tail(str(settings["endpoint"])))
-        cost = usage.get("cost_usd")
         calls = f"{usage.get('calls', 0)} calls, {usage.get('cached_calls', 0)} cached, {usage.get('failed_calls', 0)} failed"
-        if isinstance(cost, (int, float)):
-            _key_value(block, "judge cost", f"${cost:,.4f} ({calls})")
+        if digest.judge_cost is not None:
+            _key_value(block, "judge cost", f"${digest.judge_cost:,.4f} ({calls})")
         else:
             _key_value(block, "judge cost", f"{usage.get('cost_note') or 'unknown'} ({calls})")
     else:
         _key_value(block, "judge", "not used")
     _key_value(block, "options", _options_text(run.options))
+    if digest.baseline is not None:
+        about = f"{digest.baseline.source}, run of {display_time(digest.baseline.created)}"
+        if digest.baseline.version:
+            about += f", qareport {digest.baseline.version}"
+        _key_value(block, "baseline", about)
+        for warning in digest.baseline.warnings:
+            _key_value(block, "warning", warning)
     if run.not_evaluated:
         block.section("Not evaluated")
         for family, why in sorted(run.not_evaluated.items()):
@@ -267,29 +318,37 @@ def write_run_info(block: Block, run: RunInfo) -> None:
 
 
 def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
-    run, comparison, counts = report.run, report.comparison, report.status_counts
+    digest, run = report.digest, report.run
     write(ws, 1, 1, "QA evaluation report").font = styles.TITLE_FONT
     ws.set_height(1, 22)
-    subtitle = f"Run of {display_time(run.created)} · qareport {run.qareport_version} · {sum(counts.values())} test cases"
-    if comparison:
-        subtitle += f" · compared with {display_time(comparison.baseline_created)}"
+    counts = digest.status_counts
+    status = ", ".join(f"{counts.get(s, 0)} {word}" for s, word in
+                       (("success", "evaluated"), ("error", "error"), ("missing", "missing"), ("invalid", "invalid"))
+                       if counts.get(s, 0) or s == "success")
+    subtitle = f"Run of {display_time(run.created)} · qareport {run.qareport_version} · {digest.cases} test cases: {status}"
+    if digest.baseline is not None:
+        subtitle += f" · compared with the run of {display_time(digest.baseline.created)}"
     write(ws, 2, 1, subtitle).font = styles.NOTE_FONT
-    alerts = [text for text in (report.not_loaded, report.incomplete) if text]
-    if alerts:  # before any number: what makes the numbers below less than they seem
-        write(ws, 3, 1, " · ".join(alerts)).font = styles.REGRESSION_FONT
+    verdict = write(ws, 3, 1, digest.verdict)
+    alarming = bool(digest.alerts) or digest.regressed_total > 0
+    verdict.font = styles.VERDICT_ALARM_FONT if alarming else styles.VERDICT_FONT
+    ws.set_height(3, 20)
 
-    left = Block(ws, 4, 1)
-    write_headline(left, report.headline, comparison, report.judged)
-    write_status(left, counts, len(report.problems), links)
-    if comparison is not None:
-        write_comparison(left, comparison, links)
-    not_scored = sum(count for status, count in counts.items() if status != "success")
-    id_chars = write_worst_cases(left, report.worst_cases, not_scored, links)
+    left = Block(ws, 5, 1)
+    write_headline(left, digest)
+    if digest.baseline is not None and digest.deltas:
+        write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
+                         what="what moved", more_kind="regression", colour="regression")
+        write_case_lines(left, "What got better", digest.improved, digest.improved_total, links,
+                         what="what moved", more_kind="improvement", colour="improvement")
+    write_weakest(left, digest, links)
 
-    write_run_info(Block(ws, 4, KEY_COLUMN), run)
+    right = Block(ws, 5, KEY_COLUMN)
+    write_status(right, digest, links)
+    write_review(right, digest, report, links)
+    write_run_info(right, run, digest)
 
-    widths = {1: min(40.0, max(22.0, id_chars + 3.0))}
-    widths.update({column: NUMBER_WIDTH for column in range(2, LEFT_COLUMNS + 1)})
+    widths = dict(COLUMN_WIDTHS)
     widths.update({LEFT_COLUMNS + 1: 2.0, KEY_COLUMN: KEY_WIDTH, VALUE_COLUMN: VALUE_WIDTH})
     styles.set_widths(ws, widths)
     ws.worksheet.hide_gridlines(2)  # on screen and on paper

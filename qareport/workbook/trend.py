@@ -13,7 +13,8 @@ from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
-COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid")
+COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid", "regressed", "improved")
+FIRST_METRIC = 4 + len(COUNT_HEADERS)  # the column of the first headline metric
 
 
 def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
@@ -37,11 +38,14 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
         counts = point.status_counts
         for offset, value in enumerate(
             (sum(counts.values()), counts.get("success", 0), counts.get("error", 0),
-             counts.get("missing", 0), counts.get("invalid", 0)), start=4):
+             counts.get("missing", 0), counts.get("invalid", 0), point.regressions, point.improvements), start=4):
             write(ws, row, offset, value).number_format = styles.INTEGER_FORMAT
+        if point.regressions:
+            ws.cell(row, 9).font = styles.REGRESSION_FONT
         for index, metric in enumerate(metrics):
-            write(ws, row, 9 + index, point.mean(metric)).number_format = styles.SCORE_FORMAT
-            write(ws, row, 9 + len(metrics) + index, point.cases_behind(metric)).number_format = styles.INTEGER_FORMAT
+            write(ws, row, FIRST_METRIC + index, point.mean(metric)).number_format = styles.SCORE_FORMAT
+            write(ws, row, FIRST_METRIC + len(metrics) + index,
+                  point.cases_behind(metric)).number_format = styles.INTEGER_FORMAT
         if point.current:
             for column in range(1, len(headers) + 1):
                 ws.cell(row, column).font = styles.BOLD
@@ -50,11 +54,13 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
     widths.update({column: 11 for column in range(4, len(headers) + 1)})
     styles.set_widths(ws, widths)
     if metrics:
-        letters = [ws.cell(1, 9 + i).column_letter for i in range(len(metrics))]
+        letters = [ws.cell(1, FIRST_METRIC + i).column_letter for i in range(len(metrics))]
         styles.score_colour_scale(ws, f"{letters[0]}2:{letters[-1]}{last_row}")
+        values = [mean for point in points for metric in metrics if (mean := point.mean(metric)) is not None]
         chart = charts.trend_lines(
-            ws.workbook, charts.TableRange(ws, 1, 2, last_row, 1, tuple(range(9, 9 + len(metrics)))),
-            title="Headline metrics per run",
+            ws.workbook,
+            charts.TableRange(ws, 1, 2, last_row, 1, tuple(range(FIRST_METRIC, FIRST_METRIC + len(metrics)))),
+            title="Headline metrics per run", low=min(values), high=max(values),
         )
         charts.place_stacked(ws, [chart], first_row=last_row + 3)
     styles.fit_header_row(ws, headers)

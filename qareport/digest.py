@@ -1,0 +1,271 @@
+"""The digest: what a reader is told first about a run, computed once from the report model.
+
+The Summary sheet, the email and the console's closing lines all lay out the same `Digest`: the
+verdict in one line, the headline metrics with their intervals and like-for-like changes, the
+regressed and improved cases one line each with the reason, and, per family of metrics, the weakest
+cases. It is stored with the run (`runs`), so `qareport email REPORT.xlsx` tells a stakeholder
+exactly what the workbook's Summary told the analyst, long after the run.
+
+Ranking never averages unlike metrics: the weakest cases are listed per kind of target, each
+ranked by its own metrics (`Kind.ranking`).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+from qareport import kinds
+from qareport.comparison import (
+    DEFAULT_TOLERANCE,
+    CaseMovement,
+    Comparison,
+    Headline,
+    HeadlineDelta,
+    metric_label,
+    weakest_cases,
+)
+from qareport.judged_metrics import JudgedMetric
+from qareport.records import RunInfo
+
+TOP_CASES = 10  # regressed and improved cases listed by name
+WEAKEST_PER_FAMILY = 5
+SUBJECT_CHARS = 78  # an email subject that a phone shows whole
+
+
+@dataclass(frozen=True, slots=True)
+class CaseLine:
+    """One case in a list a reader scans: who, what moved (or scored), and why."""
+
+    case_id: str
+    name: str
+    what: str  # "macro recall 1.00 → 0.50" or "macro recall 0.00, macro precision 0.50"
+    reason: str | None
+    value: float | None = None  # the drop, rise or score that ranks it
+
+
+@dataclass(frozen=True, slots=True)
+class Weakest:
+    """The weakest cases of one kind of target, ranked by its own metrics."""
+
+    family: str  # the kind's label: "indicator selection"
+    ranked_by: str  # "macro recall, then macro precision"
+    cases: tuple[CaseLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineInfo:
+    source: str
+    created: str
+    version: str
+    counts: dict[str, int]  # changed cases per kind of change
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    created: str
+    qareport_version: str
+    status_counts: dict[str, int]
+    problems: int
+    headline: tuple[Headline, ...]
+    deltas: tuple[HeadlineDelta, ...]
+    alerts: tuple[str, ...]  # said before any number: cases not loaded, an incomplete run
+    verdict: str  # the one line: the email's subject, the console's last word
+    baseline: BaselineInfo | None = None
+    regressed: tuple[CaseLine, ...] = ()  # the first TOP_CASES, most moved first
+    improved: tuple[CaseLine, ...] = ()
+    regressed_total: int = 0
+    improved_total: int = 0
+    weakest: tuple[Weakest, ...] = ()
+    judged: tuple[JudgedMetric, ...] = ()
+    not_evaluated: tuple[tuple[str, str], ...] = ()  # (metrics, why, in a stakeholder's words)
+    judge_model: str | None = None
+    judge_cost: float | None = None
+
+    @property
+    def cases(self) -> int:
+        return sum(self.status_counts.values())
+
+    @property
+    def evaluated(self) -> int:
+        return self.status_counts.get("success", 0)
+
+    def delta(self, metric: str) -> HeadlineDelta | None:
+        return next((delta for delta in self.deltas if delta.metric == metric), None)
+
+
+def build_digest(
+    *,
+    run: RunInfo,
+    rows: Sequence[Mapping[str, Any]],
+    headline: Sequence[Headline],
+    status_counts: Mapping[str, int],
+    problems: int,
+    comparison: Comparison | None,
+    alerts: Sequence[str],
+    judged: Sequence[JudgedMetric],
+    incomplete: bool,
+) -> Digest:
+    """The digest of a run. An incomplete run shows no change: deltas over a handful of cases say
+    nothing, so its comparison is left out here (the Changes sheet still lists every case)."""
+    compared = None if incomplete else comparison
+    present = [kind for kind in kinds.REGISTRY if any(row.get(m.key) is not None for row in rows for m in kind.metrics)]
+    regressed = compared.moved("regression") if compared else ()
+    improved = compared.moved("improvement") if compared else ()
+    usage = run.judge_usage or {}
+    cost = usage.get("cost_usd")
+    digest = Digest(
+        created=run.created,
+        qareport_version=run.qareport_version,
+        status_counts=dict(status_counts),
+        problems=problems,
+        headline=tuple(headline),
+        deltas=compared.headline if compared else (),
+        alerts=tuple(alerts),
+        verdict="",
+        baseline=None if comparison is None else BaselineInfo(
+            source=comparison.baseline_source, created=comparison.baseline_created,
+            version=comparison.baseline_version, counts={str(k): v for k, v in comparison.counts().items()},
+            warnings=comparison.warnings),
+        regressed=tuple(_moved_line(movement) for movement in regressed[:TOP_CASES]),
+        improved=tuple(_moved_line(movement) for movement in improved[:TOP_CASES]),
+        regressed_total=len(regressed),
+        improved_total=len(improved),
+        weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows)) is not None),
+        judged=tuple(metric for metric in judged if metric.judged or metric.failed),
+        not_evaluated=tuple((family, stakeholder_words(why)) for family, why in sorted(run.not_evaluated.items())),
+        judge_model=run.judge_model or usage.get("model"),
+        judge_cost=float(cost) if isinstance(cost, (int, float)) else None,
+    )
+    return _with_verdict(digest)
+
+
+def _moved_line(movement: CaseMovement) -> CaseLine:
+    return CaseLine(movement.case_id, movement.name, movement.describe_moves(), movement.reason,
+                    movement.worst_delta if movement.kind == "regression" else _best_delta(movement))
+
+
+def _best_delta(movement: CaseMovement) -> float | None:
+    deltas = [move.delta for move in movement.moves if move.delta is not None]
+    return max(deltas) if deltas else None
+
+
+def _weakest(kind: kinds.Kind, rows: Sequence[Mapping[str, Any]]) -> Weakest | None:
+    ranking = kind.ranking()
+    found = weakest_cases(rows, ranking, limit=WEAKEST_PER_FAMILY)
+    if not found:
+        return None
+    lines = []
+    for row in found:
+        values = [row.get(metric) for metric in ranking]
+        what = " / ".join(f"{value:.2f}" if isinstance(value, (int, float)) else "-" for value in values)
+        first = values[0]
+        lines.append(CaseLine(str(row.get("case_id")), str(row.get("name") or ""), what, row.get("reason"),
+                              float(first) if isinstance(first, (int, float)) else None))
+    return Weakest(kind.label, " / ".join(metric_label(metric) for metric in ranking), tuple(lines))
+
+
+def stakeholder_words(why: str) -> str:
+    """Why metrics were not evaluated, for a reader who does not run the tool: no settings to
+    change, no variables to set."""
+    lowered = why.lower()
+    if "--no-llm" in lowered or "turned off" in lowered:
+        return "the LLM judge was turned off for this run"
+    if "judge" in lowered or "api key" in lowered or "openai" in lowered:
+        return "no LLM judge was available for this run"
+    return why
+
+
+def signed(delta: float) -> str:
+    """A change to two decimals with a real minus sign; one that rounds to nothing is "±0.00"."""
+    rounded = round(delta, 2)
+    if abs(delta) <= DEFAULT_TOLERANCE or rounded == 0:
+        return "\u00b10.00"
+    return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}"
+
+
+def _with_verdict(digest: Digest) -> Digest:
+    """"2 regressions, macro recall 0.84 (−0.05), steps score 0.73": what a subject line can hold,
+    the most important first (alerts, then regressions, then the headline metrics)."""
+    incomplete = next((alert for alert in digest.alerts if alert.startswith("INCOMPLETE RUN")), None)
+    if incomplete:
+        return _replace_verdict(digest, incomplete)
+    parts = list(digest.alerts)
+    if digest.baseline is not None and digest.deltas:
+        count = digest.regressed_total
+        parts.append(f"{count} regression{'s' if count != 1 else ''}" if count else "no regression")
+    for item in digest.headline:
+        if item.mean is None:
+            continue
+        part = f"{item.label} {item.mean:.2f}"
+        delta = digest.delta(item.metric)
+        if delta is not None and delta.delta is not None:
+            part += f" ({signed(delta.delta)})"
+        parts.append(part)
+    if digest.evaluated < digest.cases:
+        parts.append(f"{digest.evaluated} of {digest.cases} cases evaluated")
+    verdict = ""
+    for part in parts:
+        candidate = f"{verdict}, {part}" if verdict else part
+        if verdict and len(candidate) > SUBJECT_CHARS:
+            continue  # a later, shorter part may still fit
+        verdict = candidate
+    return _replace_verdict(digest, verdict or f"{digest.cases} test cases")
+
+
+def _replace_verdict(digest: Digest, verdict: str) -> Digest:
+    from dataclasses import replace
+
+    return replace(digest, verdict=verdict)
+
+
+# --- stored with the run ----------------------------------------------------------------------------
+
+
+def digest_to_json(digest: Digest) -> str:
+    return json.dumps(_plain(digest), ensure_ascii=False, sort_keys=False)
+
+
+def digest_from_json(text: str) -> Digest:
+    """The digest a workbook stored; ValueError when the text is not one."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("the stored digest is not an object")
+    return _build(Digest, data)
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    return value
+
+
+def _build(kind: Any, data: Any) -> Any:
+    """A value of type `kind` from its plain form (dataclasses, tuples, dicts, optionals, scalars)."""
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [option for option in typing.get_args(kind) if option is not type(None)]
+        return None if data is None else _build(options[0], data)
+    if origin is tuple:
+        items = typing.get_args(kind)
+        if len(items) == 2 and items[1] is Ellipsis:
+            return tuple(_build(items[0], item) for item in data or ())
+        return tuple(_build(item_kind, item) for item_kind, item in zip(items, data))
+    if origin is dict:
+        return dict(data or {})
+    if is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        given = data if isinstance(data, dict) else {}
+        made: Any = kind  # a dataclass type, called to make one
+        return made(**{field.name: _build(hints[field.name], given[field.name])
+                       for field in fields(kind) if field.name in given})
+    return data
