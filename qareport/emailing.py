@@ -143,7 +143,7 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
             "change": signed(change) if change is not None else None,
             "direction": None if change is None or round(change, 2) == 0 else "down" if change < 0 else "up",
             "noise": None if delta is None or delta.p_value is None else
-                     ("larger than noise" if delta.significant else "within noise"),
+                     ("beyond noise" if delta.significant else "within noise"),
             "shared": delta.shared_cases if delta is not None else 0,
         })
     baseline = digest.baseline

@@ -131,7 +131,7 @@ def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_wit
     precision = next(r for r in rows if r[0] == "macro precision")
     assert precision[8] == 14  # the improved case was an error last week: not shared
     assert precision[6] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
-    assert precision[7].startswith("within noise (p ")
+    assert precision[7].startswith("within noise, p ")
     worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
     assert rows[worse + 1][:5] == ["case", "what moved", None, None, "reason"]
     assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_…"

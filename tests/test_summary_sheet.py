@@ -230,3 +230,35 @@ def test_details_and_problems_have_frozen_headers_and_filters(workbook):
         ws = workbook[name]
         assert ws.freeze_panes in ("B2", "A2") and ws.auto_filter.ref.startswith("A1:")
         assert ws.print_title_rows == "$1:$1"  # the header on every printed page
+
+
+def test_overview_has_a_recall_and_a_precision_column_per_dimension_as_numbers(workbook):
+    overview, details = workbook["Overview"], workbook["Details"]
+    headers = [c.value for c in overview[1]]
+    dimensions = [h.removesuffix(" recall") for h in headers if h.endswith(" recall") and h != "macro recall"]
+    assert {"INDICATOR", "COUNTRY"} <= set(dimensions)
+    assert all(f"{name} precision" in headers for name in dimensions)
+    detail_header = [c.value for c in details[1]]
+    terms = [dict(zip(detail_header, row)) for row in details.iter_rows(min_row=2, values_only=True)]
+    checked = 0
+    for row in range(2, 31):
+        case_id = overview.cell(row, 1).value
+        if overview.cell(row, headers.index("status") + 1).value != "success" or any(
+                t["turn"] not in (1, None) for t in terms if t["case id"] == case_id):
+            continue  # a multi-turn case averages its turns; the check below pools terms
+        for name in dimensions:
+            verdicts = [t["verdict"] for t in terms if t["case id"] == case_id and t["dimension"] == name]
+            recall = overview.cell(row, headers.index(f"{name} recall") + 1).value
+            if "TP" in verdicts or "FN" in verdicts:  # a target dimension of a single-turn case
+                assert isinstance(recall, (int, float)) and recall == verdicts.count("TP") / (
+                    verdicts.count("TP") + verdicts.count("FN")), (case_id, name)
+                checked += 1
+    assert checked >= 20
+
+
+def test_overview_shows_the_test_authors_comments(workbook):
+    overview = workbook["Overview"]
+    headers = [c.value for c in overview[1]]
+    comments = [overview.cell(r, headers.index("comments") + 1).value for r in range(2, 31)]
+    assert "The user did not ask for a frequency, so FREQ is not part of the target." in comments
+    assert "=> BoJ left negative rates in March 2024; expect monthly data (FREQ M)." in comments  # text, not a formula

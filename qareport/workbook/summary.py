@@ -31,10 +31,10 @@ from qareport.workbook.cells import write
 from qareport.workbook.sheet import Cell, Sheet
 from qareport.workbook.sheet_names import CHANGES, OVERVIEW
 
-COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 9.0, 7: 9.0, 8: 16.0, 9: 8.0}
+COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 9.0, 7: 9.0, 8: 21.0, 9: 8.0}
 LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-I
 KEY_COLUMN, VALUE_COLUMN = 11, 12  # K, L
-KEY_WIDTH, VALUE_WIDTH = 16.0, 46.0
+KEY_WIDTH, VALUE_WIDTH = 21.0, 46.0
 NAME_CHARS = int(COLUMN_WIDTHS[1]) - 1
 WHAT_CHARS = int(COLUMN_WIDTHS[2] + COLUMN_WIDTHS[3] + COLUMN_WIDTHS[4]) - 1  # B-D
 REASON_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(5, LEFT_COLUMNS + 1))) - 1  # E-I
@@ -117,8 +117,8 @@ def _signed_style(cell: Cell, delta: float | None, *, strong: bool = True) -> No
 def _noise_words(delta: HeadlineDelta) -> str | None:
     if delta.p_value is None:
         return None
-    p = f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p < 0.001"
-    return f"{'larger than noise' if delta.significant else 'within noise'} ({p})"
+    p = f"p {delta.p_value:.2f}" if delta.p_value >= 0.01 else f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p<0.001"
+    return f"{'beyond noise' if delta.significant else 'within noise'}, {p}"
 
 
 def write_headline(block: Block, digest: Digest) -> None:
