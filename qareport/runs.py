@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,26 +130,26 @@ def encode_case_value(field: str, value: Any) -> Any:
     return value
 
 
+def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
+    """A value stored as JSON text in a cell; `fallback(text)` when the text is not JSON."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return fallback(value)
+
+
 def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     """A case row from cells (or from a results file), with every `case_fields()` key present."""
     row = {field: values.get(field) for field in case_fields()}
     for field in LIST_FIELDS:
-        raw = row.get(field)
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
-                raw = [part.strip() for part in raw.split(",") if part.strip()]
+        raw = _from_json(row.get(field), fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
         row[field] = [str(item) for item in raw] if isinstance(raw, list) else []
     if values.get("targets") is None:
         row["targets"] = None  # stored before runs kept their targets: `comparison` falls back
     for field in JSON_FIELDS:
-        raw = row.get(field)
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
-                raw = {}
+        raw = _from_json(row.get(field), fallback=lambda text: {})
         row[field] = raw if isinstance(raw, dict) else {}
     row["case_id"] = str(row["case_id"])
     for field in ("error", "reason"):
