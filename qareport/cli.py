@@ -47,6 +47,17 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
 
 
+def _add_message_options(parser: Any, *, prefix: str, to_help: str) -> None:
+    """To, cc, subject and sender: `--email-to` ... on `run`, `--to` ... on `email`."""
+    parser.add_argument(f"{prefix}to", nargs="+", metavar="ADDRESS", help=to_help)
+    parser.add_argument(f"{prefix}cc", nargs="+", metavar="ADDRESS", help="copy recipients (default email.cc)")
+    parser.add_argument(f"{prefix}subject", metavar="TEXT",
+                        help="subject line (default: the verdict, e.g. '2 regressions, macro recall 0.84 (-0.05)')")
+    parser.add_argument(f"{prefix}from", dest="email_from" if prefix == "--email-" else "sender",
+                        metavar="ADDRESS", help="sender (default $QAREPORT_SMTP_FROM, email.from, or the SMTP login "
+                                                "when it is an address; never made up)")
+
+
 def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None:
     group = parser.add_argument_group(
         group_title,
@@ -133,13 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="send the email (--email-to) even when the run is incomplete")
     _add_judge_options(run)
     mail = run.add_argument_group("email the report once written (see also 'qareport email')")
-    mail.add_argument("--email-to", nargs="+", metavar="ADDRESS",
-                      help="send the workbook to these addresses, with the headline metrics in the body")
-    mail.add_argument("--email-cc", nargs="+", metavar="ADDRESS", help="copy the email to these addresses")
-    mail.add_argument("--email-subject", metavar="TEXT",
-                      help="subject line (default: the date, headline metrics and regressions)")
-    mail.add_argument("--email-from", metavar="ADDRESS",
-                      help="sender (default $QAREPORT_SMTP_FROM, email.from, or the SMTP user)")
+    _add_message_options(mail, prefix="--email-", to_help="send the workbook to these addresses, with the "
+                                                           "verdict and the cases that moved in the body")
     _add_smtp_options(run, "SMTP server (for --email-to)")
 
     email = commands.add_parser(
@@ -149,13 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "workbook attached. Sends through SMTP, or writes the message with --eml.",
     )
     email.add_argument("report", metavar="REPORT.xlsx", help="a workbook written by 'qareport run'")
-    email.add_argument("--to", nargs="+", metavar="ADDRESS",
-                       help="recipients (default email.to in qareport.yaml)")
-    email.add_argument("--cc", nargs="+", metavar="ADDRESS", help="copy recipients (default email.cc)")
-    email.add_argument("--subject", metavar="TEXT",
-                       help="subject line (default: the date, headline metrics and regressions)")
-    email.add_argument("--from", dest="sender", metavar="ADDRESS",
-                       help="sender (default $QAREPORT_SMTP_FROM, email.from, or the SMTP user)")
+    _add_message_options(email, prefix="--", to_help="recipients (default email.to in qareport.yaml)")
     email.add_argument("--eml", metavar="OUT.eml",
                        help="write the message to this file instead of sending it")
     email.add_argument("--templates", metavar="DIR",
