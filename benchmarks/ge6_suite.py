@@ -364,3 +364,165 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- the traps, one question each -------------------------------------------------------------------
+
+STAMP = "2025-03-01T12:00:00Z"  # the execution_timestamp of every traps' data-points call
+
+
+def _points(start: Any = "3d-ago", end: Any = None, granularity: str = "1h", **extra: Any) -> dict:
+    args = {"external_id": "ts-1", "granularity": granularity, "aggregates": ["min", "max"], "start": start}
+    if end is not None:
+        args["end"] = end
+    return {**args, **extra}
+
+
+def _sparql_output(value: str) -> str:
+    return json.dumps({"head": {"vars": ["s"]}, "results": {"bindings": [{"s": {"type": "uri", "value": value}}]}})
+
+
+def trap_suite() -> tuple[list[dict], dict[str, dict]]:
+    """Hand-made questions, one per rule of 6.6 that is easy to get wrong; the id says which, the
+    text what 6.6 scores (the tests assert those scores and compare them with 6.6 itself)."""
+    iri = "urn:uuid:0000000000-iri"
+    table = {"head": {"vars": ["s", "n"]}, "results": {"bindings": [
+        {"s": {"type": "uri", "value": "urn:a"}, "n": {"type": "literal", "value": "A"}}]}}
+    reformatted = json.dumps(table, indent=2)
+    points = {"name": "retrieve_data_points", "output": "points"}
+    cases: list[tuple[str, str, list[list[dict]], dict]] = []
+
+    def case(question_id: str, text: str, groups: list[list[dict]], *steps: dict, **response: Any) -> None:
+        record = {"question_id": question_id, "input_tokens": 10, "output_tokens": 2, "total_tokens": 12,
+                  "elapsed_sec": 1.5, "actual_answer": "An answer.", "actual_steps": list(steps), **response}
+        # each question its own step objects (graphrag-eval writes `matches` into them)
+        cases.append((question_id, text, copy.deepcopy(groups), {k: v for k, v in record.items() if v is not None}))
+
+    def call(name: str, output: Any, call_id: str, **extra: Any) -> dict:
+        return {"name": name, "args": extra.pop("args", {}), "id": call_id, "status": "success", "output": output,
+                **extra}
+
+    def points_call(call_id: str, **args: Any) -> dict:
+        return call("retrieve_data_points", "data", call_id, args=_points(**args), execution_timestamp=STAMP)
+
+    reference_points = [[{**points, "args": _points()}]]
+    case("dp_near_miss", "61 s after 3d-ago: outside the ±60 s tolerance, 0.0", reference_points,
+         points_call("c1", start="2025-02-26T12:01:01Z"))
+    case("dp_within_tolerance", "60 s after 3d-ago: within the tolerance, 1.0", reference_points,
+         points_call("c1", start="2025-02-26T12:01:00+00:00"))
+    case("dp_granularity_spelling", "1hours is 1h, 1.0", reference_points,
+         points_call("c1", start="2025-02-26T12:00:00Z", granularity="1hours"))
+    case("dp_granularity_60m", "60m is not 1h, 0.0", reference_points,
+         points_call("c1", start="2025-02-26T12:00:00Z", granularity="60m"))
+    case("dp_relative_both", "72h-ago is 3d-ago, 1.0", reference_points, points_call("c1", start="72h-ago"))
+    case("dp_absolute_vs_relative", "an absolute reference time never equals a relative one, 0.0",
+         [[{**points, "args": _points(start="2025-02-26T12:00:00Z")}]], points_call("c1", start="3d-ago"))
+    case("dp_now_end", "now is the execution time; 30 s off is within the tolerance, 1.0",
+         [[{**points, "args": _points(end="now")}]],
+         points_call("c1", start="2025-02-26T12:00:00Z", end="2025-03-01T12:00:30Z"))
+    case("ts_mrid_string_vs_list", "an id and a one-id list are the same, 1.0",
+         [[{"name": "retrieve_time_series", "args": {"mrid": "m1", "limit": 10}, "output": "s"}]],
+         call("retrieve_time_series", "series", "c1", args={"mrid": ["m1"], "limit": 10}))
+    case("ts_limit_differs", "another limit, 0.0",
+         [[{"name": "retrieve_time_series", "args": {"mrid": ["m1", "m2"], "limit": 10}, "output": "s"}]],
+         call("retrieve_time_series", "series", "c1", args={"mrid": ["m2", "m1"], "limit": 20}))
+    iri_step = [[{"name": "iri_discovery", "args": {"query": "OSLO"}, "output": iri}]]
+    case("iri_uri_binding", "the IRI in a uri binding of autocomplete_search, 1.0", iri_step,
+         call("autocomplete_search", _sparql_output(iri), "c1"))
+    case("iri_literal_binding", "the IRI in a literal binding: the wrong binding, 0.0", iri_step,
+         call("autocomplete_search", json.dumps({"head": {"vars": ["s"]}, "results": {"bindings": [
+             {"s": {"type": "literal", "value": iri}}]}}), "c1"))
+    case("iri_in_sparql_output", "the IRI anywhere in a sparql_query output, 1.0", iri_step,
+         call("sparql_query", f"SELECT ... <{iri}> ...", "c1"))
+    case("iri_other_tool", "another tool cannot discover it, 0.0", iri_step, call("lookup", iri, "c1"))
+    now_step = [[{"name": "now", "output": "noon"}]]
+    case("error_with_steps", "an error response is scored on the steps it carries, 1.0", now_step,
+         call("now", "noon", "c1"), status="error", error="Error: stopped")
+    case("error_without_steps", "an error response without steps scores 0.0", now_step,
+         status="error", error="Error: stopped", actual_steps=None)
+    case("no_actual_steps", "a response without actual_steps scores 0.0", now_step, actual_steps=None)
+    sparql_other = [[{"name": "sparql", "output": json.dumps(table), "output_media_type": SPARQL,
+                      "required_columns": ["s"]}]]
+    case("sparql_other_name_reformatted", "not named sparql_query: compared as text, 0.0", sparql_other,
+         call("sparql", reformatted, "c1"))
+    case("sparql_other_name_same_text", "not named sparql_query: the same text, 1.0", sparql_other,
+         call("sparql", json.dumps(table), "c1"))
+    json_step = [[{"name": "get_settings", "output": '{"a": 1, "b": 2}', "output_media_type": JSON}]]
+    case("json_same_name", "the same name: compared as JSON, 1.0", json_step, call("get_settings", '{"b": 2, "a": 1.0}', "c1"))
+    case("json_other_name", "another name: compared as text, 0.0", json_step, call("read_settings", '{"b": 2, "a": 1}', "c1"))
+    case("retrieval_empty_reference", "an empty reference output is not a retrieval comparison, 0.0",
+         [[{"name": "retrieval", "output": ""}]], call("retrieval", "[]", "c1", args={"k": 3}))
+    a, b, c = ({"name": name, "output": name.upper()} for name in ("lookup", "search", "answer"))
+    case("multi_group_stop", "group 2 unmatched: group 1 is not tried, (0 + 0 + 1) / 3", [[a], [b], [c]],
+         call("lookup", "LOOKUP", "c1"), call("search", "wrong", "c2"), call("answer", "ANSWER", "c3"))
+    case("multi_group_order", "group 1 called after group 2's match: not matched, (0 + 1) / 2", [[a], [b]],
+         call("search", "SEARCH", "c1"), call("lookup", "LOOKUP", "c2"))
+    case("cross_name_exact", "6.x compares calls of any name: the same text matches, 1.0", now_step,
+         call("clock", "noon", "c1"))
+    qa_dataset = [{"template_id": "traps", "questions": [
+        {"id": question_id, "question_text": text, "reference_steps": groups}
+        for question_id, text, groups, _ in cases]}]
+    return qa_dataset, {question_id: response for question_id, _, _, response in cases}
+
+
+# --- recording and comparing results --------------------------------------------------------------
+
+
+def with_custom_outputs(results: list[dict], seed: int) -> list[dict]:
+    """The results with custom metric outputs (numbers, booleans, text, nulls, errors), as a judge
+    might have given them for `CUSTOM_CONFIG`'s evaluations."""
+    rng = random.Random(seed)
+    samples = []
+    for result in results:
+        sample = dict(result)
+        roll = rng.random()
+        if roll < 0.1:
+            sample.update(sparql_recall=None, sparql_reason=None, sparql_check_error="Expected 2 values, got: x")
+        else:
+            sample.update(sparql_recall=rng.choice([0, 1, 0.5, round(rng.random(), 3), True]),
+                          sparql_reason=rng.choice(["fine", "misses a row"]))
+        if roll > 0.05:
+            sample["tone_score"] = rng.choice([round(rng.random(), 2), "n/a", 1])
+        samples.append(sample)
+    return samples
+
+
+CUSTOM_CONFIG = """\
+llm:
+  generation: {provider: openai, model: gpt-4o-mini, temperature: 0.0}
+custom_evaluations:
+  - name: sparql_check
+    inputs: [question, reference_answer, actual_steps]
+    steps_name: sparql_query
+    steps_keys: [output]
+    instructions: Compare the SPARQL results with the reference answer.
+    outputs:
+      sparql_recall: a fraction from 0 to 1
+      sparql_reason: why
+  - name: tone
+    inputs: [actual_answer]
+    instructions: Rate the tone.
+    outputs:
+      tone_score: a fraction from 0 to 1
+"""
+
+
+def compact_result(result: dict) -> dict:
+    """A result as the recorded file keeps it: every key in order, the reference steps reduced to
+    their `matches` and the actual steps (the input's, unchanged without an LLM) to their count."""
+    compact = {}
+    for key, value in result.items():
+        if key == "reference_steps" and isinstance(value, list):
+            value = [[step.get("matches") for step in group] for group in value]
+        elif key == "actual_steps" and isinstance(value, list):
+            value = len(value)
+        compact[key] = value
+    return compact
+
+
+def inputs_digest(qa_dataset: list[dict], responses: dict) -> str:
+    """A fingerprint of a dataset, to tell a recording from a changed generator."""
+    import hashlib
+
+    text = json.dumps([qa_dataset, responses], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

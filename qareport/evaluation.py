@@ -58,10 +58,10 @@ def question_dict(case: TestCase, turn: Turn) -> dict[str, Any]:
 
 def response_dict(case_id: str, response: Response, output: TurnOutput | None, *, with_tokens: bool) -> dict[str, Any]:
     """A response (or one turn of it) in graphrag-eval's response shape."""
-    if response.status != "success":
-        return {"question_id": case_id, "status": "error", "error": response.error}
     record: dict[str, Any] = {"question_id": case_id}
-    if output is not None and output.actual_answer is not None:
+    if response.status != "success":  # the error form, with any steps it carries (scored under 6.x)
+        record.update(status="error", error=response.error)
+    elif output is not None and output.actual_answer is not None:
         record["actual_answer"] = output.actual_answer
     if output is not None and output.actual_steps is not None:
         record["actual_steps"] = [dict(step) for step in output.actual_steps]
