@@ -1,4 +1,5 @@
-"""Per-template, micro and macro aggregates of Q&A results, keyed as graphrag-eval 5.2 keys them.
+"""Per-template, micro and macro aggregates of Q&A results, keyed as graphrag-eval 5.2 (or, with
+`semantics=6`, 6.6) keys them.
 
 `compute_aggregates(results)` returns what graphrag-eval 5.2's `compute_aggregates` returns for any
 input it accepts: the same keys, in the same order (except the order of the templates in
@@ -19,6 +20,12 @@ order of first appearance), and the same numbers, ints staying ints.
 * Sums are computed as Python 3.12's `sum()` computes them (compensated for floats), since
   graphrag-eval 5.2 runs on Python 3.12 only; means and medians are those of `statistics`.
 
+Under graphrag-eval 6.6's rules (`semantics=6`) four things change: error samples count in every
+statistic and counter too (an error response has a steps score under 6.x); the metrics are
+`METRICS_6` and `STEP_METRICS_6` (no `*_cost` keys); `micro` also sums the step counters into a
+`steps` block; and the outputs of custom LLM metrics (`custom_metrics`, from a 6.x configuration's
+`custom_evaluations`) are aggregated after the built-in metrics, under either rules.
+
 Where graphrag-eval raises (a step without name, status or output, a metric that is not a
 number, a result without `template_id`), this module counts what can be counted and never raises:
 values that are not numbers are left out, a step without a name is not counted, a step without a
@@ -30,11 +37,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import mean, median
 from typing import Any, TypeGuard
 
+from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.qa import is_hashable
 from qareport.records import USAGE_FIELDS
 
@@ -48,6 +56,16 @@ METRICS = (
     *USAGE_FIELDS,
 )
 """Per-result metrics aggregated, in the order their keys appear."""
+
+METRICS_6 = (
+    "answer_recall",
+    "answer_precision",
+    "answer_relevance",
+    "answer_f1",
+    "steps_score",
+    *USAGE_FIELDS,
+)
+"""graphrag-eval 6.6's per-result metrics, in its order."""
 
 ALWAYS_REPORTED = USAGE_FIELDS
 """Metrics reported even when no success sample has a value (then all statistics are 0)."""
@@ -70,6 +88,18 @@ STEP_METRICS = {
 }
 """Metrics carried by actual steps, by step name."""
 
+STEP_METRICS_6 = {
+    "retrieval": (
+        "retrieval_answer_precision",
+        "retrieval_answer_recall",
+        "retrieval_answer_f1",
+        "retrieval_context_recall",
+        "retrieval_context_precision",
+        "retrieval_context_f1",
+    )
+}
+"""graphrag-eval 6.6's metrics carried by actual steps."""
+
 STEP_COUNTERS = ("total", "errors", "once_per_sample", "empty_results")
 
 Number = int | float
@@ -85,13 +115,22 @@ class _TemplateTally:
     # counter -> step name -> count; counters appear in the order they are first needed
     step_counts: dict[str, dict[Hashable, int]] = field(default_factory=dict)
     step_metric_values: dict[str, list[Number]] = field(default_factory=dict)
+    counted: bool = False  # some sample of it is in the statistics
 
 
-def compute_aggregates(results: list[dict]) -> dict:
+def compute_aggregates(
+    results: list[dict], *, semantics: Semantics = DEFAULT_SEMANTICS, custom_metrics: Sequence[str] = ()
+) -> dict:
     """Aggregate Q&A result dicts (as `run_evaluation` returns them) into
-    `{"per_template": {...}, "micro": {...}, "macro": {...}}`."""
+    `{"per_template": {...}, "micro": {...}, "macro": {...}}`, by graphrag-eval 5.2's rules or, with
+    `semantics=6`, 6.6's (see the module docstring); `custom_metrics` are further per-result keys."""
+    rules = _Rules(
+        metrics=(*(METRICS_6 if semantics == 6 else METRICS), *custom_metrics),
+        step_metrics=STEP_METRICS_6 if semantics == 6 else STEP_METRICS,
+        with_errors=semantics == 6,
+    )
     tallies: dict[Any, _TemplateTally] = {}
-    with_success: list[_TemplateTally] = []  # in the order of each template's first success
+    counted: list[_TemplateTally] = []  # in the order of each template's first counted sample
     for result in results:
         if not isinstance(result, Mapping):
             continue
@@ -101,27 +140,42 @@ def compute_aggregates(results: list[dict]) -> dict:
         tally = tallies.setdefault(template_id, _TemplateTally())
         if "error" in result:
             tally.error_samples += 1
-            continue
-        if not tally.success_samples:
-            with_success.append(tally)
-        tally.success_samples += 1
-        _add_metrics(result, tally)
+            if not rules.with_errors:
+                continue
+        else:
+            tally.success_samples += 1
+        if not tally.counted:
+            tally.counted = True
+            counted.append(tally)
+        _add_metrics(result, tally, rules)
         _add_step_counts(result.get("actual_steps"), tally)
-        _add_step_metrics(result.get("actual_steps"), tally)
+        _add_step_metrics(result.get("actual_steps"), tally, rules)
 
-    per_template = {template_id: _template_summary(tally) for template_id, tally in tallies.items()}
+    per_template = {template_id: _template_summary(tally, rules) for template_id, tally in tallies.items()}
+    micro = _micro_summary(list(tallies.values()), counted, rules)
+    if semantics == 6:
+        steps = _summed_step_counts(counted)
+        if steps:
+            micro["steps"] = steps
     return {
         "per_template": per_template,
-        "micro": _micro_summary(list(tallies.values()), with_success),
-        "macro": _macro_summary(per_template),
+        "micro": micro,
+        "macro": _macro_summary(per_template, rules),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    metrics: tuple[str, ...]
+    step_metrics: Mapping[str, tuple[str, ...]]
+    with_errors: bool  # error samples count in the statistics (6.x)
 
 
 # --- tallying ----------------------------------------------------------------------------------
 
 
-def _add_metrics(result: Mapping[str, Any], tally: _TemplateTally) -> None:
-    for metric in METRICS:
+def _add_metrics(result: Mapping[str, Any], tally: _TemplateTally, rules: _Rules) -> None:
+    for metric in rules.metrics:
         value = result.get(metric)
         if _is_number(value):
             tally.metric_values.setdefault(metric, []).append(value)
@@ -173,9 +227,9 @@ def _has_empty_bindings(step: Mapping[str, Any]) -> bool:
         return False  # no output, or not JSON: nothing to say about its bindings
 
 
-def _add_step_metrics(actual_steps: Any, tally: _TemplateTally) -> None:
+def _add_step_metrics(actual_steps: Any, tally: _TemplateTally, rules: _Rules) -> None:
     for step in _steps_of(actual_steps):
-        for metric in STEP_METRICS.get(step["name"], ()):
+        for metric in rules.step_metrics.get(step["name"], ()):
             value = step.get(metric)
             if _is_number(value):
                 tally.step_metric_values.setdefault(metric, []).append(value)
@@ -184,12 +238,12 @@ def _add_step_metrics(actual_steps: Any, tally: _TemplateTally) -> None:
 # --- summaries ---------------------------------------------------------------------------------
 
 
-def _template_summary(tally: _TemplateTally) -> dict[str, Any]:
+def _template_summary(tally: _TemplateTally, rules: _Rules) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "number_of_error_samples": tally.error_samples,
         "number_of_success_samples": tally.success_samples,
     }
-    for metric in METRICS:
+    for metric in rules.metrics:
         values = tally.metric_values.get(metric, [])
         if values or metric in ALWAYS_REPORTED:
             summary[metric] = series_statistics(values)
@@ -201,17 +255,17 @@ def _template_summary(tally: _TemplateTally) -> dict[str, Any]:
     return summary
 
 
-def _micro_summary(tallies: list[_TemplateTally], with_success: list[_TemplateTally]) -> dict[str, Any]:
+def _micro_summary(tallies: list[_TemplateTally], counted: list[_TemplateTally], rules: _Rules) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "number_of_error_samples": sum(tally.error_samples for tally in tallies),
         "number_of_success_samples": sum(tally.success_samples for tally in tallies),
     }
-    for metric in METRICS:
-        values = [value for tally in with_success for value in tally.metric_values.get(metric, [])]
+    for metric in rules.metrics:
+        values = [value for tally in counted for value in tally.metric_values.get(metric, [])]
         if values or metric in ALWAYS_REPORTED:
             summary[metric] = series_statistics(values)
     pooled: dict[str, list[Number]] = {}
-    for tally in with_success:
+    for tally in counted:
         for metric, values in tally.step_metric_values.items():
             pooled.setdefault(metric, []).extend(values)
     for metric, values in pooled.items():
@@ -219,9 +273,20 @@ def _micro_summary(tallies: list[_TemplateTally], with_success: list[_TemplateTa
     return summary
 
 
-def _macro_summary(per_template: dict[Any, dict[str, Any]]) -> dict[str, dict[str, Number]]:
+def _summed_step_counts(counted: list[_TemplateTally]) -> dict[str, dict[Hashable, int]]:
+    """The step counters of all templates added up (6.x's `micro.steps`)."""
+    summed: dict[str, dict[Hashable, int]] = {}
+    for tally in counted:
+        for counter, per_name in tally.step_counts.items():
+            into = summed.setdefault(counter, {})
+            for name, count in per_name.items():
+                into[name] = into.get(name, 0) + count
+    return summed
+
+
+def _macro_summary(per_template: dict[Any, dict[str, Any]], rules: _Rules) -> dict[str, dict[str, Number]]:
     summary: dict[str, dict[str, Number]] = {}
-    for metric in METRICS:
+    for metric in rules.metrics:
         means = [stats[metric]["mean"] for stats in per_template.values() if stats.get(metric) is not None]
         if means or metric in ALWAYS_REPORTED:
             summary[metric] = {"mean": mean(means or [0])}

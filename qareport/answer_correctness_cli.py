@@ -48,10 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, AZURE_OPENAI_API_KEY, "
         "AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION. Rerunning with the same output resumes.",
     )
-    parser.add_argument("-i", "--in-file", required=True, metavar="IN.tsv",
+    parser.add_argument("-i", "--in-file", "--input-tsv-file-path", dest="in_file", required=True, metavar="IN.tsv",
                         help="TSV with the columns Question, Reference answer, Actual answer")
-    parser.add_argument("-o", "--out-file", required=True, metavar="OUT.tsv",
-                        help="TSV to write; if it exists, rows judged without error are kept")
+    parser.add_argument("-o", "--out-file", "--output-tsv-file-path", dest="out_file", required=True,
+                        metavar="OUT.tsv", help="TSV to write; if it exists, rows judged without error are kept")
+    parser.add_argument("-c", "--config-yaml-file-path", metavar="FILE",
+                        help="a graphrag-eval 6.x configuration: its llm.generation is the judge, its "
+                             "answer_correctness.prompt (if any) the prompt")
     judge = parser.add_argument_group("judge")
     judge.add_argument("--model", help="chat model (default gpt-4o-mini)")
     judge.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
@@ -227,7 +230,28 @@ def judge_settings(args: argparse.Namespace, environ: dict[str, str]) -> tuple[J
         "cache_path": args.cache_path,
         "metrics": ["answer_correctness"],
     }
+    if args.config_yaml_file_path:
+        return _ge6_judge_settings(args.config_yaml_file_path, options, environ)
     return resolve_judge_settings(options=options, config={}, environ=environ)
+
+
+def _ge6_judge_settings(path: str, options: dict[str, Any],
+                        environ: dict[str, str]) -> tuple[JudgeSettings | None, str | None]:
+    """The judge of a graphrag-eval 6.x configuration file, which must configure answer correctness."""
+    from qareport.ge6_config import read_ge6_config
+    from qareport.settings import resolve_ge6_judge_settings
+
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such configuration file (--config-yaml-file-path)")
+    config = read_ge6_config(path)
+    if config.generation is None:
+        raise UsageError(f"{path}: configures no LLM; add 'llm: {{generation: {{provider, model}}}}', which "
+                         "judges answer correctness")
+    if not config.answer_correctness:
+        raise UsageError(f"{path}: answer correctness is disabled ('answer_correctness.enabled: false'), and this "
+                         "command computes only it; enable it or use another configuration")
+    given = {key: value for key, value in options.items() if key not in ("model", "base_url", "temperature", "metrics")}
+    return resolve_ge6_judge_settings(config, options=given, config={}, environ=environ)
 
 
 def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) -> int:

@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")
     run.add_argument("--strict", action="store_true",
                      help="treat input problems as a failure: exit status 2, nothing written")
+    run.add_argument("--steps-semantics", type=int, choices=(5, 6), default=None,
+                     help="graphrag-eval's steps rules: 5 scores the last reference group (default, as the "
+                          "seed), 6 every group, error responses too, and the time-series and IRI steps")
+    run.add_argument("--config-ge6", metavar="FILE",
+                     help="a graphrag-eval 6.x configuration file: its llm section configures the judge, "
+                          "its custom prompt and custom_evaluations are used")
     talk = run.add_mutually_exclusive_group()
     talk.add_argument("--quiet", "-q", action="store_true",
                       help="print only problems, errors and the result line")
@@ -218,6 +224,8 @@ def command_run(args: argparse.Namespace) -> int:
         templates_dir=args.templates,
         config_path=args.config,
         strict=args.strict,
+        steps_semantics=args.steps_semantics,
+        config_ge6=args.config_ge6,
         judge_options=_judge_options(args),
         baseline=args.baseline,
         history=tuple(args.history or ()),

@@ -14,6 +14,8 @@ from typing import Any
 from qareport import qa
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
+from qareport.kinds.steps import KIND_NAME as STEPS_KIND
+from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
     USAGE_FIELDS,
     CaseResult,
@@ -33,6 +35,7 @@ from qareport.set_metrics import mean_or_none
 @dataclass(frozen=True, slots=True)
 class EvaluationOptions:
     match_by: MatchBy = "id_and_name"
+    steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5 or 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +58,10 @@ def question_dict(case: TestCase, turn: Turn) -> dict[str, Any]:
 
 def response_dict(case_id: str, response: Response, output: TurnOutput | None, *, with_tokens: bool) -> dict[str, Any]:
     """A response (or one turn of it) in graphrag-eval's response shape."""
-    if response.status != "success":
-        return {"question_id": case_id, "status": "error", "error": response.error}
     record: dict[str, Any] = {"question_id": case_id}
-    if output is not None and output.actual_answer is not None:
+    if response.status != "success":  # the error form, with any steps it carries (scored under 6.x)
+        record.update(status="error", error=response.error)
+    elif output is not None and output.actual_answer is not None:
         record["actual_answer"] = output.actual_answer
     if output is not None and output.actual_steps is not None:
         record["actual_steps"] = [dict(step) for step in output.actual_steps]
@@ -86,7 +89,7 @@ def evaluate_case(
     if not case.turns:  # the test case itself could not be read; loading reported why
         return CaseResult(case, "invalid", error=case.comments or "invalid test case"), problems
     if case.kind == "qa":
-        return _evaluate_question_case(case, response)
+        return _evaluate_question_case(case, response, options.steps_semantics)
     if response is None:
         return CaseResult(case, "missing", error="no response for this case"), problems
     if response.status == "invalid":
@@ -121,16 +124,18 @@ def evaluate_case(
     ), problems
 
 
-def _evaluate_question_case(case: TestCase, response: Response | None) -> tuple[CaseResult, list[Problem]]:
+def _evaluate_question_case(case: TestCase, response: Response | None,
+                            semantics: Semantics) -> tuple[CaseResult, list[Problem]]:
     """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
     the aggregates count it as an error instead of leaving it out."""
     turn = case.turns[0]
-    result = qa.evaluate_question(
+    result, outcome = qa.evaluate_question_outcome(
         template_id=case.groups[0] if case.groups else None,
         question=question_dict(case, turn),
         response=None if response is None else response_dict(
             case.id, response, response.turns[0] if response.turns else None, with_tokens=True
         ),
+        semantics=semantics,
     )
     status: CaseStatus
     error: str | None
@@ -147,7 +152,9 @@ def _evaluate_question_case(case: TestCase, response: Response | None) -> tuple[
     problems = []
     if result.get("steps_error") and response is not None:
         problems.append(Problem(response.location, f"question '{case.id}': {result['steps_error']}", case.id))
-    turn_result = TurnResult(1, turn.user_message, qa=result)
+    if result.get("steps_note") and response is not None:
+        problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
+    turn_result = TurnResult(1, turn.user_message, qa=result, scores={STEPS_KIND: outcome} if outcome else {})
     return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems
 
 
@@ -171,21 +178,29 @@ def _evaluate_turn(
             match_by=options.match_by,
         )
     qa_result = None
+    outcome = None
     if _needs_qa(turn, output):
-        qa_result = qa.evaluate_question(
+        qa_result, outcome = qa.evaluate_question_outcome(
             template_id=None,
             question=question_dict(case, turn),
             response=response_dict(case.id, response, output, with_tokens=False),
+            semantics=options.steps_semantics,
         )
         if qa_result.get("steps_error"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
+            ))
+        if qa_result.get("steps_note"):
+            problems.append(Problem(
+                response.location, f"case '{case.id}', turn {turn.number}: note: {qa_result['steps_note']}", case.id
             ))
     scores = {
         kind.name: kind.evaluate_turn(TurnInput(case, turn.number, part, kind.output_of(output)))
         for kind in extra_kinds()
         if (part := turn.target.parts.get(kind.name)) is not None
     }
+    if outcome is not None:
+        scores[STEPS_KIND] = outcome
     return TurnResult(turn.number, turn.user_message, indicator=indicator, qa=qa_result, error=error, scores=scores)
 
 
@@ -203,7 +218,10 @@ def evaluate_suite(
         result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
         results.append(result)
         problems.extend(case_problems)
-    scored = with_retrieval_context_scores(qa_results(results))
+    # graphrag-eval 6.x has no string-similarity context metrics (its LLM-judged ones replace them)
+    scored = list(qa_results(results))
+    if options.steps_semantics == 5:
+        scored = with_retrieval_context_scores(scored)
     if judge is not None:
         scored = judge(scored)
     return Evaluation(tuple(_with_qa_results(results, iter(scored))), tuple(problems))

@@ -30,6 +30,7 @@ class JudgedMetricSpec:
     label: str
     error_key: str
     on_steps: bool = False  # kept on each retrieval step rather than on the result
+    mark: str | None = None  # a key only the judge writes beside the value (when others write it too)
 
 
 JUDGED_METRICS = (
@@ -39,6 +40,11 @@ JUDGED_METRICS = (
                      on_steps=True),
     JudgedMetricSpec("retrieval_answer_precision", "retrieval answer precision",
                      "retrieval_answer_precision_error", on_steps=True),
+    # graphrag-eval 6.x's context metrics judged by the LLM, named apart from 5.x's string similarities
+    JudgedMetricSpec("retrieval_context_recall", "retrieval context recall (LLM)", "retrieval_context_recall_error",
+                     on_steps=True, mark="retrieval_context_recall_cost"),
+    JudgedMetricSpec("retrieval_context_precision", "retrieval context precision (LLM)",
+                     "retrieval_context_precision_error", on_steps=True, mark="retrieval_context_precision_cost"),
 )
 MOSTLY_FAILED = 0.5  # a metric that failed for more than this share of its cases is flagged
 
@@ -81,6 +87,8 @@ def count_judged_metrics(results: Sequence[CaseResult]) -> tuple[JudgedMetric, .
                 failed += 1
             else:
                 not_applicable += 1
+        if spec.mark is not None and not values and not failed:
+            continue  # the judge never computed it (5.x rules: no LLM context metrics)
         counted.append(JudgedMetric(spec.key, spec.label, fmean(values) if values else None,
                                     len(values), failed, not_applicable))
     return tuple(counted)
@@ -107,6 +115,8 @@ def _verdict(spec: JudgedMetricSpec, qa: Mapping[str, Any]) -> tuple[str, float 
 
 
 def _one(container: Mapping[str, Any], spec: JudgedMetricSpec) -> tuple[str, float | None]:
+    if spec.mark is not None and spec.mark not in container:
+        return "not applicable", None
     value = container.get(spec.key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return "judged", float(value)

@@ -692,13 +692,18 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
     extra = {k: v for k, v in record.items() if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
+        try:  # graphrag-eval 6.x scores the steps an error response still carries
+            kept = (_turn_output(record, line=location.line),) if record.get("actual_steps") is not None else ()
+        except ShapeError:
+            kept = ()
         return Response(
             case_id=case_id,
             location=location,
             status="error",
             error=str(record.get("error") or "the system reported an error without a message"),
+            turns=kept,
             extra=extra,
-            **tokens,  # type: ignore[arg-type]
+            **tokens,
         )
     if "turns" in record:
         raw_turns = record["turns"]

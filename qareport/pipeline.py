@@ -16,7 +16,8 @@ from qareport.emailing import EmailRequest, check_email_request, email_options, 
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
-from qareport.records import CaseResult, Problem, RunInfo
+from qareport.kinds.custom_evaluations import use_custom_evaluations
+from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.gates import GateVerdict, Threshold, check_gates
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
@@ -41,6 +42,8 @@ class RunOptions:
     templates_dir: str | None = None
     config_path: str | None = None
     strict: bool = False
+    steps_semantics: int | None = None  # graphrag-eval's steps rules, 5 or 6 (default: the configuration's, else 5)
+    config_ge6: str | None = None  # a graphrag-eval 6.x configuration file: the judge's LLM, custom metrics
     judge_options: dict[str, Any] = field(default_factory=dict)
     baseline: str | None = None  # an earlier workbook or results file: adds the Changes sheet
     history: tuple[str, ...] = ()  # earlier workbooks / results files or folders: adds the Trend sheet
@@ -113,7 +116,8 @@ def run_pipeline(
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
-                     "strict": options.strict or None},
+                     "strict": options.strict or None, "steps_semantics": options.steps_semantics,
+                     "config_ge6": options.config_ge6},
         judge_options=options.judge_options,
         email_options=email_options(options.email) if options.email is not None else None,
         config_path=options.config_path,
@@ -122,7 +126,11 @@ def run_pipeline(
     templates_dir = settings.run.templates
     match_by = settings.run.match_terms_by
     strict = settings.run.strict
+    semantics = settings.run.steps_semantics
     check_before_any_work(options, templates_dir=templates_dir)
+    for ignored in settings.ge6.ignored:
+        print(f"qareport: {ignored}", file=sys.stderr)
+    use_custom_evaluations(settings.ge6.custom_evaluations)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
     baseline = read_run(options.baseline) if options.baseline else None
@@ -156,7 +164,8 @@ def run_pipeline(
             return judged.results
     try:
         stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by), judge=judge_callable)
+        evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by, steps_semantics=semantics),
+                                    judge=judge_callable)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:
@@ -166,7 +175,13 @@ def run_pipeline(
     if strict and evaluation.problems:
         raise StrictModeError(f"{len(evaluation.problems)} evaluation problem(s) and --strict: nothing written")
 
-    statistics = summarize(evaluation.results)
+    statistics = summarize(evaluation.results, steps_semantics=semantics,
+                           custom_metrics=settings.ge6.custom_metric_keys)
+    if baseline is not None:
+        warning = semantics_warning(baseline, semantics)
+        if warning is not None:
+            problems = (*problems, warning)
+            on_problems((warning,))
     not_evaluated = {}
     if skipped_reason and _has_answers(evaluation.results):
         not_evaluated[LLM_METRICS] = skipped_reason
@@ -180,6 +195,8 @@ def run_pipeline(
             "templates": templates_dir,
             "config": settings.config_file,
             "strict": strict,
+            "steps_semantics": semantics,
+            "config_ge6": settings.ge6.path,
             "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },
         judge_model=getattr(usage, "model", None),
@@ -207,6 +224,20 @@ def run_pipeline(
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
                       _judge_line(report), verdicts)
+
+
+def semantics_warning(baseline: RunSnapshot, semantics: int) -> Problem | None:
+    """A baseline scored by other steps rules is compared all the same, but never silently."""
+    stated = baseline.steps_semantics or 5  # runs that do not say were scored by 5.x's rules
+    if stated == semantics:
+        return None
+    return Problem(
+        Location(baseline.source),
+        f"the baseline's steps scores follow graphrag-eval {stated}.x's rules and this run's {semantics}.x's "
+        f"({'every reference group' if semantics == 6 else 'the last reference group'} scored); steps "
+        "score changes may come from the rules, not the system. Run both with the same --steps-semantics "
+        "to compare like with like",
+    )
 
 
 def _judge_line(report: Report) -> str | None:

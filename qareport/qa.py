@@ -1,4 +1,4 @@
-"""Reference Q&A datasets and their responses, in and out in graphrag-eval 5.x's dict formats.
+"""Reference Q&A datasets and their responses, in and out in graphrag-eval's dict formats.
 
 `run_evaluation(reference_qas, chat_responses)` returns one result dict per question, with the keys
 of graphrag-eval's "Evaluation Results", in its order:
@@ -20,7 +20,13 @@ Where graphrag-eval raises, a result says why instead:
 * a response without token counts or elapsed time: those keys are left out.
 
 An error-form response (one with an `error` key, as `{question_id, status: error, error}`) gives
-status `error` and its error text, as in graphrag-eval. No input is modified.
+status `error` and its error text, as in graphrag-eval. No input is modified (unless asked with
+`write_matches`, see `run_evaluation`).
+
+`semantics` chooses graphrag-eval's steps rules (see `kinds.steps.matching`): 5, the default, or 6,
+under which every reference group is scored and an error response is scored too (on the steps it
+carries, 0.0 without any), as is a response without `actual_steps` (0.0). A question whose steps
+graphrag-eval would stop on, but which qareport scores, gets `steps_note`.
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from qareport.kinds.steps.matching import StepsOutcome, annotate_reference_steps, evaluate_steps
+from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import USAGE_FIELDS  # copied from a successful response when present
-from qareport.step_matching import annotate_reference_steps, evaluate_steps
 
 RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
 """Keys that may name the question of a response record, in order of preference."""
@@ -58,9 +65,10 @@ QA_RESULT_KEYS = (
     "actual_steps",
     "steps_score",
     "steps_error",
+    "steps_note",
     *USAGE_FIELDS,
 )
-"""Every key a result may have, in graphrag-eval's order (`steps_error` is qareport's)."""
+"""Every key a result may have, in graphrag-eval's order (`steps_error`, `steps_note` are qareport's)."""
 
 Judge = Callable[[list[dict[str, Any]]], None]
 
@@ -70,12 +78,17 @@ def run_evaluation(
     chat_responses: Mapping[str, dict] | list[dict],
     *,
     judge: Judge | None = None,
+    semantics: Semantics = DEFAULT_SEMANTICS,
+    write_matches: bool = False,
 ) -> list[dict]:
     """Evaluate every question of every template, in order; one result dict per question.
 
     `chat_responses` maps question ids to response records (as graphrag-eval takes them), or is a
     list of records that name their question by `question_id` (or `id`, `test_case_id`). `judge`,
     if given, is called once with the list of results and adds the LLM-judged metrics in place.
+    `semantics`: graphrag-eval's steps rules, 5 or 6. `write_matches`: also set `matches` in the
+    caller's own reference steps, as graphrag-eval does (it writes into its input); by default the
+    input is left as it was and only the results' copies carry `matches`.
     Raises ValueError when the dataset or the responses are not shaped as graphrag-eval expects.
     """
     responses = index_responses(chat_responses)
@@ -90,16 +103,31 @@ def run_evaluation(
         questions = _as_list(template.get("questions"), f"'questions' of template {template_id!r}")
         for question in questions:
             question_id = question.get("id") if isinstance(question, Mapping) else None
-            results.append(
-                evaluate_question(
-                    template_id=template_id,
-                    question=question,
-                    response=responses.get(question_id) if is_hashable(question_id) else None,
-                )
+            result = evaluate_question(
+                template_id=template_id,
+                question=question,
+                response=responses.get(question_id) if is_hashable(question_id) else None,
+                semantics=semantics,
             )
+            if write_matches:
+                write_matches_into(question, result)
+            results.append(result)
     if judge is not None:
         judge(results)
     return results
+
+
+def write_matches_into(question: Any, result: Mapping[str, Any]) -> None:
+    """Set `matches` in `question`'s own reference steps where the result's copies have it."""
+    groups = question.get("reference_steps") if isinstance(question, Mapping) else None
+    annotated = result.get("reference_steps")
+    if not isinstance(groups, list) or not isinstance(annotated, list):
+        return
+    for group, annotated_group in zip(groups, annotated):
+        if isinstance(group, list) and isinstance(annotated_group, list):
+            for step, annotated_step in zip(group, annotated_group):
+                if isinstance(step, dict) and isinstance(annotated_step, dict) and "matches" in annotated_step:
+                    step["matches"] = annotated_step["matches"]
 
 
 def index_responses(chat_responses: Mapping[str, dict] | list[dict]) -> dict[Any, Any]:
@@ -123,8 +151,19 @@ def index_responses(chat_responses: Mapping[str, dict] | list[dict]) -> dict[Any
     return indexed
 
 
-def evaluate_question(*, template_id: Any, question: dict, response: dict | None) -> dict:
+def evaluate_question(
+    *, template_id: Any, question: dict, response: dict | None, semantics: Semantics = DEFAULT_SEMANTICS
+) -> dict:
     """The graphrag-eval result dict of one question (see the module docstring)."""
+    return evaluate_question_outcome(
+        template_id=template_id, question=question, response=response, semantics=semantics
+    )[0]
+
+
+def evaluate_question_outcome(
+    *, template_id: Any, question: dict, response: dict | None, semantics: Semantics = DEFAULT_SEMANTICS
+) -> tuple[dict, StepsOutcome | None]:
+    """`evaluate_question`, and how its steps score came about (None when steps were not scored)."""
     if not isinstance(question, Mapping) or "id" not in question or "question_text" not in question:
         raise ValueError(
             f"a question of template {template_id!r} lacks 'id' or 'question_text' "
@@ -143,25 +182,27 @@ def evaluate_question(*, template_id: Any, question: dict, response: dict | None
             if response is None
             else f"the response for question {question_id} is not an object (got {_short(response)})"
         )
-        return result
+        return result, None
 
     result["question_id"] = response.get("question_id", question_id)
-    if "error" in response:
-        _add_reference(result, question, annotated_steps=None)
-        result["status"] = "error"
-        result["error"] = response["error"]
-        return result
-
+    failed = "error" in response
     steps_outcome = None
     annotated_steps = None
-    if "reference_steps" in question and "actual_steps" in response:
-        steps_outcome = evaluate_steps(question["reference_steps"], response["actual_steps"], question_id=question_id)
+    # 5.x scores the steps of a successful response that has some; 6.x scores every response
+    if "reference_steps" in question and (semantics == 6 or ("actual_steps" in response and not failed)):
+        actual_steps = response.get("actual_steps", [])
+        steps_outcome = evaluate_steps(question["reference_steps"], actual_steps, question_id=question_id,
+                                       semantics=semantics)
         if steps_outcome.error is None:
-            annotated_steps = annotate_reference_steps(
-                question["reference_steps"], steps_outcome, response["actual_steps"]
-            )
+            annotated_steps = annotate_reference_steps(question["reference_steps"], steps_outcome, actual_steps)
     _add_reference(result, question, annotated_steps=annotated_steps)
-    result["status"] = "success"
+    if failed:
+        result["status"] = "error"
+        result["error"] = response["error"]
+        if semantics == 5:
+            return result, None
+    else:
+        result["status"] = "success"
     if "actual_answer" in response:
         result["actual_answer"] = response["actual_answer"]
     if "actual_steps" in response:
@@ -169,12 +210,14 @@ def evaluate_question(*, template_id: Any, question: dict, response: dict | None
     if steps_outcome is not None:
         if steps_outcome.error is None:
             result["steps_score"] = steps_outcome.score
+            if steps_outcome.notes:
+                result["steps_note"] = "; ".join(steps_outcome.notes)
         else:
             result["steps_error"] = steps_outcome.error
-    for key in USAGE_FIELDS:
+    for key in USAGE_FIELDS:  # under 6.x an error response keeps them too, as 6.6 does
         if key in response:
             result[key] = response[key]
-    return result
+    return result, steps_outcome
 
 
 def order_result_keys(result: Mapping[str, Any]) -> dict[str, Any]:

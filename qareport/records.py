@@ -284,3 +284,4 @@ class RunSnapshot:
     created: str  # ISO 8601
     qareport_version: str
     cases: tuple[dict[str, Any], ...] = ()
+    steps_semantics: int | None = None  # graphrag-eval's steps rules the run used (None: not said, 5)

@@ -251,7 +251,8 @@ def results_document(report: Report) -> dict[str, Any]:
     """The results file's content: graphrag-eval's results and aggregates, and the case rows."""
     statistics = report.statistics
     return {
-        "qareport": {"version": report.run.qareport_version, "created": report.run.created},
+        "qareport": {"version": report.run.qareport_version, "created": report.run.created,
+                     **_semantics_entry(report.run.options)},
         "results": statistics.question_results,
         "aggregates": statistics.qa_aggregates or {},
         "data_query_metrics": {
@@ -261,6 +262,19 @@ def results_document(report: Report) -> dict[str, Any]:
         },
         "cases": list(report.rows),
     }
+
+
+def _semantics_entry(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Which graphrag-eval's steps rules scored the run, when the run says."""
+    semantics = options.get("steps_semantics")
+    return {} if semantics is None else {"steps_semantics": semantics}
+
+
+def _stated_semantics(value: Any) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
 
 
 def check_results_path(path: str | Path) -> Path:
@@ -326,6 +340,7 @@ def _read_results_file(target: Path) -> RunSnapshot:
         created=str(about.get("created") or ""),
         qareport_version=str(about.get("version") or ""),
         cases=tuple(decode_case_row(case) for case in cases),
+        steps_semantics=_stated_semantics(about.get("steps_semantics")),
     )
 
 
@@ -356,6 +371,7 @@ def read_report(path: str | Path) -> ReportRecord:
         created=str(metadata.get("created") or ""),
         qareport_version=str(metadata.get("qareport_version") or ""),
         cases=cases,
+        steps_semantics=_stated_semantics(metadata.get("option.steps_semantics")),
     )
     return ReportRecord(snapshot, metadata, _comparison(metadata, sheets.get(CHANGES_SHEET), cases),
                         headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata),

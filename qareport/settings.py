@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -36,21 +36,26 @@ from qareport.judge.prices import ModelPrice, parse_prices
 from qareport.judge.settings import (
     CONFIG_KEYS as JUDGE_CONFIG_KEYS,
 )
+from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.settings import (
+    CONTEXT_METRICS,
     DEFAULT_AZURE_API_VERSION,
+    DEFAULT_OPENAI_BASE_URL,
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MODEL,
     METRICS,
     PLACEHOLDER_API_KEY,
     RESPONSE_FORMATS,
     JudgeSettings,
+    LiteLLMRoute,
     default_cache_path,
     public_url,
 )
 
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
-RUN_CONFIG_KEYS = {"match_terms_by": str, "templates": str, "strict": bool}
+RUN_CONFIG_KEYS = {"match_terms_by": str, "templates": str, "strict": bool, "steps_semantics": int,
+                   "config_ge6": str}
 SECTION_KEYS = {"judge": dict, "email": dict}
 JUDGE_ENVIRONMENT = {
     "base_url": "OPENAI_BASE_URL",
@@ -86,6 +91,7 @@ class ConfigFile:
     path: str | None
     values: Mapping[str, Any]
     prefix: str = ""
+    lines: Mapping[str, int] = field(default_factory=dict)  # top-level key -> 1-based line (YAML files)
 
     def section(self, name: str) -> Mapping[str, Any]:
         return self.values.get(name) or {}
@@ -94,6 +100,12 @@ class ConfigFile:
         """How a message names `key` (dotted, e.g. 'judge.model') of this file."""
         place = self.path or "the configuration"
         return f"'{self.prefix}{key}' in {place}"
+
+    def at(self, key: str) -> str:
+        """"qareport.yaml:4" for a top-level key (the file alone when the line is not known)."""
+        line = self.lines.get(key)
+        place = self.path or "the configuration"
+        return f"{place}:{line}" if line else place
 
 
 def find_config_file(config_path: str | None, cwd: str | Path | None = None) -> Path | None:
@@ -118,12 +130,14 @@ def read_config_file(path: Path | None) -> ConfigFile:
     """The qareport mapping of `path`, its top-level keys and their types checked."""
     if path is None:
         return ConfigFile(None, MappingProxyType({}))
+    lines: dict[str, int] = {}
     if path.name == PYPROJECT_NAME or path.suffix == ".toml":
         data = _read_pyproject(path).get("tool", {}).get("qareport")
         prefix = "tool.qareport."
     else:
         data = _read_yaml(path)
         prefix = ""
+        lines = _top_level_lines(path)
     config = ConfigFile(str(path), MappingProxyType({}), prefix)
     if data is None:
         return config
@@ -139,7 +153,18 @@ def read_config_file(path: Path | None) -> ConfigFile:
             raise SettingsError(
                 f"{path}: '{prefix}{key}' must be a {expected.__name__} (got {type(value).__name__})"
             )
-    return ConfigFile(str(path), MappingProxyType(dict(data)), prefix)
+    return ConfigFile(str(path), MappingProxyType(dict(data)), prefix, MappingProxyType(lines))
+
+
+def _top_level_lines(path: Path) -> dict[str, int]:
+    """The line of each top-level key of a YAML mapping (for messages); empty when unreadable."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
 
 
 def _read_yaml(path: Path) -> Any:
@@ -248,20 +273,40 @@ class RunSettings(BaseModel):
     match_terms_by: Literal["id_and_name", "id"] = "id_and_name"
     templates: str | None = None
     strict: bool = False
+    steps_semantics: Literal[5, 6] = 5  # graphrag-eval's steps rules: 5.x (the default) or 6.x
+    config_ge6: str | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
 
 
 def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunSettings:
-    """Options `match_terms_by`, `templates`, `strict`; no environment variables."""
+    """Options `match_terms_by`, `templates`, `strict`, `steps_semantics`, `config_ge6`; no
+    environment variables."""
     layers = Layers(section=None, options=options, environ={}, environment_names={}, config=config,
                     config_values={k: v for k, v in config.values.items() if k in RUN_CONFIG_KEYS})
     match_by, where = layers.get("match_terms_by", "id_and_name")
     templates, templates_where = layers.get("templates", None)
     strict, strict_where = layers.get("strict", False)
+    ge6, ge6_where = layers.get("config_ge6", None)
     return RunSettings(
         match_terms_by=_choice(match_by, where, ("id_and_name", "id")),  # type: ignore[arg-type]
         templates=None if templates is None else _text(templates, templates_where),
         strict=_flag(strict, strict_where),
+        steps_semantics=_semantics(layers, config),
+        config_ge6=None if ge6 is None else _text(ge6, ge6_where),
     )
+
+
+def _semantics(layers: Layers, config: ConfigFile) -> Literal[5, 6]:
+    found = layers.find("steps_semantics")
+    if found is None:
+        return 5
+    value = found.value
+    if isinstance(value, str) and value.strip() in ("5", "6"):
+        value = int(value.strip())
+    if value not in (5, 6) or isinstance(value, bool):
+        where = f"{config.at('steps_semantics')}: 'steps_semantics'" if found.rank == 2 else found.where
+        raise SettingsError(f"{where} must be 5 or 6, graphrag-eval's major version whose steps rules apply "
+                            f"(got {value!r})")
+    return 6 if value == 6 else 5
 
 
 # --- judge ---------------------------------------------------------------------------------------
@@ -422,6 +467,83 @@ def resolve_judge_settings(
     )
 
 
+def resolve_ge6_judge_settings(
+    ge6: Ge6Config,
+    *,
+    options: Mapping[str, Any],
+    config: Mapping[str, Any] | ConfigFile,
+    environ: Mapping[str, str],
+    semantics: int = 5,
+) -> tuple[JudgeSettings | None, str | None]:
+    """The judge a graphrag-eval 6.x configuration describes (its `llm` section), or (None, why).
+
+    The model, provider, endpoint, key, temperature and reply limit come from the 6.x file; how the
+    judge runs (cache, concurrency, timeouts, retries, prices) from the options, the environment and
+    qareport's own configuration, as for any run. OpenAI and OpenAI-compatible endpoints (provider
+    `openai` with a `base_url`) and Azure OpenAI (`azure`) are spoken natively; another provider
+    needs litellm (`pip install 'qareport[litellm]'`): without it one clear JudgeSettingsError.
+    """
+    from qareport.judge.litellm_transport import require_litellm
+
+    generation = ge6.generation
+    if generation is None:
+        return None, f"{ge6.path} configures no LLM ('llm'), so no LLM metric is evaluated."
+    given = dict(options)
+    given["temperature"] = generation.temperature
+    where = f"{generation.where}: llm.generation"
+    litellm_chat = litellm_embedding = None
+    embedding_base_url = embedding_api_key = None
+    if generation.provider == "azure":
+        endpoint = generation.option("base_url", "api_base", "azure_endpoint") or environ.get("AZURE_API_BASE")
+        given.update(model=generation.model, azure_endpoint=endpoint, azure_deployment=generation.model,
+                     api_version=generation.option("api_version") or environ.get("AZURE_API_VERSION"))
+        key = generation.option("api_key") or environ.get("AZURE_API_KEY")
+        if key:
+            given["api_key"] = key
+    elif generation.native:
+        given.update(model=generation.model, base_url=generation.option("base_url", "api_base"))
+        if generation.option("api_key"):
+            given["api_key"] = generation.option("api_key")
+    else:
+        require_litellm(generation.provider, where)
+        litellm_chat = LiteLLMRoute(f"{generation.provider}/{generation.model}", MappingProxyType(dict(generation.options)))
+        given.update(model=generation.model, api_key=PLACEHOLDER_API_KEY, base_url=None)
+    embedding = ge6.embedding
+    if embedding is not None:
+        given["embedding_model"] = embedding.model
+        if not embedding.native:
+            require_litellm(embedding.provider, f"{embedding.where}: llm.embedding")
+            litellm_embedding = LiteLLMRoute(f"{embedding.provider}/{embedding.model}",
+                                             MappingProxyType(dict(embedding.options)))
+        elif embedding.option("base_url", "api_base") or embedding.option("api_key"):
+            embedding_base_url = embedding.option("base_url", "api_base")
+            embedding_api_key = embedding.option("api_key")
+            if embedding_base_url is None and generation.provider != "azure":
+                embedding_base_url = given.get("base_url") or environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    metrics = [m for m, on in (("answer_correctness", ge6.answer_correctness),
+                               ("answer_relevance", ge6.answer_relevance)) if on]
+    metrics += ["retrieval_answer_recall", "retrieval_answer_precision"]
+    given["metrics"] = metrics
+    settings, reason = resolve_judge_settings(options=given, config=config, environ=environ)
+    if settings is None:
+        return None, reason
+    if semantics == 6:
+        metrics += list(CONTEXT_METRICS)
+    return replace(
+        settings,
+        metrics=tuple(metrics),
+        max_tokens=generation.max_tokens,
+        correctness_prompt=ge6.correctness_prompt,
+        custom_evaluations=ge6.custom_evaluations,
+        steps_semantics=semantics,
+        embedding_base_url=embedding_base_url,
+        embedding_api_key=embedding_api_key,
+        litellm_chat=litellm_chat,
+        litellm_embedding=litellm_embedding,
+        source=ge6.path,
+    ), None
+
+
 # --- email ---------------------------------------------------------------------------------------
 
 
@@ -509,6 +631,7 @@ class Settings(BaseModel):
     judge_off_reason: str | None
     email: EmailSettings | None
     config_file: str | None
+    ge6: Ge6Config = NO_CONFIG  # the graphrag-eval 6.x configuration file, when one was given
 
 
 def resolve_settings(
@@ -529,13 +652,24 @@ def resolve_settings(
     """
     environ = os.environ if environ is None else environ
     config = read_config_file(find_config_file(config_path, cwd))
-    judge, reason = (resolve_judge_settings(options=judge_options or {}, config=config, environ=environ)
-                     if with_judge else (None, None))
+    run = resolve_run_settings(run_options or {}, config)
+    ge6 = read_ge6_config(run.config_ge6) if run.config_ge6 else NO_CONFIG
+    judge: JudgeSettings | None = None
+    reason: str | None = None
+    if with_judge and ge6.generation is not None:
+        judge, reason = resolve_ge6_judge_settings(ge6, options=judge_options or {}, config=config, environ=environ,
+                                                   semantics=run.steps_semantics)
+    elif with_judge:
+        judge, reason = resolve_judge_settings(options=judge_options or {}, config=config, environ=environ)
+        if judge is not None and run.steps_semantics == 6:  # 6.x judges the retrieval contexts too
+            judge = replace(judge, steps_semantics=6,
+                            metrics=(*judge.metrics, *(m for m in CONTEXT_METRICS if m not in judge.metrics)))
     return Settings(
-        run=resolve_run_settings(run_options or {}, config),
+        run=run,
         judge=judge,
         judge_off_reason=reason,
         email=resolve_email_settings(email_options or {}, config, environ) if with_email else None,
         config_file=config.path,
+        ge6=ge6,
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from qareport.aggregates import compute_aggregates
+from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import CaseResult
 
 STATUSES = ("success", "error", "missing", "invalid")
@@ -146,7 +147,10 @@ def question_results(results: Iterable[CaseResult]) -> list[dict[str, Any]]:
     ]
 
 
-def summarize(results: Sequence[CaseResult]) -> SuiteStatistics:
+def summarize(results: Sequence[CaseResult], *, steps_semantics: Semantics = DEFAULT_SEMANTICS,
+              custom_metrics: Sequence[str] = ()) -> SuiteStatistics:
+    """The suite's figures; the Q&A aggregates by graphrag-eval `steps_semantics`' rules, with the
+    custom LLM metrics' outputs among them."""
     frame = _indicator_frame(results)
     data_query = None
     per_group: tuple[GroupScores, ...] = ()
@@ -161,7 +165,8 @@ def summarize(results: Sequence[CaseResult]) -> SuiteStatistics:
         data_query=data_query,
         per_group=per_group,
         per_dimension=_dimension_scores(results),
-        qa_aggregates=compute_aggregates(questions) if questions else None,
+        qa_aggregates=compute_aggregates(questions, semantics=steps_semantics, custom_metrics=custom_metrics)
+        if questions else None,
         status_counts={status: sum(r.status == status for r in results) for status in STATUSES},
         question_results=questions,
     )

@@ -126,13 +126,55 @@ def rule_retrieval_answer_precision(prompt: str, body: dict[str, Any]) -> dict[s
     ]}
 
 
-RULES: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+def rule_retrieval_context_recall(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
+    contexts = [c.lower() for c in contexts_of(prompt)]
+    statements = claims(section(prompt, "reference_contexts") or "")
+    return {"statements": [
+        {"statement": s, "reason": "stub", "attributed": any(s.lower() in c for c in contexts)}
+        for s in statements
+    ]}
+
+
+def rule_retrieval_context_precision(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
+    statements = [s.lower() for s in claims(section(prompt, "reference_contexts") or "")]
+    return {"verdicts": [
+        {"context": n, "reason": "stub", "useful": any(s in c.lower() for s in statements)}
+        for n, c in enumerate(contexts_of(prompt), start=1)
+    ]}
+
+
+def markdown_section(prompt: str, header: str) -> str | None:
+    """The text under a `# Header` line of a custom metric's prompt, up to the next header."""
+    match = re.search(rf"^# {re.escape(header)}\n(.*?)(?=^# |\Z)", prompt, re.DOTALL | re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def rule_custom(prompt: str, body: dict[str, Any]) -> str:
+    """A custom LLM metric (graphrag-eval 6.x's custom_evaluations): one tab-separated value per
+    output listed as "- key: description". An output described as a fraction gets the share of the
+    reference answer's claims (parts between semicolons) that the actual answer states; any other
+    output a short text naming it."""
+    listed = prompt.split("separated by tab characters:", 1)[-1]
+    outputs = re.findall(r"^- ([^:\n]+): (.*)$", listed.split("\n\n", 1)[0], re.MULTILINE)
+    reference = claims(markdown_section(prompt, "Reference answer") or "")
+    actual = {c.lower() for c in claims(markdown_section(prompt, "Actual answer") or "")}
+    share = sum(1 for c in reference if c.lower() in actual) / len(reference) if reference else 0.0
+    values = [repr(round(share, 4)) if "fraction" in description else f"stub says {key}"
+              for key, description in outputs]
+    return "\t".join(values)
+
+
+RULES: dict[str, Callable[[str, dict[str, Any]], Any]] = {
     "answer_correctness": rule_answer_correctness,
     "answer_relevance": rule_answer_relevance,
     "retrieval_answer_recall": rule_retrieval_answer_recall,
     "retrieval_answer_precision": rule_retrieval_answer_precision,
+    "retrieval_context_recall": rule_retrieval_context_recall,
+    "retrieval_context_precision": rule_retrieval_context_precision,
+    "custom": rule_custom,
 }
 _KEYWORDS = (
+    ("separated by tab characters", "custom"),
     ("reference_claims_count", "answer_correctness"),
     ("noncommittal", "answer_relevance"),
     ("attributed", "retrieval_answer_recall"),
@@ -147,6 +189,8 @@ def metric_of(body: dict[str, Any]) -> str | None:
     if name in RULES:
         return name
     prompt = first_user_message(body)
+    if "<reference_contexts>" in prompt:
+        return "retrieval_context_recall" if "attributed" in prompt else "retrieval_context_precision"
     for word, metric in _KEYWORDS:
         if word in prompt:
             return metric
@@ -403,7 +447,8 @@ class _Handler(BaseHTTPRequestHandler):
             if metric is None or metric not in stub.rules:
                 self._error(400, "stub: cannot tell which metric this prompt is for")
                 return 400
-            content = json.dumps(stub.rules[metric](first_user_message(body), body))
+            reply = stub.rules[metric](first_user_message(body), body)
+            content = reply if isinstance(reply, str) else json.dumps(reply)
         self._send(200, self._completion(stub, body, content))
         return 200
 

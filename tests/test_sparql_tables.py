@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qareport.sparql_tables import (
+from qareport.kinds.steps.tables import (
     UNBOUND,
     SparqlResultError,
     compare_sparql_results,

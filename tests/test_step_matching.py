@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qareport.step_matching import (
+from qareport.kinds.steps.matching import (
     FailedCall,
     StepMatch,
     StepsOutcome,

@@ -38,13 +38,19 @@ def claim_scores(reference: int, actual: int, matching: int) -> tuple[float, flo
 
 
 def judge_answer_correctness(client: JudgeClient, prompts: Prompts, ledger: Ledger, *,
-                             question: str, reference: Any, actual: Any) -> dict[str, Any]:
-    """The answer-correctness keys of one case; raises MetricFailed when they cannot be had."""
+                             question: str, reference: Any, actual: Any,
+                             prompt_template: str | None = None) -> dict[str, Any]:
+    """The answer-correctness keys of one case; raises MetricFailed when they cannot be had.
+    `prompt_template`: a graphrag-eval 6.x custom prompt (str.format with {question},
+    {reference_answer}, {actual_answer}) instead of `templates/judge/answer_correctness.txt`."""
     if not str(reference).strip():
         raise MetricFailed("the reference answer is empty")
     if not str(actual).strip():
         raise MetricFailed("the actual answer is empty")
-    prompt = prompts.render(METRIC, question=question, reference_answer=reference, actual_answer=actual)
+    if prompt_template is not None:
+        prompt = prompt_template.format(question=question, reference_answer=reference, actual_answer=actual)
+    else:
+        prompt = prompts.render(METRIC, question=question, reference_answer=reference, actual_answer=actual)
     counts: ClaimCounts = client.ask_checked(METRIC, prompt, check_answer_correctness, ledger,
                                              retry_prompt=prompts.retry)
     recall, precision, f1 = claim_scores(counts.reference, counts.actual, counts.matching)

@@ -202,3 +202,7 @@ SCHEMAS = {
             "useful": {"type": "boolean"}})},
     }),
 }
+SCHEMAS["retrieval_context_recall"] = _schema("retrieval_context_recall",
+                                              SCHEMAS["retrieval_answer_recall"]["json_schema"]["schema"]["properties"])
+SCHEMAS["retrieval_context_precision"] = _schema(
+    "retrieval_context_precision", SCHEMAS["retrieval_answer_precision"]["json_schema"]["schema"]["properties"])

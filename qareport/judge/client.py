@@ -102,9 +102,11 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return max(seconds, 0.0)
 
 
-def make_openai_client(settings: JudgeSettings, counter: RetryCounter) -> openai.OpenAI:
+def make_openai_client(settings: JudgeSettings, counter: RetryCounter, *, base_url: str | None = None,
+                       api_key: str | None = None) -> openai.OpenAI:
     """The SDK client, retrying by itself `settings.max_retries` times; JudgeError without the key
-    when the settings cannot make one."""
+    when the settings cannot make one. `base_url` / `api_key` replace the settings' (embeddings
+    from another endpoint)."""
     http_client = openai.DefaultHttpxClient(event_hooks={"request": [counter.on_request]})
     try:
         if settings.azure_endpoint:
@@ -117,8 +119,8 @@ def make_openai_client(settings: JudgeSettings, counter: RetryCounter) -> openai
                 http_client=http_client,
             )
         return openai.OpenAI(
-            api_key=settings.api_key or PLACEHOLDER_API_KEY,
-            base_url=settings.base_url or DEFAULT_OPENAI_BASE_URL,
+            api_key=api_key or settings.api_key or PLACEHOLDER_API_KEY,
+            base_url=base_url or settings.base_url or DEFAULT_OPENAI_BASE_URL,
             timeout=settings.timeout,
             max_retries=settings.max_retries,
             http_client=http_client,
@@ -146,13 +148,34 @@ class JudgeClient:
         self.settings = settings
         self._prices = PriceTable(settings.prices)
         self._retries = RetryCounter()
-        self._client = make_openai_client(settings, self._retries)
+        self._client: Any = None
+        self._embedding_client: Any = None
+        self._litellm: Any = None
+        if settings.litellm_chat is not None or settings.litellm_embedding is not None:
+            from qareport.judge.litellm_transport import LiteLLMClient
+
+            chat, embedding = settings.litellm_chat, settings.litellm_embedding
+            self._litellm = LiteLLMClient(
+                chat_model=chat.model if chat else None, chat_options=chat.options if chat else {},
+                embedding_model=embedding.model if embedding else None,
+                embedding_options=embedding.options if embedding else {},
+                timeout=settings.timeout, max_retries=settings.max_retries)
+        if settings.litellm_chat is None or (settings.litellm_embedding is None and settings.embedding_base_url is None):
+            self._client = make_openai_client(settings, self._retries)
+        if settings.litellm_embedding is not None:
+            self._embedding_client = self._litellm
+        elif settings.embedding_base_url is not None:
+            self._embedding_client = make_openai_client(settings, self._retries, base_url=settings.embedding_base_url,
+                                                        api_key=settings.embedding_api_key)
+        else:
+            self._embedding_client = self._client
+        self._chat_client = self._litellm if settings.litellm_chat is not None else self._client
         self._cache: JudgeCache | None = None
         if settings.use_cache and settings.cache_path:
             try:
                 self._cache = JudgeCache(settings.cache_path)
             except (sqlite3.Error, OSError) as error:
-                self._client.close()
+                self._close_clients()
                 raise JudgeError(
                     f"cannot open the judge cache {settings.cache_path}: {error}; "
                     "choose another cache path or turn the cache off (--no-cache)"
@@ -161,8 +184,12 @@ class JudgeClient:
         self._fatal: JudgeError | None = None
         self._answered = 0
 
+    def _close_clients(self) -> None:
+        for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
+            client.close()
+
     def close(self) -> None:
-        self._client.close()
+        self._close_clients()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
@@ -221,12 +248,16 @@ class JudgeClient:
         raise MetricFailed(message)
 
     def _chat_request(self, metric: str, messages: list[dict[str, str]]) -> dict[str, Any]:
-        if self.settings.response_format == "json_schema":
-            response_format: dict[str, Any] = SCHEMAS[metric]
-        else:
-            response_format = {"type": "json_object"}
-        return {"model": self.chat_model, "messages": messages, "temperature": self.settings.temperature,
-                "response_format": response_format}
+        request: dict[str, Any] = {"model": self.chat_model, "messages": messages,
+                                   "temperature": self.settings.temperature}
+        if metric in SCHEMAS:  # a custom metric's reply is plain text (tab-separated values)
+            if self.settings.response_format == "json_schema":
+                request["response_format"] = SCHEMAS[metric]
+            else:
+                request["response_format"] = {"type": "json_object"}
+        if self.settings.max_tokens is not None:
+            request["max_tokens"] = self.settings.max_tokens
+        return request
 
     def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str) -> None:
         """Mark a judgment that failed, so that the next run asks again and says it did."""
@@ -255,7 +286,7 @@ class JudgeClient:
                         self._cache.put(cache_key("chat", {**request, "messages": also_for}), kind="chat",
                                         model=self.chat_model, value=hit)
                     return checked
-        completion = self._send(lambda: self._client.chat.completions.create(**request), ledger)
+        completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
         usage = completion.usage
         if usage is None:
             cost = None
@@ -302,7 +333,7 @@ class JudgeClient:
         """The embedding items of one request (sorted by index) and its cost (None: unpriced)."""
         request: dict[str, Any] = {"model": self.embedding_request_model, "input": inputs,
                                    "encoding_format": "float"}
-        response = self._send(lambda: self._client.embeddings.create(**request), ledger)
+        response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
         tokens = response.usage.prompt_tokens if response.usage is not None else None
         cost = None if tokens is None else self._prices.cost(
             (self.settings.embedding_model, response.model), tokens)

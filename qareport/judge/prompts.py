@@ -12,14 +12,18 @@ from qareport.errors import JudgeError
 from qareport.templating import template_environment
 
 TEMPLATES = ("answer_correctness", "answer_relevance", "retrieval_answer_recall",
-             "retrieval_answer_precision", "retry")
+             "retrieval_answer_precision", "retrieval_context_recall", "retrieval_context_precision",
+             "retry", "retry_values")
 _SAMPLE_VARIABLES: dict[str, dict[str, Any]] = {
     "answer_correctness": {"question": "q", "reference_answer": "r", "actual_answer": "a"},
     "answer_relevance": {"answer": "a", "count": 3},
     "retrieval_answer_recall": {"question": "q", "reference_answer": "r", "contexts": ["c"]},
     "retrieval_answer_precision": {"question": "q", "answer": "a", "answer_kind": "answer",
                                    "answer_tag": "answer", "contexts": ["c"]},
+    "retrieval_context_recall": {"question": "q", "reference": "r", "contexts": ["c"]},
+    "retrieval_context_precision": {"question": "q", "reference": "r", "contexts": ["c"]},
     "retry": {"problem": "p"},
+    "retry_values": {"problem": "p"},
 }
 
 
@@ -44,3 +48,7 @@ class Prompts:
     def retry(self, problem: str) -> str:
         """What the judge is told when its reply could not be used."""
         return self.render("retry", problem=problem)
+
+    def retry_values(self, problem: str) -> str:
+        """The same, for a custom metric, whose reply is tab-separated values."""
+        return self.render("retry_values", problem=problem)

@@ -81,3 +81,42 @@ def f1_keys(values: Mapping[str, Any], prefix: str) -> dict[str, float]:
     if recall_cost is not None and precision_cost is not None:
         keys[f"{prefix}_f1_cost"] = recall_cost + precision_cost
     return keys
+
+
+CONTEXT_RECALL = "retrieval_context_recall"
+CONTEXT_PRECISION = "retrieval_context_precision"
+ERROR_KEYS.update({CONTEXT_RECALL: f"{CONTEXT_RECALL}_error", CONTEXT_PRECISION: f"{CONTEXT_PRECISION}_error"})
+
+
+def judge_context_recall(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
+                         reference_contexts: Sequence[str], contexts: list[str]) -> dict[str, Any]:
+    """graphrag-eval 6.x's LLM context recall of one matched retrieval step: the share of the
+    reference contexts' statements that the retrieved contexts support. Raises MetricFailed."""
+    if not contexts:
+        return {CONTEXT_RECALL: 0.0, f"{CONTEXT_RECALL}_reason": "no contexts were retrieved"}
+    prompt = prompts.render(CONTEXT_RECALL, question=question, reference="\n".join(reference_contexts),
+                            contexts=contexts)
+    statements = client.ask_checked(CONTEXT_RECALL, prompt, check_statements, ledger, retry_prompt=prompts.retry)
+    reason = "\n".join(
+        f"{'attributed' if attributed else 'not attributed'}: {statement} ({why})"
+        for statement, why, attributed in statements
+    )
+    return {CONTEXT_RECALL: attributed_fraction([a for _, _, a in statements]), f"{CONTEXT_RECALL}_reason": reason}
+
+
+def judge_context_precision(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
+                            reference_contexts: Sequence[str], contexts: list[str]) -> dict[str, Any]:
+    """graphrag-eval 6.x's LLM context precision of one matched retrieval step: the average
+    precision of the judge's "useful for the reference contexts" verdicts. Raises MetricFailed."""
+    if not contexts:
+        return {CONTEXT_PRECISION: 0.0, f"{CONTEXT_PRECISION}_reason": "no contexts were retrieved"}
+    prompt = prompts.render(CONTEXT_PRECISION, question=question, reference="\n".join(reference_contexts),
+                            contexts=contexts)
+    verdicts = client.ask_checked(CONTEXT_PRECISION, prompt, lambda c: check_verdicts(c, contexts=len(contexts)),
+                                  ledger, retry_prompt=prompts.retry)
+    reason = "\n".join(
+        f"context {number}: {'useful' if useful else 'not useful'} ({why})"
+        for number, (why, useful) in enumerate(verdicts, start=1)
+    )
+    return {CONTEXT_PRECISION: average_precision_of_verdicts([useful for _, useful in verdicts]),
+            f"{CONTEXT_PRECISION}_reason": reason}

@@ -18,11 +18,11 @@ from typing import Any, TextIO
 import jinja2
 
 from qareport.errors import JudgeAborted, JudgeError, MetricFailed
-from qareport.judge import answer_correctness, answer_relevance, retrieval_answer
+from qareport.judge import answer_correctness, answer_relevance, custom_metric, retrieval_answer
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors, float32
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
-from qareport.judge.settings import METRICS, JudgeSettings
+from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
 from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
@@ -33,7 +33,7 @@ ERROR_KEYS = {
     answer_relevance.METRIC: answer_relevance.ERROR_KEY,
     **retrieval_answer.ERROR_KEYS,
 }
-COST_KEYS = {metric: f"{metric}_cost" for metric in METRICS}
+COST_KEYS = {metric: f"{metric}_cost" for metric in ALL_METRICS}
 
 EMBEDDING_BATCH_INPUTS = 256
 EMBEDDING_BATCH_CHARS = 400_000
@@ -115,6 +115,7 @@ class Judge:
         self.settings = settings
         self._prompts = Prompts(templates_dir)
         self._client = JudgeClient(settings)
+        self._custom: dict[str, Any] = {}
 
     def close(self) -> None:
         self._client.close()
@@ -142,9 +143,12 @@ class Judge:
         """
         started = time.monotonic()
         chosen = tuple(self.settings.metrics if metrics is None else metrics)
-        unknown = [m for m in chosen if m not in METRICS]
+        unknown = [m for m in chosen if m not in ALL_METRICS]
         if unknown:
-            raise JudgeError(f"unknown judge metric {unknown[0]!r}; known: {', '.join(METRICS)}")
+            raise JudgeError(f"unknown judge metric {unknown[0]!r}; known: {', '.join(ALL_METRICS)}")
+        customs = self.settings.custom_evaluations if metrics is None else ()
+        self._custom = {custom_metric.metric_name(evaluation): evaluation for evaluation in customs}
+        chosen = (*chosen, *self._custom)
         self._client.start_run()
         judged: list[dict[str, Any]] = [dict(result) for result in results]
 
@@ -175,7 +179,8 @@ class Judge:
             outcomes_by_case.setdefault(outcome.case, []).append(outcome)
             pending_by_case[outcome.case] -= 1
             if pending_by_case[outcome.case] == 0:
-                judged[outcome.case] = _judged_copy(results[outcome.case], outcomes_by_case.pop(outcome.case))
+                judged[outcome.case] = _judged_copy(results[outcome.case], outcomes_by_case.pop(outcome.case),
+                                                    order=chosen)
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
@@ -237,16 +242,24 @@ class Judge:
         reference = result.get("reference_answer")
         actual = result.get("actual_answer")
         if answer_correctness.METRIC in metrics and reference is not None and actual is not None:
+            custom_prompt = self.settings.correctness_prompt
             yield self._task(index, answer_correctness.METRIC, None, lambda ledger: (
                 answer_correctness.judge_answer_correctness(
-                    client, prompts, ledger, question=question, reference=reference, actual=actual)))
+                    client, prompts, ledger, question=question, reference=reference, actual=actual,
+                    prompt_template=custom_prompt)))
         if answer_relevance.METRIC in metrics and actual is not None:
             count = self.settings.relevance_questions
             yield self._task(index, answer_relevance.METRIC, None, lambda ledger: (
                 answer_relevance.ask_questions(
                     client, prompts, ledger, question=question, actual=actual, count=count)))
+        for name, evaluation in self._custom.items():
+            yield self._task(index, name, None, partial(
+                custom_metric.judge_custom, client, prompts, evaluation=evaluation, result=result))
+        yield from self._plan_contexts(index, result, metrics)
         wants_recall = retrieval_answer.RECALL in metrics and bool(reference)
         wants_precision = retrieval_answer.PRECISION in metrics
+        if self.settings.steps_semantics == 6:  # graphrag-eval 6.x judges them against a reference only
+            wants_precision = wants_precision and "reference_answer" in result
         if not (wants_recall or wants_precision) or (not reference and not actual):
             return
         for number, step in enumerate(result.get("actual_steps") or []):
@@ -269,19 +282,50 @@ class Judge:
                     retrieval_answer.judge_retrieval_precision, client, prompts,
                     question=question, reference=reference, actual=actual, contexts=contexts))
 
-    @staticmethod
-    def _task(index: int, metric: str, step: int | None,
+    def _plan_contexts(self, index: int, result: Mapping[str, Any],
+                       metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+        """graphrag-eval 6.x's LLM context recall and precision, on each matched retrieval step."""
+        wanted = [m for m in (retrieval_answer.CONTEXT_RECALL, retrieval_answer.CONTEXT_PRECISION) if m in metrics]
+        if not wanted:
+            return
+        question = result.get("question_text") or ""
+        for number, reference_step, actual_step in matched_retrieval_steps(result):
+            try:
+                reference_texts = [c["text"] for c in parse_contexts(reference_step.get("output"))]
+                contexts = [c["text"] for c in parse_contexts(actual_step.get("output"))]
+            except ValueError as error:
+                for metric in wanted:
+                    yield _Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
+                continue
+            judges = {retrieval_answer.CONTEXT_RECALL: retrieval_answer.judge_context_recall,
+                      retrieval_answer.CONTEXT_PRECISION: retrieval_answer.judge_context_precision}
+            for metric in wanted:
+                yield self._task(index, metric, number, partial(
+                    judges[metric], self._client, self._prompts, question=question,
+                    reference_contexts=reference_texts, contexts=contexts))
+
+    def _failed(self, metric: str, message: str) -> dict[str, Any]:
+        evaluation = self._custom.get(metric)
+        if evaluation is not None:
+            return custom_metric.failed_keys(evaluation, message)
+        return {ERROR_KEYS[metric]: message}
+
+    def _cost_key(self, metric: str) -> str:
+        evaluation = self._custom.get(metric)
+        return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
+
+    def _task(self, index: int, metric: str, step: int | None,
               compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> Callable[[], _Outcome]:
         def work() -> _Outcome:
             outcome = _Outcome(index, metric, step)
             try:
                 produced = compute(outcome.ledger)
             except MetricFailed as error:
-                outcome.updates = {ERROR_KEYS[metric]: str(error)}
+                outcome.updates = self._failed(metric, str(error))
                 outcome.error = True
             except (jinja2.TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
                 # a per-case failure must not stop the run; say what it was so it can be reported
-                outcome.updates = {ERROR_KEYS[metric]: f"judge failed: {type(error).__name__}: {error}"}
+                outcome.updates = self._failed(metric, f"judge failed: {type(error).__name__}: {error}")
                 outcome.error = True
             except JudgeAborted:
                 outcome.error = True
@@ -291,7 +335,7 @@ class Judge:
                     outcome.waiting = produced
                     return outcome
                 outcome.updates = produced
-            outcome.updates[COST_KEYS[metric]] = outcome.ledger.cost_usd
+            outcome.updates[self._cost_key(metric)] = outcome.ledger.cost_usd
             return outcome
 
         return work
@@ -387,10 +431,27 @@ def _fail_relevance(outcome: _Outcome, message: str) -> None:
     outcome.waiting = None
 
 
-def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome]) -> dict[str, Any]:
+def matched_retrieval_steps(result: Mapping[str, Any]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(actual step number, reference step, actual step) of every reference retrieval step of any
+    group that matched an actual step with an output (graphrag-eval 6.x's rule)."""
+    steps = result.get("actual_steps") or []
+    number_by_id = {step.get("id"): number for number, step in enumerate(steps)
+                    if isinstance(step, dict) and step.get("id") is not None}
+    found = []
+    for group in result.get("reference_steps") or []:
+        for reference_step in group if isinstance(group, list) else []:
+            if not isinstance(reference_step, dict) or reference_step.get("name") != "retrieval":
+                continue
+            number = number_by_id.get(reference_step.get("matches"))
+            if number is not None and "output" in steps[number]:
+                found.append((number, reference_step, steps[number]))
+    return found
+
+
+def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome], *, order: Sequence[str]) -> dict[str, Any]:
     """A new result dict with the keys of its outcomes, in graphrag-eval's key order (as its own
     judged results are); judged steps are new dicts too, with their F1 keys."""
-    ordered = sorted(outcomes, key=lambda o: METRICS.index(o.metric))
+    ordered = sorted(outcomes, key=lambda o: order.index(o.metric))
     judged = dict(result)
     step_updates: dict[int, dict[str, Any]] = {}
     for outcome in ordered:
@@ -402,7 +463,10 @@ def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome]) -> dict[st
         steps = list(result["actual_steps"])
         for number, updates in step_updates.items():
             step = {**steps[number], **updates}
-            steps[number] = {**step, **retrieval_answer.f1_keys(step, "retrieval_answer")}
+            step.update(retrieval_answer.f1_keys(step, "retrieval_answer"))
+            if any(key.startswith("retrieval_context_") for key in updates):
+                step.update(retrieval_answer.f1_keys(step, "retrieval_context"))
+            steps[number] = step
         judged["actual_steps"] = steps
     return order_result_keys(judged)
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from qareport.ge6_config import CustomEvaluation
 from qareport.judge.prices import PRICES_CHECKED, ModelPrice
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -31,7 +32,20 @@ METRICS = (
     "retrieval_answer_precision",
 )
 """The LLM-judged metrics, each with its own prompt template `templates/judge/<metric>.txt`."""
+CONTEXT_METRICS = ("retrieval_context_recall", "retrieval_context_precision")
+"""Judged under graphrag-eval 6.x rules only: the retrieved contexts against the reference step's
+contexts, by the LLM (under 5.x these metrics are string similarities and need no LLM)."""
+ALL_METRICS = (*METRICS, *CONTEXT_METRICS)
 RESPONSE_FORMATS = ("json_schema", "json_object")
+
+
+@dataclass(frozen=True)
+class LiteLLMRoute:
+    """A model reached through litellm (a provider the openai package does not speak):
+    `model` is litellm's "provider/model", `options` its keyword arguments (api_base, ...)."""
+
+    model: str
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), repr=False)
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,15 @@ class JudgeSettings:
     temperature: float = 0.0
     response_format: str = "json_schema"
     metrics: tuple[str, ...] = METRICS
+    max_tokens: int | None = None  # a limit on each reply (graphrag-eval 6.x's llm.generation.max_tokens)
+    correctness_prompt: str | None = None  # 6.x's answer_correctness.prompt: a str.format template
+    custom_evaluations: tuple[CustomEvaluation, ...] = ()  # 6.x's custom LLM metrics
+    steps_semantics: int = 5  # 6: retrieval precision needs a reference answer, as in 6.x
+    embedding_base_url: str | None = None  # when embeddings come from another endpoint
+    embedding_api_key: str | None = field(default=None, repr=False)
+    litellm_chat: LiteLLMRoute | None = None  # chat through litellm instead of the openai package
+    litellm_embedding: LiteLLMRoute | None = None
+    source: str | None = None  # the configuration file the model came from, for messages
 
     @property
     def is_azure(self) -> bool:
@@ -89,6 +112,18 @@ class JudgeSettings:
             described["azure_deployment"] = self.azure_deployment
             described["azure_embedding_deployment"] = self.azure_embedding_deployment
             described["api_version"] = self.api_version
+        if self.max_tokens is not None:
+            described["max_tokens"] = self.max_tokens
+        if self.custom_evaluations:
+            described["custom_evaluations"] = [evaluation.name for evaluation in self.custom_evaluations]
+        if self.correctness_prompt is not None:
+            described["correctness_prompt"] = "custom"
+        if self.litellm_chat is not None:
+            described["litellm"] = self.litellm_chat.model
+        if self.embedding_base_url:
+            described["embedding_endpoint"] = public_url(self.embedding_base_url)
+        if self.source:
+            described["configured_in"] = self.source
         if self.prices:
             described["price_overrides"] = {
                 model: {"input_per_million": p.input_per_million, "output_per_million": p.output_per_million}

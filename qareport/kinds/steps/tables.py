@@ -59,6 +59,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -139,10 +140,24 @@ def _truncate(number: float) -> float:
     return math.trunc(scaled) / 10.0**DECIMAL_PLACES
 
 
+class _Infinite(str):
+    """The text of an infinite typed number: equal to "inf" / "-inf", but known to be one (for the
+    note that graphrag-eval would have stopped)."""
+
+    __slots__ = ()
+
+
+_INFINITY, _MINUS_INFINITY = "inf", "-inf"
+
+
 def cell_key(term: Any) -> Hashable:
     """What a cell is compared by: the text of its value, or UNBOUND."""
     value = parse_sparql_term(term)
-    return UNBOUND if value is None else str(value)
+    if value is None:
+        return UNBOUND
+    if type(value) is float and math.isinf(value):
+        return _Infinite(str(value))
+    return str(value)
 
 
 def compare_sparql_results(
@@ -159,39 +174,109 @@ def compare_sparql_results(
     non-JSON result (DESCRIBE / CONSTRUCT), which never matches. Raises `SparqlResultError` when
     `reference` or `required_columns` is malformed.
     """
+    verdict = compare_tables(reference, actual, required_columns, ordered=ordered,
+                             ignore_duplicates=ignore_duplicates)
+    return float(verdict.matched)
+
+
+@dataclass(frozen=True, slots=True)
+class TableVerdict:
+    """Whether an actual result holds the reference result; why not (when asked); and a note when
+    graphrag-eval would have stopped on this input instead of scoring it."""
+
+    matched: bool
+    reason: str | None = None
+    note: str | None = None
+
+
+def compare_tables(
+    reference: Any,
+    actual: Any,
+    required_columns: Sequence[str],
+    *,
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+    explain: bool = False,
+    cached: bool = False,
+) -> TableVerdict:
+    """`compare_sparql_results` as a `TableVerdict`: with `explain`, a mismatch says in a few words
+    how the actual result differs ("returned other rows (3 of 5 required rows)"); otherwise the reason is
+    None. `cached`: read each column of a bindings list once and keep it (for parsed outputs that
+    are shared and never changed, see `column_of`). Raises `SparqlResultError` when `reference` or
+    `required_columns` is malformed.
+    """
     if isinstance(actual, str):
-        return 0.0
+        return TableVerdict(False, "returned no SPARQL JSON result (not JSON: a DESCRIBE or CONSTRUCT result?)")
     if isinstance(reference, dict) and "boolean" in reference:
-        matched = isinstance(actual, dict) and actual.get("boolean", _MISSING) == reference["boolean"]
-        return float(matched)
+        expected = reference["boolean"]
+        got = actual.get("boolean", _MISSING) if isinstance(actual, dict) else _MISSING
+        if got == expected:
+            return TableVerdict(True)
+        if got is _MISSING:
+            return TableVerdict(False, f"returned no yes/no answer, expected {_json_text(expected)} (an ASK query)")
+        return TableVerdict(False, f"answered {_json_text(got)}, expected {_json_text(expected)}")
 
     reference_bindings = _reference_bindings(reference)
     required = _required_columns(required_columns)
     actual_table = _read_actual(actual)
     if actual_table is None:
-        return 0.0
+        note = None
+        if isinstance(actual, dict) and not isinstance(actual.get("head"), dict):
+            what = "an ASK answer" if "boolean" in actual else "a result"
+            note = (f"the actual output is {what} without a 'head' object, on which graphrag-eval stops; "
+                    "scored as no match")
+        return TableVerdict(False, "returned something that is not a SPARQL JSON result of rows", note)
     actual_vars, actual_bindings = actual_table
 
     if not actual_bindings and not reference_bindings:
-        return float(len(actual_vars) >= len(required))
-    if not actual_bindings or not reference_bindings:
-        return 0.0
+        if len(actual_vars) >= len(required):
+            return TableVerdict(True)
+        return TableVerdict(False, f"returned {_count(len(actual_vars), 'column')}, {len(required)} required")
+    if not actual_bindings:
+        return TableVerdict(False, f"returned no rows ({_count(len(reference_bindings), 'row')} required)")
+    if not reference_bindings:
+        return TableVerdict(False, f"returned {_count(len(actual_bindings), 'row')}, none expected")
     if len(required) > len(actual_vars):
-        return 0.0
+        return TableVerdict(False, f"returned {_count(len(actual_vars), 'column')}, {len(required)} required")
     if not required:
-        return 1.0
+        return TableVerdict(True)
 
-    interned: dict[Hashable, int] = {}
+    read = column_of if cached else _read_column_of
     try:
-        reference_columns = [_column(var, reference_bindings, interned) for var in required]
+        reference_columns = [read(reference_bindings, var) for var in required]
     except (TypeError, KeyError, IndexError, AttributeError) as error:
         raise SparqlResultError(f"the reference bindings are not SPARQL JSON terms ({error})") from None
     try:
-        actual_columns = [_column(var, actual_bindings, interned) for var in actual_vars]
+        actual_columns = [read(actual_bindings, var) for var in actual_vars]
     except (TypeError, KeyError, IndexError, AttributeError):
-        return 0.0  # graphrag-eval raises here; an unreadable actual result does not match
+        # graphrag-eval raises here; an unreadable actual result does not match
+        return TableVerdict(False, "returned bindings that are not SPARQL JSON terms")
+    note = _infinity_note(reference_columns, actual_columns)
     mode = "ordered" if ordered else "set" if ignore_duplicates else "multiset"
-    return float(tables_match(reference_columns, actual_columns, mode=mode))
+    if tables_match(reference_columns, actual_columns, mode=mode):
+        return TableVerdict(True, None, note)
+    if not explain:
+        return TableVerdict(False, None, note)
+    why = describe_difference(required, reference_columns, actual_columns, mode=mode, actual_names=actual_vars)
+    return TableVerdict(False, why, note)
+
+
+def _infinity_note(*tables: Sequence[Column]) -> str | None:
+    """A note when a typed number is infinite: graphrag-eval stops on it (it cannot truncate it)."""
+    for columns in tables:
+        for column in columns:
+            if (_INFINITY in column or _MINUS_INFINITY in column) and any(type(c) is _Infinite for c in column):
+                return ("a SPARQL result holds an infinite xsd number (INF), on which graphrag-eval stops; "
+                        "compared here as the text 'inf'")
+    return None
+
+
+def _json_text(value: Any) -> str:
+    return "true" if value is True else "false" if value is False else repr(value)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _reference_bindings(reference: Any) -> list:
@@ -236,32 +321,106 @@ def _read_actual(actual: Any) -> tuple[list, list] | None:
     return list(variables), bindings
 
 
-def _column(var: Any, bindings: list, interned: dict[Hashable, int]) -> tuple[int, ...]:
-    """The cells of `var` down the rows, each as a small int (equal ints, equal cells)."""
-    unbound_id = interned.setdefault(UNBOUND, len(interned))
-    cells: list[int] = []
-    append, intern = cells.append, interned.setdefault
+# --- columns, each read once ---------------------------------------------------------------------
+
+Cell = Hashable
+Column = tuple[Cell, ...]
+
+_COLUMNS_KEPT = 2048
+_columns: dict[int, tuple[list, dict[Any, Column]]] = {}
+
+
+def column_of(bindings: list, var: Any) -> Column:
+    """The cells of `var` down the rows of `bindings` (see `cell_key`), read once per bindings list:
+    a parsed output is shared by every comparison of its step (`step_kind.parsed_json`), so a
+    column compared with several others is converted once. Keeps the list alive while it is kept,
+    so that its id stays its own."""
+    entry = _columns.get(id(bindings))
+    if entry is None or entry[0] is not bindings:
+        if len(_columns) >= _COLUMNS_KEPT:
+            _columns.clear()
+        entry = (bindings, {})
+        _columns[id(bindings)] = entry
+    cached = entry[1]
+    column = cached.get(var)
+    if column is None:
+        column = cached[var] = _read_column(var, bindings)
+    return column
+
+
+def _read_column_of(bindings: list, var: Any) -> Column:
+    return _read_column(var, bindings)
+
+
+def _read_column(var: Any, bindings: list) -> Column:
+    cells: list[Cell] = []
+    append = cells.append
     for binding in bindings:
         term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)
         if term is _ABSENT:
-            append(unbound_id)
+            append(UNBOUND)
             continue
         # the common term (a URI, or a literal without a datatype) is its value: no conversion
         if type(term) is dict and "datatype" not in term:
             value = term.get("value")
-            key: Hashable = UNBOUND if value is None else value if type(value) is str else str(value)
+            append(UNBOUND if value is None else value if type(value) is str else str(value))
         else:
-            key = cell_key(term)
-        append(intern(key, len(interned)))
+            append(cell_key(term))
     return tuple(cells)
 
 
 _ABSENT = object()
 
 
-# --- the search ----------------------------------------------------------------------------------
+# --- how two tables differ ----------------------------------------------------------------------
 
-Column = tuple[int, ...]
+
+def describe_difference(required: Sequence[Any], reference_columns: Sequence[Column],
+                        actual_columns: Sequence[Column], *, mode: str, actual_names: Sequence[Any] = ()) -> str:
+    """Why tables that do not match differ, in a few words, for an analyst.
+
+    Each required column is paired with the unused actual column that shares most of its values
+    (the columns with most distinct values first); a required column whose values appear in no
+    actual column is missing (unless a column of its name holds other values: then no required row is
+    there). Under that pairing the rows are counted: how many required rows the
+    actual result holds, how many it adds, or, when the rows are the same, that their order or
+    their repetitions differ.
+    """
+    order = sorted(range(len(required)), key=lambda i: -len(set(reference_columns[i])))
+    used: set[int] = set()
+    chosen: dict[int, int] = {}
+    actual_sets = [set(column) for column in actual_columns]
+    for position in order:
+        values = set(reference_columns[position])
+        best, best_overlap = None, 0
+        for index, candidate in enumerate(actual_sets):
+            if index in used:
+                continue
+            overlap = len(values & candidate)
+            if overlap > best_overlap:
+                best, best_overlap = index, overlap
+        if best is None:
+            if required[position] in actual_names:
+                return f"returned other rows (0 of {_count(len(set(zip(*reference_columns))), 'required row')})"
+            return f"result lacks required column ?{required[position]}"
+        used.add(best)
+        chosen[position] = best
+    reference_rows = list(zip(*reference_columns))
+    actual_rows = list(zip(*(actual_columns[chosen[i]] for i in range(len(required)))))
+    wanted, got = set(reference_rows), set(actual_rows)
+    found = len(wanted & got)
+    if found < len(wanted):
+        return f"returned other rows ({found} of {_count(len(wanted), 'required row')})"
+    extra = len(got - wanted)
+    if extra:
+        return f"returned {_count(extra, 'row')} beyond the {_count(len(wanted), 'required row')}"
+    if mode == "ordered" and Counter(reference_rows) == Counter(actual_rows):
+        return "returned the required rows in another order (the reference is ordered)"
+    return (f"returned the required rows, repeated otherwise ({len(actual_rows)} rows, {len(reference_rows)} "
+            "required counting repetitions)")
+
+
+# --- the search ----------------------------------------------------------------------------------
 
 
 def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[Column], *, mode: str) -> bool:
@@ -327,20 +486,20 @@ def _without_duplicate_rows(columns: Sequence[Column]) -> list[Column]:
     return [tuple(column) for column in zip(*rows)]
 
 
-def _reference_levels(columns: list[Column], *, multiset: bool) -> list[tuple[dict[tuple[int, int], int], Any]]:
+def _reference_levels(columns: list[Column], *, multiset: bool) -> list[tuple[dict[tuple[int, Cell], int], Any]]:
     """For each depth of the search: ids of the reference rows projected on the columns assigned
     so far, keyed by (row id at the previous depth, cell), and what the actual rows must reproduce
     (every id once for sets, since all actual ids are reference ids; the same counts for multisets)."""
     levels = []
     rows = [0] * len(columns[0])
     for column in columns:
-        pair_ids: dict[tuple[int, int], int] = {}
+        pair_ids: dict[tuple[int, Cell], int] = {}
         rows = [pair_ids.setdefault(pair, len(pair_ids)) for pair in zip(rows, column)]
         levels.append((pair_ids, Counter(rows) if multiset else len(pair_ids)))
     return levels
 
 
-def _project(rows: list[int], column: Column, pair_ids: dict[tuple[int, int], int]) -> list[int] | None:
+def _project(rows: list[int], column: Column, pair_ids: dict[tuple[int, Cell], int]) -> list[int] | None:
     """The actual rows extended by `column`, as reference row ids; None as soon as one actual row
     has no reference row with the same projection (then the tables cannot be equal)."""
     projected = []

@@ -1,0 +1,109 @@
+"""Custom LLM metrics (graphrag-eval 6.x's `custom_evaluations`) as a kind: one column per output.
+
+The judge (`qareport.judge.custom_metric`) writes each evaluation's outputs into a turn's result
+dict; this kind reads them. Every output is a metric of the kind (its key is the output's name): a
+case's value is the mean of its turns' numeric values, so numeric outputs reach the results file,
+the stored run and the comparison with a baseline, where, like every metric, a drop counts as a
+regression; text outputs (a reason) are shown in the Overview and leave the metric empty.
+
+`use_custom_evaluations(evaluations)` registers the kind for a run's configuration (or removes it
+when the run has none), so the registry always describes the run at hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import fmean
+from typing import Any
+
+from qareport import kinds
+from qareport.errors import SettingsError
+from qareport.ge6_config import CustomEvaluation
+from qareport.kinds import Column, Kind, Metric, Table, mean_over_turns
+from qareport.records import CaseResult, TestCase
+
+KIND_NAME = "custom_evaluations"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+class CustomEvaluations(Kind):
+    """The outputs of a run's custom LLM metrics, read from each turn's result dict."""
+
+    builtin = True  # its values live in `TurnResult.qa`, as the answers kind's do
+    name = KIND_NAME
+    label = "custom LLM metrics"
+
+    def __init__(self, evaluations: Sequence[CustomEvaluation]):
+        self.evaluations = tuple(evaluations)
+        self.metrics = tuple(Metric(key, key.replace("_", " ")) for e in self.evaluations for key in e.output_keys)
+
+    def target_of(self, case: TestCase, turn_index: int) -> Any:
+        return None
+
+    def present(self, results: Sequence[CaseResult]) -> bool:
+        keys = [metric.key for metric in self.metrics]
+        return any(turn.qa is not None and any(key in turn.qa for key in keys) for r in results for turn in r.turns)
+
+    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        return {
+            metric.key: mean_over_turns(_number(t.qa.get(metric.key)) for t in result.turns if t.qa)
+            for metric in self.metrics
+        }
+
+    def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        return [Column(metric.label, _value(metric.key), 14, wrap=True) for metric in self.metrics]
+
+    def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
+        rows = []
+        for evaluation in self.evaluations:
+            for key in evaluation.output_keys:
+                values, texts, failed = [], 0, 0
+                for result in results:
+                    for turn in result.turns:
+                        qa = turn.qa or {}
+                        number = _number(qa.get(key))
+                        if number is not None:
+                            values.append(number)
+                        elif qa.get(key) is not None:
+                            texts += 1
+                        elif qa.get(evaluation.error_key):
+                            failed += 1
+                rows.append((evaluation.name, key, len(values), texts, failed,
+                             fmean(values) if values else None, min(values, default=None),
+                             max(values, default=None)))
+        return [Table(
+            "Custom LLM metrics (graphrag-eval 6.x custom_evaluations)",
+            ("evaluation", "output", "numeric values", "text values", "failed", "mean", "min", "max"),
+            tuple(rows),
+            (None, None, "integer", "integer", "integer", None, None, None),
+        )]
+
+
+def _value(key: str) -> Any:
+    def value(result: CaseResult) -> Any:
+        found = [(turn.number, turn.qa[key]) for turn in result.turns if turn.qa and turn.qa.get(key) is not None]
+        numbers = [_number(v) for _, v in found]
+        if found and all(n is not None for n in numbers):
+            return fmean(n for n in numbers if n is not None)
+        if len(found) == 1:
+            return str(found[0][1])
+        return "\n".join(f"Turn {number}: {text}" for number, text in found) or None
+
+    return value
+
+
+def use_custom_evaluations(evaluations: Sequence[CustomEvaluation]) -> None:
+    """Register the kind for these evaluations (none: remove it). SettingsError when an output
+    takes the name of another kind's metric."""
+    kinds.unregister(KIND_NAME)
+    if not evaluations:
+        return
+    try:
+        kinds.register(CustomEvaluations(evaluations))
+    except ValueError as error:
+        raise SettingsError(f"custom evaluations: {error}; give the outputs other names") from None

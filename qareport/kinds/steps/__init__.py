@@ -1,0 +1,171 @@
+"""Reference steps as a kind of target: graphrag-eval's steps score of each turn.
+
+    __init__.py       the kind (`ReferenceSteps`): metrics, the one-line reason, the details cell
+    matching.py       group matching: 5.x (the last group) or 6.x (every group), chosen by `semantics`
+    verdicts.py       how each reference step fared, and why it lost points
+    step_kind.py      the protocol every kind of step implements
+    registry.py       the kinds of step, in the order they are asked
+    sparql.py tables.py  json_output.py  retrieval.py  time_series.py  data_points.py
+    iri_discovery.py  exact.py          one module per kind of step
+
+The scoring (`qareport.qa`, `matching`, the step kinds) follows graphrag-eval, whose per-question
+result dict carries steps and answer keys together; this kind reads its keys from that dict
+(`TurnResult.qa`), and the `StepsOutcome` evaluation keeps under its name in `TurnResult.scores`
+to say which call matched each reference step, with what score, or why none did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from qareport.kinds import Column, Kind, Metric, mean_over_turns
+from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.verdicts import StepVerdict, step_verdicts
+from qareport.records import CaseResult, TestCase, TurnOutput, TurnResult
+from qareport.templating import template_environment
+
+DETAILS_TEMPLATE = "steps_details.txt"
+KIND_NAME = "reference_steps"
+
+
+def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
+    """The verdicts of a turn's reference steps, or None when the turn keeps no `StepsOutcome`
+    (a result built elsewhere: then only the result dict's `matches` are known)."""
+    outcome = turn.scores.get(KIND_NAME)
+    qa = turn.qa
+    if not isinstance(outcome, StepsOutcome) or qa is None:
+        return None
+    groups = qa.get("reference_steps")
+    if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
+        return None
+    actual = qa.get("actual_steps")
+    return step_verdicts(groups, actual if isinstance(actual, list) else [], outcome)
+
+
+def _fallback_verdicts(qa: dict[str, Any]) -> list[StepVerdict]:
+    """What the result dict alone says: the last group's steps and their `matches`."""
+    groups = qa.get("reference_steps") or []
+    last_group = groups[-1] if groups and isinstance(groups[-1], list) else []
+    return [
+        StepVerdict(len(groups), len(groups), index, step.get("name"), actual_id=step.get("matches"),
+                    reason=None if step.get("matches") else "no successful call matched")
+        for index, step in enumerate(last_group) if isinstance(step, dict)
+    ]
+
+
+def _step_line(verdict: StepVerdict) -> dict[str, Any]:
+    return {
+        "group": verdict.group_number,
+        "name": verdict.name,
+        "matches": verdict.actual_id,
+        "score": verdict.score,
+        "reason": verdict.reason,
+        "scored": verdict.scored,
+    }
+
+
+def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
+    qa = turn.qa
+    if qa is None or ("reference_steps" not in qa and "actual_steps" not in qa):
+        return None
+    groups = qa.get("reference_steps") or []
+    actual = [s for s in qa.get("actual_steps") or [] if isinstance(s, dict)]
+    outcome = turn.scores.get(KIND_NAME)
+    verdicts = turn_verdicts(turn)
+    semantics = outcome.semantics if isinstance(outcome, StepsOutcome) else 5
+    shown = list(verdicts) if verdicts is not None else _fallback_verdicts(qa)
+    return {
+        "number": turn.number,
+        "user_message": turn.user_message,
+        "semantics": semantics,
+        "has_reference": bool(groups) and qa.get("steps_score") is not None,
+        "steps_score": qa.get("steps_score"),
+        "steps_error": qa.get("steps_error"),
+        "steps_note": qa.get("steps_note"),
+        "groups": len(groups),
+        "reference": [_step_line(verdict) for verdict in shown],
+        "actual": [{"id": s.get("id"), "name": s.get("name"), "status": s.get("status")} for s in actual],
+        "failed": [
+            {"id": s.get("id"), "name": s.get("name"), "error": s.get("error", "")}
+            for s in actual if s.get("status") == "error"
+        ],
+    }
+
+
+def render_steps_details(result: CaseResult, *, templates_dir: str | None = None) -> str:
+    """The "steps details" cell: each reference step with the call that matched it and its score,
+    or why none did; then the calls and which of them failed."""
+    turns = [t for t in (_steps_turn(turn) for turn in result.turns) if t is not None]
+    if not turns:
+        return ""
+    template = template_environment(templates_dir).get_template(DETAILS_TEMPLATE)
+    return template.render(turns=turns, multi_turn=len(result.case.turns) > 1).strip("\n")
+
+
+def explain_turn(turn: TurnResult) -> str | None:
+    """Why a turn lost steps points, in one line ("sparql_query not called; retrieval recall@5
+    0.50: missed doc/17"); None when it did not."""
+    qa = turn.qa
+    if qa is None:
+        return None
+    if qa.get("steps_error"):
+        return f"steps not scored: {qa['steps_error']}"
+    score = qa.get("steps_score")
+    if not isinstance(score, (int, float)) or score >= 1:
+        return None
+    verdicts = turn_verdicts(turn)
+    if verdicts is None:
+        unmatched = [str(v.name) for v in _fallback_verdicts(qa) if not v.actual_id]
+        if unmatched:
+            return "no successful call matched " + ", ".join(unmatched)
+        return f"steps score {score:.2f}"
+    lost = [v for v in verdicts if v.lost_points and v.scored]
+    if not lost:
+        return f"steps score {score:.2f}"
+    several_groups = len({v.group_number for v in verdicts}) > 1  # 6.x, with more than one group
+    return "; ".join((f"group {v.group_number}: " if several_groups else "") + v.describe() for v in lost)
+
+
+class ReferenceSteps(Kind):
+    """The tool calls a system made, against the reference's groups of steps (graphrag-eval's rules)."""
+
+    builtin = True
+    name = KIND_NAME
+    label = "reference steps"
+    metrics = (Metric("steps_score", "steps score", headline=True),)
+
+    def target_of(self, case: TestCase, turn_index: int) -> Any:
+        return case.turns[turn_index].target.reference_steps
+
+    def output_of(self, output: TurnOutput | None) -> Any:
+        return None if output is None else output.actual_steps
+
+    def score_of(self, result: CaseResult, turn_index: int) -> Any:
+        return result.turns[turn_index].qa if turn_index < len(result.turns) else None
+
+    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        return {"steps_score": mean_over_turns(t.qa.get("steps_score") for t in result.turns if t.qa)}
+
+    def explain(self, result: CaseResult) -> str | None:
+        several = len(result.case.turns) > 1
+        reasons = [
+            (f"turn {turn.number}: " if several else "") + reason
+            for turn in result.turns if turn.qa is not None and (reason := explain_turn(turn))
+        ]
+        return "; ".join(reasons) or None
+
+    def present(self, results: Sequence[CaseResult]) -> bool:
+        """Reference steps in a test case, or steps in a response: either gets the columns."""
+        return any(self.has_target(r.case) for r in results) or any(
+            o.actual_steps is not None for r in results if r.response for o in r.response.turns
+        )
+
+    def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        return [
+            Column("steps score", lambda r: self.case_metrics(r)["steps_score"], 10, "score", score=True),
+            Column("steps details", lambda r: render_steps_details(r, templates_dir=templates_dir), 60, wrap=True),
+        ]
+
+
+STEPS = ReferenceSteps()

@@ -1,0 +1,367 @@
+"""Steps score: which actual tool calls reproduce the reference's groups of steps. Pure.
+
+Two sets of rules, graphrag-eval's, chosen by `semantics`:
+
+**5** (graphrag-eval 5.2: `get_steps_matches`, `evaluate_steps`)
+
+* Only the **last** group of `reference_steps` is scored.
+* The candidates for a reference step are the actual steps with status `success` and the same
+  `name`. Reference steps are taken in group order; each tries its candidates latest first and
+  takes the first whose output scores above 0. An actual step matches at most one reference step.
+* The score is the sum of the match scores over the number of steps in the last group.
+
+**6** (graphrag-eval 6.6: `match_groups`, `calculate_steps_score`)
+
+* **Every** group is scored, the last first. Within a group the reference steps are taken last
+  first, and each tries every successful actual step (whatever its name: the step kinds decide
+  which pairs can match), latest first, up to the earliest call matched by the later group; the
+  first scoring above 0 is its match, and an actual step matches one reference step per group.
+* When a group is not matched in full, the groups before it are not tried.
+* The score is the mean over the groups of (the sum of the group's match scores over its size).
+
+Outputs are compared by the step kinds (`registry.STEP_KINDS`: SPARQL results, retrieval, the
+time-series lookups, IRI discovery, JSON, exact text), each saying under which rules it applies.
+
+Where graphrag-eval raises (a step without what the comparison needs, an empty group, output that
+must be JSON and is not, ...), `evaluate_steps` returns an outcome whose `error` names the question,
+the step and what to fix, and whose `score` is None. As in graphrag-eval, a step is only checked
+when the rules reach it: a reference step without output that no actual step could match does not
+stop the scoring. Where graphrag-eval stops on an input that qareport scores (an infinite number in
+a SPARQL result, an ASK answer without `head` for a SELECT reference, a failed retrieval call under
+5.x, a column list written as a string), the outcome carries a note.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qareport.describing import describe_value
+from qareport.kinds.steps.registry import step_kind_for
+from qareport.kinds.steps.step_kind import (
+    DEFAULT_SEMANTICS,
+    Comparison,
+    Semantics,
+    StepPair,
+    StepsError,
+    actual_label,
+    reference_label,
+)
+
+RETRIEVAL = "retrieval"
+
+
+@dataclass(frozen=True, slots=True)
+class StepMatch:
+    """A reference step and the actual step that reproduced its output."""
+
+    reference_index: int  # 0-based, within its group
+    actual_index: int  # 0-based, within the actual steps
+    actual_id: Any
+    score: float  # in (0, 1]
+    group_index: int = -1  # the group within reference_steps, as Python indexes it (-1: the last)
+
+
+@dataclass(frozen=True, slots=True)
+class FailedCall:
+    """An actual step whose status is `error`."""
+
+    index: int  # 0-based, within the actual steps
+    id: Any
+    name: Any
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepsOutcome:
+    """The steps score of one question, how it came about, or why it could not be computed."""
+
+    score: float | None
+    matches: tuple[StepMatch, ...] = ()
+    failed_calls: tuple[FailedCall, ...] = ()
+    error: str | None = None
+    notes: tuple[str, ...] = ()  # where graphrag-eval would have stopped, and what was done instead
+    semantics: Semantics = DEFAULT_SEMANTICS
+
+
+def evaluate_steps(
+    reference_groups: Sequence[Sequence[Mapping[str, Any]]],
+    actual_steps: Sequence[Mapping[str, Any]],
+    *,
+    question_id: str | None = None,
+    semantics: Semantics = DEFAULT_SEMANTICS,
+) -> StepsOutcome:
+    """Score `actual_steps` against `reference_groups` under graphrag-eval `semantics` (5 or 6; see
+    the module doc). Neither argument is modified. `question_id` only names the question in `error`.
+    """
+    prefix = f"question {question_id!r}: " if question_id is not None else ""
+    failed_calls = _failed_calls(actual_steps)
+    matcher = _Matcher(actual_steps, semantics)
+    try:
+        if semantics == 6:
+            groups = _all_groups(reference_groups)
+            _check_actual_steps(actual_steps)
+            matches = matcher.match_all_groups(groups)
+            score = _mean_of_group_scores(groups, matches)
+        else:
+            last_group = _last_group(reference_groups)
+            candidates = _candidates_by_name(last_group, actual_steps)
+            matches = matcher.match_last_group(last_group, candidates)
+            total = 0.0  # added in match order from 0.0, as graphrag-eval does, for identical floats
+            for match in matches:
+                total += match.score
+            score = total / len(last_group)
+            matcher.notes.extend(_failed_retrieval_notes(actual_steps))
+    except StepsError as error:
+        return StepsOutcome(score=None, failed_calls=failed_calls, error=prefix + str(error), semantics=semantics)
+    return StepsOutcome(score=score, matches=matches, failed_calls=failed_calls,
+                        notes=tuple(dict.fromkeys(matcher.notes)), semantics=semantics)
+
+
+def annotate_reference_steps(
+    reference_groups: Sequence[Sequence[Mapping[str, Any]]],
+    outcome: StepsOutcome,
+    actual_steps: Sequence[Mapping[str, Any]],
+) -> list[list[dict[str, Any]]]:
+    """A copy of `reference_groups` in which each matched reference step has `matches` set to the
+    id of its actual step, as graphrag-eval writes it.
+
+    A step that appears in several places (a YAML anchor and its aliases) stays one object in the
+    copy, so `matches` shows wherever it appears, the last match written winning, as it does in
+    graphrag-eval (which writes into its input).
+    """
+    copies: dict[int, dict[str, Any]] = {}
+    annotated = [[copies.setdefault(id(step), dict(step)) for step in group] for group in reference_groups]
+    for match in outcome.matches:
+        actual_id = match.actual_id
+        if 0 <= match.actual_index < len(actual_steps):
+            actual_id = actual_steps[match.actual_index].get("id", actual_id)
+        annotated[match.group_index][match.reference_index]["matches"] = actual_id
+    return annotated
+
+
+def compare_pair(pair: StepPair, *, explain: bool = False) -> Comparison:
+    """One reference step against one actual step, by the step kind that applies (5.x first checks
+    that both have an output, as graphrag-eval 5.2 does). Raises StepsError."""
+    if pair.semantics == 5:
+        if not pair.reference.get("output"):
+            raise StepsError(f"{pair.reference_label} has no 'output'; add the output the step must produce.")
+        if "output" not in pair.actual:
+            raise StepsError(
+                f"{pair.actual_label} has status 'success' but no 'output'; record the step's output, or set "
+                "its status to 'error'."
+            )
+    kind = step_kind_for(pair.reference, pair.actual, semantics=pair.semantics)
+    return kind.compare(pair, explain=explain)
+
+
+class _Matcher:
+    """The matching of one question's steps, and the notes its comparisons leave."""
+
+    def __init__(self, actual_steps: Sequence[Mapping[str, Any]], semantics: Semantics):
+        self.actual_steps = actual_steps
+        self.semantics = semantics
+        self.notes: list[str] = []
+
+    def score(self, reference: Mapping[str, Any], reference_index: int, actual_index: int, place: str) -> float:
+        pair = StepPair(reference, self.actual_steps[actual_index], reference_index, actual_index, place,
+                        self.semantics)
+        comparison = compare_pair(pair)
+        if comparison.note:
+            self.notes.append(f"{pair.actual_label} against {pair.reference_label}: {comparison.note}")
+        return comparison.score
+
+    def matched(self, reference: Mapping[str, Any], reference_index: int, actual_index: int,
+                score: float, group_index: int, place: str) -> StepMatch:
+        actual = self.actual_steps[actual_index]
+        if "id" not in actual:
+            raise StepsError(
+                f"{actual_label(actual_index, actual)} matches {reference_label(reference_index, reference, place)} "
+                "but has no 'id'; give every step the id of its tool call."
+            )
+        return StepMatch(reference_index, actual_index, actual["id"], score, group_index)
+
+    def match_last_group(self, group: Sequence[Mapping[str, Any]],
+                         candidates: dict[Any, list[int]]) -> tuple[StepMatch, ...]:
+        used: set[int] = set()
+        matches = []
+        for reference_index, reference in enumerate(group):
+            for actual_index in reversed(candidates.get(reference["name"], [])):
+                if actual_index in used:
+                    continue
+                score = self.score(reference, reference_index, actual_index, "of the last group")
+                if score > 0.0:
+                    matches.append(self.matched(reference, reference_index, actual_index, score, -1,
+                                                "of the last group"))
+                    used.add(actual_index)
+                    break
+        return tuple(matches)
+
+    def match_all_groups(self, groups: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[StepMatch, ...]:
+        matches: list[StepMatch] = []
+        search_upto = len(self.actual_steps)
+        for group_index in reversed(range(len(groups))):
+            group = groups[group_index]
+            place = f"of group {group_index + 1}"
+            used: set[int] = set()
+            found = []
+            for reference_index in reversed(range(len(group))):
+                reference = group[reference_index]
+                for actual_index in reversed(range(search_upto)):
+                    if actual_index in used or self.actual_steps[actual_index]["status"] != "success":
+                        continue
+                    score = self.score(reference, reference_index, actual_index, place)
+                    if score > 0.0:
+                        found.append(self.matched(reference, reference_index, actual_index, score, group_index,
+                                                  place))
+                        used.add(actual_index)
+                        break
+            matches.extend(found)
+            if len(found) < len(group):
+                break  # a reference step has no call: the earlier groups are not tried
+            search_upto = min(match.actual_index for match in found)
+        return tuple(matches)
+
+
+def searched_calls(groups: Sequence[Sequence[Mapping[str, Any]]], matches: Sequence[StepMatch],
+                   group_index: int, actual_count: int) -> tuple[int, bool]:
+    """Under 6.x: how many of the first calls `group_index` was matched against, and whether it was
+    tried at all (a later group not matched in full stops the matching)."""
+    upto = actual_count
+    for later in range(len(groups) - 1, group_index, -1):
+        found = [m.actual_index for m in matches if m.group_index == later]
+        if len(found) < len(groups[later]) or not found:
+            return upto, False
+        upto = min(found)
+    return upto, True
+
+
+def _mean_of_group_scores(groups: Sequence[Sequence[Mapping[str, Any]]], matches: Sequence[StepMatch]) -> float:
+    """6.6's arithmetic, step for step, for identical floats."""
+    by_group: defaultdict[int, float] = defaultdict(float)
+    for match in matches:
+        by_group[match.group_index] += match.score
+    total: float = 0
+    for group_index in range(len(groups)):
+        total += by_group[group_index] / len(groups[group_index])
+    return total / len(groups)
+
+
+# --- structure ---------------------------------------------------------------------------------
+
+
+def _failed_calls(actual_steps: Any) -> tuple[FailedCall, ...]:
+    if not _is_list(actual_steps):
+        return ()
+    return tuple(
+        FailedCall(index=index, id=step.get("id"), name=step.get("name"), error=_text_or_none(step.get("error")))
+        for index, step in enumerate(actual_steps)
+        if isinstance(step, Mapping) and step.get("status") == "error"
+    )
+
+
+def _failed_retrieval_notes(actual_steps: Sequence[Mapping[str, Any]]) -> list[str]:
+    """graphrag-eval 5.2 reads the output of every `retrieval` call, and stops on one without."""
+    return [
+        f"{actual_label(index, step)} is a retrieval call without output (status {step.get('status')!r}), "
+        "on which graphrag-eval 5.2 stops; it is left out here"
+        for index, step in enumerate(actual_steps)
+        if step.get("name") == RETRIEVAL and "output" not in step
+    ]
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _groups_list(reference_groups: Any) -> Sequence[Any]:
+    if not _is_list(reference_groups):
+        raise StepsError(
+            f"'reference_steps' must be a list of groups of steps (got {describe_value(reference_groups)}); "
+            "write it as a list of lists of steps."
+        )
+    if not reference_groups:
+        raise StepsError(
+            "'reference_steps' is empty; give at least one group of steps, the last group being the "
+            "steps whose outputs the answer comes from."
+        )
+    return reference_groups
+
+
+def _checked_group(group: Any, what: str, in_group: str) -> Sequence[Mapping[str, Any]]:
+    if not _is_list(group):
+        raise StepsError(
+            f"{what} of 'reference_steps' must be a list of steps (got {describe_value(group)}); "
+            "write 'reference_steps' as a list of lists of steps."
+        )
+    if not group:
+        fix = ("put in it the steps whose outputs the answer comes from" if what == "the last group"
+               else "put in it the steps the system must call, or remove it")
+        raise StepsError(f"{what} of 'reference_steps' is empty; {fix}.")
+    for index, step in enumerate(group):
+        if not isinstance(step, Mapping) or "name" not in step:
+            raise StepsError(f"reference step {index + 1} {in_group} has no 'name'; name the tool the step calls.")
+        _require_hashable(step["name"], f"the 'name' of reference step {index + 1} {in_group}")
+    return group
+
+
+def _last_group(reference_groups: Any) -> Sequence[Mapping[str, Any]]:
+    groups = _groups_list(reference_groups)
+    return _checked_group(groups[-1], "the last group", "of the last group")
+
+
+def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
+    groups = _groups_list(reference_groups)
+    return [_checked_group(group, f"group {number}", f"of group {number}")
+            for number, group in enumerate(groups, start=1)]
+
+
+def _check_actual_steps(actual_steps: Any) -> None:
+    """Every actual step is an object with a name and a status (graphrag-eval reads both of every
+    step, at the latest in its aggregates)."""
+    if not _is_list(actual_steps):
+        raise StepsError(
+            f"'actual_steps' must be a list of steps (got {describe_value(actual_steps)}); "
+            "give the tool calls in the order they were made."
+        )
+    for index, step in enumerate(actual_steps):
+        if not isinstance(step, Mapping):
+            raise StepsError(
+                f"actual step {index + 1} must be an object with 'name', 'status' and 'output' "
+                f"(got {describe_value(step)})."
+            )
+        if "name" not in step:
+            raise StepsError(f"actual step {index + 1} has no 'name'; name the tool the step called.")
+        if "status" not in step:
+            raise StepsError(f"{actual_label(index, step)} has no 'status'; set it to 'success' or 'error'.")
+        if step["status"] == "success":
+            _require_hashable(step["name"], f"the 'name' of actual step {index + 1}")
+
+
+def _candidates_by_name(
+    group: Sequence[Mapping[str, Any]], actual_steps: Any
+) -> dict[Any, list[int]]:
+    """Indices of the successful actual steps, in call order, by name (names of `group` only)."""
+    _check_actual_steps(actual_steps)
+    wanted = {step["name"] for step in group}
+    candidates: dict[Any, list[int]] = {}
+    for index, step in enumerate(actual_steps):
+        if step["status"] == "success":
+            name = step["name"]
+            if name in wanted:
+                candidates.setdefault(name, []).append(index)
+    return candidates
+
+
+def _require_hashable(value: Any, what: str) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise StepsError(f"{what} must be a string (got {describe_value(value)}).") from None
+    return value
