@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport import qa
+from qareport.collector import collect_young, collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
 from qareport.records import (
@@ -26,8 +27,11 @@ from qareport.records import (
     TurnOutput,
     TurnResult,
 )
-from qareport.retrieval_context import with_retrieval_context_scores
+from qareport.retrieval_context import with_context_scores
 from qareport.set_metrics import mean_or_none
+
+
+YOUNG_COLLECTION_EVERY = 256  # cases between collections of the young objects (see `collector`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +129,13 @@ def _evaluate_question_case(case: TestCase, response: Response | None) -> tuple[
     """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
     the aggregates count it as an error instead of leaving it out."""
     turn = case.turns[0]
-    result = qa.evaluate_question(
+    result = with_context_scores(qa.evaluate_question(
         template_id=case.groups[0] if case.groups else None,
         question=question_dict(case, turn),
         response=None if response is None else response_dict(
             case.id, response, response.turns[0] if response.turns else None, with_tokens=True
         ),
-    )
+    ))
     status: CaseStatus
     error: str | None
     if response is None:
@@ -172,11 +176,11 @@ def _evaluate_turn(
         )
     qa_result = None
     if _needs_qa(turn, output):
-        qa_result = qa.evaluate_question(
+        qa_result = with_context_scores(qa.evaluate_question(
             template_id=None,
             question=question_dict(case, turn),
             response=response_dict(case.id, response, output, with_tokens=False),
-        )
+        ))
         if qa_result.get("steps_error"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
@@ -195,18 +199,22 @@ def evaluate_suite(
     options: EvaluationOptions = EvaluationOptions(),
     judge: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> Evaluation:
-    """Evaluate every case; then score the retrieval contexts (string similarity, no LLM) and let
-    the judge (if any) return the Q&A results with the LLM metrics, which replace the unjudged ones."""
+    """Evaluate every case (the Q&A results with their retrieval contexts scored by string
+    similarity, no LLM); then let the judge (if any) return the Q&A results with the LLM metrics,
+    which replace the unjudged ones."""
     results = []
     problems: list[Problem] = []
-    for case in suite.cases:
-        result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
-        results.append(result)
-        problems.extend(case_problems)
-    scored = with_retrieval_context_scores(qa_results(results))
-    if judge is not None:
-        scored = judge(scored)
-    return Evaluation(tuple(_with_qa_results(results, iter(scored))), tuple(problems))
+    with collector_paused():  # the results live on; scoring makes short-lived cycles, collected young
+        for number, case in enumerate(suite.cases, start=1):
+            result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
+            results.append(result)
+            problems.extend(case_problems)
+            if number % YOUNG_COLLECTION_EVERY == 0:
+                collect_young()
+    if judge is None:
+        return Evaluation(tuple(results), tuple(problems))
+    judged = judge(list(qa_results(results)))
+    return Evaluation(tuple(_with_qa_results(results, iter(judged))), tuple(problems))
 
 
 def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:
