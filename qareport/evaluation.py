@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport import qa
+from qareport.collector import collect_young, collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND
@@ -28,8 +29,11 @@ from qareport.records import (
     TurnOutput,
     TurnResult,
 )
-from qareport.retrieval_context import with_retrieval_context_scores
+from qareport.retrieval_context import with_context_scores
 from qareport.set_metrics import mean_or_none
+
+
+YOUNG_COLLECTION_EVERY = 256  # cases between collections of the young objects (see `collector`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +141,7 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         ),
         semantics=semantics,
     )
+    result = _with_context_scores(result, semantics)
     status: CaseStatus
     error: str | None
     if response is None:
@@ -186,6 +191,7 @@ def _evaluate_turn(
             response=response_dict(case.id, response, output, with_tokens=False),
             semantics=options.steps_semantics,
         )
+        qa_result = _with_context_scores(qa_result, options.steps_semantics)
         if qa_result.get("steps_error"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
@@ -210,21 +216,28 @@ def evaluate_suite(
     options: EvaluationOptions = EvaluationOptions(),
     judge: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> Evaluation:
-    """Evaluate every case; then score the retrieval contexts (string similarity, no LLM) and let
-    the judge (if any) return the Q&A results with the LLM metrics, which replace the unjudged ones."""
+    """Evaluate every case (the Q&A results with their retrieval contexts scored by string
+    similarity, no LLM); then let the judge (if any) return the Q&A results with the LLM metrics,
+    which replace the unjudged ones."""
     results = []
     problems: list[Problem] = []
-    for case in suite.cases:
-        result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
-        results.append(result)
-        problems.extend(case_problems)
-    # graphrag-eval 6.x has no string-similarity context metrics (its LLM-judged ones replace them)
-    scored = list(qa_results(results))
-    if options.steps_semantics == 5:
-        scored = with_retrieval_context_scores(scored)
-    if judge is not None:
-        scored = judge(scored)
-    return Evaluation(tuple(_with_qa_results(results, iter(scored))), tuple(problems))
+    with collector_paused():  # the results live on; scoring makes short-lived cycles, collected young
+        for number, case in enumerate(suite.cases, start=1):
+            result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
+            results.append(result)
+            problems.extend(case_problems)
+            if number % YOUNG_COLLECTION_EVERY == 0:
+                collect_young()
+    if judge is None:
+        return Evaluation(tuple(results), tuple(problems))
+    judged = judge(list(qa_results(results)))
+    return Evaluation(tuple(_with_qa_results(results, iter(judged))), tuple(problems))
+
+
+def _with_context_scores(result: dict[str, Any], semantics: Semantics) -> dict[str, Any]:
+    """graphrag-eval 5.x scores retrieval contexts by string similarity; 6.x has no such metrics
+    (its LLM-judged ones replace them)."""
+    return with_context_scores(result) if semantics == 5 else result
 
 
 def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:

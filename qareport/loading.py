@@ -10,17 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-
 from qareport import kinds
+from qareport.collector import collector_paused
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
+from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
 from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, yaml_documents
 from qareport.records import (
     USAGE_FIELDS,
@@ -136,12 +136,27 @@ def _files_in(folder: Path, suffixes: Sequence[str], problems: _Collector) -> li
     return sorted(files)
 
 
-def _read_text(path: Path, problems: _Collector) -> str | None:
+class _InputDigest:
+    """The sha256 of the files a given path stands for, in order, fed as each file is read (once)."""
+
+    def __init__(self) -> None:
+        self.hash = hashlib.sha256()
+
+    def update(self, data: bytes, /) -> None:
+        self.hash.update(data)
+
+    def hexdigest(self) -> str:
+        return self.hash.hexdigest()
+
+
+def _read_text(path: Path, problems: _Collector, digest: _InputDigest) -> str | None:
+    """The text of a file, read once: its bytes also go to `digest` (the inputs' sha256)."""
     try:
         data = path.read_bytes()
     except OSError as error:
         problems.add(str(path), None, f"cannot read the file: {error.strerror or error}")
         return None
+    digest.update(data)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -174,16 +189,6 @@ def _yaml_documents(path: Path, text: str, problems: _Collector, *, testcases: b
             yield part
     if not found and not reported:
         problems.add(str(path), None, "the file holds no data (only comments, or null); add to it or remove it")
-
-
-def _sha256(files: Iterable[Path]) -> str:
-    digest = hashlib.sha256()
-    for file in files:
-        try:
-            digest.update(file.read_bytes())
-        except OSError:
-            continue
-    return digest.hexdigest()
 
 
 # --- shapes ------------------------------------------------------------------------------------
@@ -307,9 +312,9 @@ def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict, ...]:
 def _plain(value: Any) -> Any:
     """Drop the line-tracking types, so records hold ordinary dicts and lists."""
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _plain(item) if isinstance(item, (dict, list)) else item for key, item in value.items()}
     if isinstance(value, list):
-        return [_plain(item) for item in value]
+        return [_plain(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 
@@ -352,7 +357,8 @@ def _parse_target(target: Any, *, line: int | None) -> Target:
 
 def definition_hash(case_payload: Any) -> str:
     """A short hash of what a case expects, to tell an edited test from a changed result."""
-    canonical = json.dumps(_plain(case_payload), sort_keys=True, ensure_ascii=False, default=str)
+    # json writes the line-tracking dicts and lists as plain ones: no copy needed
+    canonical = json.dumps(case_payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
@@ -509,8 +515,9 @@ def load_test_cases(
     first_seen: dict[str, TestCase] = {}
     for given, files in expand_paths(paths, TESTCASE_SUFFIXES, problems, role="test case"):
         count = 0
+        digest = _InputDigest()
         for file in files:
-            text = _read_text(file, problems)
+            text = _read_text(file, problems, digest)
             if text is None:
                 if problems.problems and problems.problems[-1].location.path == str(file) \
                         and "is empty" not in problems.problems[-1].message:
@@ -530,7 +537,7 @@ def load_test_cases(
                     first_seen[case.id] = case
                     cases.append(case)
                     count += 1
-        summaries.append(InputSummary(given, "testcases", len(files), count, _sha256(files)))
+        summaries.append(InputSummary(given, "testcases", len(files), count, digest.hexdigest()))
     return cases, summaries
 
 
@@ -556,44 +563,49 @@ def _records_in_json_value(value: Any) -> list[tuple[dict | Any, str | None]]:
     return [(value, None)]
 
 
-_ID_FIELD = re.compile(r'"(?:question_id|test_case_id|id)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+def _raw_response_records(
+    path: Path, problems: _Collector, digest: _InputDigest
+) -> Iterator[tuple[Any, str | None, int | None]]:
+    """(record, key id, line) for each record of a responses file, one at a time.
 
-
-def _id_lines(text: str) -> dict[str, int]:
-    """The line of the first id field of each record of a JSON text, in one pass (a search per
-    record would be quadratic on large files)."""
-    lines: dict[str, int] = {}
-    line, position = 1, 0
-    for match in _ID_FIELD.finditer(text):
-        line += text.count("\n", position, match.start())
-        position = match.start()
-        try:
-            value = json.loads(match.group(1))
-        except json.JSONDecodeError:
-            continue
-        lines.setdefault(str(value), line)
-    return lines
-
-
-def _raw_response_records(path: Path, text: str, problems: _Collector) -> Iterator[tuple[Any, str | None, int | None]]:
-    """(record, key id, line) for each record of a responses file, one at a time."""
+    JSON and JSON Lines are read in chunks, record by record (`json_input`), so that a large file's
+    text is never held whole. A file that is not well-formed is then read whole, which tells its
+    problems and their lines as they have always been told.
+    """
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
+    json_lines = suffix in (".jsonl", ".ndjson")
+    if json_lines or suffix == ".json":
+        attempt = digest.hash.copy()
+        try:
+            streamed = stream_json_lines(path, attempt) if json_lines else stream_json(path, attempt)
+        except OSError:
+            streamed = None  # reading it whole says why
+        if streamed is not None:
+            digest.hash = attempt
+            if isinstance(streamed, list):
+                for parsed in streamed:
+                    for line, message in parsed.problems:
+                        problems.add(str(path), line, message)
+                    if parsed.value is not UNREADABLE:
+                        yield parsed.value, None, parsed.number
+            else:
+                yield from _json_records(streamed.value, streamed.id_lines)
+            return
+    text = _read_text(path, problems, digest)
+    if text is None:
+        return
+    if json_lines:
+        for number, line_text in enumerate(text.splitlines(), start=1):
+            if not line_text.strip():
                 continue
-            value = _json_value(line, path, problems, line=number)
-            if value is not _UNREADABLE:
+            value = _json_value(line_text, path, problems, line=number)
+            if value is not UNREADABLE:
                 yield value, None, number
         return
     if suffix == ".json":
         value = _json_value(text, path, problems, line=None)
-        if value is _UNREADABLE:
-            return
-        id_lines = _id_lines(text)
-        for record, key in _records_in_json_value(value):
-            record_id = key or (_record_id(record) if isinstance(record, dict) else None)
-            yield record, key, id_lines.get(record_id) if record_id else None
+        if value is not UNREADABLE:
+            yield from _json_records(value, id_lines(text))
         return
     for document in _yaml_documents(path, text, problems):
         for record, key in _records_in_json_value(document):
@@ -601,37 +613,18 @@ def _raw_response_records(path: Path, text: str, problems: _Collector) -> Iterat
             yield _plain(record) if isinstance(record, (dict, list)) else record, key, where
 
 
-_UNREADABLE = object()
-MAX_INT_DIGITS = 4000  # below Python's int-to-string limit (4,300 digits)
+def _json_records(value: Any, lines: dict[str, int]) -> Iterator[tuple[Any, str | None, int | None]]:
+    """The records of a JSON file's value, each with the line of the first id field naming it."""
+    for record, key in _records_in_json_value(value):
+        record_id = key or (_record_id(record) if isinstance(record, dict) else None)
+        yield record, key, lines.get(record_id) if record_id else None
 
 
 def _json_value(text: str, path: Path, problems: _Collector, *, line: int | None) -> Any:
-    """One JSON text; `_UNREADABLE` (with a problem) when it is not JSON or nests too deeply.
-    An integer too long to be a number is kept as text, with a problem."""
-    oversized: list[str] = []
-
-    def parse_int(digits: str) -> int | str:
-        if len(digits) > MAX_INT_DIGITS:
-            oversized.append(digits)
-            return digits
-        return int(digits)
-
-    try:
-        value = json.loads(text, parse_int=parse_int)
-    except json.JSONDecodeError as error:
-        if line is not None:
-            problems.add(str(path), line, f"invalid JSON on this line: {error.msg}; fix or remove the line")
-        else:
-            problems.add(str(path), error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax")
-        return _UNREADABLE
-    except RecursionError:
-        problems.add(str(path), line, "the JSON nests too deeply to read (over about a thousand levels); "
-                                      "qareport refuses it")
-        return _UNREADABLE
-    for digits in oversized:
-        where = line if line is not None else text.count("\n", 0, max(0, text.find(digits))) + 1
-        problems.add(str(path), where, f"a number with {len(digits):,} digits is too long to read as a number; "
-                                       "it is kept as text")
+    """One JSON text; `UNREADABLE` (with a problem) when it is not JSON or nests too deeply."""
+    value, found = parse_json(text, line=line)
+    for where, message in found:
+        problems.add(str(path), where, message)
     return value
 
 
@@ -729,11 +722,9 @@ def load_responses(
     summaries = []
     for given, files in expand_paths(paths, RESPONSE_SUFFIXES, problems, role="responses"):
         count = 0
+        digest = _InputDigest()
         for file in files:
-            text = _read_text(file, problems)
-            if text is None:
-                continue
-            for record, key_id, line in _raw_response_records(file, text, problems):
+            for record, key_id, line in _raw_response_records(file, problems, digest):
                 location = Location(str(file), line)
                 notes: list[str] = []
                 try:
@@ -759,7 +750,7 @@ def load_responses(
                     continue
                 responses[response.case_id] = response
                 count += 1
-        summaries.append(InputSummary(given, "responses", len(files), count, _sha256(files)))
+        summaries.append(InputSummary(given, "responses", len(files), count, digest.hexdigest()))
     return responses, summaries
 
 
@@ -770,8 +761,9 @@ def load_suite(
     Without any response path the test cases are checked alone (`qareport validate TESTCASES`)."""
     response_paths = list(response_paths)
     problems = _Collector()
-    cases, case_inputs = load_test_cases(testcase_paths, problems)
-    responses, response_inputs = load_responses(response_paths, problems)
+    with collector_paused():  # everything loaded lives on: see `collector`
+        cases, case_inputs = load_test_cases(testcase_paths, problems)
+        responses, response_inputs = load_responses(response_paths, problems)
     known = {case.id for case in cases}
     lost_ids = {u.case_id: u for u in problems.unloaded if u.case_id}
     lost_files = [u for u in problems.unloaded if u.case_id is None]

@@ -91,6 +91,18 @@ def string_similarity(a: str, b: str) -> float:
     return 1.0 - levenshtein_distance(a, b) / longest
 
 
+def _similarity_near(a: str, b: str, threshold: float) -> float | None:
+    """`string_similarity(a, b)`, or None when it is surely below `threshold`: the edit distance
+    is at least the difference in length, so the similarity is at most shorter / longer (with a
+    margin far above rounding error)."""
+    if a == b:
+        return 1.0
+    shorter, longer = sorted((len(a), len(b)))
+    if shorter < (threshold - 1e-9) * longer:
+        return None
+    return string_similarity(a, b)
+
+
 @dataclass(frozen=True, slots=True)
 class ContextOverlap:
     """Retrieved contexts against reference contexts, by string similarity.
@@ -133,11 +145,19 @@ def context_overlap(
         else:
             why = f"{n_ref} contexts expected, none retrieved"
         return ContextOverlap((False,) * n_ref, (False,) * n_ret, recall, precision, why, why)
-    similarity = [[string_similarity(ref, ret) for ret in retrieved_texts] for ref in reference_texts]
-    found = tuple(max(row) > threshold for row in similarity)
-    relevant = tuple(
-        max(similarity[i][j] for i in range(n_ref)) >= threshold for j in range(n_ret)
-    )
+    # found[i]: some similarity of reference i is > threshold; relevant[j]: some similarity of
+    # retrieved j is >= threshold. Only these verdicts count, so a pair that cannot change one is
+    # not measured: both already true, or lengths too far apart to reach the threshold.
+    found_list, relevant_list = [False] * n_ref, [False] * n_ret
+    for i, reference in enumerate(reference_texts):
+        for j, retrieved in enumerate(retrieved_texts):
+            if found_list[i] and relevant_list[j]:
+                continue
+            similarity = _similarity_near(reference, retrieved, threshold)
+            if similarity is not None:
+                found_list[i] = found_list[i] or similarity > threshold
+                relevant_list[j] = relevant_list[j] or similarity >= threshold
+    found, relevant = tuple(found_list), tuple(relevant_list)
     recall = sum(found) / n_ref
     precision = average_precision_of_verdicts(relevant)
     recall_reason = (
@@ -224,10 +244,11 @@ def with_retrieval_context_scores(results: Iterable[Mapping[str, Any]]) -> list[
     {id, text} gets `retrieval_context_recall_error` and `retrieval_context_precision_error` instead.
     A result with nothing to score is returned as a plain copy.
     """
-    return [_with_context_scores(result) for result in results]
+    return [with_context_scores(result) for result in results]
 
 
-def _with_context_scores(result: Mapping[str, Any]) -> dict[str, Any]:
+def with_context_scores(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of one result (see `with_retrieval_context_scores`)."""
     scored = dict(result)
     if result.get("status") != "success":
         return scored

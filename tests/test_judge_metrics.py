@@ -174,6 +174,17 @@ def test_context_overlap_similarity_exactly_at_threshold():
     assert got.precision == 1.0
 
 
+@given(st.lists(st.text(alphabet="ab", max_size=8), min_size=1, max_size=4),
+       st.lists(st.text(alphabet="ab", max_size=8), min_size=1, max_size=4),
+       st.sampled_from([0.0, 0.25, 0.5, 0.6, 0.75, 1.0]))
+def test_context_overlap_verdicts_are_those_of_every_pair_measured(reference, retrieved, threshold):
+    # qareport skips pairs whose lengths cannot reach the threshold; the verdicts must not change
+    similarity = [[string_similarity(ref, ret) for ret in retrieved] for ref in reference]
+    got = context_overlap(reference, retrieved, threshold=threshold)
+    assert got.found == tuple(max(row) > threshold for row in similarity)
+    assert got.relevant == tuple(max(row[j] for row in similarity) >= threshold for j in range(len(retrieved)))
+
+
 @pytest.mark.parametrize(
     "reference, retrieved, recall, precision",
     [([], [], 1.0, 1.0), ([], ["x"], 1.0, 0.0), (["x"], [], 0.0, 0.0)],
