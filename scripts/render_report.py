@@ -2,6 +2,10 @@
 """Render each sheet of a workbook to PNG pages, to look at a report the way a person would.
 
     python scripts/render_report.py report.xlsx [--outdir DIR] [--dpi 80] [--sheet Summary ...]
+    python scripts/render_report.py report.xlsx --screenshot [--size 1600x1000] [--sheet Overview ...]
+
+Pages show how a sheet prints; `--screenshot` shows what fits in one screen instead: the real
+LibreOffice window on a virtual screen, one PNG per sheet (`screenshot.py`).
 
 For every visible sheet it makes a copy of the workbook in which only that sheet is visible,
 converts the copies to PDF with LibreOffice in one headless call (a private profile, so a running
@@ -143,9 +147,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dpi", type=int, default=80, help="resolution of the PNGs (default 80)")
     parser.add_argument("--sheet", action="append", dest="sheets", metavar="NAME",
                         help="render only this sheet (repeatable; default: every visible sheet)")
+    parser.add_argument("--screenshot", action="store_true",
+                        help="a screenshot of the LibreOffice window per sheet instead of printed pages")
+    parser.add_argument("--size", default="1600x1000", help="the screen for --screenshot (default 1600x1000)")
     args = parser.parse_args(argv)
     outdir = args.outdir or Path(f"render-{args.report.stem}")
     try:
+        if args.screenshot:
+            from screenshot import screenshot
+
+            with zipfile.ZipFile(args.report) as package:
+                available = visible_sheets(package.read("xl/workbook.xml").decode("utf-8"))
+            outdir.mkdir(parents=True, exist_ok=True)
+            for sheet in args.sheets or available:
+                print(screenshot(args.report, sheet, outdir / f"{safe_name(sheet)}-screen.png", size=args.size))
+            return 0
         pages = render_report(args.report, outdir, dpi=args.dpi, sheets=args.sheets)
     except (RenderError, OSError, zipfile.BadZipFile, subprocess.SubprocessError) as error:
         print(f"render_report: {error}", file=sys.stderr)

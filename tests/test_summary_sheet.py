@@ -262,3 +262,18 @@ def test_overview_shows_the_test_authors_comments(workbook):
     comments = [overview.cell(r, headers.index("comments") + 1).value for r in range(2, 31)]
     assert "The user did not ask for a frequency, so FREQ is not part of the target." in comments
     assert "=> BoJ left negative rates in March 2024; expect monthly data (FREQ M)." in comments  # text, not a formula
+
+
+def test_the_headline_interval_agrees_with_a_bootstrap_computed_here_from_the_overview(workbook):
+    import random
+
+    overview, summary = workbook["Overview"], workbook["Summary"]
+    headers = [c.value for c in overview[1]]
+    values = [v for r in range(2, 31) if isinstance(v := overview.cell(r, headers.index("macro recall") + 1).value,
+                                                     (int, float))]
+    draws = random.Random(7)
+    means = sorted(sum(draws.choice(values) for _ in values) / len(values) for _ in range(20_000))
+    low, high = means[int(0.025 * len(means))], means[int(0.975 * len(means)) - 1]
+    shown = row_starting(summary, "macro recall")[2]
+    got_low, got_high = (float(part) for part in shown.split(" – "))
+    assert got_low == pytest.approx(low, abs=0.02) and got_high == pytest.approx(high, abs=0.02)

@@ -30,8 +30,16 @@ QA_METRICS = (
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 
 
+LABELS = {
+    # two different retrieval recalls: the steps score's recall@k counts document ids; these compare texts
+    "retrieval_context_recall": "context recall (text similarity)",
+    "retrieval_context_precision": "context precision (text similarity)",
+    "retrieval_context_f1": "context F1 (text similarity)",
+}
+
+
 def metric_label(key: str) -> str:
-    return key.replace("_", " ").replace(" f1", " F1").replace("sec", "seconds")
+    return LABELS.get(key) or key.replace("_", " ").replace(" f1", " F1").replace("sec", "seconds")
 
 
 def metric_format(key: str) -> str:
@@ -183,10 +191,12 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, chart
     tables.section(
         "Q&A: means per template",
         "Means over the questions with a successful response; error samples are counted beside them. "
-        "micro: all questions together; macro: the mean of the template means.",
+        "micro: all questions together; macro: the mean of the template means. The steps score of a "
+        "retrieval step is recall@k over document ids; context recall and precision (text similarity) "
+        "compare the retrieved texts with the reference contexts.",
     )
     rows = []
-    for template_id, summary in sorted(per_template.items()):
+    for template_id, summary in per_template.items():  # first appearance, as everywhere
         rows.append((
             template_id, summary.get("number_of_success_samples", 0), summary.get("number_of_error_samples", 0),
             *[(_template_metric(summary, m) or {}).get("mean") for m in metrics],
@@ -216,7 +226,7 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, chart
                             (None, *[styles.SCORE_FORMAT] * 5))
     _restyle_micro_rows(tables.ws, first, stat_rows, metrics)
     counter_rows = []
-    for template_id, summary in sorted(per_template.items()):
+    for template_id, summary in per_template.items():  # first appearance, as everywhere
         steps = summary.get("steps") or {}
         names = sorted({name for key in STEP_COUNTERS for name in (steps.get(key) or {})})
         for name in names:

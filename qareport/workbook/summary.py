@@ -31,7 +31,7 @@ from qareport.workbook.cells import write
 from qareport.workbook.sheet import Cell, Sheet
 from qareport.workbook.sheet_names import CHANGES, OVERVIEW
 
-COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 9.0, 7: 9.0, 8: 21.0, 9: 8.0}
+COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 9.0, 7: 9.0, 8: 21.0, 9: 12.0}
 LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-I
 KEY_COLUMN, VALUE_COLUMN = 11, 12  # K, L
 KEY_WIDTH, VALUE_WIDTH = 21.0, 46.0
