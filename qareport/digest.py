@@ -16,7 +16,7 @@ import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from qareport import kinds
@@ -219,8 +219,6 @@ def _with_verdict(digest: Digest) -> Digest:
 
 
 def _replace_verdict(digest: Digest, verdict: str) -> Digest:
-    from dataclasses import replace
-
     return replace(digest, verdict=verdict)
 
 

@@ -22,7 +22,7 @@ from qareport.gates import GateVerdict, Threshold, check_gates
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
-from qareport.statistics import SuiteStatistics, summarize
+from qareport.statistics import summarize
 from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from qareport.comparison import (
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
 from qareport.digest import Digest, digest_from_json, digest_to_json
-from qareport.records import USAGE_FIELDS, CaseResult, Review, RunInfo, RunSnapshot
+from qareport.records import USAGE_FIELDS, CaseResult, Review, RunSnapshot
 
 if TYPE_CHECKING:
     from qareport.report import Report

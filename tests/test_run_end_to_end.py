@@ -1,9 +1,6 @@
 """`qareport run` end to end on the bundled test cases, read back with openpyxl."""
 
 import json
-import os
-import shutil
-from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook

@@ -209,7 +209,7 @@ def test_overview_rows_stay_compact_and_a_cut_text_keeps_every_word_after_a_mark
     details = headers.index("indicator selection details") + 1
     multi_turn = next(r for r in range(2, 31) if str(overview.cell(r, details).value).startswith("Turn 1:"))
     text = overview.cell(multi_turn, details).value
-    visible, marker, *rest = text.split("\n▼ ")[0].split("\n"), text.split("\n▼ ")[1].split("\n")[0], None
+    visible, marker = text.split("\n▼ ")[0].split("\n"), text.split("\n▼ ")[1].split("\n")[0]
     assert marker.endswith("more lines") and len(visible) + 1 <= overview.row_dimensions[multi_turn].height / 15
     assert text.replace(f"\n▼ {marker}", "").count("\n") == text.count("\n") - 1  # the marker adds one line, no word goes
     assert "* DEU: Germany" in text  # the last line of the full details is still in the cell

@@ -1,7 +1,6 @@
 """Text from inputs is always text, never breaks the file, and the file is written atomically."""
 
 import json
-import textwrap
 
 import pytest
 import xlsxwriter

@@ -28,7 +28,7 @@ from typing import Any
 from qareport import kinds as kind_registry
 from qareport.comparison import Comparison
 from qareport.kinds import CellFormat, Column, ColumnPlace
-from qareport.records import REVIEW_CHOICES, USAGE_FIELDS, CaseResult
+from qareport.records import REVIEW_CHOICES, USAGE_FIELDS, CaseResult, Review
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import fit_text, write
@@ -46,6 +46,7 @@ MAX_LINES = 8  # 120 points: a row never hides more than a few of its neighbours
 MIN_LINES_WITH_TEXT = 3  # a row with long text shows at least two of its lines and the marker
 REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
 LONG = "long"  # the place of the columns after the scanning part (test, long texts, usage)
+NO_REVIEW = Review()
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
 """The wrapped columns whose text decides a row's height; every other wrapped text is cut to it."""
 
@@ -99,8 +100,8 @@ def overview_columns(report: Report, *, templates_dir: str | None) -> list[Colum
         verdicts = _change_verdicts(comparison)
         columns.append(Column(VS_BASELINE, lambda r: verdicts.get(r.case.id), 13))
     columns += [
-        Column(REVIEW, lambda r: (reviews.get(r.case.id) or _NO_REVIEW).verdict, 13),
-        Column(REVIEW_NOTE, lambda r: (reviews.get(r.case.id) or _NO_REVIEW).note, 30, wrap=True),
+        Column(REVIEW, lambda r: reviews.get(r.case.id, NO_REVIEW).verdict, 13),
+        Column(REVIEW_NOTE, lambda r: reviews.get(r.case.id, NO_REVIEW).note, 30, wrap=True),
         *by_place["number"],
     ]
     if any(r.case.comments for r in results):
@@ -114,14 +115,6 @@ def overview_columns(report: Report, *, templates_dir: str | None) -> list[Colum
         columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
                            USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
     return columns
-
-
-class _NoReview:
-    verdict = None
-    note = None
-
-
-_NO_REVIEW = _NoReview()
 
 
 def write_overview(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
-from qareport.digest import CaseLine, Digest, signed
+from qareport.digest import CaseLine, Digest
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
