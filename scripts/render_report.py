@@ -140,6 +140,21 @@ def render_report(report: Path, outdir: Path, *, dpi: int = 80, sheets: list[str
     return pages
 
 
+def take_screenshots(report: Path, outdir: Path, *, sheets: list[str] | None, size: str) -> int:
+    import screenshot as shots  # its RenderError is the one of this module as imported, not as run
+
+    with zipfile.ZipFile(report) as package:
+        available = visible_sheets(package.read("xl/workbook.xml").decode("utf-8"))
+    outdir.mkdir(parents=True, exist_ok=True)
+    try:
+        for sheet in sheets or available:
+            print(shots.screenshot(report, sheet, outdir / f"{safe_name(sheet)}-screen.png", size=size))
+    except shots.RenderError as error:
+        print(f"render_report: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="the workbook (.xlsx)")
@@ -154,14 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     outdir = args.outdir or Path(f"render-{args.report.stem}")
     try:
         if args.screenshot:
-            from screenshot import screenshot
-
-            with zipfile.ZipFile(args.report) as package:
-                available = visible_sheets(package.read("xl/workbook.xml").decode("utf-8"))
-            outdir.mkdir(parents=True, exist_ok=True)
-            for sheet in args.sheets or available:
-                print(screenshot(args.report, sheet, outdir / f"{safe_name(sheet)}-screen.png", size=args.size))
-            return 0
+            return take_screenshots(args.report, outdir, sheets=args.sheets, size=args.size)
         pages = render_report(args.report, outdir, dpi=args.dpi, sheets=args.sheets)
     except (RenderError, OSError, zipfile.BadZipFile, subprocess.SubprocessError) as error:
         print(f"render_report: {error}", file=sys.stderr)

@@ -65,7 +65,7 @@ def screenshot(report: Path, sheet: str, out: Path, *, size: str = "1600x1000", 
                 [_need("soffice"), f"-env:UserInstallation={(work / 'profile').as_uri()}", "--norestore",
                  "--nologo", "--calc", str(copy)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            window = _wait_for_window(env, copy.stem, timeout=90)
+            window = _wait_for_window(env, copy.stem, timeout=240)  # a busy machine starts LibreOffice slowly
             subprocess.run([_need("xdotool"), "windowsize", window, str(width), str(height)], env=env)
             subprocess.run([_need("xdotool"), "windowmove", window, "0", "0"], env=env)
             time.sleep(settle)
