@@ -1,35 +1,37 @@
-"""Time qareport's `run_evaluation` against graphrag-eval 5.2.0's on the same synthetic suite,
-and check that both give the same steps scores and step aggregates.
+"""Time qareport's steps evaluation against graphrag-eval's on the same synthetic suites, and check
+that both give the same steps scores and aggregates: graphrag-eval 5.2.0 against qareport's default
+(5.x) rules, and graphrag-eval 6.6.1 against qareport's `semantics=6`.
 
-    python benchmarks/bench_vs_graphrag_eval.py [--questions 2000] [--seed 7] [--widths ordinary wide]
+    python benchmarks/bench_vs_graphrag_eval.py [--questions 2000] [--seed 7] [--widths ordinary seed wide]
+                                                [--versions 5.2.0 6.6.1] [--repeat 3]
 
-Both kinds of input are measured side by side in one run: "ordinary" questions (SPARQL results of
-one or two required columns and a few rows, the common case) and "wide" ones (two to five columns,
-tens of rows, where graphrag-eval's search over column permutations costs most).
+The kinds of input, measured side by side in one run:
 
-graphrag-eval is imported from its wheel in this process: `/tmp/gre/graphrag_eval-5.2.0-...whl` if
-present, else the wheel `pip download` fetches into ~/.cache/qareport-bench (it is pure Python;
-its metadata asks for Python 3.12, so the download names that version). No LLM is called:
-  * OPENAI_API_KEY is unset, and the copies of the responses given to graphrag-eval have no
-    `actual_answer`, so it does not try answer relevance or correctness;
-  * a stand-in `langevals_ragas` module tree answers its retrieval metrics with a result whose
-    status is not "processed" (graphrag-eval then records an error string, which no aggregate
-    reads);
-  * on Python < 3.12, graphrag-eval's aggregation module gets Python 3.12's `sum()` (compensated
-    float summation; graphrag-eval requires Python 3.12), as qareport's aggregates use it.
+* "ordinary": SPARQL results of one or two required columns and a few rows (the common question);
+* "seed": shaped like the seed README's examples, two required columns, answers of two to four
+  columns (extra ones included) and 1 to 16 rows;
+* "wide": two to five columns and tens of rows, where graphrag-eval's search over column
+  permutations costs most.
 
-Timings are wall-clock times of `run_evaluation` alone (graphrag-eval mutates its inputs, so it
-gets deep copies made beforehand); peak memory is measured in a second run of each under
+graphrag-eval is imported from its wheels (`graphrag_eval_wheels.py`: ~/.cache/qareport/wheels,
+downloaded when absent). No LLM is called: OPENAI_API_KEY is unset, the responses given to
+graphrag-eval have no `actual_answer`, 6.6.1 gets no configuration, and a stand-in `langevals_ragas`
+module tree answers 5.2.0's retrieval metrics with "not evaluated" (it records an error string,
+which no aggregate reads). On Python < 3.12 both aggregate with Python 3.12's `sum()`.
+
+Each timing is the best of `--repeat` runs of `run_evaluation` alone (graphrag-eval mutates its
+inputs, so every run gets deep copies made beforehand; qareport's caches of parsed outputs and
+converted values are emptied before each of its runs); peak memory is measured in one more run of each under
 tracemalloc, so that tracing does not slow the timed runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
-import glob
+import logging
 import os
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -38,28 +40,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_suite import generate_suite  # noqa: E402
+from ge6_suite import ge6_inputs  # noqa: E402
+from graphrag_eval_wheels import import_graphrag_eval  # noqa: E402
+from synthetic_suite import WIDTHS, generate_suite  # noqa: E402
 
-from qareport.aggregates import compute_aggregates, sum_as_python312  # noqa: E402
+from qareport.aggregates import compute_aggregates  # noqa: E402
+from qareport.kinds.steps import step_kind, tables  # noqa: E402
 from qareport.qa import run_evaluation  # noqa: E402
 
-WHEEL_GLOB = "graphrag_eval-5.2.0-py3-none-any.whl"
-LOCAL_WHEEL_DIRS = [Path("/tmp/gre")]
-CACHE_DIR = Path.home() / ".cache" / "qareport-bench"
-
-
-def find_or_download_wheel() -> Path:
-    for directory in [*LOCAL_WHEEL_DIRS, CACHE_DIR]:
-        found = sorted(glob.glob(str(directory / WHEEL_GLOB)))
-        if found:
-            return Path(found[0])
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
-         "--only-binary=:all:", "--dest", str(CACHE_DIR), "graphrag-eval==5.2.0"],
-        check=True,
-    )
-    return Path(sorted(glob.glob(str(CACHE_DIR / WHEEL_GLOB)))[0])
+VERSIONS = ("5.2.0", "6.6.1")
 
 
 def install_langevals_stand_in() -> None:
@@ -99,16 +88,18 @@ def install_langevals_stand_in() -> None:
         setattr(package, module_name, module)
 
 
-def import_graphrag_eval() -> types.ModuleType:
+def import_versions(versions: list[str]) -> dict[str, types.ModuleType]:
     os.environ.pop("OPENAI_API_KEY", None)
-    sys.path.insert(0, str(find_or_download_wheel()))
     install_langevals_stand_in()
-    import graphrag_eval
-    import graphrag_eval.aggregation
-
-    if sys.version_info < (3, 12):
-        graphrag_eval.aggregation.sum = sum_as_python312  # the builtin it would have on 3.12
-    return graphrag_eval
+    imported = {}
+    for version in versions:
+        module = import_graphrag_eval(version, download=True, plain_name=version.startswith("5"))
+        assert module is not None
+        logging.getLogger(module.__name__).disabled = True
+        for name in ("steps.evaluation", "aggregation"):
+            logging.getLogger(f"{module.__name__}.{name}").disabled = True  # 6.6.1 logs unparsable outputs
+        imported[version] = module
+    return imported
 
 
 def graphrag_inputs(reference_qas: list[dict], responses: list[dict]) -> tuple[list[dict], dict]:
@@ -120,10 +111,9 @@ def graphrag_inputs(reference_qas: list[dict], responses: list[dict]) -> tuple[l
     return copy.deepcopy(reference_qas), keyed
 
 
-def timed(function: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    value = function()
-    return value, time.perf_counter() - start
+def empty_caches() -> None:
+    step_kind._loads_text.cache_clear()
+    tables._typed_keys.clear()
 
 
 def peak_memory(function: Callable[[], Any]) -> int:
@@ -160,51 +150,93 @@ def compare(ours: list[dict], theirs: list[dict], our_aggregates: dict, their_ag
     return problems
 
 
+def best_time(function: Callable[[], Any], prepare: Callable[[], Any], repeat: int) -> tuple[Any, float]:
+    """The value of the last run and the best wall time of `repeat` runs, each after `prepare()`."""
+    best = float("inf")
+    value = None
+    for _ in range(repeat):
+        argument = prepare()
+        start = time.perf_counter()
+        value = function(argument)
+        best = min(best, time.perf_counter() - start)
+    return value, best
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each; the best counts (default 3)")
     parser.add_argument("--skip-memory", action="store_true", help="skip the (slow) traced runs")
-    parser.add_argument("--widths", nargs="+", default=["ordinary", "wide"], choices=("ordinary", "wide"),
-                        help="the kinds of input to measure (default both)")
+    parser.add_argument("--widths", nargs="+", default=["ordinary", "seed", "wide"], choices=tuple(WIDTHS),
+                        help="the kinds of input to measure (default all)")
+    parser.add_argument("--versions", nargs="+", default=list(VERSIONS), choices=VERSIONS,
+                        help="the graphrag-eval versions to compare with (default both)")
     args = parser.parse_args(argv)
 
-    graphrag_eval = import_graphrag_eval()
+    modules = import_versions(args.versions)
     status = 0
+    summary = []
     for widths in args.widths:
-        status |= measure(graphrag_eval, args, widths)
+        reference_qas, responses = generate_suite(args.questions, args.seed, widths=widths)
+        print(f"\n{widths} input: {args.questions} questions, seed {args.seed}; Python {sys.version.split()[0]}")
+        for version, module in modules.items():
+            problems, ours, theirs = measure(module, version, reference_qas, responses, args)
+            summary.append((widths, version, ours, theirs, not problems))
+            status |= bool(problems)
+    print("\nsteps evaluation, best of", args.repeat, "runs (seconds):")
+    print(f"{'input':10} {'vs':8} {'qareport':>9} {'graphrag-eval':>14} {'speed-up':>9}  scores")
+    for widths, version, ours, theirs, same in summary:
+        print(f"{widths:10} {version:8} {ours:9.3f} {theirs:14.3f} {theirs / ours:8.1f}x  "
+              f"{'identical' if same else 'DIFFERENT'}")
     return status
 
 
-def measure(graphrag_eval: types.ModuleType, args: argparse.Namespace, widths: str) -> int:
-    reference_qas, responses = generate_suite(args.questions, args.seed, widths=widths)
-    print(f"\n{widths} input: {args.questions} questions, seed {args.seed}; Python {sys.version.split()[0]}")
+def measure(module: types.ModuleType, version: str, reference_qas: list[dict], responses: list[dict],
+            args: argparse.Namespace) -> tuple[list[str], float, float]:
+    semantics = 6 if version.startswith("6") else 5
+    if semantics == 6:
+        def theirs_run(inputs: Any) -> Any:
+            return asyncio.run(module.run_evaluation(*inputs))
 
-    ours, our_seconds = timed(lambda: run_evaluation(reference_qas, responses))
-    their_inputs = graphrag_inputs(reference_qas, responses)
-    theirs, their_seconds = timed(lambda: graphrag_eval.run_evaluation(*their_inputs))
-    problems = compare(ours, theirs, compute_aggregates(ours), graphrag_eval.compute_aggregates(theirs))
+        def their_inputs() -> Any:
+            return ge6_inputs(*graphrag_inputs(reference_qas, responses))
+    else:
+        def theirs_run(inputs: Any) -> Any:
+            return module.run_evaluation(*inputs)
+
+        def their_inputs() -> Any:
+            return graphrag_inputs(reference_qas, responses)
+
+    def ours_run(_: Any) -> Any:
+        return run_evaluation(reference_qas, responses, semantics=semantics)
+
+    ours, our_seconds = best_time(ours_run, empty_caches, args.repeat)
+    theirs, their_seconds = best_time(theirs_run, their_inputs, args.repeat)
+    problems = compare(ours, theirs, compute_aggregates(ours, semantics=semantics), module.compute_aggregates(theirs))
 
     if args.skip_memory:
         our_memory = their_memory = ""
     else:
-        our_peak = peak_memory(lambda: run_evaluation(reference_qas, responses))
-        their_inputs = graphrag_inputs(reference_qas, responses)
-        their_peak = peak_memory(lambda: graphrag_eval.run_evaluation(*their_inputs))
+        empty_caches()
+        our_peak = peak_memory(lambda: ours_run(None))
+        prepared = their_inputs()
+        their_peak = peak_memory(lambda: theirs_run(prepared))
         our_memory = f"   peak {our_peak / 2**20:8.1f} MiB"
         their_memory = f"   peak {their_peak / 2**20:8.1f} MiB"
 
-    print(f"qareport      run_evaluation: {our_seconds:9.3f} s{our_memory}")
-    print(f"graphrag-eval run_evaluation: {their_seconds:9.3f} s{their_memory}")
-    print(f"speed-up: {their_seconds / our_seconds:.1f}x")
+    rules = "6.x rules" if semantics == 6 else "5.x rules"
+    print(f"  qareport ({rules})       run_evaluation: {our_seconds:9.3f} s{our_memory}")
+    print(f"  graphrag-eval {version:8} run_evaluation: {their_seconds:9.3f} s{their_memory}")
+    print(f"  speed-up: {their_seconds / our_seconds:.1f}x")
     scored = sum(1 for result in ours if "steps_score" in result)
     if problems:
-        print(f"DIFFERENCES ({len(problems)}):")
+        print(f"  DIFFERENCES ({len(problems)}):")
         for problem in problems[:20]:
-            print("  " + problem)
-        return 1
-    print(f"identical: steps_score of all {len(ours)} questions ({scored} scored) and the aggregates")
-    return 0
+            print("    " + problem)
+    else:
+        print(f"  identical: steps_score of all {len(ours)} questions ({scored} scored) and the aggregates")
+    return problems, our_seconds, their_seconds
 
 
 if __name__ == "__main__":

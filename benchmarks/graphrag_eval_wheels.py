@@ -40,9 +40,10 @@ def download_wheel(version: str) -> Path:
     return wheel_path(version)
 
 
-def import_graphrag_eval(version: str, *, download: bool = False) -> ModuleType | None:
+def import_graphrag_eval(version: str, *, download: bool = False, plain_name: bool = False) -> ModuleType | None:
     """graphrag-eval `version` as the module `graphrag_eval_<version with underscores>`, or None
-    when its wheel is absent (and `download` is false)."""
+    when its wheel is absent (and `download` is false). `plain_name`: also make it `graphrag_eval`
+    (5.x imports its own modules by that name while it runs)."""
     name = "graphrag_eval_" + version.replace(".", "_")
     if name in sys.modules:
         return sys.modules[name]
@@ -77,6 +78,9 @@ def import_graphrag_eval(version: str, *, download: bool = False) -> ModuleType 
                 sys.modules.pop(key, None)
             else:
                 sys.modules[key] = previous
+    if plain_name:
+        sys.modules["graphrag_eval"] = module
+        sys.modules["graphrag_eval.util"] = sys.modules[f"{name}.util"]
     aggregation = sys.modules[f"{name}.aggregation"]
     if sys.version_info < (3, 12):
         from qareport.aggregates import sum_as_python312

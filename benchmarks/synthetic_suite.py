@@ -45,15 +45,21 @@ WIDTHS = {
     # SPARQL SELECT results: (fewest, most) required columns, (fewest, most) rows
     "wide": ((2, 5), (10, 60)),  # listing questions: every column and row costs graphrag-eval dearly
     "ordinary": ((1, 2), (1, 5)),  # the common question: one or two values, a few rows
+    "seed": ((2, 2), (1, 16)),  # as the seed README's examples: 2 required columns, 2-4 in the answer
 }
+EXTRA_COLUMNS = {"seed": (0, 1, 2)}
+"""How many columns an answer adds beyond the reference's (default 0, 0, 1, 2 or 3, plus an optional
+reference column); the seed's answers hold 2 to 4 columns in all."""
 _widths = WIDTHS["wide"]
+_extra_columns: tuple[int, ...] | None = None
 
 
 def generate_suite(questions: int, seed: int, *, widths: str = "wide") -> tuple[list[dict], list[dict]]:
     """(reference Q&A dataset, response records) for `questions` questions; `widths` chooses the
     size of the SPARQL results (`WIDTHS`)."""
-    global _widths
+    global _widths, _extra_columns
     _widths = WIDTHS[widths]
+    _extra_columns = EXTRA_COLUMNS.get(widths)
     rng = random.Random(seed)
     templates: list[dict] = []
     responses: list[dict] = []
@@ -114,7 +120,7 @@ def _reference_step(rng: random.Random, kind: str) -> tuple[dict, dict]:
         (fewest_columns, most_columns), (fewest_rows, most_rows) = _widths
         required = rng.sample(["item", "name", "count", "ratio", "active", "code"],
                               rng.randint(fewest_columns, most_columns))
-        optional = [f"extra{i}" for i in range(rng.randint(0, 1))]
+        optional = [f"extra{i}" for i in range(rng.randint(0, 1) if _extra_columns is None else 0)]
         variables = required + optional
         table = _table(rng, variables, rng.randint(fewest_rows, most_rows))
         step = {
@@ -271,7 +277,7 @@ def _sparql_variant(rng: random.Random, plan: dict) -> dict:
     variables = list(table["head"]["vars"])
     rows = [dict(row) for row in table["results"]["bindings"]]
     renamed = {v: (f"{v}_{rng.randint(1, 9)}" if rng.random() < 0.4 else v) for v in variables}
-    extra = [f"other{i}" for i in range(rng.choice([0, 0, 1, 2, 3]))]
+    extra = [f"other{i}" for i in range(rng.choice(_extra_columns or [0, 0, 1, 2, 3]))]
     for row in rows:
         for name in extra:
             row[name] = _term(rng, rng.choice(["count", "code", "name"])) or {"type": "literal", "value": "x"}

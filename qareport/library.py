@@ -15,11 +15,14 @@ def run_evaluation(
     chat_responses: dict[str, Any] | list[dict[str, Any]],
     *,
     judge: Any = "auto",
+    write_matches: bool = False,
 ) -> list[dict[str, Any]]:
     """Evaluate every question of every template; returns graphrag-eval's per-question results.
 
     `judge="auto"` uses the LLM judge when OPENAI_API_KEY (or OPENAI_BASE_URL) is set, as
     graphrag-eval does; `judge=None` never calls an LLM; a `qareport.judge.Judge` is used as is.
+    `write_matches=True` also sets `matches` in the caller's reference steps, as graphrag-eval
+    does; by default the input is left as it was.
     """
     if judge == "auto":
         from qareport.judge import Judge
@@ -29,11 +32,12 @@ def run_evaluation(
         if settings is None:
             if _has_answers(chat_responses):
                 print(f"qareport: LLM metrics skipped: {reason}", file=sys.stderr)
-            return run_evaluation(reference_qas, chat_responses, judge=None)
+            return run_evaluation(reference_qas, chat_responses, judge=None, write_matches=write_matches)
         with Judge(settings) as owned_judge:
-            return run_evaluation(reference_qas, chat_responses, judge=owned_judge)
+            return run_evaluation(reference_qas, chat_responses, judge=owned_judge, write_matches=write_matches)
     # the retrieval context metrics are string similarities, no LLM: always computed
-    results = with_retrieval_context_scores(qa.run_evaluation(reference_qas, chat_responses, judge=None))
+    results = with_retrieval_context_scores(
+        qa.run_evaluation(reference_qas, chat_responses, judge=None, write_matches=write_matches))
     if judge is None:
         return results
     if hasattr(judge, "judge_results"):  # a qareport Judge returns judged copies

@@ -653,7 +653,7 @@ def resolve_settings(
     environ = os.environ if environ is None else environ
     config = read_config_file(find_config_file(config_path, cwd))
     run = resolve_run_settings(run_options or {}, config)
-    ge6 = read_ge6_config(run.config_ge6) if run.config_ge6 else NO_CONFIG
+    ge6 = read_ge6_config(run.config_ge6) if run.config_ge6 and with_judge else NO_CONFIG
     judge: JudgeSettings | None = None
     reason: str | None = None
     if with_judge and ge6.generation is not None:

@@ -15,8 +15,10 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
 
 - chat replies follow rules (`RULES`) keyed by the metric, found from the request's json_schema name
   or, with json_object, from words of the prompt; the rules read the tagged sections of qareport's
-  prompts (<reference_answer>, <candidate_answer>, <answer>, <context number="N">): claims and
-  statements are the parts of a text between semicolons. Tests can replace a rule
+  prompts (<reference_answer>, <candidate_answer>, <answer>, <reference_contexts>, <context
+  number="N">): claims and statements are the parts of a text between semicolons. A custom metric's
+  prompt (graphrag-eval 6.x's custom_evaluations: "separated by tab characters", then "- key:
+  description" lines) gets one tab-separated value per output (`rule_custom`). Tests can replace a rule
   (`server.rules["answer_correctness"] = fn`) or script the next replies (`server.script(...)`).
 - embeddings are deterministic vectors from a hash of each text (`stub_embedding`), so tests can
   compute the expected similarities.

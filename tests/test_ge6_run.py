@@ -284,3 +284,32 @@ def test_answer_correctness_refuses_a_configuration_without_it(tmp_path, capsys)
     code = answer_correctness_cli.main(["-i", str(tsv), "-o", str(tmp_path / "o.tsv"), "-c", str(config)])
     assert code == 2
     assert "answer correctness is disabled" in capsys.readouterr().err
+
+
+def test_under_6x_rules_the_judge_also_judges_the_retrieval_contexts_named_apart(tmp_path, monkeypatch):
+    with serve_stub() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        code, out, results = run(tmp_path, TESTCASES, RESPONSES, "--steps-semantics", "6")
+        assert code == 0
+        asked = {r.body.get("response_format", {}).get("json_schema", {}).get("name") for r in server.requests}
+    assert {"retrieval_context_recall", "retrieval_context_precision"} <= asked
+    steps = [s for r in json.loads(results.read_text())["results"] for s in r.get("actual_steps", [])
+             if "retrieval_context_recall" in s]
+    assert steps and all("retrieval_context_recall_cost" in s for s in steps)  # judged, not string similarity
+    labels = [row[0] for row in sheet_rows(out, "Statistics") if row and row[0]]
+    assert "retrieval context recall (LLM)" in labels
+
+
+def test_under_5x_rules_the_retrieval_contexts_stay_string_similarities(tmp_path, monkeypatch):
+    with serve_stub() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        code, out, results = run(tmp_path, TESTCASES, RESPONSES)
+        asked = {r.body.get("response_format", {}).get("json_schema", {}).get("name") for r in server.requests}
+    assert code == 0 and "retrieval_context_recall" not in asked
+    steps = [s for r in json.loads(results.read_text())["results"] for s in r.get("actual_steps", [])
+             if "retrieval_context_recall" in s]
+    assert steps and not any("retrieval_context_recall_cost" in s for s in steps)
+    labels = [row[0] for row in sheet_rows(out, "Statistics") if row and row[0]]
+    assert "retrieval context recall (LLM)" not in labels

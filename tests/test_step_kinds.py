@@ -274,6 +274,11 @@ def test_matches_can_be_written_into_the_callers_dataset_as_graphrag_eval_does()
     assert "matches" not in dataset[0]["questions"][0]["reference_steps"][0][0]
     run_evaluation(dataset, responses, write_matches=True)
     assert dataset[0]["questions"][0]["reference_steps"][0][0]["matches"] == "c1"
+    import qareport
+
+    dataset[0]["questions"][0]["reference_steps"][0][0].pop("matches")
+    qareport.run_evaluation(dataset, responses, judge=None, write_matches=True)
+    assert dataset[0]["questions"][0]["reference_steps"][0][0]["matches"] == "c1"
 
 
 # --- why a step lost points ---------------------------------------------------------------------------

@@ -277,6 +277,8 @@ def _text_or_none(value: Any) -> str | None:
 
 
 def _is_list(value: Any) -> bool:
+    if type(value) is list:  # the common case, without the slower abstract-class check
+        return True
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 

@@ -73,7 +73,6 @@ class SparqlResults:
                 ordered=reference.get("ordered", False),
                 ignore_duplicates=reference.get("ignore_duplicates", True),
                 explain=explain,
-                cached=True,
             )
         except SparqlResultError as error:
             raise StepsError(f"{pair.reference_label}: {error}; fix the reference step.") from None

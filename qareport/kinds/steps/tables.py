@@ -1,6 +1,7 @@
 """Does an actual SPARQL result hold the reference result? Pure; no I/O.
 
-`compare_sparql_results` gives the verdict graphrag-eval 5.2 gives (1.0 or 0.0), without trying
+`compare_sparql_results` gives the verdict graphrag-eval 5.2 (and 6.6, whose SPARQL comparison is
+the same) gives (1.0 or 0.0), without trying
 every ordered choice of actual columns as graphrag-eval does (factorial in the number of columns).
 
 How a result is read, as graphrag-eval reads it
@@ -41,6 +42,8 @@ to be reported, not scored.
 
 How the search stays small
 --------------------------
+The common question's table (up to six actual columns, with at most 48 mappings of compatible
+columns) is decided by trying those mappings one by one. Otherwise:
 A mapped column pair must agree on its own: equal sequences (ordered), equal sets of cells (set)
 or equal cell counts (multiset). Identical actual columns are interchangeable and are searched
 once, with their multiplicity; in set mode duplicate actual rows are dropped first. After a check
@@ -58,6 +61,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import product
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -197,13 +201,10 @@ def compare_tables(
     ordered: bool = False,
     ignore_duplicates: bool = True,
     explain: bool = False,
-    cached: bool = False,
 ) -> TableVerdict:
     """`compare_sparql_results` as a `TableVerdict`: with `explain`, a mismatch says in a few words
     how the actual result differs ("returned other rows (3 of 5 required rows)"); otherwise the reason is
-    None. `cached`: read each column of a bindings list once and keep it (for parsed outputs that
-    are shared and never changed, see `column_of`). Raises `SparqlResultError` when `reference` or
-    `required_columns` is malformed.
+    None. Raises `SparqlResultError` when `reference` or `required_columns` is malformed.
     """
     if isinstance(actual, str):
         return TableVerdict(False, "returned no SPARQL JSON result (not JSON: a DESCRIBE or CONSTRUCT result?)")
@@ -241,13 +242,12 @@ def compare_tables(
     if not required:
         return TableVerdict(True)
 
-    read = column_of if cached else _read_column_of
     try:
-        reference_columns = [read(reference_bindings, var) for var in required]
+        reference_columns = [_read_column(var, reference_bindings) for var in required]
     except (TypeError, KeyError, IndexError, AttributeError) as error:
         raise SparqlResultError(f"the reference bindings are not SPARQL JSON terms ({error})") from None
     try:
-        actual_columns = [read(actual_bindings, var) for var in actual_vars]
+        actual_columns = [_read_column(var, actual_bindings) for var in actual_vars]
     except (TypeError, KeyError, IndexError, AttributeError):
         # graphrag-eval raises here; an unreadable actual result does not match
         return TableVerdict(False, "returned bindings that are not SPARQL JSON terms")
@@ -296,6 +296,8 @@ def _reference_bindings(reference: Any) -> list:
 
 
 def _required_columns(required_columns: Any) -> list:
+    if type(required_columns) is list:
+        return required_columns
     if isinstance(required_columns, (str, bytes)) or not isinstance(required_columns, Sequence):
         raise SparqlResultError(
             f"'required_columns' must be a list of column names (got {type(required_columns).__name__}"
@@ -321,38 +323,17 @@ def _read_actual(actual: Any) -> tuple[list, list] | None:
     return list(variables), bindings
 
 
-# --- columns, each read once ---------------------------------------------------------------------
+# --- columns ------------------------------------------------------------------------------------------
 
 Cell = Hashable
 Column = tuple[Cell, ...]
 
-_COLUMNS_KEPT = 2048
-_columns: dict[int, tuple[list, dict[Any, Column]]] = {}
-
-
-def column_of(bindings: list, var: Any) -> Column:
-    """The cells of `var` down the rows of `bindings` (see `cell_key`), read once per bindings list:
-    a parsed output is shared by every comparison of its step (`step_kind.parsed_json`), so a
-    column compared with several others is converted once. Keeps the list alive while it is kept,
-    so that its id stays its own."""
-    entry = _columns.get(id(bindings))
-    if entry is None or entry[0] is not bindings:
-        if len(_columns) >= _COLUMNS_KEPT:
-            _columns.clear()
-        entry = (bindings, {})
-        _columns[id(bindings)] = entry
-    cached = entry[1]
-    column = cached.get(var)
-    if column is None:
-        column = cached[var] = _read_column(var, bindings)
-    return column
-
-
-def _read_column_of(bindings: list, var: Any) -> Column:
-    return _read_column(var, bindings)
-
 
 def _read_column(var: Any, bindings: list) -> Column:
+    """The cells of `var` down the rows (see `cell_key`). A typed value is converted once per run
+    (`_typed_keys`): the same numbers, dates and booleans recur across rows and outputs. (Keeping
+    whole columns for a second comparison of the same output was measured slower than reading
+    them again: outputs are seldom compared twice.)"""
     cells: list[Cell] = []
     append = cells.append
     for binding in bindings:
@@ -361,12 +342,27 @@ def _read_column(var: Any, bindings: list) -> Column:
             append(UNBOUND)
             continue
         # the common term (a URI, or a literal without a datatype) is its value: no conversion
-        if type(term) is dict and "datatype" not in term:
+        if type(term) is dict:
+            datatype = term.get("datatype")
             value = term.get("value")
-            append(UNBOUND if value is None else value if type(value) is str else str(value))
-        else:
-            append(cell_key(term))
+            if datatype is None and "datatype" not in term:
+                append(UNBOUND if value is None else value if type(value) is str else str(value))
+                continue
+            if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
+                typed = (term.get("type"), datatype, value)
+                key = _typed_keys.get(typed)
+                if key is None:
+                    if len(_typed_keys) >= _TYPED_KEPT:
+                        _typed_keys.clear()
+                    key = _typed_keys[typed] = cell_key(term)
+                append(key)
+                continue
+        append(cell_key(term))
     return tuple(cells)
+
+
+_TYPED_KEPT = 65536
+_typed_keys: dict[tuple[Any, str, str], Hashable] = {}
 
 
 _ABSENT = object()
@@ -426,6 +422,10 @@ def describe_difference(required: Sequence[Any], reference_columns: Sequence[Col
 def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[Column], *, mode: str) -> bool:
     """Is there a one-to-one mapping of reference columns onto actual columns under which the
     tables are equal? `mode` is "ordered" (row lists), "set" (row sets) or "multiset"."""
+    if len(actual_columns) <= SMALL_TABLE_COLUMNS:
+        found = _small_tables_match(reference_columns, actual_columns, mode=mode)
+        if found is not None:
+            return found
     signature = _SIGNATURES[mode]
     if mode == "set":
         actual_columns = _without_duplicate_rows(actual_columns)  # duplicates cannot matter
@@ -479,6 +479,42 @@ def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[C
         return False
 
     return extend(0, [0] * len(classes[0]))
+
+
+SMALL_TABLE_COLUMNS = 6
+SMALL_SEARCH = 48  # mappings tried one by one at most; beyond, the search below
+
+
+def _small_tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[Column], *,
+                        mode: str) -> bool | None:
+    """The common question's table (a few columns): try each mapping of compatible columns in
+    turn, without the search's set-up. None when there are too many mappings to try."""
+    signature = _SIGNATURES[mode]
+    actual_signatures = [signature(column) for column in actual_columns]
+    candidates = []
+    mappings = 1
+    for column in reference_columns:
+        wanted = signature(column)
+        compatible = [index for index, found in enumerate(actual_signatures) if found == wanted]
+        if not compatible:
+            return False
+        candidates.append(compatible)
+        mappings *= len(compatible)
+    if mappings > SMALL_SEARCH:
+        return None
+    if mode == "set":
+        expected: Any = set(zip(*reference_columns))
+    elif mode == "multiset":
+        expected = Counter(zip(*reference_columns))
+    for mapping in product(*candidates):
+        if len(set(mapping)) != len(mapping):
+            continue  # one actual column for two reference columns
+        if mode == "ordered":
+            return True  # every mapped column pair is equal: so are the row lists
+        rows = zip(*(actual_columns[index] for index in mapping))
+        if (set(rows) if mode == "set" else Counter(rows)) == expected:
+            return True
+    return False
 
 
 def _without_duplicate_rows(columns: Sequence[Column]) -> list[Column]:
