@@ -181,17 +181,19 @@ def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, c
     return ranges
 
 
-def write_qa(tables: TableWriter, aggregates: dict[str, Any]) -> dict[str, charts.TableRange]:
+def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any = 5) -> dict[str, charts.TableRange]:
     """Returns the place of the steps-score column of the per-template table (for its chart)."""
     ranges: dict[str, charts.TableRange] = {}
     per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
     micro = aggregates.get("micro", {})
     macro = aggregates.get("macro", {})
     metrics = [m for m in QA_METRICS if _template_metric(micro, m) is not None or m in macro]
+    counted = ("Means over the questions with a successful response; error samples are counted beside them. "
+               if str(semantics) != "6" else
+               "Means as graphrag-eval 6.x computes them: an error sample's steps score counts, as 0.0. ")
     tables.section(
         "Q&A: means per template",
-        "Means over the questions with a successful response; error samples are counted beside them. "
-        "micro: all questions together; macro: the mean of the template means. The steps score of a "
+        counted + "micro: all questions together; macro: the mean of the template means. The steps score of a "
         "retrieval step is recall@k over document ids; context recall and precision (text similarity) "
         "compare the retrieved texts with the reference contexts.",
     )
@@ -344,7 +346,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
                  (None, *[styles.INTEGER_FORMAT] * (len(counts) + 1)))
     ranges = write_data_query(tables, stats)
     if stats.qa_aggregates:
-        ranges.update(write_qa(tables, stats.qa_aggregates))
+        ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.options.get("steps_semantics", 5)))
     write_kind_tables(tables, report.kind_tables)
     distribution = write_distribution(tables, report.score_distributions)
     write_judged_metrics(tables, report.judged)
