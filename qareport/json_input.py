@@ -91,6 +91,7 @@ class IdLines:
         end = len(text) if end is None else end
         position = start  # where self._line holds
         searched = start  # id fields start at or after this (no overlaps, as in a regex search)
+        one_line = text.find("\n", start, end) < 0  # then no line needs counting
         found = text.find('id"', start, end)
         while found >= 0:  # 'id"' is rare and str.find is fast: 3x quicker than the regex alone
             for back, before in _ID_KEY_ENDS:
@@ -98,15 +99,17 @@ class IdLines:
                 if begin >= searched and text.startswith(before, begin, found):
                     match = _ID_FIELD.match(text, begin, end)
                     if match is not None:
-                        self._line += text.count("\n", position, begin)
-                        position = begin
+                        if not one_line:
+                            self._line += text.count("\n", position, begin)
+                            position = begin
                         value = _id_value(match.group(1))
                         if value is not None:
                             self.lines.setdefault(value, self._line)
                         searched = match.end()
                     break
             found = text.find('id"', max(found + 3, searched), end)
-        self._line += text.count("\n", position, end)
+        if not one_line:
+            self._line += text.count("\n", position, end)
 
 
 def _id_value(literal: str) -> str | None:

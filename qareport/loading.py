@@ -21,7 +21,7 @@ from qareport.collector import collector_paused
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
-from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, yaml_documents
+from qareport.yaml_input import LineList, YamlProblem, line_of, yaml_documents
 from qareport.records import (
     USAGE_FIELDS,
     DatasetSelection,
@@ -358,8 +358,19 @@ def _parse_target(target: Any, *, line: int | None) -> Target:
 def definition_hash(case_payload: Any) -> str:
     """A short hash of what a case expects, to tell an edited test from a changed result."""
     # json writes the line-tracking dicts and lists as plain ones: no copy needed
-    canonical = json.dumps(case_payload, sort_keys=True, ensure_ascii=False, default=str)
+    try:
+        canonical = json.dumps(case_payload, sort_keys=True, ensure_ascii=False, default=str)
+    except TypeError:  # keys json cannot sort or write (`1:` beside `b:`, a date): compare them as text
+        canonical = json.dumps(_keys_as_text(case_payload), sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def _keys_as_text(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _keys_as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_keys_as_text(item) for item in value]
+    return value
 
 
 def _parse_conversation_case(raw: dict, path: str) -> TestCase:

@@ -316,6 +316,16 @@ def _parse(text: str, offset: int, *, several: bool, may_alias: bool) -> Iterato
 
 
 def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) -> Iterator[Any | YamlProblem]:
+    if not several and not may_alias and _nul_refusal(text, offset) is None and _deep_suspect(text):
+        # one item whose depth must be checked: read once, checking as it is built
+        built = _build_checking_depth(text, offset)
+        if isinstance(built, YamlProblem):
+            yield built
+            return
+        if built is not None:
+            if built.value is not None:
+                yield built.value
+            return
     refused = _refusal(text, offset)
     if refused is not None:
         yield refused
@@ -386,14 +396,31 @@ def _node_id(node: yaml.Node) -> str | None:
 
 def _refusal(text: str, offset: int) -> YamlProblem | None:
     """A NUL byte or too deep a nesting, found before libyaml builds anything."""
+    refused = _nul_refusal(text, offset)
+    if refused is None and _deep_suspect(text):
+        return _depth_refusal(text, offset)
+    return refused
+
+
+def _nul_refusal(text: str, offset: int) -> YamlProblem | None:
     nul = text.find("\x00")
     if nul >= 0:
         return YamlProblem(offset + text.count("\n", 0, nul) + 1,
                            "a NUL byte (\\x00) on this line; YAML cannot hold it: remove it", lost=True)
-    deep_indent = text.startswith(_DEPTH_SUSPECT_INDENT) or text.find("\n" + _DEPTH_SUSPECT_INDENT) >= 0
-    if deep_indent or text.count("[") + text.count("{") > _DEPTH_SUSPECT_BRACKETS:
-        return _depth_refusal(text, offset)
     return None
+
+
+def _deep_suspect(text: str) -> bool:
+    """Whether the text could nest deep enough to hurt libyaml: many brackets (most are inside
+    quoted strings, such as JSON outputs, but only a parse can tell), or a deep indentation."""
+    deep_indent = text.startswith(_DEPTH_SUSPECT_INDENT) or text.find("\n" + _DEPTH_SUSPECT_INDENT) >= 0
+    return deep_indent or text.count("[") + text.count("{") > _DEPTH_SUSPECT_BRACKETS
+
+
+def _too_deep(event: yaml.Event, offset: int) -> YamlProblem:
+    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, (
+        f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
+        "(a limit that keeps a hostile file from exhausting the stack)"), lost=True)
 
 
 def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
@@ -405,9 +432,7 @@ def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, (
-                        f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
-                        "(a limit that keeps a hostile file from exhausting the stack)"), lost=True)
+                    return _too_deep(event, offset)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
     except yaml.YAMLError:
@@ -415,6 +440,113 @@ def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
     finally:
         parser.dispose()
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    value: Any
+
+
+_COLLECTION_TAGS = {yaml.MappingStartEvent: (_MAP_TAG, yaml.MappingNode), yaml.SequenceStartEvent: (_SEQ_TAG, yaml.SequenceNode)}
+
+
+def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None:
+    """The one document of an item, built straight from libyaml's events while checking its depth
+    as `_depth_refusal` does, in one parse instead of two (a Q&A template with many questions has
+    thousands of brackets in its quoted JSON outputs, so its depth must always be checked).
+
+    The same value as `_build` gives, or the same refusal; None for anything `_build` would leave to
+    PyYAML's constructor, and for a syntax error: the caller then reads the item as before.
+    """
+    loader = _LineLoader(text, offset)
+    line_offset = offset + 1
+    constructors = loader.yaml_constructors
+    # each open collection: [container, lines (key or item lines), key waiting for its value, its text]
+    stack: list[list[Any]] = []
+    depth = 0
+    document: Any = None
+    done = False
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            kind = event.__class__
+            if kind is yaml.ScalarEvent:
+                if done:
+                    continue
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if tag == _STR_TAG:
+                    value = event.value
+                elif tag in _SCALAR_TAGS:
+                    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                    value = constructors[tag](loader, node)
+                    if loader.problems:
+                        return None
+                else:
+                    return None
+                if stack and stack[-1][2] is _NO_KEY and isinstance(stack[-1][0], dict):
+                    key_lines, text_of_key = stack[-1][1], event.value
+                    if text_of_key in key_lines:
+                        return None  # a key given twice: a problem, told by the usual reading
+                    key_lines[text_of_key] = event.start_mark.line + line_offset
+                    stack[-1][2] = value
+                    continue
+                if stack:
+                    _add(stack[-1], value, event.start_mark.line + line_offset)
+                else:
+                    document = value
+            elif kind in _COLLECTION_TAGS:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return _too_deep(event, offset)
+                if done:
+                    continue
+                default_tag, node_kind = _COLLECTION_TAGS[kind]
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = loader.resolve(node_kind, None, event.implicit)
+                if tag != default_tag or (stack and stack[-1][2] is _NO_KEY and isinstance(stack[-1][0], dict)):
+                    return None  # another tag, or a key that is not a scalar
+                container: Any = LineDict() if kind is yaml.MappingStartEvent else LineList()
+                container.line = event.start_mark.line + line_offset
+                stack.append([container, {} if kind is yaml.MappingStartEvent else [], _NO_KEY])
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+                if done:
+                    continue
+                container, lines, _ = stack.pop()
+                if isinstance(container, LineDict):
+                    container.key_lines = lines
+                else:
+                    container.item_lines = lines
+                if stack:
+                    _add(stack[-1], container, container.line)
+                else:
+                    document = container
+            elif kind is yaml.AliasEvent:
+                return None
+            elif kind is yaml.DocumentEndEvent:
+                done = True  # the rest is only checked for depth, as `_depth_refusal` checks it
+    except yaml.YAMLError:
+        if not done:
+            return None
+    finally:
+        loader.dispose()
+    return _Built(document)
+
+
+_NO_KEY: Any = object()
+
+
+def _add(parent: list[Any], value: Any, line: int) -> None:
+    """Put a finished value into the collection open around it (see `_build_checking_depth`)."""
+    if isinstance(parent[0], LineDict):
+        parent[0][parent[2]] = value
+        parent[2] = _NO_KEY
+    else:
+        parent[0].append(value)
+        parent[1].append(line)
 
 
 def _alias_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:

@@ -17,7 +17,16 @@ from hypothesis import strategies as st
 
 from qareport import json_input
 from qareport.loading import load_suite
-from qareport.yaml_input import LineDict, LineList, _build, _LineLoader, yaml_documents
+from qareport.yaml_input import (
+    LineDict,
+    LineList,
+    YamlProblem,
+    _build,
+    _build_checking_depth,
+    _depth_refusal,
+    _LineLoader,
+    yaml_documents,
+)
 
 CASE = """\
 - id: {id}
@@ -223,8 +232,8 @@ YAML_TEXTS = {
 }
 
 
-def constructed(text: str, *, direct: bool) -> tuple:
-    loader = _LineLoader(text, 10)
+def constructed(text: str, *, direct: bool, offset: int = 10) -> tuple:
+    loader = _LineLoader(text, offset)
     try:
         node = loader.get_single_node()
         value = _build(loader, node) if direct else loader.construct_document(node)
@@ -268,3 +277,46 @@ def test_a_test_case_file_is_read_item_by_item_with_lines_of_the_whole_file():
     assert [d[0]["id"] for d in documents] == ["a", "b"]
     assert [d.line for d in documents] == [2, 14]
     assert documents[1][0].key_lines["conversation"] == 16
+
+
+@pytest.mark.parametrize("name", sorted(YAML_TEXTS))
+def test_an_item_built_from_events_has_the_value_lines_and_refusals_pyyaml_and_the_depth_check_give(name):
+    text = YAML_TEXTS[name]
+    built = _build_checking_depth(text, 10)
+    refused = _depth_refusal(text, 10)
+    if refused is not None:
+        assert built == refused
+    elif built is not None:  # None: left to the usual reading (other tags, a problem to tell, ...)
+        exp, exp_problems = constructed(text, direct=False)
+        assert lines_of(built.value) == lines_of(exp) and not exp_problems
+
+
+QUOTED_BRACKETS = json.dumps({"head": {"vars": ["a"]}, "results": {"bindings": [{"a": {"value": str(i)}} for i in range(60)]}})
+
+
+def template(number: int, questions: int) -> str:
+    lines = [f"- template_id: t{number}", "  questions:"]
+    for index in range(questions):
+        lines += [f"  - id: t{number}q{index}", f"    question_text: question {index}",
+                  "    reference_steps:", "    - - name: sparql_query",
+                  f"        output: '{QUOTED_BRACKETS}'", "        required_columns: [a]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_template_with_thousands_of_quoted_brackets_reads_as_pyyaml_reads_it():
+    text = template(1, 40) + template(2, 3) + template(3, 40)
+    exp = constructed(text, direct=False, offset=0)[0]
+    got = list(yaml_documents(text))  # one document per template
+    assert text.count("{") > 4000 * 2  # each big template is checked for depth
+    assert [document.line for document in got] == exp.item_lines
+    assert lines_of(LineList([item for document in got for item in document]))[1:] == lines_of(exp)[1:]
+
+
+def test_an_item_nested_too_deep_among_quoted_brackets_is_refused_at_the_same_line():
+    deep = "  - id: deep\n    x: " + "[" * 150 + "]" * 150 + "\n"
+    text = template(1, 40) + template(2, 40).replace("  questions:\n", "  questions:\n" + deep, 1)
+    got = list(yaml_documents(text))
+    assert [d[0]["template_id"] for d in got if not isinstance(d, YamlProblem)] == ["t1"]
+    (problem,) = [d for d in got if isinstance(d, YamlProblem)]
+    assert problem.line == text.splitlines().index(deep.splitlines()[1]) + 1 and problem.lost
+    assert "nested more than 100 levels" in problem.message

@@ -189,3 +189,11 @@ def test_inputs_are_summarised_with_counts_and_hashes(tmp_path):
     cases_input, responses_input = suite.inputs
     assert (cases_input.role, cases_input.records, responses_input.records) == ("testcases", 1, 1)
     assert len(cases_input.sha256) == 64
+
+
+@pytest.mark.parametrize("keys", [["1: x", "b: y"], ["2024-01-02: x"]])
+def test_a_target_with_keys_json_cannot_sort_is_loaded_not_a_crash(tmp_path, keys):
+    extra = "".join(f"    {key}\n" for key in keys)
+    write(tmp_path / "c.yaml", CASE.format(id="a").replace("    indicator_selection:\n", extra + "    indicator_selection:\n"))
+    suite = load_suite([tmp_path / "c.yaml"], [])
+    assert [c.id for c in suite.cases] == ["a"] and len(suite.cases[0].definition_hash) == 16
