@@ -189,7 +189,7 @@ def _display_time(created: str) -> str:
 def subject_for(digest: Digest) -> str:
     """The verdict first, the date after it when it fits: a phone shows the start of a subject."""
     date = _display_time(digest.created)[:10]
-    with_date = f"{digest.verdict} \u00b7 QA {date}"
+    with_date = f"{digest.verdict} (QA report {date})"
     return with_date if len(with_date) <= SUBJECT_CHARS + 2 else digest.verdict
 
 
