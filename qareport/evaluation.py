@@ -15,7 +15,7 @@ from qareport import qa
 from qareport.collector import collect_young, collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
-from qareport.kinds.steps import KIND_NAME as STEPS_KIND
+from qareport.kinds.steps import KIND_NAME as STEPS_KIND, with_verdicts
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
     USAGE_FIELDS,
@@ -159,7 +159,8 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         problems.append(Problem(response.location, f"question '{case.id}': {result['steps_error']}", case.id))
     if result.get("steps_note") and response is not None:
         problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
-    turn_result = TurnResult(1, turn.user_message, qa=result, scores={STEPS_KIND: outcome} if outcome else {})
+    scores = {STEPS_KIND: with_verdicts(result, outcome)} if outcome else {}
+    turn_result = TurnResult(1, turn.user_message, qa=result, scores=scores)
     return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems
 
 
@@ -205,8 +206,8 @@ def _evaluate_turn(
         for kind in extra_kinds()
         if (part := turn.target.parts.get(kind.name)) is not None
     }
-    if outcome is not None:
-        scores[STEPS_KIND] = outcome
+    if outcome is not None and qa_result is not None:
+        scores[STEPS_KIND] = with_verdicts(qa_result, outcome)
     return TurnResult(turn.number, turn.user_message, indicator=indicator, qa=qa_result, error=error, scores=scores)
 
 

@@ -17,6 +17,7 @@ to say which call matched each reference step, with what score, or why none did.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from qareport.kinds import Column, Kind, Metric, mean_over_turns
@@ -36,6 +37,22 @@ def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
     qa = turn.qa
     if not isinstance(outcome, StepsOutcome) or qa is None:
         return None
+    if outcome.verdicts is not None:
+        return outcome.verdicts
+    return _verdicts_of(qa, outcome)
+
+
+def with_verdicts(qa: dict[str, Any], outcome: StepsOutcome) -> StepsOutcome:
+    """`outcome` keeping the verdicts of its reference steps (`qa` is the turn's result dict).
+
+    They are worked out once, as the turn is evaluated: the case's reason, the facts a later run
+    compares and the details cell all read them, and the question's outputs are still parsed then
+    (`step_kind.parsed_json`); worked out on demand they cost each reader another comparison."""
+    verdicts = _verdicts_of(qa, outcome)
+    return outcome if verdicts is None else replace(outcome, verdicts=verdicts)
+
+
+def _verdicts_of(qa: dict[str, Any], outcome: StepsOutcome) -> tuple[StepVerdict, ...] | None:
     groups = qa.get("reference_steps")
     if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
         return None

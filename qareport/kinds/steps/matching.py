@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qareport.describing import describe_value
 from qareport.kinds.steps.registry import step_kind_for
@@ -49,6 +49,9 @@ from qareport.kinds.steps.step_kind import (
     actual_label,
     reference_label,
 )
+
+if TYPE_CHECKING:  # verdicts.py reads outcomes: the type alone is needed here
+    from qareport.kinds.steps.verdicts import StepVerdict
 
 RETRIEVAL = "retrieval"
 
@@ -84,6 +87,8 @@ class StepsOutcome:
     error: str | None = None
     notes: tuple[str, ...] = ()  # where graphrag-eval would have stopped, and what was done instead
     semantics: Semantics = DEFAULT_SEMANTICS
+    # how each reference step fared (`verdicts.step_verdicts`), when worked out with the evaluation
+    verdicts: tuple[StepVerdict, ...] | None = None
 
 
 def evaluate_steps(

@@ -11,7 +11,9 @@ at: which call matched it and with what score, or why none did:
     called only after the steps of group 3       6.x: called, but too late for its group
     not scored: group 3 was not matched in full  6.x: the matching stopped before this group
 
-Reasons are only worked out here, for the steps that lost points, never while scoring.
+Reasons are only worked out here, for the steps that lost points, never while scoring; the
+evaluation works them out once per turn, right after scoring, and keeps them with the outcome
+(`kinds.steps.with_verdicts`).
 """
 
 from __future__ import annotations
