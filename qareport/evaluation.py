@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport import qa
-from qareport.collector import collect_young, collector_paused
+from qareport.collector import collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND, with_verdicts
@@ -31,9 +31,6 @@ from qareport.records import (
 )
 from qareport.retrieval_context import with_context_scores
 from qareport.set_metrics import mean_or_none
-
-
-YOUNG_COLLECTION_EVERY = 256  # cases between collections of the young objects (see `collector`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,13 +219,11 @@ def evaluate_suite(
     which replace the unjudged ones."""
     results = []
     problems: list[Problem] = []
-    with collector_paused():  # the results live on; scoring makes short-lived cycles, collected young
-        for number, case in enumerate(suite.cases, start=1):
+    with collector_paused():  # the results live on, and scoring makes no reference cycles: see `collector`
+        for case in suite.cases:
             result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
             results.append(result)
             problems.extend(case_problems)
-            if number % YOUNG_COLLECTION_EVERY == 0:
-                collect_young()
     if judge is None:
         return Evaluation(tuple(results), tuple(problems))
     judged = judge(list(qa_results(results)))

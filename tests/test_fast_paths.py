@@ -7,12 +7,14 @@ values drawn by hypothesis.
 
 from __future__ import annotations
 
+import gc
 import sys
 from dataclasses import replace
 
 import pytest
 
 from conftest import REPO
+from qareport.collector import run_scope
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.kinds.steps import KIND_NAME, turn_verdicts
 from qareport.kinds.steps.matching import StepsOutcome
@@ -46,3 +48,27 @@ def test_the_verdicts_kept_with_an_evaluation_are_those_worked_out_on_demand(gen
             assert outcome.verdicts == on_demand
             kept += outcome.verdicts is not None
     assert kept > 100
+
+
+@pytest.mark.parametrize(("suite", "semantics"), [("qa5", 5), ("qa6", 6)])
+def test_scoring_makes_no_reference_cycles_so_the_collector_can_rest(generated, suite, semantics):
+    loaded = load_suite([generated / suite / "testcases"], [generated / suite / "responses"])
+    gc.collect()
+    gc.disable()
+    try:
+        evaluation = evaluate_suite(loaded, options=EvaluationOptions(steps_semantics=semantics))
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert any(turn.qa.get("steps_score") is not None for r in evaluation.results for turn in r.turns if turn.qa)
+
+
+def test_a_run_sets_its_loaded_data_aside_from_the_collector_until_it_ends(generated):
+    paths = ([generated / "qa5" / "testcases"], [generated / "qa5" / "responses"])
+    load_suite(*paths)
+    assert gc.get_freeze_count() == 0  # outside a run, nothing is set aside
+    with run_scope():
+        suite = load_suite(*paths)
+        assert gc.get_freeze_count() > len(suite.cases)
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0

@@ -452,33 +452,54 @@ def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[C
         range(len(reference_columns)),
         key=lambda i: (len(candidates[i]), -len(set(reference_columns[i]))),
     )
-    same_counts = mode == "multiset"
-    levels = _reference_levels([reference_columns[i] for i in order], multiset=same_counts)
+    multiset = mode == "multiset"
+    search = _Search(
+        [candidates[position] for position in order],
+        _reference_levels([reference_columns[i] for i in order], multiset=multiset),
+        classes,
+        counts,
+        multiset,
+    )
+    return _extend(search, 0, [0] * len(classes[0]))
 
-    def extend(depth: int, actual_rows: list[int]) -> bool:
-        if depth == len(order):
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """The state of one search: for each depth, the actual column classes to try and what the
+    rows projected so far must reproduce; how many columns of each class are still free."""
+
+    candidates: list[list[int]]  # by depth
+    levels: list[tuple[dict[tuple[int, Cell], int], Any]]  # by depth (see `_reference_levels`)
+    classes: list[Column]
+    counts: list[int]  # free columns by class, changed while searching
+    multiset: bool
+
+
+def _extend(search: _Search, depth: int, actual_rows: list[int]) -> bool:
+    """Can the mapping chosen for the first `depth` columns be extended to all of them?
+    (A module function rather than a closure calling itself, which would be a reference cycle
+    left for the garbage collector after every search.)"""
+    if depth == len(search.levels):
+        return True
+    pair_ids, expected = search.levels[depth]
+    counts = search.counts
+    for class_index in search.candidates[depth]:
+        if not counts[class_index]:
+            continue
+        next_rows = _project(actual_rows, search.classes[class_index], pair_ids)
+        if next_rows is None:
+            continue
+        if search.multiset:
+            if Counter(next_rows) != expected:
+                continue
+        elif len(set(next_rows)) != expected:
+            continue
+        counts[class_index] -= 1
+        found = _extend(search, depth + 1, next_rows)
+        counts[class_index] += 1
+        if found:
             return True
-        position = order[depth]
-        pair_ids, expected = levels[depth]
-        for class_index in candidates[position]:
-            if not counts[class_index]:
-                continue
-            next_rows = _project(actual_rows, classes[class_index], pair_ids)
-            if next_rows is None:
-                continue
-            if same_counts:
-                if Counter(next_rows) != expected:
-                    continue
-            elif len(set(next_rows)) != expected:
-                continue
-            counts[class_index] -= 1
-            found = extend(depth + 1, next_rows)
-            counts[class_index] += 1
-            if found:
-                return True
-        return False
-
-    return extend(0, [0] * len(classes[0]))
+    return False
 
 
 SMALL_TABLE_COLUMNS = 6
@@ -558,19 +579,22 @@ def _assignment_exists(candidates: list[list[int]], capacity: list[int]) -> bool
     """Can every reference column get its own actual column? (bipartite matching with capacities,
     by augmenting paths; a cheap test that stops hopeless searches before they start)"""
     holders: list[list[int]] = [[] for _ in capacity]  # class -> reference columns assigned to it
+    return all(_place(reference, set(), candidates, capacity, holders) for reference in range(len(candidates)))
 
-    def place(reference: int, visited: set[int]) -> bool:
-        for class_index in candidates[reference]:
-            if class_index in visited:
-                continue
-            visited.add(class_index)
-            if len(holders[class_index]) < capacity[class_index]:
-                holders[class_index].append(reference)
+
+def _place(reference: int, visited: set[int], candidates: list[list[int]], capacity: list[int],
+           holders: list[list[int]]) -> bool:
+    """Give `reference` a class, moving the columns already placed along an augmenting path.
+    (A module function, not a closure calling itself: no reference cycle per search.)"""
+    for class_index in candidates[reference]:
+        if class_index in visited:
+            continue
+        visited.add(class_index)
+        if len(holders[class_index]) < capacity[class_index]:
+            holders[class_index].append(reference)
+            return True
+        for index, other in enumerate(holders[class_index]):
+            if _place(other, visited, candidates, capacity, holders):
+                holders[class_index][index] = reference
                 return True
-            for index, other in enumerate(holders[class_index]):
-                if place(other, visited):
-                    holders[class_index][index] = reference
-                    return True
-        return False
-
-    return all(place(reference, set()) for reference in range(len(candidates)))
+    return False
