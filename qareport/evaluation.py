@@ -16,6 +16,8 @@ from qareport.collector import collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND, with_verdicts
+from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
     USAGE_FIELDS,
@@ -130,7 +132,7 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
     """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
     the aggregates count it as an error instead of leaving it out."""
     turn = case.turns[0]
-    result, outcome = qa.evaluate_question_outcome(
+    result, outcome = _scored_question(
         template_id=case.groups[0] if case.groups else None,
         question=question_dict(case, turn),
         response=None if response is None else response_dict(
@@ -138,7 +140,6 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         ),
         semantics=semantics,
     )
-    result = _with_context_scores(result, semantics)
     status: CaseStatus
     error: str | None
     if response is None:
@@ -156,9 +157,19 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         problems.append(Problem(response.location, f"question '{case.id}': {result['steps_error']}", case.id))
     if result.get("steps_note") and response is not None:
         problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
-    scores = {STEPS_KIND: with_verdicts(result, outcome)} if outcome else {}
-    turn_result = TurnResult(1, turn.user_message, qa=result, scores=scores)
+    turn_result = TurnResult(1, turn.user_message, qa=result, scores={STEPS_KIND: outcome} if outcome else {})
     return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems
+
+
+def _scored_question(*, template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,
+                     semantics: Semantics) -> tuple[dict[str, Any], StepsOutcome | None]:
+    """graphrag-eval's result dict of a question, with its retrieval contexts scored, and the
+    outcome of its steps with their verdicts; each output is parsed once for all of it."""
+    with question_scope():
+        result, outcome = qa.evaluate_question_outcome(template_id=template_id, question=question,
+                                                       response=response, semantics=semantics)
+        result = _with_context_scores(result, semantics)
+        return result, None if outcome is None else with_verdicts(result, outcome)
 
 
 def _evaluate_turn(
@@ -183,13 +194,12 @@ def _evaluate_turn(
     qa_result = None
     outcome = None
     if _needs_qa(turn, output):
-        qa_result, outcome = qa.evaluate_question_outcome(
+        qa_result, outcome = _scored_question(
             template_id=None,
             question=question_dict(case, turn),
             response=response_dict(case.id, response, output, with_tokens=False),
             semantics=options.steps_semantics,
         )
-        qa_result = _with_context_scores(qa_result, options.steps_semantics)
         if qa_result.get("steps_error"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
@@ -203,8 +213,8 @@ def _evaluate_turn(
         for kind in extra_kinds()
         if (part := turn.target.parts.get(kind.name)) is not None
     }
-    if outcome is not None and qa_result is not None:
-        scores[STEPS_KIND] = with_verdicts(qa_result, outcome)
+    if outcome is not None:
+        scores[STEPS_KIND] = outcome
     return TurnResult(turn.number, turn.user_message, indicator=indicator, qa=qa_result, error=error, scores=scores)
 
 

@@ -8,16 +8,22 @@ values drawn by hypothesis.
 from __future__ import annotations
 
 import gc
+import json
 import sys
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import REPO
+from qareport import aggregates
 from qareport.collector import run_scope
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.kinds.steps import KIND_NAME, turn_verdicts
+from qareport.kinds.steps import tables
 from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -72,3 +78,90 @@ def test_a_run_sets_its_loaded_data_aside_from_the_collector_until_it_ends(gener
         assert gc.get_freeze_count() > len(suite.cases)
         assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+# --- SPARQL columns -------------------------------------------------------------------------------
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+_texts = st.sampled_from(["1", "01", "-0", "2.5", "2.718281828", "1e400", "-INF", "NaN", "true", "TRUE", "0",
+                          "x", "", " 7 ", "١٢"])
+_terms = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=3),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["uri", "literal", "typed-literal", "bnode", None]) | st.just(["literal"]),
+            "datatype": st.sampled_from([XSD + "integer", XSD + "double", XSD + "decimal", XSD + "boolean",
+                                         XSD + "date", "", None]) | st.integers(),
+            "value": _texts | st.none() | st.integers() | st.floats(allow_nan=False),
+        },
+    ),
+)
+_bindings = st.lists(
+    st.one_of(st.dictionaries(st.sampled_from(["a", "b"]), _terms, max_size=2), st.lists(st.just("a"), max_size=1)),
+    max_size=6,
+)
+_uniform = st.lists(  # columns of one kind of term, as nearly all are, some cells unbound
+    st.fixed_dictionaries({"a": st.fixed_dictionaries({"type": st.just("literal"), "datatype": st.just(XSD + "double"),
+                                                       "value": _texts})}) | st.just({}),
+    max_size=6,
+)
+
+
+def _cells_or_error(read, var, bindings):
+    try:
+        return [(type(cell), cell) for cell in read(var, bindings)]
+    except Exception as error:  # noqa: BLE001 - the error itself is what is compared
+        return (type(error), str(error))
+
+
+@settings(max_examples=400, deadline=None)
+@given(bindings=_bindings | _uniform, var=st.sampled_from(["a", "b"]))
+def test_a_column_read_whole_is_the_column_read_cell_by_cell(bindings, var):
+    assert _cells_or_error(tables._read_column, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+
+
+def test_a_column_kept_for_a_question_is_never_another_lists():
+    with question_scope():
+        first = [{"a": {"type": "uri", "value": "u1"}}]
+        assert tables._column("a", first) == ("u1",)
+        del first  # the scope still holds it: no new list can take its id
+        second = [{"a": {"type": "uri", "value": "u2"}}]
+        assert tables._column("a", second) == ("u2",)
+        assert tables._column("a", second) is tables._column("a", second)
+    assert tables._column("a", second) is not tables._column("a", second)  # outside a scope: read again
+
+
+# --- aggregates -----------------------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.sampled_from([0, -0, 0.0, -0.0, 0.5, 1, -3, 1e-9]) | st.text(max_size=3)
+    | st.sampled_from(["bindings", '"bindings": []', "é"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["bindings", "results", "x"]), inner,
+                                                                 max_size=3),
+    max_leaves=8,
+)
+_outputs = st.builds(
+    lambda bindings, extra, indent, ascii_only, compact: json.dumps(
+        {"head": {"vars": ["s"]}, "results": {"bindings": bindings, **extra}}, indent=indent,
+        ensure_ascii=ascii_only, separators=(",", ":") if compact else None),
+    _json_values, st.dictionaries(st.sampled_from(["bindings", "x"]), _json_values, max_size=1),
+    st.sampled_from([None, 0, 2]), st.booleans(), st.booleans(),
+)
+_fragments = st.lists(st.sampled_from(['"bindings"', ":", " ", "\n", "[", "]", "{", "}", '"', "0", "-0", "0.0", "1",
+                                       "null", "false", "true", ",", '"results"', "\\u0062", "\\"]), max_size=14).map("".join)
+_duplicates = st.sampled_from([  # the last of two equal keys counts
+    '{"results": {"bindings": [], "bindings": [1]}}', '{"results": {"bindings": [1], "bindings": []}}',
+    '{"results": {"bindings": [1]}, "results": {"bindings": {}}}', '{"results": {"\\u0062indings": []}}',
+])
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_outputs | _fragments | _duplicates)
+def test_an_output_read_for_empty_bindings_without_parsing_counts_as_one_parsed(text):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(aggregates, "_may_have_empty_bindings", lambda text: True)
+        parsed_each_time = aggregates._has_empty_bindings({"output": text})
+    assert aggregates._has_empty_bindings({"output": text}) == parsed_each_time

@@ -5,6 +5,7 @@
     verdicts.py       how each reference step fared, and why it lost points
     step_kind.py      the protocol every kind of step implements
     registry.py       the kinds of step, in the order they are asked
+    parsed_outputs.py each output of a question parsed once, each SPARQL column read once
     sparql.py tables.py  json_output.py  retrieval.py  time_series.py  data_points.py
     iri_discovery.py  exact.py          one module per kind of step
 
@@ -47,7 +48,7 @@ def with_verdicts(qa: dict[str, Any], outcome: StepsOutcome) -> StepsOutcome:
 
     They are worked out once, as the turn is evaluated: the case's reason, the facts a later run
     compares and the details cell all read them, and the question's outputs are still parsed then
-    (`step_kind.parsed_json`); worked out on demand they cost each reader another comparison."""
+    (`parsed_outputs`); worked out on demand they cost each reader another comparison."""
     verdicts = _verdicts_of(qa, outcome)
     return outcome if verdicts is None else replace(outcome, verdicts=verdicts)
 

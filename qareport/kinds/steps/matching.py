@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from qareport.describing import describe_value
+from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.registry import step_kind_for
 from qareport.kinds.steps.step_kind import (
     DEFAULT_SEMANTICS,
@@ -101,6 +102,12 @@ def evaluate_steps(
     """Score `actual_steps` against `reference_groups` under graphrag-eval `semantics` (5 or 6; see
     the module doc). Neither argument is modified. `question_id` only names the question in `error`.
     """
+    with question_scope():  # each output parsed once for all the pairs compared
+        return _evaluate_steps(reference_groups, actual_steps, question_id, semantics)
+
+
+def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
+                    question_id: str | None, semantics: Semantics) -> StepsOutcome:
     prefix = f"question {question_id!r}: " if question_id is not None else ""
     failed_calls = _failed_calls(actual_steps)
     matcher = _Matcher(actual_steps, semantics)

@@ -61,10 +61,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from itertools import product
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import product, repeat
 from typing import Any
+
+from qareport.kinds.steps.parsed_outputs import column_once
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_INTEGER_TYPES = frozenset(
@@ -243,11 +245,11 @@ def compare_tables(
         return TableVerdict(True)
 
     try:
-        reference_columns = [_read_column(var, reference_bindings) for var in required]
+        reference_columns = [_column(var, reference_bindings) for var in required]
     except (TypeError, KeyError, IndexError, AttributeError) as error:
         raise SparqlResultError(f"the reference bindings are not SPARQL JSON terms ({error})") from None
     try:
-        actual_columns = [_read_column(var, actual_bindings) for var in actual_vars]
+        actual_columns = [_column(var, actual_bindings) for var in actual_vars]
     except (TypeError, KeyError, IndexError, AttributeError):
         # graphrag-eval raises here; an unreadable actual result does not match
         return TableVerdict(False, "returned bindings that are not SPARQL JSON terms")
@@ -329,11 +331,72 @@ Cell = Hashable
 Column = tuple[Cell, ...]
 
 
+def _column(var: Any, bindings: list) -> Column:
+    """The cells of `var` down the rows (see `cell_key`), read once per question: a reference
+    result is compared with each call, an actual result with each reference step
+    (`parsed_outputs.column_once`)."""
+    return column_once(bindings, var, _read_column)
+
+
 def _read_column(var: Any, bindings: list) -> Column:
-    """The cells of `var` down the rows (see `cell_key`). A typed value is converted once per run
-    (`_typed_keys`): the same numbers, dates and booleans recur across rows and outputs. (Keeping
-    whole columns for a second comparison of the same output was measured slower than reading
-    them again: outputs are seldom compared twice.)"""
+    """The cells of `var` down the rows. A column of one kind of term, as nearly all are, is read
+    a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
+    column = _read_uniform_column(var, bindings)
+    return _read_cells(var, bindings) if column is None else column
+
+
+_item, _get = dict.__getitem__, dict.get
+
+
+def _read_uniform_column(var: Any, bindings: list) -> Column | None:
+    """The column, read by the built-in `map` (a few passes in C instead of a Python loop over the
+    cells), when every binding is an object and every term of `var` in them is either unbound
+    (missing, or null) or an object with a text `value` and either no datatype or the same text
+    datatype and type as every other; else None, for `_read_cells`. `tests/test_fast_paths.py`
+    checks that both read the same cells."""
+    try:
+        terms = list(map(_get, bindings, repeat(var)))  # TypeError: a binding that is not an object
+    except TypeError:
+        return None
+    if None not in terms:
+        keys = _uniform_keys(terms)
+        return None if keys is None else tuple(keys)
+    keys = _uniform_keys([term for term in terms if term is not None])
+    if keys is None:
+        return None
+    bound = iter(keys)
+    return tuple([UNBOUND if term is None else next(bound) for term in terms])
+
+
+def _uniform_keys(terms: list) -> list[Cell] | None:
+    """The cells of bound terms of one kind (see `_read_uniform_column`), else None."""
+    try:
+        datatypes = set(map(_get, terms, repeat("datatype")))  # TypeError: a term that is not an object
+        values = list(map(_item, terms, repeat("value")))  # KeyError: a term without a value
+        if set(map(type, values)) != {str}:
+            return None
+        if datatypes == {None}:
+            return values  # URIs and plain literals (a null datatype is none): the cell is the value
+        if len(datatypes) != 1:
+            return None
+        (datatype,) = datatypes
+        kinds = set(map(_get, terms, repeat("type")))
+    except (TypeError, KeyError):
+        return None
+    if len(kinds) != 1 or type(datatype) is not str:
+        return None
+    (kind,) = kinds
+    table = _typed_keys.table(kind, datatype)
+    keys = list(map(table.get, values))
+    if None in keys:  # values not converted yet (a key is never None)
+        for index, key in enumerate(keys):
+            if key is None:
+                keys[index] = _typed_keys.convert(kind, datatype, values[index], terms[index])
+    return keys
+
+
+def _read_cells(var: Any, bindings: list) -> Column:
+    """The cells of `var` down the rows, one by one, whatever the bindings hold (see `cell_key`)."""
     cells: list[Cell] = []
     append = cells.append
     for binding in bindings:
@@ -349,22 +412,45 @@ def _read_column(var: Any, bindings: list) -> Column:
                 append(UNBOUND if value is None else value if type(value) is str else str(value))
                 continue
             if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
-                typed = (term.get("type"), datatype, value)
-                key = _typed_keys.get(typed)
-                if key is None:
-                    if len(_typed_keys) >= _TYPED_KEPT:
-                        _typed_keys.clear()
-                    key = _typed_keys[typed] = cell_key(term)
-                append(key)
+                kind = term.get("type")
+                key = _typed_keys.table(kind, datatype).get(value)
+                append(key if key is not None else _typed_keys.convert(kind, datatype, value, term))
                 continue
         append(cell_key(term))
     return tuple(cells)
 
 
-_TYPED_KEPT = 65536
-_typed_keys: dict[tuple[Any, str, str], Hashable] = {}
+class _TypedKeys:
+    """The cell key of each typed value met, by the term's type and datatype and the value's text:
+    the same numbers, dates and booleans recur across rows and outputs, so each is converted once
+    per run. At most `KEPT` are kept (all are dropped when that many are)."""
+
+    KEPT = 65536
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[Any, str], dict[str, Hashable]] = {}
+        self._count = 0
+
+    def table(self, kind: Any, datatype: str) -> dict[str, Hashable]:
+        """The keys of the values of this type and datatype (TypeError when the type cannot be a key)."""
+        found = self._tables.get((kind, datatype))
+        if found is None:
+            found = self._tables[(kind, datatype)] = {}
+        return found
+
+    def convert(self, kind: Any, datatype: str, value: str, term: dict) -> Hashable:
+        if self._count >= self.KEPT:
+            self.clear()
+        key = self.table(kind, datatype)[value] = cell_key(term)
+        self._count += 1
+        return key
+
+    def clear(self) -> None:
+        self._tables.clear()
+        self._count = 0
 
 
+_typed_keys = _TypedKeys()
 _ABSENT = object()
 
 
