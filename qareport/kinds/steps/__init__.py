@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from jinja2 import Template
+
 from qareport.kinds import Column, Kind, Metric, mean_over_turns
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.verdicts import StepVerdict, step_verdicts
@@ -114,11 +116,24 @@ def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
 def render_steps_details(result: CaseResult, *, templates_dir: str | None = None) -> str:
     """The "steps details" cell: each reference step with the call that matched it and its score,
     or why none did; then the calls and which of them failed."""
-    turns = [t for t in (_steps_turn(turn) for turn in result.turns) if t is not None]
-    if not turns:
-        return ""
-    template = template_environment(templates_dir).get_template(DETAILS_TEMPLATE)
-    return template.render(turns=turns, multi_turn=len(result.case.turns) > 1).strip("\n")
+    return StepsDetailsCell(templates_dir)(result)
+
+
+class StepsDetailsCell:
+    """`render_steps_details` for the cases of a run, with one template, fetched when first
+    needed (fetching it for each case would check the file each time)."""
+
+    def __init__(self, templates_dir: str | None):
+        self.templates_dir = templates_dir
+        self.template: Template | None = None
+
+    def __call__(self, result: CaseResult) -> str:
+        turns = [t for t in (_steps_turn(turn) for turn in result.turns) if t is not None]
+        if not turns:
+            return ""
+        if self.template is None:
+            self.template = template_environment(self.templates_dir).get_template(DETAILS_TEMPLATE)
+        return self.template.render(turns=turns, multi_turn=len(result.case.turns) > 1).strip("\n")
 
 
 def explain_turn(turn: TurnResult) -> str | None:
@@ -182,7 +197,7 @@ class ReferenceSteps(Kind):
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
         return [
             Column("steps score", lambda r: self.case_metrics(r)["steps_score"], 10, "score", score=True),
-            Column("steps details", lambda r: render_steps_details(r, templates_dir=templates_dir), 60, wrap=True),
+            Column("steps details", StepsDetailsCell(templates_dir), 60, wrap=True),
         ]
 
 
