@@ -247,8 +247,12 @@ def _may_have_empty_bindings(text: str) -> bool:
     other text may, and is parsed (`tests/test_fast_paths.py` checks both ways agree)."""
     if "\\" in text:
         return True
-    keys = text.count('"bindings"')
-    return keys > 0 and len(_FULL_BINDINGS.findall(text)) < keys
+    key = text.find('"bindings"')
+    while key >= 0:
+        if not _FULL_BINDINGS.match(text, key):
+            return True
+        key = text.find('"bindings"', key + 1)
+    return False
 
 
 def _add_step_metrics(actual_steps: Any, tally: _TemplateTally, rules: _Rules) -> None:

@@ -185,3 +185,14 @@ def test_the_longest_start_of_a_line_that_fits_is_the_one_display_lines_allows(l
 def test_a_line_no_longer_than_the_cell_is_wide_takes_one_line(line, per_line):
     if len(line) <= per_line:
         assert styles.wrapped_lines(line, per_line) == 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(kind=st.sampled_from(["literal", "typed-literal", "uri", "bnode", None, 3]),
+       datatype=st.sampled_from([XSD + "integer", XSD + "int", XSD + "double", XSD + "float", XSD + "decimal",
+                                 XSD + "boolean", XSD + "date", ""]),
+       value=_texts | st.text(max_size=6) | st.from_regex(r"-?[0-9]{0,3}(\.[0-9]{0,8})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
+def test_a_typed_value_converted_for_a_whole_column_is_the_cell_of_its_term(kind, datatype, value):
+    got = tables.typed_text_converter(kind, datatype)(value)
+    exp = tables.cell_key({"type": kind, "datatype": datatype, "value": value})
+    assert (type(got), got) == (type(exp), exp)

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import product, repeat
 from typing import Any
@@ -386,13 +386,7 @@ def _uniform_keys(terms: list) -> list[Cell] | None:
     if len(kinds) != 1 or type(datatype) is not str:
         return None
     (kind,) = kinds
-    table = _typed_keys.table(kind, datatype)
-    keys = list(map(table.get, values))
-    if None in keys:  # values not converted yet (a key is never None)
-        for index, key in enumerate(keys):
-            if key is None:
-                keys[index] = _typed_keys.convert(kind, datatype, values[index], terms[index])
-    return keys
+    return _typed_keys.keys(kind, datatype, values)
 
 
 def _read_cells(var: Any, bindings: list) -> Column:
@@ -412,9 +406,7 @@ def _read_cells(var: Any, bindings: list) -> Column:
                 append(UNBOUND if value is None else value if type(value) is str else str(value))
                 continue
             if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
-                kind = term.get("type")
-                key = _typed_keys.table(kind, datatype).get(value)
-                append(key if key is not None else _typed_keys.convert(kind, datatype, value, term))
+                append(_typed_keys.keys(term.get("type"), datatype, [value])[0])
                 continue
         append(cell_key(term))
     return tuple(cells)
@@ -431,23 +423,64 @@ class _TypedKeys:
         self._tables: dict[tuple[Any, str], dict[str, Hashable]] = {}
         self._count = 0
 
-    def table(self, kind: Any, datatype: str) -> dict[str, Hashable]:
-        """The keys of the values of this type and datatype (TypeError when the type cannot be a key)."""
-        found = self._tables.get((kind, datatype))
-        if found is None:
-            found = self._tables[(kind, datatype)] = {}
-        return found
-
-    def convert(self, kind: Any, datatype: str, value: str, term: dict) -> Hashable:
-        if self._count >= self.KEPT:
-            self.clear()
-        key = self.table(kind, datatype)[value] = cell_key(term)
-        self._count += 1
-        return key
+    def keys(self, kind: Any, datatype: str, values: list[str]) -> list[Cell]:
+        """The keys of text values of terms of this type and datatype, as `cell_key` makes them
+        (TypeError when the type cannot be a key)."""
+        table = self._tables.get((kind, datatype))
+        if table is None:
+            table = self._tables[(kind, datatype)] = {}
+        keys = list(map(table.get, values))
+        if None in keys:  # values not converted yet (a key is never None)
+            convert = typed_text_converter(kind, datatype)
+            for index, key in enumerate(keys):
+                if key is None:
+                    if self._count >= self.KEPT:
+                        self.clear()
+                        self._tables[(kind, datatype)] = table = {}
+                    keys[index] = table[values[index]] = convert(values[index])
+                    self._count += 1
+        return keys
 
     def clear(self) -> None:
         self._tables.clear()
         self._count = 0
+
+
+def typed_text_converter(kind: Any, datatype: str) -> Callable[[str], Cell]:
+    """What `cell_key` makes of a term of this type and datatype whose value is text, as one
+    function chosen once for a whole column (`tests/test_fast_paths.py` checks they agree)."""
+    if kind not in ("literal", "typed-literal") or not datatype:
+        return _same_text
+    if datatype in XSD_INTEGER_TYPES:
+        return _integer_text
+    if datatype in XSD_DECIMAL_TYPES:
+        return _decimal_text
+    if datatype == XSD_BOOLEAN:
+        return _boolean_text
+    return _same_text
+
+
+def _same_text(value: str) -> Cell:
+    return value
+
+
+def _integer_text(value: str) -> Cell:
+    try:
+        return str(int(value))
+    except (ValueError, OverflowError):  # as `parse_sparql_term`: a value that does not parse stays text
+        return value
+
+
+def _decimal_text(value: str) -> Cell:
+    try:
+        number = _truncate(float(value))
+    except (ValueError, OverflowError):
+        return value
+    return _Infinite(str(number)) if math.isinf(number) else str(number)
+
+
+def _boolean_text(value: str) -> Cell:
+    return str(value.lower() in ("true", "1"))
 
 
 _typed_keys = _TypedKeys()
