@@ -18,6 +18,7 @@ the ratios of each pair of runs: on a shared machine only figures taken side by 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -40,6 +41,16 @@ def peak_rss_mb() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pipeline_scope() -> contextlib.AbstractContextManager:
+    """The scope `run_pipeline` runs in (`qareport.collector.run_scope`: the loaded data and the
+    results set aside from the garbage collector until the run ends), where the checkout has one."""
+    try:
+        from qareport.collector import run_scope
+    except ImportError:  # an older checkout
+        return contextlib.nullcontext()
+    return run_scope()
 
 
 def child_run(folder: Path) -> dict:
@@ -102,7 +113,9 @@ def show(label: str, figures: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
-        print(json.dumps(child_run(Path(argv[1]))))
+        with pipeline_scope():
+            figures = child_run(Path(argv[1]))
+        print(json.dumps(figures))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=10_000)

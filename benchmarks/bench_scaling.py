@@ -19,6 +19,7 @@ timed together).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -57,6 +58,16 @@ def child_parse(testcases: Path, responses: Path) -> dict:
             if line.strip():
                 json.loads(line)
     return {"yaml": parsed_yaml - started, "json": time.perf_counter() - parsed_yaml, "rss": peak_rss_mb()}
+
+
+def pipeline_scope() -> contextlib.AbstractContextManager:
+    """The scope `run_pipeline` runs in (`qareport.collector.run_scope`: the loaded data and the
+    results set aside from the garbage collector until the run ends), where the checkout has one."""
+    try:
+        from qareport.collector import run_scope
+    except ImportError:  # an older checkout
+        return contextlib.nullcontext()
+    return run_scope()
 
 
 def child_run(testcases: Path, responses: Path, output: Path) -> dict:
@@ -111,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child_parse(Path(argv[1]), Path(argv[2]))))
         return 0
     if argv and argv[0] == "--child-run":
-        print(json.dumps(child_run(Path(argv[1]), Path(argv[2]), Path(argv[3]))))
+        with pipeline_scope():
+            figures = child_run(Path(argv[1]), Path(argv[2]), Path(argv[3]))
+        print(json.dumps(figures))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000", help="case counts, comma-separated")

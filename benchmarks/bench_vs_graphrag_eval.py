@@ -45,7 +45,7 @@ from graphrag_eval_wheels import import_graphrag_eval  # noqa: E402
 from synthetic_suite import WIDTHS, generate_suite  # noqa: E402
 
 from qareport.aggregates import compute_aggregates  # noqa: E402
-from qareport.kinds.steps import step_kind, tables  # noqa: E402
+from qareport.kinds.steps import tables  # noqa: E402
 from qareport.qa import run_evaluation  # noqa: E402
 
 VERSIONS = ("5.2.0", "6.6.1")
@@ -112,7 +112,7 @@ def graphrag_inputs(reference_qas: list[dict], responses: list[dict]) -> tuple[l
 
 
 def empty_caches() -> None:
-    step_kind._loads_text.cache_clear()
+    """Forget the typed SPARQL values converted (the only thing qareport keeps between questions)."""
     tables._typed_keys.clear()
 
 

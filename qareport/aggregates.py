@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import mean, median
@@ -216,7 +217,10 @@ def _add_step_counts(actual_steps: Any, tally: _TemplateTally) -> None:
 def _has_empty_bindings(step: Mapping[str, Any]) -> bool:
     """Is the step's output a SPARQL JSON result whose bindings are empty?"""
     try:
-        output = json.loads(step["output"])
+        text = step["output"]
+        if isinstance(text, str) and not _may_have_empty_bindings(text):
+            return False  # nearly every output: no need to parse it
+        output = json.loads(text)
         return (
             isinstance(output, dict)
             and "results" in output
@@ -225,6 +229,30 @@ def _has_empty_bindings(step: Mapping[str, Any]) -> bool:
         )
     except (KeyError, TypeError, ValueError, IndexError, RecursionError):
         return False  # no output, or not JSON: nothing to say about its bindings
+
+
+_JSON_SPACE = "[ \t\n\r]*+"
+_FULL_BINDINGS = re.compile(
+    # "bindings": followed by what can only start a true value: a list or object with something in
+    # it, a non-empty string, true, or a number that is not zero
+    f'"bindings"{_JSON_SPACE}:{_JSON_SPACE}'
+    f'(?:\\[{_JSON_SPACE}[^\\] \t\n\r]|\\{{{_JSON_SPACE}[^}} \t\n\r]|"[^"]|t|-?[1-9])'
+)
+
+
+def _may_have_empty_bindings(text: str) -> bool:
+    """False when the JSON `text` surely holds no key "bindings" whose value is empty (or null,
+    false, zero): each "bindings" key is followed by a value that starts as a true one does. Read
+    without parsing, since a text without backslashes can write the key only as `"bindings"`; any
+    other text may, and is parsed (`tests/test_fast_paths.py` checks both ways agree)."""
+    if "\\" in text:
+        return True
+    key = text.find('"bindings"')
+    while key >= 0:
+        if not _FULL_BINDINGS.match(text, key):
+            return True
+        key = text.find('"bindings"', key + 1)
+    return False
 
 
 def _add_step_metrics(actual_steps: Any, tally: _TemplateTally, rules: _Rules) -> None:

@@ -1,12 +1,20 @@
 """Keeping Python's cyclic garbage collector from walking a large run's data again and again.
 
-A run holds millions of objects (test cases, responses, results) that live until it ends. The
-collector's full passes walk all of them each time new objects pile up, and find nothing: at
-10,000 Q&A questions, a fifth of the evaluation time and a tenth of the loading time. While a stage
-builds such data, the automatic collector rests (`collector_paused`); a stage that also makes
-short-lived reference cycles collects the young objects alone every so often (`collect_young`),
-which costs little and keeps those cycles from piling up. Objects are freed by reference counting
-as usual throughout; the collector's state is restored when the stage ends.
+A run holds millions of objects (test cases, responses, results) that live until it ends and form
+no reference cycles (scoring makes none either: `tests/test_fast_paths.py` checks it). The
+collector's passes would walk all of them again and again and find nothing: at 10,000 Q&A
+questions about two seconds over the run. So:
+
+* while a stage builds such data (loading, evaluation), the automatic collector rests
+  (`collector_paused`);
+* within a run (`run_scope`, which the pipeline opens), what those stages built is then set aside
+  (`gc.freeze`), so that the collections of the later stages (the report, the workbook) walk only
+  their own objects; the run's end puts it back (`gc.unfreeze`), and the next full collection
+  frees whatever of it has become cyclic garbage. Outside a run (the library's stage functions
+  called on their own) nothing is set aside.
+
+Objects are freed by reference counting as usual throughout; the collector's state is restored
+when a stage ends.
 """
 
 from __future__ import annotations
@@ -15,20 +23,32 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+_open_runs = 0  # `run_scope` blocks open now (a run within a run puts things back once, at the end)
+
+
+@contextmanager
+def run_scope() -> Iterator[None]:
+    """A run: within it, what `collector_paused` stages build is set aside until the run ends."""
+    global _open_runs
+    _open_runs += 1
+    try:
+        yield
+    finally:
+        _open_runs -= 1
+        if not _open_runs:
+            gc.unfreeze()
+
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """No automatic collection in the block; the collector is as it was afterwards."""
+    """No automatic collection in the block; the collector is as it was afterwards. Within a run,
+    everything tracked when the block ends is set aside for the rest of the run."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if _open_runs:
+            gc.freeze()
         if was_enabled:
             gc.enable()
-
-
-def collect_young() -> None:
-    """Collect the reference cycles among the objects made since the last collection, without
-    walking the older ones."""
-    gc.collect(0)

@@ -12,10 +12,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport import qa
-from qareport.collector import collect_young, collector_paused
+from qareport.collector import collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
-from qareport.kinds.steps import KIND_NAME as STEPS_KIND
+from qareport.kinds.steps import KIND_NAME as STEPS_KIND, with_verdicts
+from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
     USAGE_FIELDS,
@@ -31,9 +33,6 @@ from qareport.records import (
 )
 from qareport.retrieval_context import with_context_scores
 from qareport.set_metrics import mean_or_none
-
-
-YOUNG_COLLECTION_EVERY = 256  # cases between collections of the young objects (see `collector`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +132,7 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
     """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
     the aggregates count it as an error instead of leaving it out."""
     turn = case.turns[0]
-    result, outcome = qa.evaluate_question_outcome(
+    result, outcome = _scored_question(
         template_id=case.groups[0] if case.groups else None,
         question=question_dict(case, turn),
         response=None if response is None else response_dict(
@@ -141,7 +140,6 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         ),
         semantics=semantics,
     )
-    result = _with_context_scores(result, semantics)
     status: CaseStatus
     error: str | None
     if response is None:
@@ -161,6 +159,17 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
     turn_result = TurnResult(1, turn.user_message, qa=result, scores={STEPS_KIND: outcome} if outcome else {})
     return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems
+
+
+def _scored_question(*, template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,
+                     semantics: Semantics) -> tuple[dict[str, Any], StepsOutcome | None]:
+    """graphrag-eval's result dict of a question, with its retrieval contexts scored, and the
+    outcome of its steps with their verdicts; each output is parsed once for all of it."""
+    with question_scope():
+        result, outcome = qa.evaluate_question_outcome(template_id=template_id, question=question,
+                                                       response=response, semantics=semantics)
+        result = _with_context_scores(result, semantics)
+        return result, None if outcome is None else with_verdicts(result, outcome)
 
 
 def _evaluate_turn(
@@ -185,13 +194,12 @@ def _evaluate_turn(
     qa_result = None
     outcome = None
     if _needs_qa(turn, output):
-        qa_result, outcome = qa.evaluate_question_outcome(
+        qa_result, outcome = _scored_question(
             template_id=None,
             question=question_dict(case, turn),
             response=response_dict(case.id, response, output, with_tokens=False),
             semantics=options.steps_semantics,
         )
-        qa_result = _with_context_scores(qa_result, options.steps_semantics)
         if qa_result.get("steps_error"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
@@ -221,13 +229,11 @@ def evaluate_suite(
     which replace the unjudged ones."""
     results = []
     problems: list[Problem] = []
-    with collector_paused():  # the results live on; scoring makes short-lived cycles, collected young
-        for number, case in enumerate(suite.cases, start=1):
+    with collector_paused():  # the results live on, and scoring makes no reference cycles: see `collector`
+        for case in suite.cases:
             result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
             results.append(result)
             problems.extend(case_problems)
-            if number % YOUNG_COLLECTION_EVERY == 0:
-                collect_young()
     if judge is None:
         return Evaluation(tuple(results), tuple(problems))
     judged = judge(list(qa_results(results)))

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
+from qareport.collector import run_scope
 from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
@@ -113,6 +114,17 @@ def run_pipeline(
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
     progress: TextIO | None = sys.stderr,
     verbose: bool = False,
+) -> RunOutcome:
+    with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
+        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose)
+
+
+def _run(
+    options: RunOptions,
+    *,
+    on_problems: Callable[[Sequence[Problem]], None],
+    progress: TextIO | None,
+    verbose: bool,
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,

@@ -175,11 +175,12 @@ def write_overview(
     for row, result in enumerate(results, start=2):
         values = table.pop()
         rows.setdefault(result.case.id, row)
-        lines = _row_lines(columns, values, widths)
+        text_lines = _text_lines(columns, values, widths)
+        lines = _row_lines(columns, text_lines)
         for index, (column, value) in enumerate(zip(columns, values), start=1):
             if value is None:
                 continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
-            if column.wrap and isinstance(value, str):
+            if text_lines.get(index, 0) > lines:
                 value = styles.cut_to_lines(value, widths[index], lines)
             cell = write(ws, row, index, value)
             if column.format:
@@ -234,14 +235,19 @@ def _width(column: Column, longest: int) -> float:
     return min(max(column.width, 40), max(longest, 7))
 
 
-def _row_lines(columns: Sequence[Column], values: Sequence[Any], widths: Mapping[int, float]) -> int:
+def _text_lines(columns: Sequence[Column], values: Sequence[Any], widths: Mapping[int, float]) -> dict[int, int]:
+    """The display lines each wrapped text of a row needs, by column number."""
+    return {index: styles.display_lines(value, widths[index])
+            for index, (column, value) in enumerate(zip(columns, values), start=1)
+            if column.wrap and isinstance(value, str)}
+
+
+def _row_lines(columns: Sequence[Column], text_lines: Mapping[int, int]) -> int:
     """How many lines a row gets: what its name, reason and note need, at least enough to show the
     start of a long text, never more than MAX_LINES."""
     need, has_long = 1, False
-    for index, (column, value) in enumerate(zip(columns, values), start=1):
-        if not column.wrap or not isinstance(value, str):
-            continue
-        lines = styles.display_lines(value, widths[index])
+    for index, lines in text_lines.items():
+        column = columns[index - 1]
         if column.header in SIZING:
             need = max(need, lines)
         elif lines > 1:

@@ -212,18 +212,58 @@ def landscape(ws: Sheet, *, fit_page: bool = False) -> None:
 def display_lines(text: str, width: float) -> int:
     """How many lines a wrapped cell needs at this column width, erring on the tall side: words
     wrap whole, and a clipped line is worse than a little white space."""
-    per_line = max(1, int(width * 1.05) - 1)
-    total = 0
-    for line in str(text).split("\n"):
-        used, lines = 0, 1
-        for word in line.split(" "):
-            if used and used + 1 + len(word) > per_line:
-                lines, used = lines + 1, 0
-            used += len(word) + (1 if used else 0)
-            while used > per_line:  # a word longer than the line breaks anywhere
-                lines, used = lines + 1, used - per_line
-        total += lines
-    return total
+    per_line = _per_line(width)
+    # most lines are shorter than the cell is wide: no word can reach the edge, one line each
+    return sum(1 if len(line) <= per_line else wrapped_lines(line, per_line) for line in str(text).split("\n"))
+
+
+def wrapped_lines(line: str, per_line: int) -> int:
+    """The lines one line of text (without breaks) takes when its words wrap at `per_line`."""
+    used, lines = 0, 1
+    for word in line.split(" "):
+        if used and used + 1 + len(word) > per_line:
+            lines, used = lines + 1, 0
+        used += len(word) + (1 if used else 0)
+        while used > per_line:  # a word longer than the line breaks anywhere
+            lines, used = lines + 1, used - per_line
+    return lines
+
+
+def _per_line(width: float) -> int:
+    """The characters a line of a wrapped cell of this width holds."""
+    return max(1, int(width * 1.05) - 1)
+
+
+def longest_fitting_start(line: str, width: float, room: int) -> int:
+    """The length of the longest start of `line` (a line without breaks) that `display_lines` puts
+    on at most `room` lines (at least 1): the lines are counted word by word as `display_lines`
+    counts them, in one pass, and only the word that crosses the limit is tried letter by letter."""
+    per_line = _per_line(width)
+    lines, used, position = 1, 0, 0  # the count after the words before `position`
+    for word in line.split(" "):
+        after = _after_word(lines, used, len(word), per_line)
+        if after[0] <= room:
+            lines, used = after
+            position += len(word) + 1
+            continue
+        fitting = -1  # not even the space before the word (it would start a line of its own)
+        for length in range(len(word)):
+            if _after_word(lines, used, length, per_line)[0] > room:
+                break
+            fitting = length
+        return position + fitting
+    return len(line)
+
+
+def _after_word(lines: int, used: int, length: int, per_line: int) -> tuple[int, int]:
+    """`display_lines`' count (lines, characters on the last line) after one more word."""
+    if used and used + 1 + length > per_line:
+        lines, used = lines + 1, 0
+    used += length + (1 if used else 0)
+    if used > per_line:  # a word longer than the line breaks anywhere
+        wraps = (used - 1) // per_line
+        lines, used = lines + wraps, used - wraps * per_line
+    return lines, used
 
 
 MORE_MARKER = "\u25bc"  # ▼: the text goes on below the row's edge
@@ -248,13 +288,7 @@ def cut_to_lines(text: str, width: float, lines: int) -> str:
     rest = source[len(shown):]
     if used < budget and rest:  # part of the next line still fits: cut it where the room ends
         line = rest[0]
-        low, high = 0, len(line)
-        while low < high:  # the longest start of the line that fits the room left
-            middle = (low + high + 1) // 2
-            if display_lines(line[:middle], width) <= budget - used:
-                low = middle
-            else:
-                high = middle - 1
+        low = longest_fitting_start(line, width, budget - used)
         cut = line.rfind(" ", 0, low + 1) if " " in line[:low] else low
         cut = cut if cut > 0 else low
         if cut > 0:

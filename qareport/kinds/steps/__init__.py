@@ -5,6 +5,7 @@
     verdicts.py       how each reference step fared, and why it lost points
     step_kind.py      the protocol every kind of step implements
     registry.py       the kinds of step, in the order they are asked
+    parsed_outputs.py each output of a question parsed once, each SPARQL column read once
     sparql.py tables.py  json_output.py  retrieval.py  time_series.py  data_points.py
     iri_discovery.py  exact.py          one module per kind of step
 
@@ -17,7 +18,10 @@ to say which call matched each reference step, with what score, or why none did.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
+
+from jinja2 import Template
 
 from qareport.kinds import Column, Kind, Metric, mean_over_turns
 from qareport.kinds.steps.matching import StepsOutcome
@@ -36,6 +40,22 @@ def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
     qa = turn.qa
     if not isinstance(outcome, StepsOutcome) or qa is None:
         return None
+    if outcome.verdicts is not None:
+        return outcome.verdicts
+    return _verdicts_of(qa, outcome)
+
+
+def with_verdicts(qa: dict[str, Any], outcome: StepsOutcome) -> StepsOutcome:
+    """`outcome` keeping the verdicts of its reference steps (`qa` is the turn's result dict).
+
+    They are worked out once, as the turn is evaluated: the case's reason, the facts a later run
+    compares and the details cell all read them, and the question's outputs are still parsed then
+    (`parsed_outputs`); worked out on demand they cost each reader another comparison."""
+    verdicts = _verdicts_of(qa, outcome)
+    return outcome if verdicts is None else replace(outcome, verdicts=verdicts)
+
+
+def _verdicts_of(qa: dict[str, Any], outcome: StepsOutcome) -> tuple[StepVerdict, ...] | None:
     groups = qa.get("reference_steps")
     if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
         return None
@@ -96,11 +116,24 @@ def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
 def render_steps_details(result: CaseResult, *, templates_dir: str | None = None) -> str:
     """The "steps details" cell: each reference step with the call that matched it and its score,
     or why none did; then the calls and which of them failed."""
-    turns = [t for t in (_steps_turn(turn) for turn in result.turns) if t is not None]
-    if not turns:
-        return ""
-    template = template_environment(templates_dir).get_template(DETAILS_TEMPLATE)
-    return template.render(turns=turns, multi_turn=len(result.case.turns) > 1).strip("\n")
+    return StepsDetailsCell(templates_dir)(result)
+
+
+class StepsDetailsCell:
+    """`render_steps_details` for the cases of a run, with one template, fetched when first
+    needed (fetching it for each case would check the file each time)."""
+
+    def __init__(self, templates_dir: str | None):
+        self.templates_dir = templates_dir
+        self.template: Template | None = None
+
+    def __call__(self, result: CaseResult) -> str:
+        turns = [t for t in (_steps_turn(turn) for turn in result.turns) if t is not None]
+        if not turns:
+            return ""
+        if self.template is None:
+            self.template = template_environment(self.templates_dir).get_template(DETAILS_TEMPLATE)
+        return self.template.render(turns=turns, multi_turn=len(result.case.turns) > 1).strip("\n")
 
 
 def explain_turn(turn: TurnResult) -> str | None:
@@ -164,7 +197,7 @@ class ReferenceSteps(Kind):
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
         return [
             Column("steps score", lambda r: self.case_metrics(r)["steps_score"], 10, "score", score=True),
-            Column("steps details", lambda r: render_steps_details(r, templates_dir=templates_dir), 60, wrap=True),
+            Column("steps details", StepsDetailsCell(templates_dir), 60, wrap=True),
         ]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
     Comparison,
@@ -25,7 +26,6 @@ from qareport.kinds.steps.step_kind import (
     StepPair,
     StepsError,
     actual_output,
-    parsed_json,
 )
 
 IRI_DISCOVERY = "iri_discovery"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     JSON,
     MATCH,
@@ -23,7 +24,6 @@ from qareport.kinds.steps.step_kind import (
     StepsError,
     actual_output,
     parse_reference_json,
-    parsed_json,
     short,
 )
 

@@ -36,9 +36,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qareport.describing import describe_value
+from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.registry import step_kind_for
 from qareport.kinds.steps.step_kind import (
     DEFAULT_SEMANTICS,
@@ -49,6 +50,9 @@ from qareport.kinds.steps.step_kind import (
     actual_label,
     reference_label,
 )
+
+if TYPE_CHECKING:  # verdicts.py reads outcomes: the type alone is needed here
+    from qareport.kinds.steps.verdicts import StepVerdict
 
 RETRIEVAL = "retrieval"
 
@@ -84,6 +88,8 @@ class StepsOutcome:
     error: str | None = None
     notes: tuple[str, ...] = ()  # where graphrag-eval would have stopped, and what was done instead
     semantics: Semantics = DEFAULT_SEMANTICS
+    # how each reference step fared (`verdicts.step_verdicts`), when worked out with the evaluation
+    verdicts: tuple[StepVerdict, ...] | None = None
 
 
 def evaluate_steps(
@@ -96,6 +102,12 @@ def evaluate_steps(
     """Score `actual_steps` against `reference_groups` under graphrag-eval `semantics` (5 or 6; see
     the module doc). Neither argument is modified. `question_id` only names the question in `error`.
     """
+    with question_scope():  # each output parsed once for all the pairs compared
+        return _evaluate_steps(reference_groups, actual_steps, question_id, semantics)
+
+
+def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
+                    question_id: str | None, semantics: Semantics) -> StepsOutcome:
     prefix = f"question {question_id!r}: " if question_id is not None else ""
     failed_calls = _failed_calls(actual_steps)
     matcher = _Matcher(actual_steps, semantics)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     JSON,
     SPARQL_RESULTS_JSON,
@@ -25,7 +26,6 @@ from qareport.kinds.steps.step_kind import (
     StepPair,
     StepsError,
     actual_output,
-    parsed_json,
 )
 from qareport.retrieval_metrics import recall_at_k
 

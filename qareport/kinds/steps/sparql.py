@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
     SPARQL_RESULTS_JSON,
@@ -25,7 +26,6 @@ from qareport.kinds.steps.step_kind import (
     StepsError,
     actual_output,
     parse_reference_json,
-    parsed_json,
 )
 from qareport.kinds.steps.tables import SparqlResultError, compare_tables
 

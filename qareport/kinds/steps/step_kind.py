@@ -17,13 +17,11 @@ names the step and says what to fix (graphrag-eval would crash there).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal, Protocol
 
-import orjson
+from qareport.kinds.steps.parsed_outputs import parsed_json
 
 Semantics = Literal[5, 6]
 """Which graphrag-eval's steps rules apply: 5 (5.2: the last group, candidates by name) or 6
@@ -111,25 +109,6 @@ def actual_output(pair: StepPair) -> Any:
             f"{pair.actual_label} has status 'success' but no 'output'; record the step's output, or set "
             "its status to 'error'."
         ) from None
-
-
-def parsed_json(output: Any) -> Any:
-    """The parsed JSON of an output text, parsed once: a reference step is compared with every call
-    of the question, and a call with every reference step. The value is shared, so it is only read.
-    Raises TypeError or ValueError as `json.loads` does."""
-    if isinstance(output, str):
-        return _loads_text(output)
-    return json.loads(output)
-
-
-@lru_cache(maxsize=512)
-def _loads_text(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        # what orjson refuses and json reads (NaN, integers beyond 64 bits, lone surrogates),
-        # or the error message json gives
-        return json.loads(text)
 
 
 def parse_reference_json(pair: StepPair, media_type: str) -> Any:

@@ -61,10 +61,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from itertools import product
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from itertools import product, repeat
 from typing import Any
+
+from qareport.kinds.steps.parsed_outputs import column_once
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_INTEGER_TYPES = frozenset(
@@ -243,11 +245,11 @@ def compare_tables(
         return TableVerdict(True)
 
     try:
-        reference_columns = [_read_column(var, reference_bindings) for var in required]
+        reference_columns = [_column(var, reference_bindings) for var in required]
     except (TypeError, KeyError, IndexError, AttributeError) as error:
         raise SparqlResultError(f"the reference bindings are not SPARQL JSON terms ({error})") from None
     try:
-        actual_columns = [_read_column(var, actual_bindings) for var in actual_vars]
+        actual_columns = [_column(var, actual_bindings) for var in actual_vars]
     except (TypeError, KeyError, IndexError, AttributeError):
         # graphrag-eval raises here; an unreadable actual result does not match
         return TableVerdict(False, "returned bindings that are not SPARQL JSON terms")
@@ -329,11 +331,66 @@ Cell = Hashable
 Column = tuple[Cell, ...]
 
 
+def _column(var: Any, bindings: list) -> Column:
+    """The cells of `var` down the rows (see `cell_key`), read once per question: a reference
+    result is compared with each call, an actual result with each reference step
+    (`parsed_outputs.column_once`)."""
+    return column_once(bindings, var, _read_column)
+
+
 def _read_column(var: Any, bindings: list) -> Column:
-    """The cells of `var` down the rows (see `cell_key`). A typed value is converted once per run
-    (`_typed_keys`): the same numbers, dates and booleans recur across rows and outputs. (Keeping
-    whole columns for a second comparison of the same output was measured slower than reading
-    them again: outputs are seldom compared twice.)"""
+    """The cells of `var` down the rows. A column of one kind of term, as nearly all are, is read
+    a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
+    column = _read_uniform_column(var, bindings)
+    return _read_cells(var, bindings) if column is None else column
+
+
+_item, _get = dict.__getitem__, dict.get
+
+
+def _read_uniform_column(var: Any, bindings: list) -> Column | None:
+    """The column, read by the built-in `map` (a few passes in C instead of a Python loop over the
+    cells), when every binding is an object and every term of `var` in them is either unbound
+    (missing, or null) or an object with a text `value` and either no datatype or the same text
+    datatype and type as every other; else None, for `_read_cells`. `tests/test_fast_paths.py`
+    checks that both read the same cells."""
+    try:
+        terms = list(map(_get, bindings, repeat(var)))  # TypeError: a binding that is not an object
+    except TypeError:
+        return None
+    if None not in terms:
+        keys = _uniform_keys(terms)
+        return None if keys is None else tuple(keys)
+    keys = _uniform_keys([term for term in terms if term is not None])
+    if keys is None:
+        return None
+    bound = iter(keys)
+    return tuple([UNBOUND if term is None else next(bound) for term in terms])
+
+
+def _uniform_keys(terms: list) -> list[Cell] | None:
+    """The cells of bound terms of one kind (see `_read_uniform_column`), else None."""
+    try:
+        datatypes = set(map(_get, terms, repeat("datatype")))  # TypeError: a term that is not an object
+        values = list(map(_item, terms, repeat("value")))  # KeyError: a term without a value
+        if set(map(type, values)) != {str}:
+            return None
+        if datatypes == {None}:
+            return values  # URIs and plain literals (a null datatype is none): the cell is the value
+        if len(datatypes) != 1:
+            return None
+        (datatype,) = datatypes
+        kinds = set(map(_get, terms, repeat("type")))
+    except (TypeError, KeyError):
+        return None
+    if len(kinds) != 1 or type(datatype) is not str:
+        return None
+    (kind,) = kinds
+    return _typed_keys.keys(kind, datatype, values)
+
+
+def _read_cells(var: Any, bindings: list) -> Column:
+    """The cells of `var` down the rows, one by one, whatever the bindings hold (see `cell_key`)."""
     cells: list[Cell] = []
     append = cells.append
     for binding in bindings:
@@ -349,22 +406,84 @@ def _read_column(var: Any, bindings: list) -> Column:
                 append(UNBOUND if value is None else value if type(value) is str else str(value))
                 continue
             if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
-                typed = (term.get("type"), datatype, value)
-                key = _typed_keys.get(typed)
-                if key is None:
-                    if len(_typed_keys) >= _TYPED_KEPT:
-                        _typed_keys.clear()
-                    key = _typed_keys[typed] = cell_key(term)
-                append(key)
+                append(_typed_keys.keys(term.get("type"), datatype, [value])[0])
                 continue
         append(cell_key(term))
     return tuple(cells)
 
 
-_TYPED_KEPT = 65536
-_typed_keys: dict[tuple[Any, str, str], Hashable] = {}
+class _TypedKeys:
+    """The cell key of each typed value met, by the term's type and datatype and the value's text:
+    the same numbers, dates and booleans recur across rows and outputs, so each is converted once
+    per run. At most `KEPT` are kept (all are dropped when that many are)."""
+
+    KEPT = 65536
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[Any, str], dict[str, Hashable]] = {}
+        self._count = 0
+
+    def keys(self, kind: Any, datatype: str, values: list[str]) -> list[Cell]:
+        """The keys of text values of terms of this type and datatype, as `cell_key` makes them
+        (TypeError when the type cannot be a key)."""
+        table = self._tables.get((kind, datatype))
+        if table is None:
+            table = self._tables[(kind, datatype)] = {}
+        keys = list(map(table.get, values))
+        if None in keys:  # values not converted yet (a key is never None)
+            convert = typed_text_converter(kind, datatype)
+            for index, key in enumerate(keys):
+                if key is None:
+                    if self._count >= self.KEPT:
+                        self.clear()
+                        self._tables[(kind, datatype)] = table = {}
+                    keys[index] = table[values[index]] = convert(values[index])
+                    self._count += 1
+        return keys
+
+    def clear(self) -> None:
+        self._tables.clear()
+        self._count = 0
 
 
+def typed_text_converter(kind: Any, datatype: str) -> Callable[[str], Cell]:
+    """What `cell_key` makes of a term of this type and datatype whose value is text, as one
+    function chosen once for a whole column (`tests/test_fast_paths.py` checks they agree)."""
+    if kind not in ("literal", "typed-literal") or not datatype:
+        return _same_text
+    if datatype in XSD_INTEGER_TYPES:
+        return _integer_text
+    if datatype in XSD_DECIMAL_TYPES:
+        return _decimal_text
+    if datatype == XSD_BOOLEAN:
+        return _boolean_text
+    return _same_text
+
+
+def _same_text(value: str) -> Cell:
+    return value
+
+
+def _integer_text(value: str) -> Cell:
+    try:
+        return str(int(value))
+    except (ValueError, OverflowError):  # as `parse_sparql_term`: a value that does not parse stays text
+        return value
+
+
+def _decimal_text(value: str) -> Cell:
+    try:
+        number = _truncate(float(value))
+    except (ValueError, OverflowError):
+        return value
+    return _Infinite(str(number)) if math.isinf(number) else str(number)
+
+
+def _boolean_text(value: str) -> Cell:
+    return str(value.lower() in ("true", "1"))
+
+
+_typed_keys = _TypedKeys()
 _ABSENT = object()
 
 
@@ -452,33 +571,54 @@ def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[C
         range(len(reference_columns)),
         key=lambda i: (len(candidates[i]), -len(set(reference_columns[i]))),
     )
-    same_counts = mode == "multiset"
-    levels = _reference_levels([reference_columns[i] for i in order], multiset=same_counts)
+    multiset = mode == "multiset"
+    search = _Search(
+        [candidates[position] for position in order],
+        _reference_levels([reference_columns[i] for i in order], multiset=multiset),
+        classes,
+        counts,
+        multiset,
+    )
+    return _extend(search, 0, [0] * len(classes[0]))
 
-    def extend(depth: int, actual_rows: list[int]) -> bool:
-        if depth == len(order):
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """The state of one search: for each depth, the actual column classes to try and what the
+    rows projected so far must reproduce; how many columns of each class are still free."""
+
+    candidates: list[list[int]]  # by depth
+    levels: list[tuple[dict[tuple[int, Cell], int], Any]]  # by depth (see `_reference_levels`)
+    classes: list[Column]
+    counts: list[int]  # free columns by class, changed while searching
+    multiset: bool
+
+
+def _extend(search: _Search, depth: int, actual_rows: list[int]) -> bool:
+    """Can the mapping chosen for the first `depth` columns be extended to all of them?
+    (A module function rather than a closure calling itself, which would be a reference cycle
+    left for the garbage collector after every search.)"""
+    if depth == len(search.levels):
+        return True
+    pair_ids, expected = search.levels[depth]
+    counts = search.counts
+    for class_index in search.candidates[depth]:
+        if not counts[class_index]:
+            continue
+        next_rows = _project(actual_rows, search.classes[class_index], pair_ids)
+        if next_rows is None:
+            continue
+        if search.multiset:
+            if Counter(next_rows) != expected:
+                continue
+        elif len(set(next_rows)) != expected:
+            continue
+        counts[class_index] -= 1
+        found = _extend(search, depth + 1, next_rows)
+        counts[class_index] += 1
+        if found:
             return True
-        position = order[depth]
-        pair_ids, expected = levels[depth]
-        for class_index in candidates[position]:
-            if not counts[class_index]:
-                continue
-            next_rows = _project(actual_rows, classes[class_index], pair_ids)
-            if next_rows is None:
-                continue
-            if same_counts:
-                if Counter(next_rows) != expected:
-                    continue
-            elif len(set(next_rows)) != expected:
-                continue
-            counts[class_index] -= 1
-            found = extend(depth + 1, next_rows)
-            counts[class_index] += 1
-            if found:
-                return True
-        return False
-
-    return extend(0, [0] * len(classes[0]))
+    return False
 
 
 SMALL_TABLE_COLUMNS = 6
@@ -558,19 +698,22 @@ def _assignment_exists(candidates: list[list[int]], capacity: list[int]) -> bool
     """Can every reference column get its own actual column? (bipartite matching with capacities,
     by augmenting paths; a cheap test that stops hopeless searches before they start)"""
     holders: list[list[int]] = [[] for _ in capacity]  # class -> reference columns assigned to it
+    return all(_place(reference, set(), candidates, capacity, holders) for reference in range(len(candidates)))
 
-    def place(reference: int, visited: set[int]) -> bool:
-        for class_index in candidates[reference]:
-            if class_index in visited:
-                continue
-            visited.add(class_index)
-            if len(holders[class_index]) < capacity[class_index]:
-                holders[class_index].append(reference)
+
+def _place(reference: int, visited: set[int], candidates: list[list[int]], capacity: list[int],
+           holders: list[list[int]]) -> bool:
+    """Give `reference` a class, moving the columns already placed along an augmenting path.
+    (A module function, not a closure calling itself: no reference cycle per search.)"""
+    for class_index in candidates[reference]:
+        if class_index in visited:
+            continue
+        visited.add(class_index)
+        if len(holders[class_index]) < capacity[class_index]:
+            holders[class_index].append(reference)
+            return True
+        for index, other in enumerate(holders[class_index]):
+            if _place(other, visited, candidates, capacity, holders):
+                holders[class_index][index] = reference
                 return True
-            for index, other in enumerate(holders[class_index]):
-                if place(other, visited):
-                    holders[class_index][index] = reference
-                    return True
-        return False
-
-    return all(place(reference, set()) for reference in range(len(candidates)))
+    return False

@@ -11,7 +11,9 @@ at: which call matched it and with what score, or why none did:
     called only after the steps of group 3       6.x: called, but too late for its group
     not scored: group 3 was not matched in full  6.x: the matching stopped before this group
 
-Reasons are only worked out here, for the steps that lost points, never while scoring.
+Reasons are only worked out here, for the steps that lost points, never while scoring; the
+evaluation works them out once per turn, right after scoring, and keeps them with the outcome
+(`kinds.steps.with_verdicts`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.kinds.steps.matching import StepMatch, StepsOutcome, compare_pair, searched_calls
+from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.registry import tool_names
 from qareport.kinds.steps.step_kind import StepPair, StepsError, short
 
@@ -63,6 +66,12 @@ def step_verdicts(
     under 6.x (see the module docstring). Empty when the outcome is an error."""
     if outcome.error is not None or not reference_groups:
         return ()
+    with question_scope():  # each output parsed once for all the pairs compared again
+        return _verdicts(reference_groups, actual_steps, outcome)
+
+
+def _verdicts(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
+              outcome: StepsOutcome) -> tuple[StepVerdict, ...]:
     count = len(reference_groups)
     by_place = {(_group_index(match, count), match.reference_index): match for match in outcome.matches}
     numbers = range(count) if outcome.semantics == 6 else [count - 1]

@@ -1,0 +1,95 @@
+"""Each output of a question parsed once, and each SPARQL column read once, while it is scored.
+
+A reference step is compared with every call of its question, a call with every reference step,
+and the verdicts compare a pair again to say why it lost points; the outputs are the same texts
+each time. Within `question_scope()` (opened by the steps matching, the verdicts and the
+evaluation of one question) an output text is parsed once (`parsed_json`) and a column of a
+parsed SPARQL result read once (`column_once`); the values are shared, so they are only read.
+Everything kept is dropped when the outermost scope ends: memory holds one question's outputs at a
+time. Outside a scope nothing is kept. The scope is a context variable, so threads that score
+questions at the same time keep apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+
+class _Kept:
+    """What one question's scope keeps."""
+
+    __slots__ = ("texts", "columns")
+
+    def __init__(self) -> None:
+        self.texts: dict[str, Any] = {}  # output text -> its parsed JSON
+        # (id of a bindings list, variable) -> (that list, its column); the list is held, so no
+        # other list can take its id while the scope lasts
+        self.columns: dict[tuple[int, Hashable], tuple[Any, Any]] = {}
+
+
+_scope: ContextVar[_Kept | None] = ContextVar("qareport_question_outputs", default=None)
+
+
+@contextmanager
+def question_scope() -> Iterator[None]:
+    """Parse each output text once, and read each column once, within the block (a block within
+    another shares the outer one's)."""
+    if _scope.get() is not None:
+        yield
+        return
+    token = _scope.set(_Kept())
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def parsed_json(output: Any) -> Any:
+    """The parsed JSON of an output text (parsed once within a question's scope). Raises
+    TypeError or ValueError as `json.loads` does."""
+    if not isinstance(output, str):
+        return json.loads(output)
+    kept = _scope.get()
+    if kept is None:
+        return _loads_text(output)
+    try:
+        return kept.texts[output]
+    except KeyError:
+        value = kept.texts[output] = _loads_text(output)
+        return value
+
+
+def _loads_text(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # what orjson refuses and json reads (NaN, integers beyond 64 bits, lone surrogates),
+        # or the error message json gives
+        return json.loads(text)
+
+
+def column_once(bindings: Any, variable: Any, read: Callable[[Any, Any], T]) -> T:
+    """`read(variable, bindings)`, read once within a question's scope for the same bindings
+    list and variable. An exception is raised each time, never kept."""
+    kept = _scope.get()
+    if kept is None:
+        return read(variable, bindings)
+    try:
+        key = (id(bindings), variable)
+        found = kept.columns.get(key)
+    except TypeError:  # a variable that cannot be a key (the reading says what is wrong with it)
+        return read(variable, bindings)
+    if found is not None and found[0] is bindings:
+        column: T = found[1]
+        return column
+    column = read(variable, bindings)
+    kept.columns[key] = (bindings, column)
+    return column

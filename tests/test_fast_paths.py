@@ -1,0 +1,198 @@
+"""Work done once, or skipped, for speed gives what the plain way gives.
+
+Each shortcut of the evaluation and the report is checked here against the plain computation it
+replaces, on generated suites (`benchmarks/synthetic_suite.py`, `benchmarks/ge6_suite.py`) and on
+values drawn by hypothesis.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import REPO
+from qareport import aggregates
+from qareport.collector import run_scope
+from qareport.evaluation import EvaluationOptions, evaluate_suite
+from qareport.kinds.steps import KIND_NAME, turn_verdicts
+from qareport.kinds.steps import tables
+from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.parsed_outputs import question_scope
+from qareport.loading import load_suite
+from qareport.workbook import styles
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import ge6_suite  # noqa: E402
+import synthetic_suite  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Two generated Q&A suites on disk: graphrag-eval 5.x's shapes and 6.x's step kinds."""
+    folder = tmp_path_factory.mktemp("generated")
+    synthetic_suite.write_suite(folder / "qa5", 150, 4)
+    ge6_suite.write_suite(folder / "qa6", 150, 12)
+    return folder
+
+
+@pytest.mark.parametrize(("suite", "semantics"), [("qa5", 5), ("qa5", 6), ("qa6", 5), ("qa6", 6)])
+def test_the_verdicts_kept_with_an_evaluation_are_those_worked_out_on_demand(generated, suite, semantics):
+    loaded = load_suite([generated / suite / "testcases"], [generated / suite / "responses"])
+    results = evaluate_suite(loaded, options=EvaluationOptions(steps_semantics=semantics)).results
+    kept = 0
+    for result in results:
+        for turn in result.turns:
+            outcome = turn.scores.get(KIND_NAME)
+            if not isinstance(outcome, StepsOutcome):
+                continue
+            on_demand = turn_verdicts(replace(turn, scores={KIND_NAME: replace(outcome, verdicts=None)}))
+            assert outcome.verdicts == on_demand
+            kept += outcome.verdicts is not None
+    assert kept > 100
+
+
+@pytest.mark.parametrize(("suite", "semantics"), [("qa5", 5), ("qa6", 6)])
+def test_scoring_makes_no_reference_cycles_so_the_collector_can_rest(generated, suite, semantics):
+    loaded = load_suite([generated / suite / "testcases"], [generated / suite / "responses"])
+    gc.collect()
+    gc.disable()
+    try:
+        evaluation = evaluate_suite(loaded, options=EvaluationOptions(steps_semantics=semantics))
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert any(turn.qa.get("steps_score") is not None for r in evaluation.results for turn in r.turns if turn.qa)
+
+
+def test_a_run_sets_its_loaded_data_aside_from_the_collector_until_it_ends(generated):
+    paths = ([generated / "qa5" / "testcases"], [generated / "qa5" / "responses"])
+    load_suite(*paths)
+    assert gc.get_freeze_count() == 0  # outside a run, nothing is set aside
+    with run_scope():
+        suite = load_suite(*paths)
+        assert gc.get_freeze_count() > len(suite.cases)
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+
+
+# --- SPARQL columns -------------------------------------------------------------------------------
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+_texts = st.sampled_from(["1", "01", "-0", "2.5", "2.718281828", "1e400", "-INF", "NaN", "true", "TRUE", "0",
+                          "x", "", " 7 ", "١٢"])
+_terms = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=3),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["uri", "literal", "typed-literal", "bnode", None]) | st.just(["literal"]),
+            "datatype": st.sampled_from([XSD + "integer", XSD + "double", XSD + "decimal", XSD + "boolean",
+                                         XSD + "date", "", None]) | st.integers(),
+            "value": _texts | st.none() | st.integers() | st.floats(allow_nan=False),
+        },
+    ),
+)
+_bindings = st.lists(
+    st.one_of(st.dictionaries(st.sampled_from(["a", "b"]), _terms, max_size=2), st.lists(st.just("a"), max_size=1)),
+    max_size=6,
+)
+_uniform = st.lists(  # columns of one kind of term, as nearly all are, some cells unbound
+    st.fixed_dictionaries({"a": st.fixed_dictionaries({"type": st.just("literal"), "datatype": st.just(XSD + "double"),
+                                                       "value": _texts})}) | st.just({}),
+    max_size=6,
+)
+
+
+def _cells_or_error(read, var, bindings):
+    try:
+        return [(type(cell), cell) for cell in read(var, bindings)]
+    except Exception as error:  # noqa: BLE001 - the error itself is what is compared
+        return (type(error), str(error))
+
+
+@settings(max_examples=400, deadline=None)
+@given(bindings=_bindings | _uniform, var=st.sampled_from(["a", "b"]))
+def test_a_column_read_whole_is_the_column_read_cell_by_cell(bindings, var):
+    assert _cells_or_error(tables._read_column, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+
+
+def test_a_column_kept_for_a_question_is_never_another_lists():
+    with question_scope():
+        first = [{"a": {"type": "uri", "value": "u1"}}]
+        assert tables._column("a", first) == ("u1",)
+        del first  # the scope still holds it: no new list can take its id
+        second = [{"a": {"type": "uri", "value": "u2"}}]
+        assert tables._column("a", second) == ("u2",)
+        assert tables._column("a", second) is tables._column("a", second)
+    assert tables._column("a", second) is not tables._column("a", second)  # outside a scope: read again
+
+
+# --- aggregates -----------------------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.sampled_from([0, -0, 0.0, -0.0, 0.5, 1, -3, 1e-9]) | st.text(max_size=3)
+    | st.sampled_from(["bindings", '"bindings": []', "é"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["bindings", "results", "x"]), inner,
+                                                                 max_size=3),
+    max_leaves=8,
+)
+_outputs = st.builds(
+    lambda bindings, extra, indent, ascii_only, compact: json.dumps(
+        {"head": {"vars": ["s"]}, "results": {"bindings": bindings, **extra}}, indent=indent,
+        ensure_ascii=ascii_only, separators=(",", ":") if compact else None),
+    _json_values, st.dictionaries(st.sampled_from(["bindings", "x"]), _json_values, max_size=1),
+    st.sampled_from([None, 0, 2]), st.booleans(), st.booleans(),
+)
+_fragments = st.lists(st.sampled_from(['"bindings"', ":", " ", "\n", "[", "]", "{", "}", '"', "0", "-0", "0.0", "1",
+                                       "null", "false", "true", ",", '"results"', "\\u0062", "\\"]), max_size=14).map("".join)
+_duplicates = st.sampled_from([  # the last of two equal keys counts
+    '{"results": {"bindings": [], "bindings": [1]}}', '{"results": {"bindings": [1], "bindings": []}}',
+    '{"results": {"bindings": [1]}, "results": {"bindings": {}}}', '{"results": {"\\u0062indings": []}}',
+])
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_outputs | _fragments | _duplicates)
+def test_an_output_read_for_empty_bindings_without_parsing_counts_as_one_parsed(text):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(aggregates, "_may_have_empty_bindings", lambda text: True)
+        parsed_each_time = aggregates._has_empty_bindings({"output": text})
+    assert aggregates._has_empty_bindings({"output": text}) == parsed_each_time
+
+
+# --- the Overview's cells ---------------------------------------------------------------------------
+
+_lines = st.lists(st.sampled_from(["a", "bb", "word", "longerword", "x" * 23, "", " "]), max_size=14).map(" ".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(line=_lines, width=st.sampled_from([1, 3, 8, 12.5, 30, 60]), room=st.integers(1, 6))
+def test_the_longest_start_of_a_line_that_fits_is_the_one_display_lines_allows(line, width, room):
+    exp = max(k for k in range(len(line) + 1) if styles.display_lines(line[:k], width) <= room)
+    assert styles.longest_fitting_start(line, width, room) == exp
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=_lines, per_line=st.integers(1, 40))
+def test_a_line_no_longer_than_the_cell_is_wide_takes_one_line(line, per_line):
+    if len(line) <= per_line:
+        assert styles.wrapped_lines(line, per_line) == 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(kind=st.sampled_from(["literal", "typed-literal", "uri", "bnode", None, 3]),
+       datatype=st.sampled_from([XSD + "integer", XSD + "int", XSD + "double", XSD + "float", XSD + "decimal",
+                                 XSD + "boolean", XSD + "date", ""]),
+       value=_texts | st.text(max_size=6) | st.from_regex(r"-?[0-9]{0,3}(\.[0-9]{0,8})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
+def test_a_typed_value_converted_for_a_whole_column_is_the_cell_of_its_term(kind, datatype, value):
+    got = tables.typed_text_converter(kind, datatype)(value)
+    exp = tables.cell_key({"type": kind, "datatype": datatype, "value": value})
+    assert (type(got), got) == (type(exp), exp)
