@@ -25,7 +25,7 @@ from qareport.kinds.steps import tables
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
-from qareport.workbook import styles
+from qareport.workbook import cells, styles
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import ge6_suite  # noqa: E402
@@ -196,3 +196,9 @@ def test_a_typed_value_converted_for_a_whole_column_is_the_cell_of_its_term(kind
     got = tables.typed_text_converter(kind, datatype)(value)
     exp = tables.cell_key({"type": kind, "datatype": datatype, "value": value})
     assert (type(got), got) == (type(exp), exp)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=8) | st.sampled_from(["\ud800", "\ufffe", "\uffff", "a\x0bb", "\x1f", "\t\n"]))
+def test_a_printable_text_needs_no_cleaning(text):
+    assert cells.clean_text(text) == cells._UNWRITABLE.sub(cells.REPLACEMENT, text)

@@ -23,6 +23,8 @@ _UNWRITABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 
 def clean_text(text: str) -> str:
     """Replace characters a workbook cannot store with U+FFFD."""
+    if text.isprintable():  # most texts: none of those characters is printable, so none is here
+        return text
     return _UNWRITABLE.sub(REPLACEMENT, text)
 
 
