@@ -22,6 +22,7 @@ from xlsxwriter.worksheet import Worksheet
 
 from qareport.workbook import styles
 from qareport.workbook.cells import fit_text
+from qareport.workbook.rows_xml import RowsWorksheet
 
 MAX_LINKS = 65_530  # Excel's limit per worksheet: beyond it a cell keeps its value and look, unlinked
 
@@ -93,16 +94,18 @@ class Sheet:
         """Write a row of plain values (no look of their own) straight away, from column 1: what
         `write` and `flush` do for such cells, without holding them."""
         self.flush()
+        # XlsxWriter's undecorated writers (as in `_write`): rows and columns are numbers here, so its
+        # A1-notation wrapper has nothing to do (`rows_xml` names the versions these were checked on)
         worksheet, index = self.worksheet, row - 1
         for column, value in enumerate(values):
             if value is None or value == "":
                 continue
             if isinstance(value, bool):
-                worksheet.write_boolean(index, column, value)
+                worksheet._write_boolean(index, column, value)
             elif isinstance(value, (int, float)) and math.isfinite(value):
-                worksheet.write_number(index, column, value)
+                worksheet._write_number(index, column, value)
             else:
-                worksheet.write_string(index, column, fit_text(str(value)))
+                worksheet._write_string(index, column, fit_text(str(value)))
         self.rows_written = max(self.rows_written, row)
 
     def _write(self, cell: Cell) -> None:
@@ -122,13 +125,13 @@ class Sheet:
                 return
         if value is None:
             if cell_format is not None:
-                self.worksheet.write_blank(row, column, None, cell_format)
+                self.worksheet._write_blank(row, column, None, cell_format)
         elif isinstance(value, str):
-            self.worksheet.write_string(row, column, value, cell_format)
+            self.worksheet._write_string(row, column, value, cell_format)
         elif isinstance(value, bool):
-            self.worksheet.write_boolean(row, column, value, cell_format)
+            self.worksheet._write_boolean(row, column, value, cell_format)
         elif isinstance(value, (int, float)):
-            self.worksheet.write_number(row, column, value, cell_format)
+            self.worksheet._write_number(row, column, value, cell_format)
         else:  # a datetime: its number format is set by the caller
             self.worksheet.write_datetime(row, column, value, cell_format)
 
@@ -142,7 +145,8 @@ class Book:
         self.sheets: list[Sheet] = []
 
     def add_sheet(self, name: str, *, hidden: bool = False) -> Sheet:
-        sheet = Sheet(self.workbook, self.workbook.add_worksheet(name), self.formats)
+        worksheet = self.workbook.add_worksheet(name, worksheet_class=RowsWorksheet)
+        sheet = Sheet(self.workbook, worksheet, self.formats)
         if hidden:
             sheet.worksheet.hide()
         self.sheets.append(sheet)
