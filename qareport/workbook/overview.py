@@ -171,6 +171,11 @@ def write_overview(
     ws.flush()
 
     rows: dict[str, int] = {}
+    # the look of each column's ordinary cells; the cells with a look of their own (the linked id, the
+    # status fill, the vs-baseline fill and link) are held and written at the row's flush
+    looks = [ws.format_of(styles.WRAP_TOP if c.wrap else styles.TOP, NUMBER_FORMATS[c.format] if c.format else None)
+             for c in columns]
+    held = {1, status_column, change_column}
     table.reverse()  # taken from the end as the rows are written: a written row's values can go
     for row, result in enumerate(results, start=2):
         values = table.pop()
@@ -182,7 +187,11 @@ def write_overview(
                 continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
             if text_lines.get(index, 0) > lines:
                 value = styles.cut_to_lines(value, widths[index], lines)
-            cell = write(ws, row, index, value)
+            if index not in held:  # made writable above (texts fitted, numbers finite), as `write` would
+                ws.write_now(row, index, value, looks[index - 1])
+                continue
+            cell = ws.cell(row, index)
+            cell.value = value
             if column.format:
                 cell.number_format = NUMBER_FORMATS[column.format]
             cell.alignment = styles.WRAP_TOP if column.wrap else styles.TOP

@@ -90,6 +90,22 @@ class Sheet:
                 self._write(cell)
             self.rows_written = max(self.rows_written, row)
 
+    def format_of(self, alignment: styles.Alignment | None, number_format: str | None = None) -> Any:
+        """The workbook format of a cell with only this alignment and number format (for `write_now`)."""
+        return self._formats.get(None, None, alignment, number_format)
+
+    def write_now(self, row: int, column: int, value: str | float | bool, cell_format: Any) -> None:
+        """Write a cell of a plain look (`format_of`) straight away, without holding it: a value
+        already made writable (a fitted text, a finite number, a truth value). The row's held cells
+        (links, fills) follow at `flush`: XlsxWriter orders a row's cells itself."""
+        worksheet, row, column = self.worksheet, row - 1, column - 1
+        if type(value) is str:
+            worksheet._write_string(row, column, value, cell_format)
+        elif isinstance(value, bool):
+            worksheet._write_boolean(row, column, value, cell_format)
+        else:
+            worksheet._write_number(row, column, value, cell_format)
+
     def write_values(self, row: int, values: Sequence[Any]) -> None:
         """Write a row of plain values (no look of their own) straight away, from column 1: what
         `write` and `flush` do for such cells, without holding them."""
