@@ -5,8 +5,11 @@ no reference cycles (scoring makes none either: `tests/test_fast_paths.py` check
 collector's passes would walk all of them again and again and find nothing: at 10,000 Q&A
 questions about two seconds over the run. So:
 
-* while a stage builds such data (loading, evaluation), the automatic collector rests
-  (`collector_paused`);
+* while a stage builds such data (loading, evaluation, the report model), the automatic
+  collector rests (`collector_paused`);
+* while the workbook is written, it rests too (`collector_paused(set_aside=False)`): that stage's
+  objects do not live on, and the cyclic garbage it leaves (XlsxWriter's objects refer to each
+  other) is collected once when it ends;
 * within a run (`run_scope`, which the pipeline opens), what those stages built is then set aside
   (`gc.freeze`), so that the collections of the later stages (the report, the workbook) walk only
   their own objects; the run's end puts it back (`gc.unfreeze`), and the next full collection
@@ -40,15 +43,18 @@ def run_scope() -> Iterator[None]:
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(*, set_aside: bool = True) -> Iterator[None]:
     """No automatic collection in the block; the collector is as it was afterwards. Within a run,
-    everything tracked when the block ends is set aside for the rest of the run."""
+    everything tracked when the block ends is set aside for the rest of the run (`set_aside`);
+    otherwise the block's cyclic garbage is collected when it ends."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if _open_runs:
+        if not set_aside:
+            gc.collect()
+        elif _open_runs:
             gc.freeze()
         if was_enabled:
             gc.enable()

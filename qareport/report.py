@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qareport import kinds
+from qareport.collector import collector_paused
 from qareport.comparison import (
     Comparison,
     Headline,
@@ -67,6 +68,7 @@ class Report:
                            qareport_version=self.run.qareport_version, cases=self.rows)
 
 
+@collector_paused()  # the report model lives on and makes no reference cycles: see `collector`
 def build_report(
     results: Sequence[CaseResult],
     problems: Sequence[Problem],

@@ -28,6 +28,7 @@ from pathlib import Path
 import xlsxwriter
 from xlsxwriter.exceptions import XlsxWriterException
 
+from qareport.collector import collector_paused
 from qareport.comparison import Comparison, parse_created
 from qareport.errors import QAReportError
 from qareport.files import atomic_path
@@ -172,7 +173,7 @@ def write_workbook(report: Report, path: str | Path, *, templates_dir: str | Non
     """Write the report to `path`, atomically (`qareport.files`): readers never see a half-written
     file, and a failure leaves any previous report in place."""
     target = Path(path)
-    with atomic_path(target, what="the workbook") as temporary:
+    with collector_paused(set_aside=False), atomic_path(target, what="the workbook") as temporary:
         try:
             # the rows of constant-memory sheets wait in files of their own: in a folder removed in any case
             with tempfile.TemporaryDirectory(prefix="qareport-rows-") as rows_folder:
