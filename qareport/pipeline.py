@@ -290,6 +290,9 @@ def _summary_line(output: str, report: Report) -> str:
         steps = statistics.qa_aggregates.get("micro", {}).get("steps_score")
         if steps:
             line += f"; mean steps score {steps['mean']:.2f}"
+            if str(report.run.options.get("steps_semantics", 5)) == "6" and counts.get("error"):
+                # graphrag-eval 6.x's mean: beside it, the deltas are over evaluated cases only
+                line += " (graphrag-eval 6.x's mean, error responses counted as 0)"
     if problems:
         line += f"; {len(problems)} problem(s) listed in the Problems sheet"
     return line

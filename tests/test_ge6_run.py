@@ -73,6 +73,17 @@ def test_steps_semantics_6_scores_as_the_6x_library_and_the_report_says_so(tmp_p
     assert "steps semantics: 6" in summary
 
 
+def test_under_6x_the_console_says_its_steps_mean_counts_error_responses_as_zero(tmp_path, capsys):
+    out = tmp_path / "report.xlsx"
+    code = main(["run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(out), "--no-llm", "--steps-semantics", "6"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "mean steps score 0.67 (graphrag-eval 6.x's mean, error responses counted as 0)" in printed
+    code = main(["run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(out), "--no-llm"])
+    printed = capsys.readouterr().out
+    assert "mean steps score 0.73;" in printed and "6.x's mean" not in printed
+
+
 def test_the_default_is_5x_and_the_configuration_file_may_choose_6x(tmp_path, suite, monkeypatch):
     code, out, results = run(tmp_path, *suite, "--no-llm", name="five")
     assert code == 0 and json.loads(results.read_text())["qareport"]["steps_semantics"] == 5
