@@ -18,10 +18,8 @@ the ratios of each pair of runs: on a shared machine only figures taken side by 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,28 +27,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory (VmHWM; getrusage's ru_maxrss on other systems)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def pipeline_scope() -> contextlib.AbstractContextManager:
-    """The scope `run_pipeline` runs in (`qareport.collector.run_scope`: the loaded data and the
-    results set aside from the garbage collector until the run ends), where the checkout has one."""
-    try:
-        from qareport.collector import run_scope
-    except ImportError:  # an older checkout
-        return contextlib.nullcontext()
-    return run_scope()
+sys.path.insert(0, str(HERE))
+from measuring import peak_rss_mb, pipeline_scope  # noqa: E402
 
 
 def child_run(folder: Path) -> dict:

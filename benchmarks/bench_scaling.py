@@ -19,10 +19,8 @@ timed together).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -31,19 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_workbook  # noqa: E402
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory. VmHWM, not getrusage's ru_maxrss: on Linux the latter
-    keeps the parent's size across fork and exec, so a child of a big parent reports the parent."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from measuring import peak_rss_mb, pipeline_scope  # noqa: E402
 
 
 def child_parse(testcases: Path, responses: Path) -> dict:
@@ -58,16 +44,6 @@ def child_parse(testcases: Path, responses: Path) -> dict:
             if line.strip():
                 json.loads(line)
     return {"yaml": parsed_yaml - started, "json": time.perf_counter() - parsed_yaml, "rss": peak_rss_mb()}
-
-
-def pipeline_scope() -> contextlib.AbstractContextManager:
-    """The scope `run_pipeline` runs in (`qareport.collector.run_scope`: the loaded data and the
-    results set aside from the garbage collector until the run ends), where the checkout has one."""
-    try:
-        from qareport.collector import run_scope
-    except ImportError:  # an older checkout
-        return contextlib.nullcontext()
-    return run_scope()
 
 
 def child_run(testcases: Path, responses: Path, output: Path) -> dict:

@@ -108,41 +108,41 @@ def rule_answer_relevance(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
                           for q in generated_questions(answer, count)]}
 
 
-def rule_retrieval_answer_recall(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
+def _attributed(prompt: str, reference: str) -> dict[str, Any]:
+    """Each statement of the prompt's `reference` section, attributed when a context contains it."""
     contexts = [c.lower() for c in contexts_of(prompt)]
-    statements = claims(section(prompt, "reference_answer") or "")
     return {"statements": [
         {"statement": s, "reason": "stub", "attributed": any(s.lower() in c for c in contexts)}
-        for s in statements
+        for s in claims(reference)
     ]}
+
+
+def _useful(prompt: str, reference: str) -> dict[str, Any]:
+    """Each context of the prompt, useful when it contains a statement of `reference`."""
+    statements = [s.lower() for s in claims(reference)]
+    return {"verdicts": [
+        {"context": n, "reason": "stub", "useful": any(s in c.lower() for s in statements)}
+        for n, c in enumerate(contexts_of(prompt), start=1)
+    ]}
+
+
+def rule_retrieval_answer_recall(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
+    return _attributed(prompt, section(prompt, "reference_answer") or "")
 
 
 def rule_retrieval_answer_precision(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
     answer = section(prompt, "reference_answer")
     if answer is None:
         answer = section(prompt, "answer") or ""
-    statements = [s.lower() for s in claims(answer)]
-    return {"verdicts": [
-        {"context": n, "reason": "stub", "useful": any(s in c.lower() for s in statements)}
-        for n, c in enumerate(contexts_of(prompt), start=1)
-    ]}
+    return _useful(prompt, answer)
 
 
 def rule_retrieval_context_recall(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
-    contexts = [c.lower() for c in contexts_of(prompt)]
-    statements = claims(section(prompt, "reference_contexts") or "")
-    return {"statements": [
-        {"statement": s, "reason": "stub", "attributed": any(s.lower() in c for c in contexts)}
-        for s in statements
-    ]}
+    return _attributed(prompt, section(prompt, "reference_contexts") or "")
 
 
 def rule_retrieval_context_precision(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
-    statements = [s.lower() for s in claims(section(prompt, "reference_contexts") or "")]
-    return {"verdicts": [
-        {"context": n, "reason": "stub", "useful": any(s in c.lower() for s in statements)}
-        for n, c in enumerate(contexts_of(prompt), start=1)
-    ]}
+    return _useful(prompt, section(prompt, "reference_contexts") or "")
 
 
 def markdown_section(prompt: str, header: str) -> str | None:

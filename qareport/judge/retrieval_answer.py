@@ -37,36 +37,48 @@ def attributed_fraction(attributed: Sequence[bool]) -> float:
 def judge_retrieval_recall(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
                            reference: Any, contexts: list[str]) -> dict[str, Any]:
     """The recall keys of one retrieval step; raises MetricFailed when they cannot be had."""
-    if not contexts:
-        return {RECALL: 0.0, f"{RECALL}_reason": "no contexts were retrieved"}
-    prompt = prompts.render(RECALL, question=question, reference_answer=reference, contexts=contexts)
-    statements = client.ask_checked(RECALL, prompt, check_statements, ledger, retry_prompt=prompts.retry)
-    reason = "\n".join(
-        f"{'attributed' if attributed else 'not attributed'}: {statement} ({why})"
-        for statement, why, attributed in statements
-    )
-    return {RECALL: attributed_fraction([a for _, _, a in statements]), f"{RECALL}_reason": reason}
+    return _recall_keys(client, prompts, ledger, RECALL, contexts, question=question, reference_answer=reference)
 
 
 def judge_retrieval_precision(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
                               reference: Any, actual: Any, contexts: list[str]) -> dict[str, Any]:
     """The precision keys of one retrieval step, judged against the reference answer, else the
     actual answer; raises MetricFailed when they cannot be had."""
-    if not contexts:
-        return {PRECISION: 0.0, f"{PRECISION}_reason": "no contexts were retrieved"}
     if reference:
         answer, kind, tag = reference, "reference answer", "reference_answer"
     else:
         answer, kind, tag = actual, "answer", "answer"
-    prompt = prompts.render(PRECISION, question=question, answer=answer, answer_kind=kind, answer_tag=tag,
-                            contexts=contexts)
-    verdicts = client.ask_checked(PRECISION, prompt, lambda c: check_verdicts(c, contexts=len(contexts)),
+    return _precision_keys(client, prompts, ledger, PRECISION, contexts, question=question, answer=answer,
+                           answer_kind=kind, answer_tag=tag)
+
+
+def _recall_keys(client: JudgeClient, prompts: Prompts, ledger: Ledger, metric: str, contexts: list[str],
+                 **prompt_values: Any) -> dict[str, Any]:
+    """A recall metric's keys: the share of statements the judge attributes to the contexts."""
+    if not contexts:
+        return {metric: 0.0, f"{metric}_reason": "no contexts were retrieved"}
+    prompt = prompts.render(metric, contexts=contexts, **prompt_values)
+    statements = client.ask_checked(metric, prompt, check_statements, ledger, retry_prompt=prompts.retry)
+    reason = "\n".join(
+        f"{'attributed' if attributed else 'not attributed'}: {statement} ({why})"
+        for statement, why, attributed in statements
+    )
+    return {metric: attributed_fraction([a for _, _, a in statements]), f"{metric}_reason": reason}
+
+
+def _precision_keys(client: JudgeClient, prompts: Prompts, ledger: Ledger, metric: str, contexts: list[str],
+                    **prompt_values: Any) -> dict[str, Any]:
+    """A precision metric's keys: the average precision of the judge's per-context "useful" verdicts."""
+    if not contexts:
+        return {metric: 0.0, f"{metric}_reason": "no contexts were retrieved"}
+    prompt = prompts.render(metric, contexts=contexts, **prompt_values)
+    verdicts = client.ask_checked(metric, prompt, lambda c: check_verdicts(c, contexts=len(contexts)),
                                   ledger, retry_prompt=prompts.retry)
     reason = "\n".join(
         f"context {number}: {'useful' if useful else 'not useful'} ({why})"
         for number, (why, useful) in enumerate(verdicts, start=1)
     )
-    return {PRECISION: average_precision_of_verdicts([useful for _, useful in verdicts]), f"{PRECISION}_reason": reason}
+    return {metric: average_precision_of_verdicts([useful for _, useful in verdicts]), f"{metric}_reason": reason}
 
 
 def f1_keys(values: Mapping[str, Any], prefix: str) -> dict[str, float]:
@@ -92,31 +104,13 @@ def judge_context_recall(client: JudgeClient, prompts: Prompts, ledger: Ledger, 
                          reference_contexts: Sequence[str], contexts: list[str]) -> dict[str, Any]:
     """graphrag-eval 6.x's LLM context recall of one matched retrieval step: the share of the
     reference contexts' statements that the retrieved contexts support. Raises MetricFailed."""
-    if not contexts:
-        return {CONTEXT_RECALL: 0.0, f"{CONTEXT_RECALL}_reason": "no contexts were retrieved"}
-    prompt = prompts.render(CONTEXT_RECALL, question=question, reference="\n".join(reference_contexts),
-                            contexts=contexts)
-    statements = client.ask_checked(CONTEXT_RECALL, prompt, check_statements, ledger, retry_prompt=prompts.retry)
-    reason = "\n".join(
-        f"{'attributed' if attributed else 'not attributed'}: {statement} ({why})"
-        for statement, why, attributed in statements
-    )
-    return {CONTEXT_RECALL: attributed_fraction([a for _, _, a in statements]), f"{CONTEXT_RECALL}_reason": reason}
+    return _recall_keys(client, prompts, ledger, CONTEXT_RECALL, contexts, question=question,
+                        reference="\n".join(reference_contexts))
 
 
 def judge_context_precision(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, question: str,
                             reference_contexts: Sequence[str], contexts: list[str]) -> dict[str, Any]:
     """graphrag-eval 6.x's LLM context precision of one matched retrieval step: the average
     precision of the judge's "useful for the reference contexts" verdicts. Raises MetricFailed."""
-    if not contexts:
-        return {CONTEXT_PRECISION: 0.0, f"{CONTEXT_PRECISION}_reason": "no contexts were retrieved"}
-    prompt = prompts.render(CONTEXT_PRECISION, question=question, reference="\n".join(reference_contexts),
-                            contexts=contexts)
-    verdicts = client.ask_checked(CONTEXT_PRECISION, prompt, lambda c: check_verdicts(c, contexts=len(contexts)),
-                                  ledger, retry_prompt=prompts.retry)
-    reason = "\n".join(
-        f"context {number}: {'useful' if useful else 'not useful'} ({why})"
-        for number, (why, useful) in enumerate(verdicts, start=1)
-    )
-    return {CONTEXT_PRECISION: average_precision_of_verdicts([useful for _, useful in verdicts]),
-            f"{CONTEXT_PRECISION}_reason": reason}
+    return _precision_keys(client, prompts, ledger, CONTEXT_PRECISION, contexts, question=question,
+                           reference="\n".join(reference_contexts))

@@ -98,30 +98,19 @@ class Sheet:
         """Write a cell of a plain look (`format_of`) straight away, without holding it: a value
         already made writable (a fitted text, a finite number, a truth value). The row's held cells
         (links, fills) follow at `flush`: XlsxWriter orders a row's cells itself."""
-        worksheet, row, column = self.worksheet, row - 1, column - 1
-        if type(value) is str:
-            worksheet._write_string(row, column, value, cell_format)
-        elif isinstance(value, bool):
-            worksheet._write_boolean(row, column, value, cell_format)
-        else:
-            worksheet._write_number(row, column, value, cell_format)
+        self._put(row - 1, column - 1, value, cell_format)
 
     def write_values(self, row: int, values: Sequence[Any]) -> None:
         """Write a row of plain values (no look of their own) straight away, from column 1: what
         `write` and `flush` do for such cells, without holding them."""
         self.flush()
-        # XlsxWriter's undecorated writers (as in `_write`): rows and columns are numbers here, so its
-        # A1-notation wrapper has nothing to do (`rows_xml` names the versions these were checked on)
-        worksheet, index = self.worksheet, row - 1
+        index = row - 1
         for column, value in enumerate(values):
             if value is None or value == "":
                 continue
-            if isinstance(value, bool):
-                worksheet._write_boolean(index, column, value)
-            elif isinstance(value, (int, float)) and math.isfinite(value):
-                worksheet._write_number(index, column, value)
-            else:
-                worksheet._write_string(index, column, fit_text(str(value)))
+            if not isinstance(value, (int, float)) or not math.isfinite(value):  # bool is an int
+                value = fit_text(str(value))
+            self._put(index, column, value, None)
         self.rows_written = max(self.rows_written, row)
 
     def _write(self, cell: Cell) -> None:
@@ -142,14 +131,22 @@ class Sheet:
         if value is None:
             if cell_format is not None:
                 self.worksheet._write_blank(row, column, None, cell_format)
-        elif isinstance(value, str):
-            self.worksheet._write_string(row, column, value, cell_format)
+        else:
+            self._put(row, column, value, cell_format)
+
+    def _put(self, row: int, column: int, value: Any, cell_format: Any) -> None:
+        """A text, truth value, number or datetime into a cell, rows and columns counted from 0.
+        XlsxWriter's undecorated writers: rows and columns are numbers here, so its A1-notation
+        wrapper has nothing to do (`rows_xml` names the versions these were checked on)."""
+        worksheet = self.worksheet
+        if isinstance(value, str):
+            worksheet._write_string(row, column, value, cell_format)
         elif isinstance(value, bool):
-            self.worksheet._write_boolean(row, column, value, cell_format)
+            worksheet._write_boolean(row, column, value, cell_format)
         elif isinstance(value, (int, float)):
-            self.worksheet._write_number(row, column, value, cell_format)
+            worksheet._write_number(row, column, value, cell_format)
         else:  # a datetime: its number format is set by the caller
-            self.worksheet.write_datetime(row, column, value, cell_format)
+            worksheet.write_datetime(row, column, value, cell_format)
 
 
 class Book:
