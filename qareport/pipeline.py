@@ -189,11 +189,15 @@ def _run(
 
     statistics = summarize(evaluation.results, steps_semantics=semantics,
                            custom_metrics=settings.ge6.custom_metric_keys)
+    baseline_warnings: tuple[str, ...] = ()
     if baseline is not None:
-        warning = semantics_warning(baseline, semantics)
-        if warning is not None:
+        rules = rules_difference(baseline, semantics)
+        if rules is not None:
+            warning = Problem(Location(baseline.source), f"{rules}. Run both with the same --steps-semantics "
+                                                         "to compare like with like")
             problems = (*problems, warning)
             on_problems((warning,))
+            baseline_warnings = (rules,)  # what the Summary and the email say beside the comparison
     not_evaluated = {}
     if skipped_reason and _has_answers(evaluation.results):
         not_evaluated[LLM_METRICS] = skipped_reason
@@ -218,7 +222,7 @@ def _run(
     report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
                           history=history.runs if history else (), source=options.output,
                           min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
-                          baseline_reviews=baseline_reviews)
+                          baseline_reviews=baseline_reviews, baseline_warnings=baseline_warnings)
     stages.start(f"writing {options.output}")
     write_workbook(report, options.output, templates_dir=templates_dir)
     stages.finish(f"wrote {options.output}")
@@ -238,18 +242,15 @@ def _run(
                       _judge_line(report), verdicts)
 
 
-def semantics_warning(baseline: RunSnapshot, semantics: int) -> Problem | None:
-    """A baseline scored by other steps rules is compared all the same, but never silently."""
+def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:
+    """What differs when the baseline was scored by other steps rules: it is compared all the same,
+    but never silently. None when both runs follow the same rules."""
     stated = baseline.steps_semantics or 5  # runs that do not say were scored by 5.x's rules
     if stated == semantics:
         return None
-    return Problem(
-        Location(baseline.source),
-        f"the baseline's steps scores follow graphrag-eval {stated}.x's rules and this run's {semantics}.x's "
-        f"({'every reference group' if semantics == 6 else 'the last reference group'} scored); steps "
-        "score changes may come from the rules, not the system. Run both with the same --steps-semantics "
-        "to compare like with like",
-    )
+    return (f"the baseline's steps scores follow graphrag-eval {stated}.x's rules and this run's {semantics}.x's "
+            f"({'every reference group' if semantics == 6 else 'the last reference group'} scored); steps "
+            "score changes may come from the rules, not the system")
 
 
 def _judge_line(report: Report) -> str | None:

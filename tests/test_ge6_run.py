@@ -5,6 +5,8 @@ answer-correctness command's configuration file."""
 from __future__ import annotations
 
 import asyncio
+import email
+import email.policy
 import csv
 import json
 import sys
@@ -113,6 +115,16 @@ def test_a_baseline_of_the_other_semantics_is_compared_with_a_warning(tmp_path, 
     problems = " ".join(str(v) for row in sheet_rows(out, "Problems") for v in row if v)
     assert "Run both with the same --steps-semantics" in problems
     assert "Changes" in load_workbook(out).sheetnames  # compared all the same
+    summary = load_workbook(out)["Summary"]
+    key_cell = next(cell for row in summary.iter_rows() for cell in row if cell.value == "warning")
+    lines = [summary.cell(row, key_cell.column + 1).value for row in range(key_cell.row, key_cell.row + 4)]
+    assert "the baseline's steps scores follow graphrag-eval 6.x's rules" in " ".join(filter(None, lines))
+    eml = tmp_path / "five.eml"
+    assert main(["email", str(out), "--to", "team@example.org", "--from", "qa@example.org", "--eml", str(eml)]) == 0
+    message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+    for kind in ("plain", "html"):
+        body = message.get_body((kind,)).get_content().replace("&#39;", "'")
+        assert "Note: the baseline's steps scores follow graphrag-eval 6.x's rules and this run's 5.x's" in body
     _, same, _ = run(tmp_path, *suite, "--steps-semantics", "6", "--no-llm", "--baseline", six, name="again")
     assert "the baseline's steps scores follow" not in capsys.readouterr().err
 
