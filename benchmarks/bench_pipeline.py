@@ -1,7 +1,7 @@
 """End-to-end benchmark: load → evaluate → aggregate → workbook on a generated Q&A suite.
 
     python benchmarks/bench_pipeline.py [--questions 10000] [--seed 0] [--suite DIR]
-                                        [--compare CHECKOUT] [--repeat 1]
+                                        [--compare CHECKOUT] [--repeat 1] [--parse-cache]
 
 Generates a suite with `synthetic_suite.py` (10,000 questions: a 104 MB YAML dataset and a 163 MB
 JSON array of responses), then runs qareport on it in a new process (cold: nothing cached, the
@@ -13,6 +13,11 @@ with a peak under 500 MB. `--compare CHECKOUT` runs an older checkout (e.g. a wo
 edition, commit 70c7d4d) on the same suite, alternating with this one, `--repeat` times, and prints
 the ratios of each pair of runs: on a shared machine only figures taken side by side compare.
 `--suite DIR` keeps the generated suite in DIR (and reuses it when it is there).
+
+`--parse-cache` adds, in each repetition, two runs of this version with the parse cache
+(`qareport/parse_cache.py`) as `qareport run` has it: one with the cache empty (it parses the test
+cases and writes the entry), then one that reads them back, as a weekly run over unchanged test
+cases does. The plain runs above use no cache at all.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ sys.path.insert(0, str(HERE))
 from measuring import peak_rss_mb, pipeline_scope  # noqa: E402
 
 
-def child_run(folder: Path) -> dict:
-    """Run the stages in this process (a new one per run) and return their figures."""
+def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
+    """Run the stages in this process (a new one per run) and return their figures; with
+    `cache_folder`, test cases are loaded through a parse cache kept there."""
     from qareport.evaluation import evaluate_suite
     from qareport.loading import load_suite
     from qareport.records import RunInfo
@@ -53,7 +59,13 @@ def child_run(folder: Path) -> dict:
 
     output = folder / f"report-{os.getpid()}.xlsx"
     started = time.perf_counter()
-    suite = stage("load", load_suite, [folder / "testcases"], [folder / "responses"])
+    if cache_folder is None:
+        suite = stage("load", load_suite, [folder / "testcases"], [folder / "responses"])
+    else:
+        from qareport.parse_cache import ParseCache
+
+        suite = stage("load", lambda: load_suite([folder / "testcases"], [folder / "responses"],
+                                                 cache=ParseCache(cache_folder)))
     evaluation = stage("evaluate", evaluate_suite, suite)
     run = RunInfo(created="2026-01-01T00:00:00+00:00", qareport_version="bench", inputs=suite.inputs)
     problems = (*suite.problems, *evaluation.problems)
@@ -72,10 +84,11 @@ def child_run(folder: Path) -> dict:
     return figures
 
 
-def run_in_child(folder: Path, checkout: Path) -> dict:
+def run_in_child(folder: Path, checkout: Path, cache_folder: Path | None = None) -> dict:
     environment = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run([sys.executable, __file__, "--child", str(folder)], capture_output=True, text=True,
-                          env=environment)
+    cache = [str(cache_folder)] if cache_folder is not None else []
+    done = subprocess.run([sys.executable, __file__, "--child", str(folder), *cache], capture_output=True,
+                          text=True, env=environment)
     if done.returncode != 0:
         raise SystemExit(f"the run with {checkout} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -92,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
         with pipeline_scope():
-            figures = child_run(Path(argv[1]))
+            figures = child_run(Path(argv[1]), Path(argv[2]) if len(argv) > 2 else None)
         print(json.dumps(figures))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -101,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", type=Path, help="keep (or reuse) the generated suite in this folder")
     parser.add_argument("--compare", type=Path, help="an older checkout to run side by side (its root folder)")
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs (with --compare) or runs")
+    parser.add_argument("--parse-cache", action="store_true",
+                        help="also run this version with the parse cache, empty and then filled")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as temporary:
@@ -119,12 +134,18 @@ def main(argv: list[str] | None = None) -> int:
             if number % 2 == 0:
                 pair.reverse()  # alternate which runs first
             figures = {label: run_in_child(folder, checkout) for label, checkout in pair}
-            for label, _ in pair:
+            if args.parse_cache:
+                cache_folder = Path(temporary) / f"parse-cache-{number}"
+                figures["cache empty"] = run_in_child(folder, this, cache_folder)
+                figures["cache filled"] = run_in_child(folder, this, cache_folder)
+            for label in figures:
                 show(f"{label} #{number}", figures[label])
             if args.compare:
-                mine, other = figures["this"], figures["compared"]
-                print(f"{'ratio #' + str(number):>14}: time {mine['total'] / other['total']:.2f}, "
-                      f"peak RSS {mine['rss'] / other['rss']:.2f}", flush=True)
+                other = figures["compared"]
+                for label in (label for label in figures if label != "compared"):
+                    mine = figures[label]
+                    print(f"{'ratio #' + str(number):>14}: {label}: time {mine['total'] / other['total']:.2f}, "
+                          f"peak RSS {mine['rss'] / other['rss']:.2f}", flush=True)
     return 0
 
 

@@ -42,7 +42,7 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                        help="retries of a call by the openai SDK on 408, 409, 429, 5xx, connection errors "
                             "and timeouts (default 4)")
     group.add_argument("--no-cache", action="store_true",
-                       help="neither read nor write the judge cache")
+                       help="neither read nor write a cache: the judge's answers, the parsed test cases")
     group.add_argument("--cache-path", metavar="FILE",
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
 
@@ -234,6 +234,7 @@ def command_run(args: argparse.Namespace) -> int:
         min_evaluated_share=MIN_EVALUATED_SHARE if args.min_evaluated is None else args.min_evaluated,
         fail_on_regression=args.fail_on_regression,
         thresholds=tuple(parse_threshold(text) for text in args.fail_under),
+        testcase_cache=False if args.no_cache else None,
     )
     outcome = run_pipeline(options, on_problems=_print_problems, progress=sys.stderr, verbose=args.verbose)
     print(visible(outcome.summary_line))

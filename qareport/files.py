@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,3 +57,13 @@ def write_atomically(path: str | Path, data: bytes, *, what: str) -> None:
     """Write `data` to `path` atomically (see the module's docstring)."""
     with atomic_path(path, what=what) as temporary:
         temporary.write_bytes(data)
+
+
+def cache_home(environ: Mapping[str, str]) -> str:
+    """Where qareport keeps files between runs (the judge's answers, parsed test cases):
+    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`."""
+    base = environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = environ.get("HOME") or str(Path.home())
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "qareport")

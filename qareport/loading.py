@@ -21,6 +21,7 @@ from qareport.collector import collector_paused
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
+from qareport.parse_cache import ParseCache, ParsedItem
 from qareport.yaml_input import LineList, YamlProblem, line_of, yaml_documents
 from qareport.records import (
     USAGE_FIELDS,
@@ -151,12 +152,21 @@ class _InputDigest:
 
 def _read_text(path: Path, problems: _Collector, digest: _InputDigest) -> str | None:
     """The text of a file, read once: its bytes also go to `digest` (the inputs' sha256)."""
+    data = _read_bytes(path, problems, digest)
+    return None if data is None else _decoded(path, data, problems)
+
+
+def _read_bytes(path: Path, problems: _Collector, digest: _InputDigest) -> bytes | None:
     try:
         data = path.read_bytes()
     except OSError as error:
         problems.add(str(path), None, f"cannot read the file: {error.strerror or error}")
         return None
     digest.update(data)
+    return data
+
+
+def _decoded(path: Path, data: bytes, problems: _Collector) -> str | None:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -519,8 +529,10 @@ def _questions_of_template(template: dict, path: str, problems: _Collector) -> I
 
 
 def load_test_cases(
-    paths: Iterable[str | Path], problems: _Collector
+    paths: Iterable[str | Path], problems: _Collector, *, cache: ParseCache | None = None
 ) -> tuple[list[TestCase], list[InputSummary]]:
+    """The test cases of `paths`, in order, the first of each id kept. A file `cache` holds is
+    read back instead of parsed, with the problems parsing it found."""
     cases: list[TestCase] = []
     summaries = []
     first_seen: dict[str, TestCase] = {}
@@ -528,28 +540,67 @@ def load_test_cases(
         count = 0
         digest = _InputDigest()
         for file in files:
-            text = _read_text(file, problems, digest)
-            if text is None:
-                if problems.problems and problems.problems[-1].location.path == str(file) \
-                        and "is empty" not in problems.problems[-1].message:
-                    problems.unloaded.append(Unloaded(str(file), problems.problems[-1].location.line, whole_file=True))
+            parsed = _parsed_file(file, problems, digest, cache)
+            if parsed is None:
                 continue
-            for document in _yaml_documents(file, text, problems, testcases=True):
-                for case in _cases_in_document(document, str(file), problems):
-                    if case.id in first_seen:
-                        problems.add(
-                            case.location.path,
-                            case.location.line,
-                            f"duplicate test case id '{case.id}' (first defined at "
-                            f"{first_seen[case.id].location}); this one is ignored, give it a unique id",
-                            case.id,
-                        )
-                        continue
-                    first_seen[case.id] = case
-                    cases.append(case)
+            for item in parsed:
+                if isinstance(item, Problem):
+                    problems.problems.append(item)
+                elif isinstance(item, Unloaded):
+                    problems.unloaded.append(item)
+                elif item.id in first_seen:
+                    problems.add(
+                        item.location.path,
+                        item.location.line,
+                        f"duplicate test case id '{item.id}' (first defined at "
+                        f"{first_seen[item.id].location}); this one is ignored, give it a unique id",
+                        item.id,
+                    )
+                else:
+                    first_seen[item.id] = item
+                    cases.append(item)
                     count += 1
         summaries.append(InputSummary(given, "testcases", len(files), count, digest.hexdigest()))
     return cases, summaries
+
+
+def _parsed_file(file: Path, problems: _Collector, digest: _InputDigest,
+                 cache: ParseCache | None) -> Iterable[ParsedItem] | None:
+    """What a test-case file holds, in order (see `ParsedItem`), from `cache` when it has the file;
+    None when the file cannot be read at all (a problem says why)."""
+    data = _read_bytes(file, problems, digest)
+    text = None if data is None else _decoded(file, data, problems)
+    if data is None or text is None:
+        if problems.problems and problems.problems[-1].location.path == str(file) \
+                and "is empty" not in problems.problems[-1].message:
+            problems.unloaded.append(Unloaded(str(file), problems.problems[-1].location.line, whole_file=True))
+        return None
+    key = cache.key(str(file), data) if cache is not None else None
+    if key is None:
+        return _parse_file(file, text)
+    assert cache is not None
+    kept = cache.get(key)
+    if kept is None:
+        kept = list(_parse_file(file, text))
+        cache.put(key, kept)
+    return kept
+
+
+def _parse_file(file: Path, text: str) -> Iterator[ParsedItem]:
+    """The test cases of a file, each after the problems found before it."""
+    found = _Collector()
+    for document in _yaml_documents(file, text, found, testcases=True):
+        for case in _cases_in_document(document, str(file), found):
+            yield from _drained(found)
+            yield case
+    yield from _drained(found)
+
+
+def _drained(found: _Collector) -> Iterator[Problem | Unloaded]:
+    yield from found.problems
+    yield from found.unloaded
+    found.problems.clear()
+    found.unloaded.clear()
 
 
 # --- responses ---------------------------------------------------------------------------------
@@ -766,14 +817,16 @@ def load_responses(
 
 
 def load_suite(
-    testcase_paths: Iterable[str | Path], response_paths: Iterable[str | Path]
+    testcase_paths: Iterable[str | Path], response_paths: Iterable[str | Path], *,
+    cache: ParseCache | None = None,
 ) -> Suite:
     """Test cases and responses, cross-checked: unknown ids and missing responses are problems.
-    Without any response path the test cases are checked alone (`qareport validate TESTCASES`)."""
+    Without any response path the test cases are checked alone (`qareport validate TESTCASES`).
+    `cache` keeps large test-case files parsed between runs (see `parse_cache`)."""
     response_paths = list(response_paths)
     problems = _Collector()
     with collector_paused():  # everything loaded lives on: see `collector`
-        cases, case_inputs = load_test_cases(testcase_paths, problems)
+        cases, case_inputs = load_test_cases(testcase_paths, problems, cache=cache)
         responses, response_inputs = load_responses(response_paths, problems)
     known = {case.id for case in cases}
     lost_ids = {u.case_id: u for u in problems.unloaded if u.case_id}

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
-from qareport import __version__, preflight
+from qareport import __version__, parse_cache, preflight
 from qareport.collector import run_scope
 from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
+from qareport.parse_cache import ParseCache
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.gates import GateVerdict, Threshold, check_gates
@@ -53,6 +54,7 @@ class RunOptions:
     min_evaluated_share: float = MIN_EVALUATED_SHARE  # below it the run is incomplete
     fail_on_regression: bool = False  # a gate: needs `baseline`
     thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
+    testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,7 @@ def _run(
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
                      "strict": options.strict or None, "steps_semantics": options.steps_semantics,
-                     "config_ge6": options.config_ge6},
+                     "config_ge6": options.config_ge6, "testcase_cache": options.testcase_cache},
         judge_options=options.judge_options,
         email_options=email_options(options.email) if options.email is not None else None,
         config_path=options.config_path,
@@ -155,8 +157,12 @@ def _run(
 
     stages = Progress(progress, verbose=verbose)
     stages.start("loading test cases and responses")
-    suite = load_suite(options.testcases, options.responses)
-    stages.finish(f"loaded {len(suite.cases):,} test cases and {len(suite.responses):,} responses")
+    cache = ParseCache(parse_cache.default_folder(os.environ)) if settings.run.testcase_cache else None
+    suite = load_suite(options.testcases, options.responses, cache=cache)
+    reused = ""
+    if cache is not None and cache.hits:
+        reused = f" ({cache.hits} file{'s' if cache.hits > 1 else ''} read back from the parse cache)"
+    stages.finish(f"loaded {len(suite.cases):,} test cases{reused} and {len(suite.responses):,} responses")
     on_problems(suite.problems)
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")

@@ -55,7 +55,7 @@ from qareport.judge.settings import (
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
 RUN_CONFIG_KEYS = {"match_terms_by": str, "templates": str, "strict": bool, "steps_semantics": int,
-                   "config_ge6": str}
+                   "config_ge6": str, "testcase_cache": bool}
 SECTION_KEYS = {"judge": dict, "email": dict}
 JUDGE_ENVIRONMENT = {
     "base_url": "OPENAI_BASE_URL",
@@ -275,23 +275,26 @@ class RunSettings(BaseModel):
     strict: bool = False
     steps_semantics: Literal[5, 6] = 5  # graphrag-eval's steps rules: 5.x (the default) or 6.x
     config_ge6: str | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
+    testcase_cache: bool = True  # keep large test-case files parsed between runs (`parse_cache`)
 
 
 def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunSettings:
-    """Options `match_terms_by`, `templates`, `strict`, `steps_semantics`, `config_ge6`; no
-    environment variables."""
+    """Options `match_terms_by`, `templates`, `strict`, `steps_semantics`, `config_ge6`,
+    `testcase_cache`; no environment variables."""
     layers = Layers(section=None, options=options, environ={}, environment_names={}, config=config,
                     config_values={k: v for k, v in config.values.items() if k in RUN_CONFIG_KEYS})
     match_by, where = layers.get("match_terms_by", "id_and_name")
     templates, templates_where = layers.get("templates", None)
     strict, strict_where = layers.get("strict", False)
     ge6, ge6_where = layers.get("config_ge6", None)
+    testcase_cache, cache_where = layers.get("testcase_cache", True)
     return RunSettings(
         match_terms_by=_choice(match_by, where, ("id_and_name", "id")),  # type: ignore[arg-type]
         templates=None if templates is None else _text(templates, templates_where),
         strict=_flag(strict, strict_where),
         steps_semantics=_semantics(layers, config),
         config_ge6=None if ge6 is None else _text(ge6, ge6_where),
+        testcase_cache=_flag(testcase_cache, cache_where),
     )
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from qareport.files import cache_home
 from qareport.ge6_config import CustomEvaluation
 from qareport.judge.prices import PRICES_CHECKED, ModelPrice
 
@@ -144,11 +144,7 @@ def public_url(url: str) -> str:
 
 def default_cache_path(environ: Mapping[str, str]) -> str:
     """`$XDG_CACHE_HOME/qareport/judge.sqlite3`, else `~/.cache/qareport/judge.sqlite3`."""
-    base = environ.get("XDG_CACHE_HOME")
-    if not base:
-        home = environ.get("HOME") or str(Path.home())
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "qareport", "judge.sqlite3")
+    return os.path.join(cache_home(environ), "judge.sqlite3")
 
 
 CONFIG_KEYS = {
