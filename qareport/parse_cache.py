@@ -15,7 +15,7 @@ be written, an entry that cannot be read (truncated, from an incompatible Python
 cannot be kept is passed over and the file parsed, as without a cache.
 
 The folder is the user's own (created 0700): its entries are read back with pickle, which trusts
-what it reads.
+what it reads, so a folder that another user owns, or that others may write to, is not used.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ class ParseCache:
     def get(self, key: str) -> list[ParsedItem] | None:
         """What parsing the file of `key` gave, or None when it is not kept (or cannot be read)."""
         path = self.folder / (key + SUFFIX)
+        if not _private(self.folder):
+            return None
         try:
             with path.open("rb") as stream:
                 items = pickle.load(stream)
@@ -96,6 +98,8 @@ class ParseCache:
         """Keep what parsing a file gave, then trim the folder; nothing is raised."""
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _private(self.folder):
+                return
             with atomic_path(self.folder / (key + SUFFIX), what="a test-case cache entry") as temporary:
                 with temporary.open("wb") as stream:
                     pickle.dump(list(items), stream, protocol=pickle.HIGHEST_PROTOCOL)
@@ -141,6 +145,19 @@ class ParseCache:
                 return self._code
             self._code = digest.hexdigest()[:16]
         return self._code
+
+
+def _private(folder: Path) -> bool:
+    """Whether only the current user can have written the folder's entries (always, where
+    there are no POSIX owners)."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    try:
+        status = folder.stat()
+    except OSError:
+        return False
+    return status.st_uid == getuid() and not status.st_mode & 0o022
 
 
 def _remove(path: Path) -> None:

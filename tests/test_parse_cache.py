@@ -8,6 +8,8 @@ import pickle
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from qareport import kinds
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
@@ -149,6 +151,19 @@ def test_a_folder_that_cannot_be_written_costs_nothing_but_the_cache(tmp_path):
     cache = ParseCache(blocked / "testcases", min_bytes=0)
     suite = load_suite([path], [], cache=cache)
     assert len(suite.cases) == 11 and cache.hits == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_a_folder_others_may_write_to_is_not_trusted(tmp_path):
+    path = write_suite(tmp_path / "cases", 10)
+    folder = tmp_path / "cache"
+    cache = ParseCache(folder, min_bytes=0)
+    load_suite([path], [], cache=cache)
+    folder.chmod(0o777)  # anyone could have put an entry there
+    assert len(load_suite([path], [], cache=cache).cases) == 11 and cache.hits == 0
+    folder.chmod(0o700)
+    load_suite([path], [], cache=cache)
+    assert cache.hits == 1
 
 
 def test_entries_of_other_code_and_beyond_the_budget_are_removed_the_newest_kept(tmp_path):
