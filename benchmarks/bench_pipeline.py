@@ -12,6 +12,8 @@ Targets (2-core machine): 10,000 questions end to end in at most half the first 
 with a peak under 500 MB. `--compare CHECKOUT` runs an older checkout (e.g. a worktree of the first
 edition, commit 70c7d4d) on the same suite, alternating with this one, `--repeat` times, and prints
 the ratios of each pair of runs: on a shared machine only figures taken side by side compare.
+Each run's CPU time is printed beside its wall time, with the ratio of both: on a shared machine
+the CPU time varies less.
 `--suite DIR` keeps the generated suite in DIR (and reuses it when it is there).
 
 `--parse-cache` adds, in each repetition, two runs of this version with the parse cache
@@ -33,7 +35,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from measuring import peak_rss_mb, pipeline_scope  # noqa: E402
+from measuring import cpu_seconds, peak_rss_mb, pipeline_scope  # noqa: E402
 
 
 def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
@@ -58,7 +60,7 @@ def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
         return value
 
     output = folder / f"report-{os.getpid()}.xlsx"
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     if cache_folder is None:
         suite = stage("load", load_suite, [folder / "testcases"], [folder / "responses"])
     else:
@@ -78,7 +80,7 @@ def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
         statistics = stage("aggregate", summarize, evaluation.results)
         stage("workbook", write_workbook, evaluation.results, statistics, problems, run, output)
     total = time.perf_counter() - started
-    figures = {"stages": stages, "total": total, "rss": peak_rss_mb(), "workbook_mb": output.stat().st_size / 1e6,
+    figures = {"stages": stages, "total": total, "cpu": cpu_seconds() - cpu_started, "rss": peak_rss_mb(), "workbook_mb": output.stat().st_size / 1e6,
                "cases": len(evaluation.results), "problems": len(problems)}
     output.unlink()
     return figures
@@ -96,7 +98,7 @@ def run_in_child(folder: Path, checkout: Path, cache_folder: Path | None = None)
 
 def show(label: str, figures: dict) -> None:
     stages = "  ".join(f"{name} {seconds:5.2f} s" for name, seconds, _ in figures["stages"])
-    print(f"{label:>14}: total {figures['total']:6.2f} s  ({stages})  peak RSS {figures['rss']:5.0f} MB  "
+    print(f"{label:>14}: total {figures['total']:6.2f} s, CPU {figures['cpu']:6.2f} s  ({stages})  peak RSS {figures['rss']:5.0f} MB  "
           f"workbook {figures['workbook_mb']:.1f} MB, {figures['cases']} cases, {figures['problems']} problems",
           flush=True)
 
@@ -145,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                 for label in (label for label in figures if label != "compared"):
                     mine = figures[label]
                     print(f"{'ratio #' + str(number):>14}: {label}: time {mine['total'] / other['total']:.2f}, "
+                          f"CPU time {mine['cpu'] / other['cpu']:.2f}, "
                           f"peak RSS {mine['rss'] / other['rss']:.2f}", flush=True)
     return 0
 

@@ -19,6 +19,13 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds() -> float:
+    """The CPU time this process has used (user and system): on a shared machine it varies less
+    than wall time, since waiting for a core another process holds does not count."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def pipeline_scope() -> contextlib.AbstractContextManager:
     """The scope `run_pipeline` runs in (`qareport.collector.run_scope`: the loaded data and the
     results set aside from the garbage collector until the run ends), where the checkout has one."""
