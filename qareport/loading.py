@@ -576,9 +576,8 @@ def _parsed_file(file: Path, problems: _Collector, digest: _InputDigest,
             problems.unloaded.append(Unloaded(str(file), problems.problems[-1].location.line, whole_file=True))
         return None
     key = cache.key(str(file), data) if cache is not None else None
-    if key is None:
+    if cache is None or key is None:
         return _parse_file(file, text)
-    assert cache is not None
     kept = cache.get(key)
     if kept is None:
         kept = list(_parse_file(file, text))

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
-from qareport import __version__, parse_cache, preflight
+from qareport import __version__, preflight
 from qareport.collector import run_scope
 from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
-from qareport.parse_cache import ParseCache
+from qareport.parse_cache import ParseCache, default_folder
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.gates import GateVerdict, Threshold, check_gates
@@ -157,7 +157,7 @@ def _run(
 
     stages = Progress(progress, verbose=verbose)
     stages.start("loading test cases and responses")
-    cache = ParseCache(parse_cache.default_folder(os.environ)) if settings.run.testcase_cache else None
+    cache = ParseCache(default_folder(os.environ)) if settings.run.testcase_cache else None
     suite = load_suite(options.testcases, options.responses, cache=cache)
     reused = ""
     if cache is not None and cache.hits:
