@@ -41,8 +41,6 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-retries", type=int, metavar="N",
                        help="retries of a call by the openai SDK on 408, 409, 429, 5xx, connection errors "
                             "and timeouts (default 4)")
-    group.add_argument("--no-cache", action="store_true",
-                       help="neither read nor write a cache: the judge's answers, the parsed test cases")
     group.add_argument("--cache-path", metavar="FILE",
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
 
@@ -124,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config-ge6", metavar="FILE",
                      help="a graphrag-eval 6.x configuration file: its llm section configures the judge, "
                           "its custom prompt and custom_evaluations are used")
+    run.add_argument("--no-cache", action="store_true",
+                     help="neither read nor write a cache: the judge's answers, the parsed test cases")
     talk = run.add_mutually_exclusive_group()
     talk.add_argument("--quiet", "-q", action="store_true",
                       help="print only problems, errors and the result line")
