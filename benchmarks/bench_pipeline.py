@@ -80,8 +80,8 @@ def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
         statistics = stage("aggregate", summarize, evaluation.results)
         stage("workbook", write_workbook, evaluation.results, statistics, problems, run, output)
     total = time.perf_counter() - started
-    figures = {"stages": stages, "total": total, "cpu": cpu_seconds() - cpu_started, "rss": peak_rss_mb(), "workbook_mb": output.stat().st_size / 1e6,
-               "cases": len(evaluation.results), "problems": len(problems)}
+    figures = {"stages": stages, "total": total, "cpu": cpu_seconds() - cpu_started, "rss": peak_rss_mb(),
+               "workbook_mb": output.stat().st_size / 1e6, "cases": len(evaluation.results), "problems": len(problems)}
     output.unlink()
     return figures
 
@@ -98,7 +98,8 @@ def run_in_child(folder: Path, checkout: Path, cache_folder: Path | None = None)
 
 def show(label: str, figures: dict) -> None:
     stages = "  ".join(f"{name} {seconds:5.2f} s" for name, seconds, _ in figures["stages"])
-    print(f"{label:>14}: total {figures['total']:6.2f} s, CPU {figures['cpu']:6.2f} s  ({stages})  peak RSS {figures['rss']:5.0f} MB  "
+    print(f"{label:>14}: total {figures['total']:6.2f} s, CPU {figures['cpu']:6.2f} s  ({stages})  "
+          f"peak RSS {figures['rss']:5.0f} MB  "
           f"workbook {figures['workbook_mb']:.1f} MB, {figures['cases']} cases, {figures['problems']} problems",
           flush=True)
 

@@ -219,13 +219,9 @@ def display_lines(text: str, width: float) -> int:
 
 def wrapped_lines(line: str, per_line: int) -> int:
     """The lines one line of text (without breaks) takes when its words wrap at `per_line`."""
-    used, lines = 0, 1
+    lines, used = 1, 0
     for word in line.split(" "):
-        if used and used + 1 + len(word) > per_line:
-            lines, used = lines + 1, 0
-        used += len(word) + (1 if used else 0)
-        while used > per_line:  # a word longer than the line breaks anywhere
-            lines, used = lines + 1, used - per_line
+        lines, used = _after_word(lines, used, len(word), per_line)
     return lines
 
 
@@ -256,7 +252,8 @@ def longest_fitting_start(line: str, width: float, room: int) -> int:
 
 
 def _after_word(lines: int, used: int, length: int, per_line: int) -> tuple[int, int]:
-    """`display_lines`' count (lines, characters on the last line) after one more word."""
+    """The count of wrapped lines (lines, characters on the last line) after one more word: the one
+    rule `display_lines` and `longest_fitting_start` both follow."""
     if used and used + 1 + length > per_line:
         lines, used = lines + 1, 0
     used += length + (1 if used else 0)
