@@ -1,0 +1,22 @@
+"""What `qareport` tells a scheduler by its exit status, each outcome its own number.
+
+    0  REPORT_WRITTEN   the report was written and every gate passed
+    1  GATE_FAILED      the report was written; a gate failed (--fail-on-regression, --fail-under,
+                        an incomplete run)
+    2  USAGE_ERROR      wrong usage or an input error (--strict): found before any work, nothing written
+    3  INTERNAL_ERROR   a bug in qareport: the report was written where it could be
+    4  JUDGE_FAILED     the report was written, but judgments failed (the API refused or could not be
+                        reached): the judged metrics they cover are marked not evaluated
+  130  INTERRUPTED      SIGINT: what was half written is removed
+  143  TERMINATED       SIGTERM: the same clean-up as SIGINT
+"""
+
+from __future__ import annotations
+
+REPORT_WRITTEN = 0
+GATE_FAILED = 1
+USAGE_ERROR = 2
+INTERNAL_ERROR = 3
+JUDGE_FAILED = 4
+INTERRUPTED = 130
+TERMINATED = 143
