@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qareport.aggregates import sum_as_python312
 from qareport.retrieval_metrics import average_precision
 
 CONTEXT_SIMILARITY_THRESHOLD = 0.5
@@ -43,6 +44,30 @@ def average_precision_of_verdicts(verdicts: Sequence[bool]) -> float:
     0.8333
     """
     return average_precision({rank for rank, verdict in enumerate(verdicts) if verdict}, range(len(verdicts)))
+
+
+RAGAS_EPSILON = 1e-10
+"""What RAGAS adds to the number of relevant contexts before dividing by it (its guard against
+dividing by zero), so that graphrag-eval 5.x's context precision of a perfect ranking is
+0.9999999999, not 1.0."""
+
+
+def ragas_average_precision(verdicts: Sequence[bool]) -> float:
+    """Average precision of ranked relevance verdicts with RAGAS's arithmetic, to the last bit:
+    the sum of precision@k over the relevant ranks, divided by (number of relevant ranks + 1e-10),
+    the sum taken as Python 3.12 takes it (graphrag-eval 5.x runs on 3.12). 0.0 when nothing is
+    relevant (or nothing was ranked).
+
+    >>> ragas_average_precision([True])
+    0.9999999999
+    """
+    flags = [1 if verdict else 0 for verdict in verdicts]
+    hits = 0
+    terms = []
+    for rank, flag in enumerate(flags, start=1):
+        hits += flag
+        terms.append(hits / rank * flag)
+    return sum_as_python312(terms) / (sum(flags) + RAGAS_EPSILON)
 
 
 # --- retrieval context (string distance, no LLM) -------------------------------------------------
@@ -131,8 +156,9 @@ def context_overlap(
     - recall: share of reference contexts whose best similarity to a retrieved context is
       > `threshold`; 1.0 when no context is expected, 0.0 when some are expected and none retrieved.
     - precision: average precision of the retrieved contexts whose best similarity to a reference
-      context is >= `threshold` (RAGAS uses > for recall and >= for precision); 1.0 when nothing was
-      expected nor retrieved, 0.0 when only one side is empty.
+      context is >= `threshold` (RAGAS uses > for recall and >= for precision), with RAGAS's
+      arithmetic (`ragas_average_precision`: a perfect ranking gives 0.9999999999, as in
+      graphrag-eval 5.x); 1.0 when nothing was expected nor retrieved, 0.0 when only one side is empty.
     """
     n_ref, n_ret = len(reference_texts), len(retrieved_texts)
     if n_ref == 0 or n_ret == 0:
@@ -159,7 +185,7 @@ def context_overlap(
                 relevant_list[j] = relevant_list[j] or similarity >= threshold
     found, relevant = tuple(found_list), tuple(relevant_list)
     recall = sum(found) / n_ref
-    precision = average_precision_of_verdicts(relevant)
+    precision = ragas_average_precision(relevant)
     recall_reason = (
         f"{sum(found)} of {n_ref} reference contexts found among the {n_ret} retrieved "
         f"(string similarity > {threshold:g})"
