@@ -723,7 +723,8 @@ def _turn_output(raw: dict, *, line: int | None) -> TurnOutput:
              if (part := kind.parse_output(_plain(raw), line=line)) is not None}
     return TurnOutput(
         indicator_selection=selection,
-        actual_answer=None if answer is None else str(answer),
+        # a structured answer (content parts) stays data: JSON in the results file, its text in a cell
+        actual_answer=_plain(answer) if isinstance(answer, (dict, list)) else None if answer is None else str(answer),
         actual_steps=steps,
         parts=parts,
     )

@@ -113,7 +113,7 @@ class TurnOutput:
     """What the system produced for one turn."""
 
     indicator_selection: tuple[DatasetSelection, ...] | None = None
-    actual_answer: str | None = None
+    actual_answer: str | list[Any] | dict[str, Any] | None = None  # structured: content parts, kept as data
     actual_steps: tuple[dict[str, Any], ...] | None = None
     parts: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
 

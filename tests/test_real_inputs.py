@@ -53,3 +53,81 @@ def test_a_perfect_retrieval_context_scores_as_graphrag_eval_5_2_scores_it():
     assert step["retrieval_context_recall"] == 1.0
     assert step["retrieval_context_precision"] == 0.99999999995
     assert step["retrieval_context_f1"] == 2 * (1.0 * 0.99999999995) / (1.0 + 0.99999999995)
+
+
+# --- structured answers (item 3) ---------------------------------------------------------------------
+
+import yaml  # noqa: E402
+from openpyxl import load_workbook  # noqa: E402
+
+from openai_stub import serve_stub  # noqa: E402
+from qareport.cli import main  # noqa: E402
+from qareport.kinds.answers import answer_text  # noqa: E402
+
+CONTENT_PARTS = [{"type": "text", "text": "Substation Oslo has two transformers."},
+                 {"type": "text", "text": "They are T1 and T2."}]
+SPARQL_OUTPUT = json.dumps({"head": {"vars": ["t"]}, "results": {"bindings": [{"t": {"type": "uri", "value": "urn:T1"}}]}})
+
+
+def write_qa_inputs(folder, responses, *, reference_steps=None):
+    """A graphrag-eval reference dataset of one template and the given response records."""
+    question = {"id": "q1", "question_text": "Which transformers are in Substation Oslo?",
+                "reference_answer": "T1 and T2."}
+    if reference_steps is not None:
+        question["reference_steps"] = reference_steps
+    dataset = folder / "dataset.yaml"
+    dataset.write_text(yaml.safe_dump([{"template_id": "transformers", "questions": [question]}], sort_keys=False),
+                       encoding="utf-8")
+    answers = folder / "responses.json"
+    answers.write_text(json.dumps(responses, indent=1), encoding="utf-8")
+    return dataset, answers
+
+
+def overview_rows(path):
+    ws = load_workbook(path)["Overview"]
+    headers = [c.value for c in ws[1]]
+    return {row[0]: dict(zip(headers, row)) for row in ws.iter_rows(min_row=2, values_only=True)}
+
+
+@pytest.mark.parametrize(
+    "value, exp",
+    [
+        (CONTENT_PARTS, "Substation Oslo has two transformers.\n\nThey are T1 and T2."),
+        ({"type": "text", "text": "T1"}, "T1"),
+        ([{"type": "image_url", "image_url": {"url": "x.png"}}], '[{"type": "image_url", "image_url": {"url": "x.png"}}]'),
+        ("plain", "plain"),
+        (None, None),
+    ],
+)
+def test_answer_text_joins_text_parts_and_never_writes_repr(value, exp):
+    assert answer_text(value) == exp
+
+
+def test_a_content_part_answer_is_json_data_in_the_results_file_and_text_in_the_workbook(tmp_path):
+    dataset, answers = write_qa_inputs(tmp_path, [
+        {"question_id": "q1", "actual_answer": CONTENT_PARTS, "actual_steps": [],
+         "input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "elapsed_sec": 1.5}])
+    for suffix in ("json", "yaml"):
+        results = tmp_path / f"results.{suffix}"
+        out = tmp_path / f"report-{suffix}.xlsx"
+        assert main(["run", str(dataset), "-r", str(answers), "-o", str(out), "--results", str(results),
+                     "--no-llm", "--quiet"]) == 0
+        text = results.read_text(encoding="utf-8")
+        document = json.loads(text) if suffix == "json" else yaml.safe_load(text)
+        assert document["results"][0]["actual_answer"] == CONTENT_PARTS
+        assert "{'type'" not in text
+    cell = overview_rows(out)["q1"]["actual answer"]
+    assert cell == "Substation Oslo has two transformers.\n\nThey are T1 and T2."
+
+
+def test_the_judge_reads_the_text_of_a_content_part_answer(tmp_path, monkeypatch):
+    dataset, answers = write_qa_inputs(tmp_path, [{"question_id": "q1", "actual_answer": CONTENT_PARTS}])
+    with serve_stub() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        code = main(["run", str(dataset), "-r", str(answers), "-o", str(tmp_path / "r.xlsx"),
+                     "--cache-path", str(tmp_path / "cache.sqlite3"), "--quiet"])
+        prompts = [json.dumps(r.body, ensure_ascii=False) for r in server.requests if r.kind == "chat"]
+    assert code == 0 and prompts
+    assert any("They are T1 and T2." in prompt for prompt in prompts)
+    assert not any("'type': 'text'" in prompt or '\\"type\\": \\"text\\"' in prompt for prompt in prompts)

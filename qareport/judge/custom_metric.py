@@ -69,6 +69,10 @@ def _input(evaluation: CustomEvaluation, name: str, result: Mapping[str, Any]) -
         return "\n\n".join(_steps_text(evaluation, group) for group in groups)
     if name == "actual_steps":
         return _steps_text(evaluation, value)
+    if name == "actual_answer":
+        from qareport.kinds.answers import answer_text
+
+        return answer_text(value) or ""
     return str(value)
 
 

@@ -24,6 +24,7 @@ from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
+from qareport.kinds.answers import answer_text
 from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
 
@@ -240,7 +241,7 @@ class Judge:
         client, prompts = self._client, self._prompts
         question = result.get("question_text") or ""
         reference = result.get("reference_answer")
-        actual = result.get("actual_answer")
+        actual = answer_text(result.get("actual_answer"))  # content parts: the judge reads their text
         if answer_correctness.METRIC in metrics and reference is not None and actual is not None:
             custom_prompt = self.settings.correctness_prompt
             yield self._task(index, answer_correctness.METRIC, None, lambda ledger: (

@@ -6,22 +6,44 @@ The judge (`qareport.judge`) adds graphrag-eval's answer keys to a turn's result
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qareport.kinds import Column, Kind, Metric, mean_over_turns
 from qareport.records import CaseResult, TestCase, TurnOutput
 
 
+def answer_text(value: Any) -> str | None:
+    """An answer as text, for a cell or a judge's prompt: a text as it is; a structured answer (the
+    content parts published runs hold, `[{"type": "text", "text": ...}, ...]`) as its text parts
+    joined by blank lines, or as JSON when it has no text part; a number or boolean as it reads.
+    Never Python's repr. None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, Mapping)):
+        parts = value if isinstance(value, list) else [value]
+        texts = [part if isinstance(part, str) else part["text"] for part in parts
+                 if isinstance(part, str) or (isinstance(part, Mapping) and isinstance(part.get("text"), str)
+                                              and part.get("type", "text") == "text")]
+        if texts:
+            return "\n\n".join(texts)
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
+
+
 def _qa_text(key: str) -> Callable[[CaseResult], str | None]:
-    """A text key of the case; prefixed with the turn number when several turns have it."""
+    """A text key of the case; prefixed with the turn number when several turns have it. A structured
+    answer shows its text parts (`answer_text`)."""
 
     def value(result: CaseResult) -> str | None:
-        texts = [(t.number, t.qa[key]) for t in result.turns if t.qa and t.qa.get(key) not in (None, "")]
+        texts = [(t.number, answer_text(t.qa[key])) for t in result.turns if t.qa and t.qa.get(key) not in (None, "")]
         if not texts:
             return None
         if len(texts) == 1:
-            return str(texts[0][1])
+            return texts[0][1]
         return "\n".join(f"Turn {number}: {text}" for number, text in texts)
 
     return value
