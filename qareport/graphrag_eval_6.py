@@ -107,6 +107,18 @@ def shaped_as_6(result: Mapping[str, Any], config: Ge6Config) -> dict[str, Any]:
     return shaped
 
 
+def ordered_as_6(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A result dict as the results file holds it under 6.x rules: 6.6's keys in its order (the
+    correctness error renamed, `actual_steps` always there, `[]` when the response had none), then
+    every other key qareport added (the judge's costs and reasons, custom outputs) in its own order.
+    Without a judge this is exactly what `run_evaluation` returns; `shaped_as_6` leaves the extras out."""
+    values = {RENAMED.get(key, key): value for key, value in result.items()}
+    values.setdefault("actual_steps", [])
+    ordered = {key: values[key] for key in RESULT_KEYS_6 if key in values}
+    ordered.update(values)  # the rest after them, in their own order
+    return ordered
+
+
 def _step_as_6(step: Any) -> Any:
     if not isinstance(step, Mapping) or not any(key in step for key in STEP_KEYS_6):
         return step

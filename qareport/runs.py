@@ -253,7 +253,7 @@ def results_document(report: Report) -> dict[str, Any]:
     return {
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
                      **_semantics_entry(report.run.options)},
-        "results": statistics.question_results,
+        "results": question_records(statistics.question_results, report.run.options.get("steps_semantics")),
         "aggregates": statistics.qa_aggregates or {},
         "data_query_metrics": {
             "all": asdict(statistics.data_query) if statistics.data_query else None,
@@ -262,6 +262,17 @@ def results_document(report: Report) -> dict[str, Any]:
         },
         "cases": list(report.rows),
     }
+
+
+def question_records(results: Sequence[Mapping[str, Any]], semantics: Any) -> list[dict[str, Any]]:
+    """The per-question records of the results file: graphrag-eval's result dicts as the library
+    returns them (`qareport.run_evaluation`, or under 6.x rules `qareport.graphrag_eval_6`'s, with
+    6.6's key order and `actual_steps` always there). Structured values stay data."""
+    if str(semantics) == "6":
+        from qareport.graphrag_eval_6 import ordered_as_6
+
+        return [ordered_as_6(result) for result in results]
+    return [dict(result) for result in results]
 
 
 def _semantics_entry(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -131,3 +131,59 @@ def test_the_judge_reads_the_text_of_a_content_part_answer(tmp_path, monkeypatch
     assert code == 0 and prompts
     assert any("They are T1 and T2." in prompt for prompt in prompts)
     assert not any("'type': 'text'" in prompt or '\\"type\\": \\"text\\"' in prompt for prompt in prompts)
+
+
+# --- the results file's per-question records are the library's (item 4) -------------------------------
+
+import asyncio  # noqa: E402
+
+import qareport  # noqa: E402
+from qareport import graphrag_eval_6  # noqa: E402
+
+CONTEXTS = json.dumps([{"id": "doc-1", "text": "Transformer OSLO T1 is in Substation Oslo."},
+                       {"id": "doc-2", "text": "Transformer OSLO T2 is in Substation Oslo."}])
+SPARQL_REFERENCE = [[{"name": "sparql_query", "args": {"query": "SELECT ?t"}, "output": SPARQL_OUTPUT,
+                      "output_media_type": "application/sparql-results+json", "required_columns": ["t"]}]]
+RETRIEVAL_REFERENCE = [[{"name": "retrieval", "args": {"query": "Oslo", "k": 2}, "output": CONTEXTS}]]
+SPARQL_CALL = {"name": "sparql_query", "id": "call_1", "args": {"query": "SELECT ?t"}, "status": "success",
+               "output": SPARQL_OUTPUT}
+RETRIEVAL_CALL = {"name": "retrieval", "id": "call_2", "args": {"query": "Oslo", "k": 2}, "status": "success",
+                  "output": CONTEXTS}
+USAGE = {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150, "elapsed_sec": 2.25}
+MIXED_RESPONSES = [
+    {"question_id": "q1", "actual_answer": "T1.", "actual_steps": [SPARQL_CALL], **USAGE},
+    {"question_id": "q2", "status": "error", "error": "Recursion limit reached", "actual_steps": []},
+    {"question_id": "q3", "status": "error", "error": "timeout"},
+    {"question_id": "q4", "actual_answer": CONTENT_PARTS, **USAGE},
+    {"question_id": "q5", "status": "error", "error": "late", "actual_steps": [SPARQL_CALL], "input_tokens": 7},
+    {"question_id": "q6", "actual_answer": "T1 and T2.", "actual_steps": [RETRIEVAL_CALL], **USAGE},
+    {"question_id": "q7", "actual_answer": "none", "actual_steps": []},
+]  # q8 has no response
+
+
+def mixed_dataset():
+    questions = [{"id": f"q{n}", "question_text": f"Question {n}?", "reference_answer": "T1 and T2.",
+                  "reference_steps": RETRIEVAL_REFERENCE if n == 6 else SPARQL_REFERENCE} for n in range(1, 9)]
+    return [{"template_id": "sparql", "questions": questions[:4]}, {"template_id": "mixed", "questions": questions[4:]}]
+
+
+@pytest.mark.parametrize("semantics", [5, 6])
+def test_the_results_files_records_are_the_librarys_records(tmp_path, semantics):
+    dataset = tmp_path / "dataset.yaml"
+    dataset.write_text(yaml.safe_dump(mixed_dataset(), sort_keys=False), encoding="utf-8")
+    answers = tmp_path / "responses.json"
+    answers.write_text(json.dumps(MIXED_RESPONSES), encoding="utf-8")
+    results = tmp_path / "results.json"
+    main(["run", str(dataset), "-r", str(answers), "-o", str(tmp_path / "r.xlsx"), "--results", str(results),
+          "--steps-semantics", str(semantics), "--no-llm", "--quiet"])
+    got = json.loads(results.read_text(encoding="utf-8"))["results"]
+    if semantics == 5:
+        exp = qareport.run_evaluation(mixed_dataset(), MIXED_RESPONSES, judge=None)
+    else:
+        by_id = {record["question_id"]: record for record in MIXED_RESPONSES}
+        exp = asyncio.run(graphrag_eval_6.run_evaluation(mixed_dataset(), by_id))
+    exp = json.loads(json.dumps(exp))  # as a results file holds it
+    assert got == exp
+    assert [list(record) for record in got] == [list(record) for record in exp]  # keys in the library's order
+    if semantics == 6:
+        assert [r.get("actual_steps") for r in got if r["status"] == "error"] == [[], [], [SPARQL_CALL], []]
