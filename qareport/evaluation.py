@@ -23,6 +23,7 @@ from qareport.records import (
     USAGE_FIELDS,
     CaseResult,
     CaseStatus,
+    Location,
     Problem,
     Response,
     Suite,
@@ -154,11 +155,23 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
         status, error = "success", None
     problems = []
     if result.get("steps_error") and response is not None:
-        problems.append(Problem(response.location, f"question '{case.id}': {result['steps_error']}", case.id))
+        problems.append(steps_problem(case, turn, response, outcome, f"question '{case.id}'"))
     if result.get("steps_note") and response is not None:
         problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
     turn_result = TurnResult(1, turn.user_message, qa=result, scores={STEPS_KIND: outcome} if outcome else {})
     return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems
+
+
+def steps_problem(case: TestCase, turn: Turn, response: Response, outcome: StepsOutcome | None,
+                  who: str) -> Problem:
+    """The problem of steps that could not be scored, named once and located where it is fixed: at
+    the test case's `reference_steps` when the fault is in the reference, else at the response."""
+    fault = outcome.fault if outcome is not None and outcome.fault else None
+    if outcome is not None and outcome.fault_in_reference:
+        where = Location(case.location.path, turn.target.reference_steps_line or case.location.line)
+    else:
+        where = response.location
+    return Problem(where, f"{who}: {fault or (outcome.error if outcome else 'steps not scored')}", case.id)
 
 
 def _scored_question(*, template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,
@@ -201,9 +214,7 @@ def _evaluate_turn(
             semantics=options.steps_semantics,
         )
         if qa_result.get("steps_error"):
-            problems.append(Problem(
-                response.location, f"case '{case.id}', turn {turn.number}: {qa_result['steps_error']}", case.id
-            ))
+            problems.append(steps_problem(case, turn, response, outcome, f"case '{case.id}', turn {turn.number}"))
         if qa_result.get("steps_note"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: note: {qa_result['steps_note']}", case.id

@@ -360,6 +360,7 @@ def _parse_target(target: Any, *, line: int | None) -> Target:
         indicator_selection=selection,
         reference_answer=_optional_text(target, "reference_answer"),
         reference_steps=steps,
+        reference_steps_line=line_of(target, "reference_steps") if steps is not None else None,
         parts={kind.name: kind.parse_target(_plain(target[kind.name]), line=line_of(target, kind.name))
                for kind in plugged_in if target.get(kind.name) is not None},
     )
@@ -435,7 +436,8 @@ def _parse_question(raw: dict, template_id: str, path: str) -> TestCase:
     steps = None
     if raw.get("reference_steps") is not None:
         steps = _parse_steps_groups(raw["reference_steps"], line=line_of(raw, "reference_steps"))
-    target = Target(reference_answer=_optional_text(raw, "reference_answer"), reference_steps=steps)
+    target = Target(reference_answer=_optional_text(raw, "reference_answer"), reference_steps=steps,
+                    reference_steps_line=line_of(raw, "reference_steps") if steps is not None else None)
     return TestCase(
         id=question_id,
         kind="qa",

@@ -80,6 +80,7 @@ class Target:
     reference_answer: str | None = None
     reference_steps: tuple[tuple[dict[str, Any], ...], ...] | None = None
     parts: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
+    reference_steps_line: int | None = None  # where `reference_steps` is written: a fault in them is located there
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,3 +187,92 @@ def test_the_results_files_records_are_the_librarys_records(tmp_path, semantics)
     assert [list(record) for record in got] == [list(record) for record in exp]  # keys in the library's order
     if semantics == 6:
         assert [r.get("actual_steps") for r in got if r["status"] == "error"] == [[], [], [SPARQL_CALL], []]
+
+
+# --- steps problems say where, once, and what works (item 6) -----------------------------------------
+
+STEPS_DATASET = """\
+- template_id: power
+  questions:
+  - id: empty-group
+    question_text: Which transformers are in Oslo?
+    reference_steps:
+    - []
+    - - name: sparql_query
+        args: {query: SELECT ?t}
+        output: '{"head": {"vars": ["t"]}, "results": {"bindings": [{"t": {"type": "uri", "value": "urn:T1"}}]}}'
+        output_media_type: application/sparql-results+json
+        required_columns: [t]
+  - id: series
+    question_text: Last ten values of the Oslo load?
+    reference_steps:
+    - - name: retrieve_time_series
+        args: {mrid: m-1, limit: 10}
+  - id: iri
+    question_text: What is T1's IRI?
+    reference_steps:
+    - - name: iri_discovery
+        output: urn:T1
+"""
+STEPS_RESPONSES = [
+    {"question_id": "empty-group", "actual_answer": "T1", "actual_steps": [SPARQL_CALL]},
+    {"question_id": "series", "actual_answer": "...", "actual_steps": [
+        {"name": "retrieve_time_series", "id": "call_3", "args": {"mrid": "m-1", "limit": 10}, "status": "success",
+         "output": "[]"}]},
+    {"question_id": "iri", "actual_answer": "urn:T1", "actual_steps": [
+        {"name": "autocomplete_search", "id": "call_4", "args": {"q": "T1"}, "status": "success",
+         "output": SPARQL_OUTPUT}]},
+]
+
+
+def run_steps_suite(tmp_path, capsys, *options):
+    dataset = tmp_path / "power.yaml"
+    dataset.write_text(STEPS_DATASET, encoding="utf-8")
+    answers = tmp_path / "responses.json"
+    answers.write_text(json.dumps(STEPS_RESPONSES), encoding="utf-8")
+    code = main(["run", str(dataset), "-r", str(answers), "-o", str(tmp_path / "r.xlsx"), "--no-llm", *options])
+    lines = [line for line in capsys.readouterr().err.splitlines() if "LLM metrics skipped" not in line]
+    return code, dataset, lines
+
+
+def test_an_empty_reference_group_is_located_in_the_test_file_and_names_the_case_once(tmp_path, capsys):
+    _, dataset, lines = run_steps_suite(tmp_path, capsys, "--steps-semantics", "6")
+    (line,) = [line for line in lines if "empty-group" in line]
+    assert line.startswith(f"qareport: {dataset}:5: question 'empty-group': group 1 of 'reference_steps' is empty")
+    assert line.count("empty-group") == 1
+
+
+def test_six_only_steps_under_5x_rules_say_to_use_the_6x_rules_at_the_test_file(tmp_path, capsys):
+    _, dataset, lines = run_steps_suite(tmp_path, capsys)
+    series = next(line for line in lines if "'series'" in line)
+    iri = next(line for line in lines if "'iri'" in line)  # a last group graphrag-eval 5.x scores 0 in silence
+    assert series.startswith(f"qareport: {dataset}:14: question 'series': ")
+    assert iri.startswith(f"qareport: {dataset}:19: question 'iri': ")
+    for line in (series, iri):
+        assert "--steps-semantics 6" in line and "add the output" not in line
+        assert line.count("question '") == 1
+
+
+def test_under_6x_rules_the_six_only_steps_are_scored(tmp_path, capsys):
+    _, _, lines = run_steps_suite(tmp_path, capsys, "--steps-semantics", "6")
+    assert not any("'series'" in line or "'iri'" in line for line in lines)
+
+
+def test_a_conversation_turns_steps_problem_names_the_case_once(tmp_path, capsys):
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("""\
+id: oslo
+conversation:
+- role: user
+  content: Which transformers are in Oslo?
+  target:
+    reference_steps:
+    - - name: sparql_query
+        args: {query: SELECT ?t}
+""", encoding="utf-8")
+    answers = tmp_path / "responses.json"
+    answers.write_text(json.dumps([{"test_case_id": "oslo", "actual_steps": [SPARQL_CALL]}]), encoding="utf-8")
+    main(["run", str(cases), "-r", str(answers), "-o", str(tmp_path / "r.xlsx"), "--no-llm"])
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "'oslo'" in line]
+    assert line.startswith(f"qareport: {cases}:6: case 'oslo', turn 1: reference step 1 of the last group")
+    assert "no 'output'" in line and line.count("oslo") == 1

@@ -36,6 +36,7 @@ from qareport.kinds.steps.step_kind import (
     Semantics,
     Step,
     StepPair,
+    ReferenceStepsError,
     StepsError,
     actual_output,
     short,
@@ -71,9 +72,10 @@ class RetrieveDataPoints:
         actual_output(pair)
         expected, got = step_args(pair)
         anchor = execution_time(pair)
-        for args, label in ((expected, pair.reference_label), (got, pair.actual_label)):
+        for args, label, error in ((expected, pair.reference_label, ReferenceStepsError),
+                                   (got, pair.actual_label, StepsError)):
             if "external_id" not in args:
-                raise StepsError(f"{label} has no 'external_id' in its 'args'; name the series.")
+                raise error(f"{label} has no 'external_id' in its 'args'; name the series.")
         # 6.6 reads every list and granularity before comparing (and stops on an unreadable one)
         ids = [normalized_ids(args["external_id"], pair, "external_id") for args in (expected, got)]
         granularities = [normalized_granularity(args.get("granularity"), pair) for args in (expected, got)]

@@ -24,6 +24,7 @@ from qareport.kinds.steps.step_kind import (
     Semantics,
     Step,
     StepPair,
+    ReferenceStepsError,
     StepsError,
     actual_output,
 )
@@ -51,7 +52,7 @@ class IriDiscovery:
         if name not in (AUTOCOMPLETE_SEARCH, SPARQL_QUERY):
             return Comparison(0.0, f"{name} calls cannot discover an IRI" if explain else None)
         if "output" not in pair.reference:
-            raise StepsError(f"{pair.reference_label} has no 'output'; give the IRI the step must find.")
+            raise ReferenceStepsError(f"{pair.reference_label} has no 'output'; give the IRI the step must find.")
         iri = pair.reference["output"]
         if name == SPARQL_QUERY:
             try:

@@ -44,6 +44,7 @@ from qareport.kinds.steps.registry import step_kind_for
 from qareport.kinds.steps.step_kind import (
     DEFAULT_SEMANTICS,
     Comparison,
+    ReferenceStepsError,
     Semantics,
     StepPair,
     StepsError,
@@ -55,6 +56,8 @@ if TYPE_CHECKING:  # verdicts.py reads outcomes: the type alone is needed here
     from qareport.kinds.steps.verdicts import StepVerdict
 
 RETRIEVAL = "retrieval"
+SIX_ONLY_STEPS = ("retrieve_data_points", "retrieve_time_series", "iri_discovery")
+"""Reference steps only graphrag-eval 6.x's rules score (5.x has no comparison for them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +88,13 @@ class StepsOutcome:
     score: float | None
     matches: tuple[StepMatch, ...] = ()
     failed_calls: tuple[FailedCall, ...] = ()
-    error: str | None = None
+    error: str | None = None  # "question 'X': <fault>" (graphrag-eval users see which question)
     notes: tuple[str, ...] = ()  # where graphrag-eval would have stopped, and what was done instead
     semantics: Semantics = DEFAULT_SEMANTICS
     # how each reference step fared (`verdicts.step_verdicts`), when worked out with the evaluation
     verdicts: tuple[StepVerdict, ...] | None = None
+    fault: str | None = None  # the error without the question: what is wrong and how to fix it
+    fault_in_reference: bool = False  # the error is in the reference steps (the test file), not the response
 
 
 def evaluate_steps(
@@ -119,6 +124,7 @@ def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], act
             score = _mean_of_group_scores(groups, matches)
         else:
             last_group = _last_group(reference_groups)
+            _refuse_six_only_steps(last_group)
             candidates = _candidates_by_name(last_group, actual_steps)
             matches = matcher.match_last_group(last_group, candidates)
             total = 0.0  # added in match order from 0.0, as graphrag-eval does, for identical floats
@@ -127,7 +133,8 @@ def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], act
             score = total / len(last_group)
             matcher.notes.extend(_failed_retrieval_notes(actual_steps))
     except StepsError as error:
-        return StepsOutcome(score=None, failed_calls=failed_calls, error=prefix + str(error), semantics=semantics)
+        return StepsOutcome(score=None, failed_calls=failed_calls, error=prefix + str(error), semantics=semantics,
+                            fault=str(error), fault_in_reference=isinstance(error, ReferenceStepsError))
     return StepsOutcome(score=score, matches=matches, failed_calls=failed_calls,
                         notes=tuple(dict.fromkeys(matcher.notes)), semantics=semantics)
 
@@ -159,7 +166,7 @@ def compare_pair(pair: StepPair, *, explain: bool = False) -> Comparison:
     that both have an output, as graphrag-eval 5.2 does). Raises StepsError."""
     if pair.semantics == 5:
         if not pair.reference.get("output"):
-            raise StepsError(f"{pair.reference_label} has no 'output'; add the output the step must produce.")
+            raise ReferenceStepsError(f"{pair.reference_label} has no 'output'; add the output the step must produce.")
         if "output" not in pair.actual:
             raise StepsError(
                 f"{pair.actual_label} has status 'success' but no 'output'; record the step's output, or set "
@@ -296,12 +303,12 @@ def _is_list(value: Any) -> bool:
 
 def _groups_list(reference_groups: Any) -> Sequence[Any]:
     if not _is_list(reference_groups):
-        raise StepsError(
+        raise ReferenceStepsError(
             f"'reference_steps' must be a list of groups of steps (got {describe_value(reference_groups)}); "
             "write it as a list of lists of steps."
         )
     if not reference_groups:
-        raise StepsError(
+        raise ReferenceStepsError(
             "'reference_steps' is empty; give at least one group of steps, the last group being the "
             "steps whose outputs the answer comes from."
         )
@@ -310,24 +317,36 @@ def _groups_list(reference_groups: Any) -> Sequence[Any]:
 
 def _checked_group(group: Any, what: str, in_group: str) -> Sequence[Mapping[str, Any]]:
     if not _is_list(group):
-        raise StepsError(
+        raise ReferenceStepsError(
             f"{what} of 'reference_steps' must be a list of steps (got {describe_value(group)}); "
             "write 'reference_steps' as a list of lists of steps."
         )
     if not group:
         fix = ("put in it the steps whose outputs the answer comes from" if what == "the last group"
                else "put in it the steps the system must call, or remove it")
-        raise StepsError(f"{what} of 'reference_steps' is empty; {fix}.")
+        raise ReferenceStepsError(f"{what} of 'reference_steps' is empty; {fix}.")
     for index, step in enumerate(group):
         if not isinstance(step, Mapping) or "name" not in step:
-            raise StepsError(f"reference step {index + 1} {in_group} has no 'name'; name the tool the step calls.")
-        _require_hashable(step["name"], f"the 'name' of reference step {index + 1} {in_group}")
+            raise ReferenceStepsError(f"reference step {index + 1} {in_group} has no 'name'; name the tool the step "
+                                      "calls.")
+        _require_hashable(step["name"], f"the 'name' of reference step {index + 1} {in_group}", ReferenceStepsError)
     return group
 
 
 def _last_group(reference_groups: Any) -> Sequence[Mapping[str, Any]]:
     groups = _groups_list(reference_groups)
     return _checked_group(groups[-1], "the last group", "of the last group")
+
+
+def _refuse_six_only_steps(group: Sequence[Mapping[str, Any]]) -> None:
+    """Under 5.x: a step of the scored group that only 6.x's rules compare is the wrong rules, not
+    a wrong step (5.x would ask for an output the step never has, or score 0 in silence)."""
+    for index, step in enumerate(group):
+        if step["name"] in SIX_ONLY_STEPS:
+            raise ReferenceStepsError(
+                f"{reference_label(index, step)} is scored only by graphrag-eval 6.x's rules; run with --steps-semantics 6 (steps_semantics: 6 in qareport.yaml; in Python, "
+                "qareport.graphrag_eval_6)."
+            )
 
 
 def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
@@ -373,9 +392,9 @@ def _candidates_by_name(
     return candidates
 
 
-def _require_hashable(value: Any, what: str) -> Any:
+def _require_hashable(value: Any, what: str, error: type[StepsError] = StepsError) -> Any:
     try:
         hash(value)
     except TypeError:
-        raise StepsError(f"{what} must be a string (got {describe_value(value)}).") from None
+        raise error(f"{what} must be a string (got {describe_value(value)}).") from None
     return value

@@ -21,9 +21,9 @@ from qareport.kinds.steps.step_kind import (
     SPARQL_RESULTS_JSON,
     Comparison,
     Semantics,
+    ReferenceStepsError,
     Step,
     StepPair,
-    StepsError,
     actual_output,
     parse_reference_json,
 )
@@ -55,13 +55,13 @@ class SparqlResults:
             except (ValueError, RecursionError):
                 return Comparison(0.0, "the reference output is not JSON, so nothing can match it")
             except TypeError:
-                raise StepsError(
+                raise ReferenceStepsError(
                     f"{pair.reference_label} has no 'output'; add the SPARQL JSON result the step must produce."
                 ) from None
         else:
             reference_result = parse_reference_json(pair, SPARQL_RESULTS_JSON)
         if "required_columns" not in reference:
-            raise StepsError(
+            raise ReferenceStepsError(
                 f"{pair.reference_label} has no 'required_columns'; add the list of columns the answer "
                 "must contain."
             )
@@ -75,7 +75,7 @@ class SparqlResults:
                 explain=explain,
             )
         except SparqlResultError as error:
-            raise StepsError(f"{pair.reference_label}: {error}; fix the reference step.") from None
+            raise ReferenceStepsError(f"{pair.reference_label}: {error}; fix the reference step.") from None
         notes = [note for note in (_string_note(reference["required_columns"], "'required_columns'"),
                                    _string_note(_head_vars(actual_result), "the actual 'head.vars'"),
                                    verdict.note) if note]

@@ -39,6 +39,11 @@ class StepsError(Exception):
     """A step lacks what scoring needs; the message says which step and what to fix."""
 
 
+class ReferenceStepsError(StepsError):
+    """A StepsError whose fault is in the reference steps (the test file), not in the response: the
+    problem is then located at the test case, where it is fixed."""
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """One actual step's output against one reference step's. Every score here lies in [0, 1],
@@ -116,7 +121,7 @@ def parse_reference_json(pair: StepPair, media_type: str) -> Any:
     try:
         return parsed_json(pair.reference.get("output"))
     except (TypeError, ValueError, RecursionError) as error:
-        raise StepsError(
+        raise ReferenceStepsError(
             f"{pair.reference_label} has an 'output' that is not JSON ({error}), but its output_media_type is "
             f"{media_type}; give the output as JSON text."
         ) from None

@@ -22,6 +22,7 @@ from qareport.kinds.steps.step_kind import (
     Semantics,
     Step,
     StepPair,
+    ReferenceStepsError,
     StepsError,
     actual_output,
     short,
@@ -64,7 +65,8 @@ def step_args(pair: StepPair) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     for step, label in ((pair.reference, pair.reference_label), (pair.actual, pair.actual_label)):
         args = step.get("args")
         if not isinstance(args, Mapping):
-            raise StepsError(f"{label} has no 'args' mapping; a {pair.reference['name']} step is compared "
+            error = ReferenceStepsError if step is pair.reference else StepsError
+            raise error(f"{label} has no 'args' mapping; a {pair.reference['name']} step is compared "
                              "by its arguments.")
         found.append(args)
     return found[0], found[1]
