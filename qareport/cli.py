@@ -172,15 +172,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser(
         "validate", help="check test cases (and responses) without evaluating",
-        description="Check the test cases alone, or with --responses also their pairing with the responses; "
-                    "list every problem (file:line: what to fix). Exit status 0 when all is valid, 1 when "
-                    "there are problems, 2 when a named path does not exist.",
+        description="Check the test cases alone, or with --responses also their pairing with the responses "
+                    "and everything 'qareport run' would refuse in them (the same loading and scoring, with "
+                    "the same options, no judge, nothing written); list every problem (file:line: what to "
+                    "fix). Exit status 0 when all is valid, 1 when there are problems, 2 when a named path "
+                    "does not exist or an option or configuration is wrong.",
     )
     validate.add_argument("testcases", nargs="+", metavar="TESTCASES",
                           help="test-case YAML files or directories (searched recursively)")
     validate.add_argument("--responses", "-r", nargs="+", default=[], metavar="PATH",
                           help="response files or directories: also check that every case has a response "
                                "and every response a case")
+    validate.add_argument("--steps-semantics", type=int, choices=(5, 6), default=None,
+                          help="graphrag-eval's steps rules to check by, as for 'run' (default: the configuration's, "
+                               "else 5)")
+    validate.add_argument("--match-terms-by", choices=("id_and_name", "id"), default=None,
+                          help="identify a term by id and name together (default) or by id alone, as for 'run'")
+    validate.add_argument("--config", metavar="FILE",
+                          help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")
+    validate.add_argument("--config-ge6", metavar="FILE",
+                          help="a graphrag-eval 6.x configuration file, checked as 'run' checks it")
     return parser
 
 
@@ -266,17 +277,17 @@ def command_email(args: argparse.Namespace) -> int:
 
 
 def command_validate(args: argparse.Namespace) -> int:
-    from qareport.loading import load_suite
-    from qareport.preflight import check_inputs_exist
+    from qareport.validation import validate_inputs
 
-    check_inputs_exist("TESTCASES", args.testcases)
-    check_inputs_exist("--responses", args.responses)
-    suite = load_suite(args.testcases, args.responses)
-    for problem in suite.problems:
+    validation = validate_inputs(args.testcases, args.responses, steps_semantics=args.steps_semantics,
+                                 match_terms_by=args.match_terms_by, config_path=args.config,
+                                 config_ge6=args.config_ge6)
+    suite = validation.suite
+    for problem in validation.problems:
         print(visible(problem))
     checked = f"{len(suite.cases)} test cases" + (f", {len(suite.responses)} responses" if args.responses else "")
-    if suite.problems:
-        print(f"qareport: {checked}: {len(suite.problems)} problem(s)", file=sys.stderr)
+    if validation.problems:
+        print(f"qareport: {checked}: {len(validation.problems)} problem(s)", file=sys.stderr)
         return 1
     print(f"qareport: {checked}: valid")
     return 0

@@ -167,11 +167,31 @@ def steps_problem(case: TestCase, turn: Turn, response: Response, outcome: Steps
     """The problem of steps that could not be scored, named once and located where it is fixed: at
     the test case's `reference_steps` when the fault is in the reference, else at the response."""
     fault = outcome.fault if outcome is not None and outcome.fault else None
-    if outcome is not None and outcome.fault_in_reference:
-        where = Location(case.location.path, turn.target.reference_steps_line or case.location.line)
-    else:
-        where = response.location
+    where = reference_location(case, turn) if outcome is not None and outcome.fault_in_reference else response.location
     return Problem(where, f"{who}: {fault or (outcome.error if outcome else 'steps not scored')}", case.id)
+
+
+def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_SEMANTICS) -> list[Problem]:
+    """The faults of a case's reference steps that any response would meet under `semantics` (an
+    empty group under 6.x, a 6.x-only step in the last group under 5.x, ...): what `validate`
+    reports for test cases given without responses."""
+    from qareport.kinds.steps.matching import evaluate_steps
+
+    problems = []
+    for turn in case.turns:
+        groups = turn.target.reference_steps
+        if groups is None:
+            continue
+        outcome = evaluate_steps([list(group) for group in groups], [], question_id=case.id, semantics=semantics)
+        if outcome.fault_in_reference:
+            who = f"question '{case.id}'" if case.kind == "qa" else f"case '{case.id}', turn {turn.number}"
+            problems.append(Problem(reference_location(case, turn), f"{who}: {outcome.fault}", case.id))
+    return problems
+
+
+def reference_location(case: TestCase, turn: Turn) -> Location:
+    """Where a turn's reference steps are written (the case's line when not known)."""
+    return Location(case.location.path, turn.target.reference_steps_line or case.location.line)
 
 
 def _scored_question(*, template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,

@@ -276,3 +276,50 @@ conversation:
     (line,) = [line for line in capsys.readouterr().err.splitlines() if "'oslo'" in line]
     assert line.startswith(f"qareport: {cases}:6: case 'oslo', turn 1: reference step 1 of the last group")
     assert "no 'output'" in line and line.count("oslo") == 1
+
+
+# --- validate refuses what run refuses (item 7) ------------------------------------------------------
+
+
+def problem_lines(text):
+    return sorted(line.removeprefix("qareport: ") for line in text.splitlines()
+                  if line.startswith(("qareport: ", "/")) and "LLM metrics skipped" not in line
+                  and "problem(s)" not in line and ": valid" not in line)
+
+
+@pytest.mark.parametrize("rules", [["--steps-semantics", "5"], ["--steps-semantics", "6"], ["--config", "CONFIG"]])
+def test_validate_lists_exactly_the_problems_run_lists_with_the_same_options(tmp_path, capsys, rules):
+    dataset = tmp_path / "power.yaml"
+    dataset.write_text(STEPS_DATASET, encoding="utf-8")
+    answers = tmp_path / "responses.json"
+    answers.write_text(json.dumps([*STEPS_RESPONSES, {"question_id": "unknown", "actual_answer": "?"}]),
+                       encoding="utf-8")
+    config = tmp_path / "qareport.yaml"
+    config.write_text("steps_semantics: 6\n", encoding="utf-8")
+    rules = [str(config) if option == "CONFIG" else option for option in rules]
+    main(["run", str(dataset), "-r", str(answers), "-o", str(tmp_path / "r.xlsx"), "--no-llm", *rules])
+    ran = problem_lines(capsys.readouterr().err)
+    code = main(["validate", str(dataset), "-r", str(answers), *rules])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert ran and problem_lines(captured.out) == ran
+    assert any("reference_steps" in line or "--steps-semantics 6" in line for line in ran)
+
+
+@pytest.mark.parametrize("semantics, case", [("6", "empty-group"), ("5", "series"), ("5", "iri")])
+def test_validate_of_test_cases_alone_finds_what_any_run_would_refuse(tmp_path, capsys, semantics, case):
+    dataset = tmp_path / "power.yaml"
+    dataset.write_text(STEPS_DATASET, encoding="utf-8")
+    code = main(["validate", str(dataset), "--steps-semantics", semantics])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert any(line.startswith(f"{dataset}:") and f"question '{case}'" in line for line in out.splitlines())
+
+
+def test_validate_refuses_a_configuration_run_refuses(tmp_path, capsys):
+    dataset = tmp_path / "power.yaml"
+    dataset.write_text(STEPS_DATASET, encoding="utf-8")
+    config = tmp_path / "qareport.yaml"
+    config.write_text("steps_semantics: 7\n", encoding="utf-8")
+    assert main(["validate", str(dataset), "--config", str(config)]) == 2
+    assert "steps_semantics" in capsys.readouterr().err
