@@ -44,6 +44,18 @@ TESTCASE_SUFFIXES = (".yaml", ".yml")
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
 RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
 TURN_KEYS = ("indicator_selection", "actual_answer", "actual_steps")
+RESPONSE_KEYS = (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")
+"""The keys a response record is read by (besides those of plugged-in kinds); any other is named
+as a problem ("unknown key: not evaluated"), never dropped in silence."""
+TARGET_KEYS = ("indicator_selection", "reference_answer", "reference_steps")
+"""The keys a target is read by (besides those of plugged-in kinds)."""
+STATGPT_ONLY = "a key of statgpt's fuller ground-truth schema, which qareport does not score"
+KEY_ADVICE = {
+    "steps": "graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'",
+    **dict.fromkeys(("is_out_of_scope", "tool_calls", "query_normalization", "datasets_selection"), STATGPT_ONLY),
+}
+"""What to say of unknown keys whose meaning is known (another version's name for a key, another
+tool's key); any other gets "check its spelling if it was meant to be scored"."""
 
 
 # --- reading files -----------------------------------------------------------------------------
@@ -55,9 +67,28 @@ class _Collector:
 
     problems: list[Problem] = field(default_factory=list)
     unloaded: list[Unloaded] = field(default_factory=list)  # test cases that could not be read
+    # unknown keys of one file, each named once: (in what, key) -> [line, case id, how many times]
+    unknown: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
 
     def add(self, path: str, line: int | None, message: str, case_id: str | None = None) -> None:
         self.problems.append(Problem(Location(path, line), message, case_id))
+
+    def unknown_key(self, in_what: str, key: Any, line: int | None, case_id: str | None) -> None:
+        """`key` of a target or a response (`in_what`) is read by nothing: counted, and named once per
+        file by `name_unknown_keys`."""
+        seen = self.unknown.setdefault((in_what, str(key)), [line, case_id, 0])
+        seen[2] += 1
+
+    def name_unknown_keys(self, path: str) -> None:
+        """One problem per unknown key counted since the last call, at its first place."""
+        for (in_what, key), (line, case_id, count) in self.unknown.items():
+            where = (f"the {in_what} of case '{case_id}'" if in_what == "target" else
+                     f"the response for '{case_id}'" if case_id is not None else f"a {in_what}")
+            more = count - 1
+            also = f" (also in {more} more {in_what}{'s' if more > 1 else ''} of this file)" if more else ""
+            advice = KEY_ADVICE.get(key, "check its spelling if it was meant to be scored")
+            self.add(path, line, f"unknown key '{key}' in {where}{also}: not evaluated; {advice}", case_id)
+        self.unknown.clear()
 
 
 def expand_paths(
@@ -475,12 +506,38 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
             )
             continue
         try:
-            yield _parse_conversation_case(item, path)
+            case = _parse_conversation_case(item, path)
         except ShapeError as error:
             case_id = item.get("id")
             problems.add(path, error.line or line, str(error), str(case_id) if case_id else None)
             if case_id is not None:
                 yield _invalid_case(item, path, str(error), line)
+            continue
+        _count_unknown_target_keys(item, case.id, problems)
+        yield case
+
+
+def _count_unknown_target_keys(item: dict, case_id: str, problems: _Collector) -> None:
+    """Keys of a case's targets that no kind reads (statgpt's fuller ground truth has several)."""
+    known = {*TARGET_KEYS, *(kind.name for kind in kinds.extra_kinds())}
+    for message in item.get("conversation") or []:
+        target = message.get("target") if isinstance(message, dict) else None
+        if isinstance(target, dict):
+            for key in target:
+                if key not in known:
+                    problems.unknown_key("target", key, line_of(target, key) or line_of(target), case_id)
+
+
+def _count_unknown_response_keys(record: dict, case_id: str, line: int | None, problems: _Collector) -> None:
+    """Keys of a response record (or of one of its turns) that nothing reads."""
+    extra = tuple(kind.name for kind in kinds.extra_kinds())
+    raw_turns = record.get("turns")
+    turns: list[Any] = raw_turns if isinstance(raw_turns, list) else []
+    for part, known in ((record, (*RESPONSE_KEYS, *extra)), *((turn, (*TURN_KEYS, *extra)) for turn in turns)):
+        if isinstance(part, dict):
+            for key in part:
+                if key not in known:
+                    problems.unknown_key("response", key, line, case_id)
 
 
 def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestCase:
@@ -594,6 +651,7 @@ def _parse_file(file: Path, text: str) -> Iterator[ParsedItem]:
         for case in _cases_in_document(document, str(file), found):
             yield from _drained(found)
             yield case
+    found.name_unknown_keys(str(file))
     yield from _drained(found)
 
 
@@ -803,6 +861,7 @@ def load_responses(
                     continue
                 for note in notes:
                     problems.add(str(file), line, note, response.case_id)
+                _count_unknown_response_keys(record, response.case_id, line, problems)
                 if response.case_id in responses:
                     problems.add(
                         str(file),
@@ -814,6 +873,7 @@ def load_responses(
                     continue
                 responses[response.case_id] = response
                 count += 1
+            problems.name_unknown_keys(str(file))
         summaries.append(InputSummary(given, "responses", len(files), count, digest.hexdigest()))
     return responses, summaries
 

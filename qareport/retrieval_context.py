@@ -279,6 +279,7 @@ def with_context_scores(result: Mapping[str, Any]) -> dict[str, Any]:
     if result.get("status") != "success":
         return scored
     keys_by_step: dict[int, dict[str, Any]] = {}
+    notes: list[str] = []
     for reference_step, actual_step in matched_reference_retrieval_steps(result):
         try:
             reference_contexts = parse_contexts(reference_step.get("output"))
@@ -296,6 +297,14 @@ def with_context_scores(result: Mapping[str, Any]) -> dict[str, Any]:
             "retrieval_context_recall_error": message,
             "retrieval_context_precision_error": message,
         }
+        # graphrag-eval 5.2 reads every context's text here, and stops: say so, as for its other stops
+        notes.append(f"the retrieval call {actual_step.get('id')!r}: {message}, on which graphrag-eval 5.2 "
+                     "stops; its steps score counts the ids, and its retrieval context metrics are not evaluated")
+    if notes:
+        from qareport.qa import order_result_keys
+
+        scored["steps_note"] = "; ".join([*filter(None, [result.get("steps_note")]), *notes])
+        scored = order_result_keys(scored)
     if keys_by_step:
         scored["actual_steps"] = [
             {**step, **keys_by_step[id(step)]} if id(step) in keys_by_step else step

@@ -323,3 +323,74 @@ def test_validate_refuses_a_configuration_run_refuses(tmp_path, capsys):
     config.write_text("steps_semantics: 7\n", encoding="utf-8")
     assert main(["validate", str(dataset), "--config", str(config)]) == 2
     assert "steps_semantics" in capsys.readouterr().err
+
+
+# --- inputs that used to pass in silence (item 8) ----------------------------------------------------
+
+
+def test_a_response_in_graphrag_eval_4_shape_is_named_with_the_fix(tmp_path, capsys):
+    dataset, answers = write_qa_inputs(tmp_path, [
+        {"question_id": "q1", "actual_answer": "T1", "steps": [SPARQL_CALL]}], reference_steps=SPARQL_REFERENCE)
+    assert main(["validate", str(dataset), "-r", str(answers)]) == 1
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "'steps'" in line]
+    assert line.startswith(f"{answers}:3: unknown key 'steps' in the response for 'q1': not evaluated")
+    assert "rename the key to 'actual_steps'" in line
+
+
+def test_statgpt_target_keys_are_each_named_once_per_file(tmp_path, capsys):
+    cases = tmp_path / "ground_truth.yaml"
+    cases.write_text("""\
+- id: gdp-france
+  conversation:
+  - role: user
+    content: GDP of France in 2020?
+    target:
+      is_out_of_scope: false
+      query_normalization: GDP of France in 2020
+      datasets_selection: [WEO]
+      tool_calls: [{name: search_datasets}]
+      indicator_selection:
+      - dataset_id: WEO
+        dimensions:
+        - dimension_name: INDICATOR
+          values: [{id: NGDP, name: Gross domestic product}]
+- id: gdp-italy
+  conversation:
+  - role: user
+    content: GDP of Italy?
+    target:
+      tool_calls: []
+      indicator_selection: []
+""", encoding="utf-8")
+    assert main(["validate", str(cases)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    exp = {"is_out_of_scope": 6, "query_normalization": 7, "datasets_selection": 8, "tool_calls": 9}
+    for key, number in exp.items():
+        (line,) = [line for line in lines if f"'{key}'" in line]
+        assert line.startswith(f"{cases}:{number}: unknown key '{key}' in the target of case 'gdp-france'")
+        assert "not evaluated" in line
+    assert "also in 1 more target of this file" in next(line for line in lines if "'tool_calls'" in line)
+    assert len(lines) == 4
+
+
+def test_a_describe_result_under_5x_rules_is_scored_with_the_note_graphrag_eval_would_stop_on(tmp_path, capsys):
+    turtle = {**SPARQL_CALL, "output": "<urn:T1> a <urn:Transformer> ."}
+    dataset, answers = write_qa_inputs(tmp_path, [{"question_id": "q1", "actual_answer": "T1",
+                                                    "actual_steps": [turtle]}], reference_steps=SPARQL_REFERENCE)
+    results = tmp_path / "results.json"
+    main(["run", str(dataset), "-r", str(answers), "-o", str(tmp_path / "r.xlsx"), "--results", str(results),
+          "--no-llm"])
+    (record,) = json.loads(results.read_text())["results"]
+    assert record["steps_score"] == 0.0
+    assert "not JSON" in record["steps_note"] and "graphrag-eval 5.2 stops" in record["steps_note"]
+    assert any("question 'q1': note:" in line and "DESCRIBE" in line for line in capsys.readouterr().err.splitlines())
+
+
+def test_retrieval_results_with_ids_but_no_text_get_the_note(tmp_path, capsys):
+    ids_only = {**RETRIEVAL_CALL, "output": json.dumps([{"id": "doc-1"}, {"id": "doc-7"}])}
+    result = qareport.run_evaluation(
+        [{"template_id": "t", "questions": [{"id": "q1", "question_text": "Oslo?",
+                                            "reference_steps": RETRIEVAL_REFERENCE}]}],
+        [{"question_id": "q1", "actual_answer": "T1", "actual_steps": [ids_only]}], judge=None)[0]
+    assert result["steps_score"] == 0.5  # recall@2 of the ids, as graphrag-eval scores it
+    assert "'call_2'" in result["steps_note"] and "graphrag-eval 5.2 stops" in result["steps_note"]

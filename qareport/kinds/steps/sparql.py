@@ -60,6 +60,10 @@ class SparqlResults:
                 ) from None
         else:
             reference_result = parse_reference_json(pair, SPARQL_RESULTS_JSON)
+            if isinstance(actual_result, str):  # graphrag-eval 5.2 stops on it (json.loads)
+                return Comparison(0.0, "returned no SPARQL JSON result (not JSON: a DESCRIBE or CONSTRUCT result?)",
+                                  "its output is not JSON (a DESCRIBE or CONSTRUCT result in Turtle?), on which "
+                                  "graphrag-eval 5.2 stops; scored as no match")
         if "required_columns" not in reference:
             raise ReferenceStepsError(
                 f"{pair.reference_label} has no 'required_columns'; add the list of columns the answer "
