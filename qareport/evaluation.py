@@ -16,7 +16,7 @@ from qareport.collector import collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND, with_verdicts
-from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.matching import StepsOutcome, six_only_steps_advice
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
@@ -156,6 +156,7 @@ def _evaluate_question_case(case: TestCase, response: Response | None,
     problems = []
     if result.get("steps_error") and response is not None:
         problems.append(steps_problem(case, turn, response, outcome, f"question '{case.id}'"))
+    problems.extend(_advice(case, turn, outcome, semantics, f"question '{case.id}'"))
     if result.get("steps_note") and response is not None:
         problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
     turn_result = TurnResult(1, turn.user_message, qa=result, scores={STEPS_KIND: outcome} if outcome else {})
@@ -171,6 +172,15 @@ def steps_problem(case: TestCase, turn: Turn, response: Response, outcome: Steps
     return Problem(where, f"{who}: {fault or (outcome.error if outcome else 'steps not scored')}", case.id)
 
 
+def _advice(case: TestCase, turn: Turn, outcome: StepsOutcome | None, semantics: Semantics, who: str) -> list[Problem]:
+    """A note at the test case when its scored steps were written for other rules (see
+    `six_only_steps_advice`)."""
+    if outcome is None or outcome.error is not None:
+        return []
+    advice = six_only_steps_advice(turn.target.reference_steps, semantics)
+    return [Problem(reference_location(case, turn), f"{who}: note: {advice}", case.id)] if advice else []
+
+
 def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_SEMANTICS) -> list[Problem]:
     """The faults of a case's reference steps that any response would meet under `semantics` (an
     empty group under 6.x, a 6.x-only step in the last group under 5.x, ...): what `validate`
@@ -183,9 +193,10 @@ def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_SEMANTICS)
         if groups is None:
             continue
         outcome = evaluate_steps([list(group) for group in groups], [], question_id=case.id, semantics=semantics)
+        who = f"question '{case.id}'" if case.kind == "qa" else f"case '{case.id}', turn {turn.number}"
         if outcome.fault_in_reference:
-            who = f"question '{case.id}'" if case.kind == "qa" else f"case '{case.id}', turn {turn.number}"
             problems.append(Problem(reference_location(case, turn), f"{who}: {outcome.fault}", case.id))
+        problems.extend(_advice(case, turn, outcome, semantics, who))
     return problems
 
 
@@ -235,6 +246,7 @@ def _evaluate_turn(
         )
         if qa_result.get("steps_error"):
             problems.append(steps_problem(case, turn, response, outcome, f"case '{case.id}', turn {turn.number}"))
+        problems.extend(_advice(case, turn, outcome, options.steps_semantics, f"case '{case.id}', turn {turn.number}"))
         if qa_result.get("steps_note"):
             problems.append(Problem(
                 response.location, f"case '{case.id}', turn {turn.number}: note: {qa_result['steps_note']}", case.id

@@ -338,15 +338,33 @@ def _last_group(reference_groups: Any) -> Sequence[Mapping[str, Any]]:
     return _checked_group(groups[-1], "the last group", "of the last group")
 
 
+SIX_RULES_ADVICE = ("run with --steps-semantics 6 (steps_semantics: 6 in qareport.yaml; in Python, "
+                    "qareport.graphrag_eval_6)")
+
+
 def _refuse_six_only_steps(group: Sequence[Mapping[str, Any]]) -> None:
-    """Under 5.x: a step of the scored group that only 6.x's rules compare is the wrong rules, not
-    a wrong step (5.x would ask for an output the step never has, or score 0 in silence)."""
+    """Under 5.x: a step of the scored group that only 6.x's rules compare, written without an output
+    (as such steps are: they are compared by their args), is the wrong rules, not a missing output."""
     for index, step in enumerate(group):
-        if step["name"] in SIX_ONLY_STEPS:
+        if step["name"] in SIX_ONLY_STEPS and not step.get("output"):
             raise ReferenceStepsError(
-                f"{reference_label(index, step)} is scored only by graphrag-eval 6.x's rules; run with --steps-semantics 6 (steps_semantics: 6 in qareport.yaml; in Python, "
-                "qareport.graphrag_eval_6)."
+                f"{reference_label(index, step)} is scored only by graphrag-eval 6.x's rules; {SIX_RULES_ADVICE}."
             )
+
+
+def six_only_steps_advice(reference_groups: Any, semantics: Semantics) -> str | None:
+    """Under 5.x, when the scored group has a step only 6.x's rules compare but which 5.x can score
+    (it has an output, compared as text, as graphrag-eval 5.2 does): why its score may be 0, and
+    what to do. None otherwise."""
+    if semantics != 5 or not _is_list(reference_groups) or not reference_groups or not _is_list(reference_groups[-1]):
+        return None
+    named = [(index, step) for index, step in enumerate(reference_groups[-1])
+             if isinstance(step, Mapping) and step.get("name") in SIX_ONLY_STEPS and step.get("output")]
+    if not named:
+        return None
+    steps = ", ".join(reference_label(index, step) for index, step in named)
+    return (f"{steps} {'is a step' if len(named) == 1 else 'are steps'} only graphrag-eval 6.x's rules compare "
+            f"as such (5.x compares outputs of calls of the same name, as text); {SIX_RULES_ADVICE}")
 
 
 def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
