@@ -87,7 +87,8 @@ class _Collector:
             more = count - 1
             also = f" (also in {more} more {in_what}{'s' if more > 1 else ''} of this file)" if more else ""
             advice = KEY_ADVICE.get(key, "check its spelling if it was meant to be scored")
-            self.add(path, line, f"unknown key '{key}' in {where}{also}: not evaluated; {advice}", case_id)
+            shown = key if len(key) <= 80 else key[:79] + "…"
+            self.add(path, line, f"unknown key '{shown}' in {where}{also}: not evaluated; {advice}", case_id)
         self.unknown.clear()
 
 
