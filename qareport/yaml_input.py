@@ -16,7 +16,10 @@ Guards, each reported as a problem naming the line, never as a crash:
 
 - nesting deeper than `MAX_DEPTH` levels (libyaml's composer recurses in C: a 100,000-level
   nesting would end the process). Only text with many brackets or a deep indentation is checked,
-  with libyaml's event parser, which does not recurse;
+  with libyaml's event parser, which does not recurse. libyaml 0.2.6 (PyYAML 6.0.4's wheels) refuses
+  more than 1,000 levels itself, in its scanner, which reads ahead of the events this guard counts:
+  its refusal is given as this guard's own, located with PyYAML's pure-Python parser (which does not
+  recurse either, and stops at the level that passes the limit), whatever PyYAML is installed;
 - aliases expanding to more than `MAX_EXPANDED_NODES` nodes ("billion laughs"), or referring to
   themselves; checked on the composed graph, only where the text has an alias at all;
 - a NUL byte, which YAML cannot hold;
@@ -34,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -174,6 +177,16 @@ class _Unusual(Exception):
     """A node `_build` leaves to PyYAML's constructor."""
 
 
+class _TooDeep(Exception):
+    """A collection nested more than `MAX_DEPTH` levels deep, met by `_build` (text with few brackets
+    and no deep indentation, which libyaml composes safely but which the guard must refuse all the
+    same, whatever libyaml's own limit is)."""
+
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__()
+        self.node = node
+
+
 def _build(loader: _LineLoader, root: yaml.Node) -> Any:
     """The value of a node graph without anchors, as PyYAML's constructor (with the LineDict and
     LineList constructors above) builds it, several times faster. Anything else it would have to
@@ -197,6 +210,7 @@ class _Builder:
         self.offset = loader.line_offset + 1
         self.constructors = loader.yaml_constructors
         self.problems_before = len(loader.problems)
+        self.depth = 0
 
     def scalar(self, node: yaml.Node) -> Any:
         tag = node.tag
@@ -214,6 +228,15 @@ class _Builder:
         if kind is yaml.ScalarNode:
             return self.scalar(node)
         offset = self.offset
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _TooDeep(node)
+        try:
+            return self.collection(node, kind, offset)
+        finally:
+            self.depth -= 1
+
+    def collection(self, node: yaml.Node, kind: type, offset: int) -> Any:
         if kind is yaml.MappingNode:
             if node.tag != _MAP_TAG:
                 raise _Unusual
@@ -356,7 +379,12 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                 yield document
             if not several:
                 break
+    except _TooDeep as deep:
+        yield YamlProblem(deep.node.start_mark.line + offset + 1, _TOO_DEEP, lost=True)
     except yaml.MarkedYAMLError as error:
+        if _is_libyaml_nesting_limit(error):
+            yield _located_depth_refusal(text, offset, error)
+            return
         mark = error.problem_mark or error.context_mark
         yield YamlProblem(mark.line + offset + 1 if mark else None,
                           f"invalid YAML: {error.problem or error}; fix the syntax", lost=True)
@@ -417,15 +445,17 @@ def _deep_suspect(text: str) -> bool:
     return deep_indent or text.count("[") + text.count("{") > _DEPTH_SUSPECT_BRACKETS
 
 
+_TOO_DEEP = (f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
+             "(a limit that keeps a hostile file from exhausting the stack)")
+
+
 def _too_deep(event: yaml.Event, offset: int) -> YamlProblem:
-    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, (
-        f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
-        "(a limit that keeps a hostile file from exhausting the stack)"), lost=True)
+    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, _TOO_DEEP, lost=True)
 
 
-def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
+def _depth_refusal(text: str, offset: int, parser_class: Any = _BaseLoader) -> YamlProblem | None:
     depth = 0
-    parser = _BaseLoader(text)
+    parser = parser_class(text)
     try:
         while parser.check_event():
             event = parser.get_event()
@@ -435,11 +465,33 @@ def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
                     return _too_deep(event, offset)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        if _is_libyaml_nesting_limit(error):
+            return _located_depth_refusal(text, offset, error)
         return None  # a syntax error: the parse proper reports it with its line
     finally:
         parser.dispose()
     return None
+
+
+_LIBYAML_NESTING_LIMIT = "exceeded maximum nesting depth"
+
+
+def _is_libyaml_nesting_limit(error: yaml.YAMLError) -> TypeGuard[yaml.MarkedYAMLError]:
+    """Whether libyaml refused the text for its own nesting limit (1,000 levels, from 0.2.6 on)."""
+    return isinstance(error, yaml.MarkedYAMLError) and _LIBYAML_NESTING_LIMIT in str(error.problem or "")
+
+
+def _located_depth_refusal(text: str, offset: int, error: yaml.MarkedYAMLError) -> YamlProblem:
+    """qareport's own refusal of a text that libyaml refused for nesting past its limit (deeper than
+    `MAX_DEPTH`, then), at the line where the nesting passes `MAX_DEPTH`: libyaml's scanner stops
+    where it reads ahead to (its 1,000th level), so PyYAML's pure-Python parser finds the line; it does
+    not recurse, and stops at the level that passes the limit."""
+    found = _depth_refusal(text, offset, yaml.SafeLoader)
+    if found is not None:
+        return found
+    mark = error.problem_mark or error.context_mark
+    return YamlProblem(mark.line + offset + 1 if mark else None, _TOO_DEEP, lost=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,7 +580,9 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
                 return None
             elif kind is yaml.DocumentEndEvent:
                 done = True  # the rest is only checked for depth, as `_depth_refusal` checks it
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        if _is_libyaml_nesting_limit(error):
+            return _located_depth_refusal(text, offset, error)
         if not done:
             return None
     finally:
