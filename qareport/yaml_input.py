@@ -53,17 +53,40 @@ _ROOT_LINE_START = re.compile(r"\n[^\s#]")  # a line with content at column 0 (a
 
 
 class LineDict(dict[Any, Any]):
-    """A mapping read from YAML that remembers its line and the line of each key."""
+    """A mapping read from YAML that remembers its line, the line of each key, and, in `texts`, the
+    text as written of each value that YAML read as something else than a string (`010` read as 8,
+    `NO` as false, `~` as null), so that ids and names can be taken as written."""
 
     line: int | None = None
     key_lines: dict[Any, int] = {}
+    texts: dict[Any, str] = {}
 
 
 class LineList(list[Any]):
-    """A sequence read from YAML that remembers its line and the line of each item."""
+    """A sequence read from YAML that remembers its line, the line of each item, and, in `texts`,
+    the text as written of each item read as something else than a string (by index)."""
 
     line: int | None = None
     item_lines: list[int] = []
+    texts: dict[int, str] = {}
+
+
+def written_text(container: Any, key: Any) -> str | None:
+    """The text as written of a plain scalar that YAML read as a number, a boolean, a date or null
+    (`container[key]`); None when the value is a string, a collection or not from YAML. An empty
+    value (`key:` with nothing after it) has no text."""
+    texts = getattr(container, "texts", None)
+    return texts.get(key) if texts else None
+
+
+def _keep_text(texts: dict[Any, str] | None, key: Any, node: Any) -> dict[Any, str] | None:
+    """`texts` with the text of `node` under `key` when node is a non-empty plain scalar not read
+    as a string (created when first needed)."""
+    if node.__class__ is yaml.ScalarNode and node.tag != _STR_TAG and node.value:
+        if texts is None:
+            texts = {}
+        texts[key] = node.value
+    return texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +144,12 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[
     yield data
     data.update(loader.construct_mapping(node))
     key_lines: dict[Any, int] = {}
+    texts: dict[Any, str] | None = None
+    for key_node, value_node in node.value:
+        if value_node.__class__ is yaml.ScalarNode and value_node.tag != _STR_TAG:
+            texts = _keep_text(texts, loader.construct_object(key_node), value_node)
+    if texts:
+        data.texts = texts
     for key, _ in node.value:
         if isinstance(key, yaml.ScalarNode):
             line = key.start_mark.line + offset
@@ -140,6 +169,11 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> Iterato
     yield data
     data.extend(loader.construct_sequence(node))
     data.item_lines = [item.start_mark.line + offset for item in node.value]
+    texts: dict[Any, str] | None = None
+    for index, item in enumerate(node.value):
+        texts = _keep_text(texts, index, item)
+    if texts:
+        data.texts = texts
 
 
 def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int | str:
@@ -243,6 +277,7 @@ class _Builder:
             mapping = LineDict()
             mapping.line = node.start_mark.line + offset
             key_lines: dict[Any, int] = {}
+            texts: dict[Any, str] | None = None
             for key_node, value_node in node.value:
                 if key_node.__class__ is not yaml.ScalarNode:
                     raise _Unusual
@@ -250,8 +285,13 @@ class _Builder:
                 if text in key_lines:
                     raise _Unusual
                 key_lines[text] = key_node.start_mark.line + offset
-                mapping[text if key_node.tag == _STR_TAG else self.scalar(key_node)] = self.build(value_node)
+                key = text if key_node.tag == _STR_TAG else self.scalar(key_node)
+                mapping[key] = self.build(value_node)
+                if value_node.__class__ is _SCALAR_NODE and value_node.tag != _STR_TAG:
+                    texts = _keep_text(texts, key, value_node)
             mapping.key_lines = key_lines
+            if texts:
+                mapping.texts = texts
             return mapping
         if kind is yaml.SequenceNode:
             if node.tag != _SEQ_TAG:
@@ -260,6 +300,12 @@ class _Builder:
             sequence = LineList([self.build(item) for item in items])
             sequence.line = node.start_mark.line + offset
             sequence.item_lines = [item.start_mark.line + offset for item in items]
+            texts = None
+            for index, item in enumerate(items):
+                if item.__class__ is _SCALAR_NODE and item.tag != _STR_TAG:
+                    texts = _keep_text(texts, index, item)
+            if texts:
+                sequence.texts = texts
             return sequence
         raise _Unusual
 
@@ -545,7 +591,8 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
                     stack[-1][2] = value
                     continue
                 if stack:
-                    _add(stack[-1], value, event.start_mark.line + line_offset)
+                    _add(stack[-1], value, event.start_mark.line + line_offset,
+                         event.value if tag != _STR_TAG and event.value else None)
                 else:
                     document = value
             elif kind in _COLLECTION_TAGS:
@@ -593,13 +640,23 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
 _NO_KEY: Any = object()
 
 
-def _add(parent: list[Any], value: Any, line: int) -> None:
-    """Put a finished value into the collection open around it (see `_build_checking_depth`)."""
-    if isinstance(parent[0], LineDict):
-        parent[0][parent[2]] = value
+def _add(parent: list[Any], value: Any, line: int, text: str | None = None) -> None:
+    """Put a finished value into the collection open around it (see `_build_checking_depth`), with
+    its text as written when YAML read it as something else than a string."""
+    container = parent[0]
+    if isinstance(container, LineDict):
+        if text is not None:
+            if not container.texts:
+                container.texts = {}
+            container.texts[parent[2]] = text
+        container[parent[2]] = value
         parent[2] = _NO_KEY
     else:
-        parent[0].append(value)
+        if text is not None:
+            if not container.texts:
+                container.texts = {}
+            container.texts[len(container)] = text
+        container.append(value)
         parent[1].append(line)
 
 

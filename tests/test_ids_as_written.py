@@ -1,0 +1,113 @@
+"""Ids and names are text exactly as written (YAML 1.1's conversions never apply to them), the same
+on both sides after NFC and trimming, and differences that cannot be seen are shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from qareport.cli import main
+from qareport.id_text import visible
+
+SCALARS = ["010", "1:20", "1.10", "0x1F", "1_000", "NO", "~", "null", "2024-01-02", "1e3", ".inf", "0o17", "+12"]
+
+
+def _case_yaml(case_id: str, term_ids: list[str], *, dimension: str = "INDICATOR", dataset: str = "WEO",
+               tags: str = "[2024, NO]") -> str:
+    values = "\n".join(f"          - id: {term_id}\n            name: {term_id}" for term_id in term_ids)
+    return f"""- id: {case_id}
+  name: {case_id}
+  tags: {tags}
+  conversation:
+  - role: user
+    content: question
+    target:
+      indicator_selection:
+      - dataset_id: {dataset}
+        dimensions:
+        - dimension_name: {dimension}
+          values:
+{values}
+"""
+
+
+def _response(case_id: object, term_ids: list[object], *, dimension: object = "INDICATOR",
+              dataset: object = "WEO") -> dict:
+    return {"id": case_id, "indicator_selection": [{"dataset_id": dataset, "dimensions": [
+        {"dimension_name": dimension, "values": [{"id": t, "name": t} for t in term_ids]}]}]}
+
+
+def _run(folder: Path, cases: str, responses: str, suffix: str = ".json") -> tuple[dict, list, str]:
+    (folder / "cases.yaml").write_text(cases, encoding="utf-8")
+    (folder / f"responses{suffix}").write_text(responses, encoding="utf-8")
+    report = folder / "report.xlsx"
+    status = main(["run", str(folder / "cases.yaml"), "--responses", str(folder / f"responses{suffix}"),
+                   "--output", str(report), "--no-llm", "-q"])
+    assert status == 0
+    book = load_workbook(report)
+    sheet = book["Overview"]
+    header = [c.value for c in sheet[1]]
+    rows = {row[0]: dict(zip(header, row)) for row in sheet.iter_rows(min_row=2, values_only=True)}
+    problems = list(book["Problems"].iter_rows(min_row=2, values_only=True)) if "Problems" in book.sheetnames else []
+    return rows, problems, str(report)
+
+
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_a_yaml_scalar_id_scores_against_the_same_text_in_a_json_response(tmp_path, scalar):
+    cases = _case_yaml(scalar, [scalar], dimension=scalar, dataset=scalar)
+    rows, problems, _ = _run(tmp_path, cases, json.dumps([_response(scalar, [scalar], dimension=scalar,
+                                                                    dataset=scalar)]))
+    assert list(rows) == [scalar], problems
+    row = rows[scalar]
+    assert (row["status"], row["macro recall"], row["macro precision"]) == ("success", 1.0, 1.0), problems
+    assert f"  * {scalar}: {scalar}" in row["indicator selection details"]
+    assert not problems
+
+
+def test_tags_are_their_text_as_written(tmp_path):
+    rows, _, report = _run(tmp_path, _case_yaml("c", ["A"]), json.dumps([_response("c", ["A"])]))
+    groups = rows["c"].get("group") or rows["c"].get("tags")
+    assert "2024" in str(groups) and "NO" in str(groups) and "False" not in str(groups)
+
+
+@pytest.mark.parametrize("written", ["1.10", "1e3", "12"])
+def test_a_json_number_id_is_the_text_of_the_number_as_written(tmp_path, written):
+    text = json.dumps([_response("PLACEHOLDER", ["PLACEHOLDER"])]).replace('"PLACEHOLDER"', written)
+    rows, problems, _ = _run(tmp_path, _case_yaml(f"'{written}'", [f"'{written}'"]), text)
+    assert rows[written]["macro recall"] == 1.0, problems
+
+
+def test_a_yaml_response_keeps_its_ids_as_written_too(tmp_path):
+    responses = """- id: 010
+  indicator_selection:
+  - dataset_id: 1.10
+    dimensions:
+    - dimension_name: NO
+      values: [{id: 0x1F, name: 1_000}]
+"""
+    cases = _case_yaml("'010'", ["'0x1F'"], dimension="'NO'", dataset="'1.10'").replace("name: '0x1F'", "name: '1_000'")
+    rows, problems, _ = _run(tmp_path, cases, responses, suffix=".yaml")
+    assert rows["010"]["macro recall"] == 1.0, problems
+
+
+def test_an_id_keyed_yaml_response_mapping_keeps_its_keys_as_written(tmp_path):
+    responses = """010:
+  indicator_selection: [{dataset_id: WEO, dimensions: [{dimension_name: INDICATOR, values: [{id: A, name: A}]}]}]
+"""
+    rows, problems, _ = _run(tmp_path, _case_yaml("010", ["A"]), responses, suffix=".yaml")
+    assert rows["010"]["macro recall"] == 1.0, problems
+
+
+def test_token_counts_and_times_keep_their_yaml_and_json_types(tmp_path):
+    record = _response("c", ["A"])
+    text = json.dumps([record])[:-2] + ', "input_tokens": 10, "elapsed_sec": 1.50}]'
+    rows, problems, report = _run(tmp_path, _case_yaml("c", ["A"]), text)
+    assert not problems
+    row = rows["c"]
+    tokens = [value for key, value in row.items() if key and "token" in key.lower()]
+    assert 10 in tokens or not tokens
+    elapsed = [value for key, value in row.items() if key and ("elapsed" in key.lower() or "time" in key.lower())]
+    assert all(isinstance(value, float) for value in elapsed if value is not None)
