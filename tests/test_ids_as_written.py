@@ -111,3 +111,47 @@ def test_token_counts_and_times_keep_their_yaml_and_json_types(tmp_path):
     assert 10 in tokens or not tokens
     elapsed = [value for key, value in row.items() if key and ("elapsed" in key.lower() or "time" in key.lower())]
     assert all(isinstance(value, float) for value in elapsed if value is not None)
+
+
+# --- invisible differences ---------------------------------------------------------------------------
+
+
+def _details_rows(report: str) -> list[tuple]:
+    return list(load_workbook(report)["Details"].iter_rows(values_only=True))
+
+
+@pytest.mark.parametrize(("target", "got"), [
+    ("Méxi\u0301co".replace("é", "e"), "Méxíco".replace("é", "e")),  # NFD in the target, NFC in the response
+    ("MEX", " MEX "),  # white space around an id
+    ("MEX\t", "MEX"),
+])
+def test_what_cannot_be_meant_differently_is_the_same_id(tmp_path, target, got):
+    cases = _case_yaml("c", [json.dumps(target)])
+    rows, problems, _ = _run(tmp_path, cases, json.dumps([_response(" c ", [got])]))
+    assert rows["c"]["macro recall"] == 1.0 and rows["c"]["macro precision"] == 1.0, problems
+    assert not problems
+
+
+def test_a_case_id_in_nfd_in_the_response_finds_its_nfc_test_case(tmp_path):
+    rows, problems, _ = _run(tmp_path, _case_yaml("Zürich", ["A"]),
+                             json.dumps([_response("Zu\u0308rich", ["A"])]))
+    assert rows["Zürich"]["status"] == "success", problems
+
+
+@pytest.mark.parametrize(("target", "got", "shown"), [
+    ("MEX", "MEX\u200b", "MEX\u27e8U+200B\u27e9"),  # a zero-width space
+    ("NEW YORK", "NEW\u00a0YORK", "NEW\u27e8U+00A0\u27e9YORK"),  # a no-break space inside
+])
+def test_a_difference_that_cannot_be_seen_is_shown_by_its_code_point(tmp_path, target, got, shown):
+    rows, problems, report = _run(tmp_path, _case_yaml("c", [json.dumps(target)]),
+                                  json.dumps([_response("c", [got])]))
+    row = rows["c"]
+    assert row["macro recall"] == 0.0
+    assert shown in row["reason"] and target in row["reason"]
+    assert f"  * {shown}: {shown}" in row["indicator selection details"]
+    assert any(shown in [str(value) for value in details_row] for details_row in _details_rows(report))
+
+
+def test_visible_leaves_ordinary_text_alone():
+    assert visible("GDP per capita, Zürich – 2024") == "GDP per capita, Zürich – 2024"
+    assert visible("a\u2060b\u00adc") == "a\u27e8U+2060\u27e9b\u27e8U+00AD\u27e9c"

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
+from qareport.id_text import visible
 from qareport.kinds import Column, DetailRow, Facts, Kind, Metric
 from qareport.records import (
     CaseResult,
@@ -120,10 +121,10 @@ def score_indicator_selection(
 
 
 def _term(verdict: TermVerdict) -> dict[str, Any]:
-    return {
-        "id": verdict.term.id,
-        "name": verdict.term.name,
-        "selected_name": verdict.selected_name,
+    return {  # characters that cannot be seen are written as their code points (see `id_text`)
+        "id": visible(verdict.term.id),
+        "name": visible(verdict.term.name),
+        "selected_name": None if verdict.selected_name is None else visible(verdict.selected_name),
         "label_differs": verdict.label_differs,
         "verdict": verdict.verdict,
     }
@@ -131,7 +132,7 @@ def _term(verdict: TermVerdict) -> dict[str, Any]:
 
 def _dimension(score: DimensionScore) -> dict[str, Any]:
     return {
-        "name": score.dimension_name,
+        "name": visible(score.dimension_name),
         "recall": score.recall,
         "precision": score.precision,
         "true_positives": [_term(t) for t in score.true_positives],
@@ -180,14 +181,16 @@ def _datasets(result: CaseResult) -> str | None:
 def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
     for verdicts in (dimension.true_positives, dimension.false_negatives, dimension.false_positives):
         for verdict in verdicts:
-            selected = verdict.selected_name if verdict.label_differs else None
-            yield (dimension.dimension_name, verdict.verdict, verdict.term.id, verdict.term.name, selected)
+            selected = visible(verdict.selected_name) if verdict.label_differs and verdict.selected_name else None
+            yield (visible(dimension.dimension_name), verdict.verdict, visible(verdict.term.id),
+                   visible(verdict.term.name), selected)
     if dimension.in_target and not (dimension.true_positives or dimension.false_negatives):
-        yield (dimension.dimension_name, None, None, None, None)
+        yield (visible(dimension.dimension_name), None, None, None, None)
 
 
 def styles_short(label: str, limit: int = 30) -> str:
-    """A term's label cut to fit a one-line reason."""
+    """A term's label cut to fit a one-line reason, its invisible characters shown (see `id_text`)."""
+    label = visible(label)
     return label if len(label) <= limit else label[: limit - 1].rstrip() + "\u2026"
 
 
@@ -204,17 +207,17 @@ def _explain_turn(indicator: IndicatorScore) -> list[str]:
         extra = {v.term.id: v for v in dimension.false_positives}
         relabelled = [term_id for term_id in missed if term_id in extra]  # same id, another label
         for term_id in relabelled:
-            said.append(f"{term_id} labelled '{styles_short(extra[term_id].term.name)}', "
+            said.append(f"{visible(term_id)} labelled '{styles_short(extra[term_id].term.name)}', "
                         f"target '{styles_short(missed[term_id].term.name)}'")
         if len(missed) > len(relabelled):
-            said.append("missed " + ", ".join(i for i in missed if i not in relabelled))
+            said.append("missed " + ", ".join(visible(i) for i in missed if i not in relabelled))
         if len(extra) > len(relabelled):
-            said.append("extra " + ", ".join(i for i in extra if i not in relabelled))
+            said.append("extra " + ", ".join(visible(i) for i in extra if i not in relabelled))
         if said:
-            parts.append(f"{dimension.dimension_name}: {', '.join(said)}")
+            parts.append(f"{visible(dimension.dimension_name)}: {', '.join(said)}")
     for dimension in indicator.not_in_target:
-        parts.append(f"{dimension.dimension_name} (not in target): "
-                     + ", ".join(v.term.id for v in dimension.false_positives))
+        parts.append(f"{visible(dimension.dimension_name)} (not in target): "
+                     + ", ".join(visible(v.term.id) for v in dimension.false_positives))
     if indicator.dataset_mismatch:
         selected = ", ".join(indicator.selected_datasets) or "none"
         parts.append(f"dataset {selected}, expected {', '.join(indicator.target_datasets) or 'none'}")
