@@ -759,7 +759,7 @@ def _raw_response_records(
 def _json_records(value: Any, lines: dict[str, int]) -> Iterator[tuple[Any, str | None, int | None]]:
     """The records of a JSON file's value, each with the line of the first id field naming it."""
     for record, key in _records_in_json_value(value):
-        record_id = key or (_record_id(record) if isinstance(record, dict) else None)
+        record_id = (_record_id(record) if isinstance(record, dict) else None) or key
         yield record, key, lines.get(record_id) if record_id else None
 
 
@@ -860,6 +860,21 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
                     **tokens)  # type: ignore[arg-type]
 
 
+def _key_disagreement(record: Any, key_id: str | None) -> str | None:
+    """What is wrong when a record of an id-keyed mapping names another case in its id field
+    (`"a": {"question_id": "b"}`): which one was meant cannot be told, so it is given to neither."""
+    if key_id is None or not isinstance(record, dict):
+        return None
+    for field_name in RESPONSE_ID_KEYS:
+        named = _as_id(_written(record, field_name))
+        if named is not None:
+            if named == key_id:
+                return None
+            return (f"the response under key '{key_id}' names case '{named}' in its '{field_name}' field; "
+                    f"it is used for neither case: make the key and '{field_name}' the same")
+    return None
+
+
 def load_responses(
     paths: Iterable[str | Path], problems: _Collector
 ) -> tuple[dict[str, Response], list[InputSummary]]:
@@ -870,6 +885,10 @@ def load_responses(
         digest = _InputDigest()
         for file in files:
             for record, key_id, line in _raw_response_records(file, problems, digest):
+                disagreement = _key_disagreement(record, key_id)
+                if disagreement is not None:
+                    problems.add(str(file), line, disagreement, key_id)
+                    continue
                 location = Location(str(file), line)
                 notes: list[str] = []
                 try:

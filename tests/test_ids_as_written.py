@@ -155,3 +155,23 @@ def test_a_difference_that_cannot_be_seen_is_shown_by_its_code_point(tmp_path, t
 def test_visible_leaves_ordinary_text_alone():
     assert visible("GDP per capita, Zürich – 2024") == "GDP per capita, Zürich – 2024"
     assert visible("a\u2060b\u00adc") == "a\u27e8U+2060\u27e9b\u27e8U+00AD\u27e9c"
+
+
+# --- an id-keyed mapping whose key and id field disagree ------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_mapping_key_that_disagrees_with_its_id_field_is_a_problem_and_pairs_nothing(tmp_path, suffix):
+    cases = _case_yaml("a", ["A"]) + _case_yaml("b", ["B"])
+    mapping = {"a": {**_response("b", ["A"]), "question_id": "b"}, "b": _response("b", ["B"])}
+    for record in mapping.values():
+        del record["id"]
+    mapping["b"]["question_id"] = "b"
+    text = json.dumps(mapping, indent=1)
+    rows, problems, _ = _run(tmp_path, cases, text, suffix=suffix)
+    assert rows["a"]["status"] == "missing"  # not scored with a response meant for another case
+    assert rows["b"]["status"] == "success" and rows["b"]["macro recall"] == 1.0
+    (found,) = [p for p in problems if "under key 'a'" in str(p)]
+    assert "names case 'b' in its 'question_id' field" in str(found)
+    first_line = text.splitlines().index('  "question_id": "b"') + 1  # record a's id field (YAML: key a)
+    assert str(found[0]).endswith(f"responses{suffix}") and found[1] == (first_line if suffix == ".json" else 2)
