@@ -279,6 +279,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
             f"(got {describe_value(value)})",
             line,
         )
+    empty: list[tuple[str, int | None]] = []  # (dimension, line) of each value without id and name
     datasets = []
     for index, dataset in enumerate(value):
         if not isinstance(dataset, dict):
@@ -321,12 +322,40 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
                         f"(got {describe_value(term)})",
                         line_of(raw_values, v_index),
                     )
-                term_id = _require_str(term, "id", f"a value of dimension '{name}'") or ""
-                term_name = _require_str(term, "name", f"value '{term_id}'", optional=True)
-                terms.append(Term(term_id, term_name or ""))
+                term_id = _require_str(term, "id", f"a value of dimension '{name}'", optional=True) or ""
+                term_name = _require_str(term, "name", f"value '{term_id}'", optional=True) or ""
+                if not term_id and not term_name:
+                    empty.append((name, line_of(raw_values, v_index) or line_of(term)))
+                    continue
+                terms.append(Term(term_id, term_name))
             dimensions.append(DimensionTerms(name, tuple(terms)))
         datasets.append(DatasetSelection(dataset_id, tuple(dimensions)))
+    if empty:
+        raise _ValuesWithoutIdOrName(empty, line)
     return tuple(datasets)
+
+
+class _ValuesWithoutIdOrName(ShapeError):
+    """Values of an indicator selection that give neither an id nor a name (the only invalid
+    values: one may give a name alone or an id alone): every one of them, each with its line."""
+
+    def __init__(self, found: list[tuple[str, int | None]], line: int | None) -> None:
+        self.each = [(where, f"a value of dimension '{dimension}' has neither 'id' nor 'name'; "
+                             "give it an id, a name or both")
+                     for dimension, where in found]
+        lines = [str(where) for _, where in found if where is not None]
+        where_all = f" (lines {', '.join(lines)})" if len(found) > 1 and lines else ""
+        super().__init__(f"{len(found)} value(s) with neither 'id' nor 'name'{where_all}: "
+                         + "; ".join(message for _, message in self.each[:1]),
+                         found[0][1] if found[0][1] is not None else line)
+
+
+def _shape_problems(error: ShapeError, line: int | None) -> list[tuple[int | None, str]]:
+    """(line, message) for each problem a ShapeError stands for: one, or every value without id
+    and name of a selection."""
+    if isinstance(error, _ValuesWithoutIdOrName):
+        return [(where or error.line or line, message) for where, message in error.each]
+    return [(error.line or line, str(error))]
 
 
 def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ...], ...]:
@@ -518,7 +547,8 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
             yield _parse_conversation_case(item, path)
         except ShapeError as error:
             case_id = _item_id(item, "id")
-            problems.add(path, error.line or line, str(error), case_id or None)
+            for where, message in _shape_problems(error, line):
+                problems.add(path, where, message, case_id or None)
             if case_id is not None:
                 yield _invalid_case(item, path, str(error), line)
 
@@ -895,7 +925,8 @@ def load_responses(
                     response = parse_response(record, key_id=key_id, location=location, notes=notes)
                 except ShapeError as error:
                     record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
-                    problems.add(str(file), error.line or line, str(error), record_id)
+                    for where, message in _shape_problems(error, line):
+                        problems.add(str(file), where, message, record_id)
                     if record_id is not None and record_id not in responses:
                         responses[record_id] = Response(
                             record_id, location, status="invalid", error=f"unusable response: {error}"

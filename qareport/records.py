@@ -49,7 +49,8 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class Term:
-    """A codelist option: an id and its label."""
+    """A codelist option: an id and its label. A value may give only one of them (statgpt's own
+    documentation writes name-only values): the other is then ''."""
 
     id: str
     name: str
@@ -178,11 +179,13 @@ Verdict = Literal["TP", "FP", "FN", "not in target"]
 @dataclass(frozen=True, slots=True)
 class TermVerdict:
     """A term of one dimension with its verdict. With matching by id, `selected_name` keeps the
-    system's label when it differs from the target's."""
+    system's label when it differs from the target's. `matched_by` says how a true positive was
+    matched when a side gave only a name or only an id ("name only", "id only"; None otherwise)."""
 
     term: Term
     verdict: Verdict
     selected_name: str | None = None
+    matched_by: str | None = None
 
     @property
     def label_differs(self) -> bool:
