@@ -566,7 +566,25 @@ def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestC
         turns=(),
         location=Location(path, line),
         comments=f"invalid test case: {reason}",
+        declared_targets=_declared_targets(item),
     )
+
+
+def _declared_targets(item: dict) -> tuple[str, ...]:
+    """The kinds of target a case that could not be read declares: the keys of its messages'
+    targets (a question's `reference_answer` / `reference_steps`), so that Statistics and the
+    Summary count it among the cases that could have had those metrics."""
+    names = {"indicator_selection", "reference_answer", "reference_steps", *(k.name for k in kinds.extra_kinds())}
+    found: dict[str, None] = {}
+    conversation = item.get("conversation")
+    if isinstance(conversation, list):
+        for message in conversation:
+            target = message.get("target") if isinstance(message, dict) else None
+            if isinstance(target, dict):
+                found.update((key, None) for key in target if key in names and target[key] is not None)
+    else:
+        found.update((key, None) for key in ("reference_answer", "reference_steps") if item.get(key) is not None)
+    return tuple(found)
 
 
 def _questions_of_template(template: dict, path: str, problems: _Collector) -> Iterator[TestCase]:

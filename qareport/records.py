@@ -104,6 +104,9 @@ class TestCase:
     location: Location
     comments: str = ""
     definition_hash: str = ""  # of the target(s): tells an edited test from a regression
+    # the kinds of target a case too broken to read declares (its targets' keys): it counts among the
+    # cases that could have had those kinds' metrics, as an invalid one
+    declared_targets: tuple[str, ...] = ()
 
 
 # --- responses ---------------------------------------------------------------------------------
@@ -243,7 +246,8 @@ class CaseResult:
 
     @property
     def has_indicator_target(self) -> bool:
-        return any(t.target.indicator_selection is not None for t in self.case.turns)
+        return "indicator_selection" in self.case.declared_targets or any(
+            t.target.indicator_selection is not None for t in self.case.turns)
 
 
 @dataclass(frozen=True, slots=True)
