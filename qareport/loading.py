@@ -400,7 +400,8 @@ def _plain(value: Any) -> Any:
 
 
 def _optional_text(container: dict, key: str) -> str | None:
-    value = container.get(key)
+    """A text (a message, a reference answer) as written: `NO` stays NO (see `_written`)."""
+    value = _written(container, key)
     if value is None:
         return None
     if isinstance(value, (dict, list)):

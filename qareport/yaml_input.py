@@ -262,15 +262,9 @@ class _Builder:
         if kind is yaml.ScalarNode:
             return self.scalar(node)
         offset = self.offset
-        self.depth += 1
+        self.depth += 1  # not restored when an exception leaves: it ends the whole walk
         if self.depth > MAX_DEPTH:
             raise _TooDeep(node)
-        try:
-            return self.collection(node, kind, offset)
-        finally:
-            self.depth -= 1
-
-    def collection(self, node: yaml.Node, kind: type, offset: int) -> Any:
         if kind is yaml.MappingNode:
             if node.tag != _MAP_TAG:
                 raise _Unusual
@@ -292,6 +286,7 @@ class _Builder:
             mapping.key_lines = key_lines
             if texts:
                 mapping.texts = texts
+            self.depth -= 1
             return mapping
         if kind is yaml.SequenceNode:
             if node.tag != _SEQ_TAG:
@@ -306,6 +301,7 @@ class _Builder:
                     texts = _keep_text(texts, index, item)
             if texts:
                 sequence.texts = texts
+            self.depth -= 1
             return sequence
         raise _Unusual
 

@@ -175,3 +175,13 @@ def test_a_mapping_key_that_disagrees_with_its_id_field_is_a_problem_and_pairs_n
     assert "names case 'b' in its 'question_id' field" in str(found)
     first_line = text.splitlines().index('  "question_id": "b"') + 1  # record a's id field (YAML: key a)
     assert str(found[0]).endswith(f"responses{suffix}") and found[1] == (first_line if suffix == ".json" else 2)
+
+
+def test_a_message_and_a_reference_answer_are_their_text_as_written(tmp_path):
+    cases = _case_yaml("c", ["A"]).replace("content: question", "content: 1.10").replace(
+        "    target:\n", "    target:\n      reference_answer: NO\n")
+    (tmp_path / "cases.yaml").write_text(cases, encoding="utf-8")
+    from qareport.loading import load_suite
+
+    (case,) = load_suite([tmp_path / "cases.yaml"], []).cases
+    assert case.turns[0].user_message == "1.10" and case.turns[0].target.reference_answer == "NO"
