@@ -128,3 +128,12 @@ def test_response_values_with_neither_id_nor_name_are_each_reported(tmp_path):
         {"dimension_name": "INDICATOR", "values": [{"id": None}, {"name": " "}]}]}]}
     rows, problems, _, _ = _run(tmp_path, CASE, [response])
     assert len([p for p in problems if "neither 'id' nor 'name'" in str(p)]) == 2
+
+
+def test_a_change_names_a_name_only_term_whole():
+    from qareport.kinds.indicator_selection import explain_indicator_change
+
+    old = {"target": ["INDICATOR 'Gross domestic product'"], "found": ["INDICATOR 'Gross domestic product'"]}
+    new = {"target": ["INDICATOR 'Gross domestic product'"], "extra": ["INDICATOR 'GDP per capita'"]}
+    assert explain_indicator_change(old, new) == ("lost INDICATOR 'Gross domestic product'; "
+                                                  "extra INDICATOR 'GDP per capita'")

@@ -342,11 +342,20 @@ def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
     return {key: items for key, items in facts.items() if items}
 
 
+def _split_item(item: str) -> tuple[str, str]:
+    """("turn 2 COUNTRY", "MEX") of an item; a name-only term's quoted name stays whole."""
+    if item.endswith("'") and " '" in item:
+        prefix, _, name = item.rpartition(" '")
+        return prefix, "'" + name
+    prefix, _, last = item.rpartition(" ")
+    return prefix, last
+
+
 def _by_dimension(items: Iterable[str], sign: str = "") -> str:
     """"COUNTRY MEX, KEN; INDICATOR LP": items grouped by what precedes their last word."""
     grouped: dict[str, list[str]] = {}
     for item in items:
-        prefix, _, last = item.rpartition(" ")
+        prefix, last = _split_item(item)
         grouped.setdefault(prefix, []).append(sign + last)
     return "; ".join(f"{prefix} {', '.join(ids)}" if prefix else ", ".join(ids) for prefix, ids in grouped.items())
 
@@ -364,10 +373,10 @@ def explain_indicator_change(old: Facts, new: Facts) -> str | None:
     if added or removed:
         changes: dict[str, list[str]] = {}
         for item in added:
-            prefix, _, last = item.rpartition(" ")
+            prefix, last = _split_item(item)
             changes.setdefault(prefix, []).append("+" + last)
         for item in removed:
-            prefix, _, last = item.rpartition(" ")
+            prefix, last = _split_item(item)
             changes.setdefault(prefix, []).append("\u2212" + last)
         said.append("target edited: " + "; ".join(f"{prefix} {' '.join(ids)}" for prefix, ids in changes.items()))
     target = set(new.get("target") or ())
