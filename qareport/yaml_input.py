@@ -35,6 +35,7 @@ constructor, so the result is the same either way.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -221,15 +222,16 @@ class _TooDeep(Exception):
         self.node = node
 
 
-def _build(loader: _LineLoader, root: yaml.Node) -> Any:
+def _build(loader: _LineLoader, root: yaml.Node, *, max_depth: int | None = None) -> Any:
     """The value of a node graph without anchors, as PyYAML's constructor (with the LineDict and
     LineList constructors above) builds it, several times faster. Anything else it would have to
     reproduce goes to PyYAML's constructor: other tags, merge keys, keys that are not scalars, a
     key given twice, a number too long (the last two are problems, reported in PyYAML's order).
+    With `max_depth`, a collection nested deeper raises `_TooDeep` (the reading's guard).
     """
     problems_before = len(loader.problems)
     try:
-        return _Builder(loader).build(root)
+        return _Builder(loader, max_depth).build(root)
     except (_Unusual, RecursionError):
         del loader.problems[problems_before:]
         return loader.construct_document(root)
@@ -239,12 +241,13 @@ class _Builder:
     """The walk of `_build` (methods, not closures: a closure that calls itself is a reference
     cycle, which would keep each item's loader and text alive until the collector runs)."""
 
-    def __init__(self, loader: _LineLoader) -> None:
+    def __init__(self, loader: _LineLoader, max_depth: int | None = None) -> None:
         self.loader = loader
         self.offset = loader.line_offset + 1
         self.constructors = loader.yaml_constructors
         self.problems_before = len(loader.problems)
         self.depth = 0
+        self.max_depth = sys.maxsize if max_depth is None else max_depth
 
     def scalar(self, node: yaml.Node) -> Any:
         tag = node.tag
@@ -263,7 +266,7 @@ class _Builder:
             return self.scalar(node)
         offset = self.offset
         self.depth += 1  # not restored when an exception leaves: it ends the whole walk
-        if self.depth > MAX_DEPTH:
+        if self.depth > self.max_depth:
             raise _TooDeep(node)
         if kind is yaml.MappingNode:
             if node.tag != _MAP_TAG:
@@ -414,7 +417,7 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                     continue
             yield from loader.problems
             loader.problems.clear()
-            document = loader.construct_document(node) if may_alias else _build(loader, node)
+            document = loader.construct_document(node) if may_alias else _build(loader, node, max_depth=MAX_DEPTH)
             yield from loader.problems
             loader.problems.clear()
             if document is not None:
