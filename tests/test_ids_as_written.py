@@ -185,3 +185,16 @@ def test_a_message_and_a_reference_answer_are_their_text_as_written(tmp_path):
 
     (case,) = load_suite([tmp_path / "cases.yaml"], []).cases
     assert case.turns[0].user_message == "1.10" and case.turns[0].target.reference_answer == "NO"
+
+
+def test_question_and_template_ids_are_their_text_as_written(tmp_path):
+    cases = "- template_id: 1.10\n  questions:\n  - id: 010\n    question_text: what\n    reference_answer: x\n"
+    (tmp_path / "cases.yaml").write_text(cases, encoding="utf-8")
+    (tmp_path / "responses.json").write_text(json.dumps([{"question_id": "010", "actual_answer": "x"}]),
+                                             encoding="utf-8")
+    from qareport.loading import load_suite
+
+    suite = load_suite([tmp_path / "cases.yaml"], [tmp_path / "responses.json"])
+    (case,) = suite.cases
+    assert (case.id, case.groups) == ("010", ("1.10",))
+    assert list(suite.responses) == ["010"] and not suite.problems
