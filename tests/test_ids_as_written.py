@@ -198,3 +198,22 @@ def test_question_and_template_ids_are_their_text_as_written(tmp_path):
     (case,) = suite.cases
     assert (case.id, case.groups) == ("010", ("1.10",))
     assert list(suite.responses) == ["010"] and not suite.problems
+
+
+@pytest.mark.parametrize("padding", ["", "  output: '" + "[" * 4_500 + "'\n"])  # the event-built reading too
+def test_every_yaml_reading_keeps_the_text_of_scalars_read_as_something_else(padding):
+    from qareport.yaml_input import written_text, yaml_documents
+
+    text = "- id: 010\n  tags: [2024, NO]\n  v: {a: 1:20, b: ~, c: text, d: }\n" + padding
+    (document,) = list(yaml_documents(text))
+    item = document[0]
+    assert written_text(item, "id") == "010" and item["id"] == 8
+    assert [written_text(item["tags"], i) for i in range(2)] == ["2024", "NO"]
+    assert {key: written_text(item["v"], key) for key in "abcd"} == {"a": "1:20", "b": "~", "c": None, "d": None}
+
+
+def test_a_yaml_file_with_anchors_keeps_the_text_of_scalars_too():
+    from qareport.yaml_input import written_text, yaml_documents
+
+    (document,) = list(yaml_documents("- id: &shared 010\n  alias: *shared\n"))
+    assert written_text(document[0], "id") == "010" and written_text(document[0], "alias") == "010"
