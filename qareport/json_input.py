@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from qareport.id_text import normalise_id
+
 MAX_INT_DIGITS = 4000  # below Python's int-to-string limit (4,300 digits)
 CHUNK_BYTES = 1 << 20
 _WHITESPACE = " \t\n\r"  # JSON's whitespace (str.isspace would allow more than json.loads does)
-_ID_FIELD = re.compile(r'"(?:question_id|test_case_id|id)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+_ID_FIELD = re.compile(r'"(?:question_id|test_case_id|id)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _ID_KEY_ENDS = ((1, '"'), (10, '"question_'), (11, '"test_case_'))  # what stands before 'id"' in each
 
 
@@ -42,6 +44,24 @@ class Unreadable:
 
 
 UNREADABLE = Unreadable()
+
+
+class WrittenFloat(float):
+    """A JSON number whose text a float does not give back (`1.10`, `1e3`), with that text in
+    `written`: an id given as a number is its text as written. Other numbers stay plain floats."""
+
+    written: str
+
+
+def parse_float(text: str) -> float:
+    """A JSON number with a fraction or an exponent: a plain float, or a `WrittenFloat` when the
+    float would not give its text back."""
+    value = float(text)
+    if repr(value) == text:
+        return value
+    kept = WrittenFloat(text)
+    kept.written = text
+    return kept
 
 
 class _Oversized(Exception):
@@ -61,7 +81,7 @@ def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | No
         return int(digits)
 
     try:
-        value = json.loads(text, parse_int=parse_int)
+        value = json.loads(text, parse_int=parse_int, parse_float=parse_float)
     except json.JSONDecodeError as error:
         if line is not None:
             return UNREADABLE, [(line, f"invalid JSON on this line: {error.msg}; fix or remove the line")]
@@ -104,7 +124,7 @@ class IdLines:
                             position = begin
                         value = _id_value(match.group(1))
                         if value is not None:
-                            self.lines.setdefault(value, self._line)
+                            self.lines.setdefault(normalise_id(value), self._line)
                         searched = match.end()
                     break
             found = text.find('id"', max(found + 3, searched), end)
@@ -116,6 +136,8 @@ def _id_value(literal: str) -> str | None:
     """The id a matched JSON string or integer stands for; None when it is not valid JSON."""
     if literal[0] == '"' and "\\" not in literal and literal.isprintable():
         return literal[1:-1]  # nothing to unescape (the common case, 20x faster than json.loads)
+    if literal[0] != '"':
+        return literal  # a number: the id is its text as written
     try:
         return str(json.loads(literal))
     except json.JSONDecodeError:
@@ -228,7 +250,7 @@ def _decoder() -> json.JSONDecoder:
             raise _Oversized
         return int(digits)
 
-    return json.JSONDecoder(parse_int=parse_int)
+    return json.JSONDecoder(parse_int=parse_int, parse_float=parse_float)
 
 
 def stream_json(path: Path, digest: _Digest) -> StreamedJson | None:

@@ -22,7 +22,8 @@ from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
 from qareport.parse_cache import ParseCache, ParsedItem
-from qareport.yaml_input import LineList, YamlProblem, line_of, yaml_documents
+from qareport.id_text import normalise_id
+from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, written_text, yaml_documents
 from qareport.records import (
     USAGE_FIELDS,
     DatasetSelection,
@@ -236,8 +237,34 @@ def _yaml_documents(path: Path, text: str, problems: _Collector, *, testcases: b
 # --- shapes ------------------------------------------------------------------------------------
 
 
-def _require_str(container: Any, key: str, what: str, *, optional: bool = False) -> str | None:
+def _written(container: Any, key: Any) -> Any:
+    """`container[key]` as written when it is an id or a name: a YAML scalar that YAML 1.1 would
+    read as a number, a boolean or null (`010`, `1:20`, `1.10`, `NO`, `~`) is its text, and so is a
+    JSON number whose float would not give its text back (`1.10`). Other values as they are."""
     value = container.get(key)
+    if isinstance(value, str):
+        return value
+    text = written_text(container, key)
+    if text is not None:
+        return text
+    return getattr(value, "written", value)
+
+
+def _as_id(value: Any) -> str | None:
+    """An id or a name read from a value (see `_written`), normalised (see `id_text`); None when
+    the value is not one."""
+    if isinstance(value, str):
+        return normalise_id(value)
+    if value is None or isinstance(value, (bool, dict, list)):
+        return None
+    return normalise_id(str(getattr(value, "written", value)))
+
+
+def _require_str(container: Any, key: str, what: str, *, optional: bool = False,
+                 identifier: bool = True) -> str | None:
+    """A text field: an id or a name (as written, normalised: see `_written`), or, with
+    `identifier=False`, a text kept as written."""
+    value = _written(container, key)
     if value is None:
         if optional:
             return None
@@ -246,7 +273,22 @@ def _require_str(container: Any, key: str, what: str, *, optional: bool = False)
         raise ShapeError(
             f"'{key}' must be a string (got {describe_value(value)})", line_of(container, key)
         )
-    return str(value)
+    return normalise_id(str(value)) if identifier else str(value)
+
+
+def _item_id(container: Any, key: Any) -> str | None:
+    """An id or a name in a mapping or list, as written and normalised; None when absent or not
+    text (for problems and rows of cases too broken to parse)."""
+    return _as_id(_written(container, key)) if isinstance(container, dict) else _as_id(
+        written_text(container, key) or container[key])
+
+
+def _key_texts(mapping: dict) -> dict[Any, str]:
+    """The key of a YAML mapping as written, for keys YAML read as something else than a string
+    (an id-keyed response file: `010:`). Keys keep the order of their text in `key_lines`."""
+    if isinstance(mapping, LineDict) and len(mapping.key_lines) == len(mapping):
+        return {key: text for key, text in zip(mapping, mapping.key_lines) if not isinstance(key, str)}
+    return {}
 
 
 def _require_list(container: Any, key: str, what: str) -> list:
@@ -269,6 +311,7 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
             f"(got {describe_value(value)})",
             line,
         )
+    empty: list[tuple[str, int | None]] = []  # (dimension, line) of each value without id and name
     datasets = []
     for index, dataset in enumerate(value):
         if not isinstance(dataset, dict):
@@ -311,12 +354,40 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
                         f"(got {describe_value(term)})",
                         line_of(raw_values, v_index),
                     )
-                term_id = _require_str(term, "id", f"a value of dimension '{name}'") or ""
-                term_name = _require_str(term, "name", f"value '{term_id}'", optional=True)
-                terms.append(Term(term_id, term_name or ""))
+                term_id = _require_str(term, "id", f"a value of dimension '{name}'", optional=True) or ""
+                term_name = _require_str(term, "name", f"value '{term_id}'", optional=True) or ""
+                if not term_id and not term_name:
+                    empty.append((name, line_of(raw_values, v_index) or line_of(term)))
+                    continue
+                terms.append(Term(term_id, term_name))
             dimensions.append(DimensionTerms(name, tuple(terms)))
         datasets.append(DatasetSelection(dataset_id, tuple(dimensions)))
+    if empty:
+        raise _ValuesWithoutIdOrName(empty, line)
     return tuple(datasets)
+
+
+class _ValuesWithoutIdOrName(ShapeError):
+    """Values of an indicator selection that give neither an id nor a name (the only invalid
+    values: one may give a name alone or an id alone): every one of them, each with its line."""
+
+    def __init__(self, found: list[tuple[str, int | None]], line: int | None) -> None:
+        self.each = [(where, f"a value of dimension '{dimension}' has neither 'id' nor 'name'; "
+                             "give it an id, a name or both")
+                     for dimension, where in found]
+        lines = [str(where) for _, where in found if where is not None]
+        where_all = f" (lines {', '.join(lines)})" if len(found) > 1 and lines else ""
+        super().__init__(f"{len(found)} value(s) with neither 'id' nor 'name'{where_all}: "
+                         + "; ".join(message for _, message in self.each[:1]),
+                         found[0][1] if found[0][1] is not None else line)
+
+
+def _shape_problems(error: ShapeError, line: int | None) -> list[tuple[int | None, str]]:
+    """(line, message) for each problem a ShapeError stands for: one, or every value without id
+    and name of a selection."""
+    if isinstance(error, _ValuesWithoutIdOrName):
+        return [(where or error.line or line, message) for where, message in error.each]
+    return [(error.line or line, str(error))]
 
 
 def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ...], ...]:
@@ -361,7 +432,8 @@ def _plain(value: Any) -> Any:
 
 
 def _optional_text(container: dict, key: str) -> str | None:
-    value = container.get(key)
+    """A text (a message, a reference answer) as written: `NO` stays NO (see `_written`)."""
+    value = _written(container, key)
     if value is None:
         return None
     if isinstance(value, (dict, list)):
@@ -420,11 +492,12 @@ def _parse_conversation_case(raw: dict, path: str) -> TestCase:
     case_id = _require_str(raw, "id", "test case")
     assert case_id is not None
     name = _require_str(raw, "name", "test case", optional=True) or case_id
-    tags = raw.get("tags") or []
+    tags = _written(raw, "tags") or []
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(t, (str, int, float)) for t in tags):
         raise ShapeError(f"'tags' must be a list of strings (got {describe_value(tags)})", line_of(raw, "tags"))
+    tags = [_item_id(tags, index) or "" for index in range(len(tags))]
     conversation = _require_list(raw, "conversation", f"case '{case_id}'")
     turns: list[Turn] = []
     for index, message in enumerate(conversation):
@@ -464,7 +537,7 @@ def _parse_conversation_case(raw: dict, path: str) -> TestCase:
 def _parse_question(raw: dict, template_id: str, path: str) -> TestCase:
     question_id = _require_str(raw, "id", f"a question of template '{template_id}'")
     assert question_id is not None
-    text = _require_str(raw, "question_text", f"question '{question_id}'") or ""
+    text = _require_str(raw, "question_text", f"question '{question_id}'", identifier=False) or ""
     steps = None
     if raw.get("reference_steps") is not None:
         steps = _parse_steps_groups(raw["reference_steps"], line=line_of(raw, "reference_steps"))
@@ -497,20 +570,20 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
             yield from _questions_of_template(item, path, problems)
             continue
         if "conversation" not in item:
-            case_id = item.get("id")
             problems.add(
                 path,
                 line,
                 "a test case needs 'conversation' (a list of messages), or 'template_id' and "
                 "'questions' for a Q&A template",
-                str(case_id) if case_id is not None else None,
+                _item_id(item, "id"),
             )
             continue
         try:
             case = _parse_conversation_case(item, path)
         except ShapeError as error:
-            case_id = item.get("id")
-            problems.add(path, error.line or line, str(error), str(case_id) if case_id else None)
+            case_id = _item_id(item, "id")
+            for where, message in _shape_problems(error, line):
+                problems.add(path, where, message, case_id or None)
             if case_id is not None:
                 yield _invalid_case(item, path, str(error), line)
             continue
@@ -545,15 +618,34 @@ def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestC
     """A case too broken to evaluate still gets its row, so it is never silently dropped."""
     raw_tags = item.get("tags")
     tags = raw_tags if isinstance(raw_tags, list) else []
+    case_id = _item_id(item, "id")
     return TestCase(
-        id=str(item.get("id")),
+        id=str(case_id),
         kind="conversation",
-        name=str(item.get("name") or item.get("id")),
-        groups=tuple(str(t) for t in tags),
+        name=_item_id(item, "name") or str(case_id),
+        groups=tuple(_item_id(tags, index) or "" for index in range(len(tags))),
         turns=(),
         location=Location(path, line),
         comments=f"invalid test case: {reason}",
+        declared_targets=_declared_targets(item),
     )
+
+
+def _declared_targets(item: dict) -> tuple[str, ...]:
+    """The kinds of target a case that could not be read declares: the keys of its messages'
+    targets (a question's `reference_answer` / `reference_steps`), so that Statistics and the
+    Summary count it among the cases that could have had those metrics."""
+    names = {"indicator_selection", "reference_answer", "reference_steps", *(k.name for k in kinds.extra_kinds())}
+    found: dict[str, None] = {}
+    conversation = item.get("conversation")
+    if isinstance(conversation, list):
+        for message in conversation:
+            target = message.get("target") if isinstance(message, dict) else None
+            if isinstance(target, dict):
+                found.update((key, None) for key in target if key in names and target[key] is not None)
+    else:
+        found.update((key, None) for key in ("reference_answer", "reference_steps") if item.get(key) is not None)
+    return tuple(found)
 
 
 def _questions_of_template(template: dict, path: str, problems: _Collector) -> Iterator[TestCase]:
@@ -576,9 +668,8 @@ def _questions_of_template(template: dict, path: str, problems: _Collector) -> I
         try:
             yield _parse_question(question, template_id, path)
         except ShapeError as error:
-            question_id = question.get("id")
-            problems.add(path, error.line or line_of(question), str(error),
-                         str(question_id) if question_id is not None else None)
+            question_id = _item_id(question, "id")
+            problems.add(path, error.line or line_of(question), str(error), question_id)
             if question_id is not None:
                 yield replace(
                     _invalid_case(question, path, str(error), line_of(question)),
@@ -667,10 +758,11 @@ def _drained(found: _Collector) -> Iterator[Problem | Unloaded]:
 
 
 def _record_id(record: dict) -> str | None:
+    """The case a record names, as written (see `_written`), normalised."""
     for key in RESPONSE_ID_KEYS:
-        value = record.get(key)
-        if value is not None and not isinstance(value, (dict, list, bool)):
-            return str(value)
+        found = _as_id(_written(record, key))
+        if found is not None:
+            return found
     return None
 
 
@@ -681,8 +773,44 @@ def _records_in_json_value(value: Any) -> list[tuple[dict | Any, str | None]]:
     if isinstance(value, dict):
         if _record_id(value) is not None or any(key in value for key in ("turns", *TURN_KEYS)):
             return [(value, None)]
-        return [(item, str(key)) for key, item in value.items()]
+        written = _key_texts(value)
+        return [(item, normalise_id(written.get(key, str(key)))) for key, item in value.items()]
     return [(value, None)]
+
+
+def _ids_as_written(record: Any) -> None:
+    """Put back, in a YAML response record, the ids and names YAML 1.1 read as something else
+    (see `_written`): the record's id fields and those of its indicator selections (its turns'
+    too), before the record loses what YAML remembered."""
+    if not isinstance(record, LineDict):
+        return
+    for key in RESPONSE_ID_KEYS:
+        if written_text(record, key) is not None:
+            record[key] = written_text(record, key)
+    turns = record.get("turns")
+    for turn in [record, *(turns if isinstance(turns, list) else ())]:
+        if isinstance(turn, dict):
+            _selection_as_written(turn.get("indicator_selection"))
+
+
+def _selection_as_written(value: Any) -> None:
+    for dataset in value if isinstance(value, list) else [value]:
+        if not isinstance(dataset, LineDict):
+            continue
+        _keys_as_written(dataset, ("dataset_id",))
+        for dimension in dataset.get("dimensions") or ():
+            if isinstance(dimension, LineDict):
+                _keys_as_written(dimension, ("dimension_name",))
+                for term in dimension.get("values") or ():
+                    if isinstance(term, LineDict):
+                        _keys_as_written(term, ("id", "name"))
+
+
+def _keys_as_written(mapping: LineDict, keys: Sequence[str]) -> None:
+    for key in keys:
+        text = written_text(mapping, key)
+        if text is not None:
+            mapping[key] = text
 
 
 def _raw_response_records(
@@ -730,15 +858,18 @@ def _raw_response_records(
             yield from _json_records(value, id_lines(text))
         return
     for document in _yaml_documents(path, text, problems):
+        key_lines = getattr(document, "key_lines", None) or {}
+        lines = {normalise_id(text): line for text, line in key_lines.items()}
         for record, key in _records_in_json_value(document):
-            where = line_of(document, key) if key is not None else line_of(record)
+            where = lines.get(key, line_of(document)) if key is not None else line_of(record)
+            _ids_as_written(record)
             yield _plain(record) if isinstance(record, (dict, list)) else record, key, where
 
 
 def _json_records(value: Any, lines: dict[str, int]) -> Iterator[tuple[Any, str | None, int | None]]:
     """The records of a JSON file's value, each with the line of the first id field naming it."""
     for record, key in _records_in_json_value(value):
-        record_id = key or (_record_id(record) if isinstance(record, dict) else None)
+        record_id = (_record_id(record) if isinstance(record, dict) else None) or key
         yield record, key, lines.get(record_id) if record_id else None
 
 
@@ -764,6 +895,8 @@ def _number(record: dict, key: str, notes: list[str]) -> int | float | None:
             value = float(value)
         except (TypeError, ValueError):
             raise ShapeError(f"'{key}' must be a number (got {describe_value(value)})", None) from None
+    if isinstance(value, float) and type(value) is not float:
+        value = float(value)  # a number kept with its text (json_input.WrittenFloat): sums as a float
     if not -MAX_COUNT <= value <= MAX_COUNT:  # False for NaN too
         shown = str(record.get(key))
         notes.append(f"'{key}' is not a usable number ({shown[:20]}{'…' if len(shown) > 20 else ''}, "
@@ -838,6 +971,21 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
                     **tokens)  # type: ignore[arg-type]
 
 
+def _key_disagreement(record: Any, key_id: str | None) -> str | None:
+    """What is wrong when a record of an id-keyed mapping names another case in its id field
+    (`"a": {"question_id": "b"}`): which one was meant cannot be told, so it is given to neither."""
+    if key_id is None or not isinstance(record, dict):
+        return None
+    for field_name in RESPONSE_ID_KEYS:
+        named = _as_id(_written(record, field_name))
+        if named is not None:
+            if named == key_id:
+                return None
+            return (f"the response under key '{key_id}' names case '{named}' in its '{field_name}' field; "
+                    f"it is used for neither case: make the key and '{field_name}' the same")
+    return None
+
+
 def load_responses(
     paths: Iterable[str | Path], problems: _Collector
 ) -> tuple[dict[str, Response], list[InputSummary]]:
@@ -848,13 +996,18 @@ def load_responses(
         digest = _InputDigest()
         for file in files:
             for record, key_id, line in _raw_response_records(file, problems, digest):
+                disagreement = _key_disagreement(record, key_id)
+                if disagreement is not None:
+                    problems.add(str(file), line, disagreement, key_id)
+                    continue
                 location = Location(str(file), line)
                 notes: list[str] = []
                 try:
                     response = parse_response(record, key_id=key_id, location=location, notes=notes)
                 except ShapeError as error:
                     record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
-                    problems.add(str(file), error.line or line, str(error), record_id)
+                    for where, message in _shape_problems(error, line):
+                        problems.add(str(file), where, message, record_id)
                     if record_id is not None and record_id not in responses:
                         responses[record_id] = Response(
                             record_id, location, status="invalid", error=f"unusable response: {error}"

@@ -49,7 +49,8 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class Term:
-    """A codelist option: an id and its label."""
+    """A codelist option: an id and its label. A value may give only one of them (statgpt's own
+    documentation writes name-only values): the other is then ''."""
 
     id: str
     name: str
@@ -104,6 +105,9 @@ class TestCase:
     location: Location
     comments: str = ""
     definition_hash: str = ""  # of the target(s): tells an edited test from a regression
+    # the kinds of target a case too broken to read declares (its targets' keys): it counts among the
+    # cases that could have had those kinds' metrics, as an invalid one
+    declared_targets: tuple[str, ...] = ()
 
 
 # --- responses ---------------------------------------------------------------------------------
@@ -179,11 +183,13 @@ Verdict = Literal["TP", "FP", "FN", "not in target"]
 @dataclass(frozen=True, slots=True)
 class TermVerdict:
     """A term of one dimension with its verdict. With matching by id, `selected_name` keeps the
-    system's label when it differs from the target's."""
+    system's label when it differs from the target's. `matched_by` says how a true positive was
+    matched when a side gave only a name or only an id ("name only", "id only"; None otherwise)."""
 
     term: Term
     verdict: Verdict
     selected_name: str | None = None
+    matched_by: str | None = None
 
     @property
     def label_differs(self) -> bool:
@@ -241,7 +247,8 @@ class CaseResult:
 
     @property
     def has_indicator_target(self) -> bool:
-        return any(t.target.indicator_selection is not None for t in self.case.turns)
+        return "indicator_selection" in self.case.declared_targets or any(
+            t.target.indicator_selection is not None for t in self.case.turns)
 
 
 @dataclass(frozen=True, slots=True)

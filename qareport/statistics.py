@@ -39,12 +39,13 @@ class DimensionScores:
     """One dimension name over the cases whose target has it."""
 
     dimension: str
-    cases: int
+    cases: int  # evaluated cases whose target has the dimension (those the means are over)
     macro_precision: float | None
     macro_recall: float | None
     true_positives: int
     false_positives: int
     false_negatives: int
+    not_scored: int = 0  # cases whose target has the dimension, not evaluated (error, missing, invalid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +96,13 @@ def _mean(series: pd.Series) -> float | None:
 
 
 def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, ...]:
-    """Per dimension name: the per-case value is the mean over the case's turns that target it."""
+    """Per dimension name: the per-case value is the mean over the case's turns that target it;
+    beside it, the cases whose target has the dimension that were not evaluated."""
     rows = []
+    not_scored: Counter[str] = Counter()
     for result in results:
         if result.status != "success":
+            not_scored.update(_target_dimensions(result))
             continue
         for turn in result.turns:
             if turn.indicator is None:
@@ -114,7 +118,7 @@ def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, .
                     "fn": len(dimension.false_negatives),
                 })
     if not rows:
-        return ()
+        return tuple(DimensionScores(str(name), 0, None, None, 0, 0, 0, count) for name, count in not_scored.items())
     frame = pd.DataFrame(rows)
     per_case = frame.groupby(["dimension", "case"], sort=False).agg(
         precision=("precision", "mean"), recall=("recall", "mean"),
@@ -133,9 +137,19 @@ def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, .
             true_positives=int(row.tp),
             false_positives=int(row.fp),
             false_negatives=int(row.fn),
+            not_scored=not_scored.pop(str(name), 0),
         )
         for name, row in per_dimension.iterrows()
-    )
+    ) + tuple(DimensionScores(str(name), 0, None, None, 0, 0, 0, count) for name, count in not_scored.items())
+
+
+def _target_dimensions(result: CaseResult) -> list[str]:
+    """The dimension names a case's target has (each once), whatever became of its response."""
+    names: dict[str, None] = {}
+    for turn in result.case.turns:
+        for dataset in turn.target.indicator_selection or ():
+            names.update((dimension.dimension_name, None) for dimension in dataset.dimensions if dimension.values)
+    return list(names)
 
 
 def question_results(results: Iterable[CaseResult]) -> list[dict[str, Any]]:

@@ -16,7 +16,10 @@ Guards, each reported as a problem naming the line, never as a crash:
 
 - nesting deeper than `MAX_DEPTH` levels (libyaml's composer recurses in C: a 100,000-level
   nesting would end the process). Only text with many brackets or a deep indentation is checked,
-  with libyaml's event parser, which does not recurse;
+  with libyaml's event parser, which does not recurse. libyaml 0.2.6 (PyYAML 6.0.4's wheels) refuses
+  more than 1,000 levels itself, in its scanner, which reads ahead of the events this guard counts:
+  its refusal is given as this guard's own, located with PyYAML's pure-Python parser (which does not
+  recurse either, and stops at the level that passes the limit), whatever PyYAML is installed;
 - aliases expanding to more than `MAX_EXPANDED_NODES` nodes ("billion laughs"), or referring to
   themselves; checked on the composed graph, only where the text has an alias at all;
 - a NUL byte, which YAML cannot hold;
@@ -32,9 +35,10 @@ constructor, so the result is the same either way.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -50,17 +54,40 @@ _ROOT_LINE_START = re.compile(r"\n[^\s#]")  # a line with content at column 0 (a
 
 
 class LineDict(dict[Any, Any]):
-    """A mapping read from YAML that remembers its line and the line of each key."""
+    """A mapping read from YAML that remembers its line, the line of each key, and, in `texts`, the
+    text as written of each value that YAML read as something else than a string (`010` read as 8,
+    `NO` as false, `~` as null), so that ids and names can be taken as written."""
 
     line: int | None = None
     key_lines: dict[Any, int] = {}
+    texts: dict[Any, str] = {}
 
 
 class LineList(list[Any]):
-    """A sequence read from YAML that remembers its line and the line of each item."""
+    """A sequence read from YAML that remembers its line, the line of each item, and, in `texts`,
+    the text as written of each item read as something else than a string (by index)."""
 
     line: int | None = None
     item_lines: list[int] = []
+    texts: dict[int, str] = {}
+
+
+def written_text(container: Any, key: Any) -> str | None:
+    """The text as written of a plain scalar that YAML read as a number, a boolean, a date or null
+    (`container[key]`); None when the value is a string, a collection or not from YAML. An empty
+    value (`key:` with nothing after it) has no text."""
+    texts = getattr(container, "texts", None)
+    return texts.get(key) if texts else None
+
+
+def _keep_text(texts: dict[Any, str] | None, key: Any, node: Any) -> dict[Any, str] | None:
+    """`texts` with the text of `node` under `key` when node is a non-empty plain scalar not read
+    as a string (created when first needed)."""
+    if node.__class__ is yaml.ScalarNode and node.tag != _STR_TAG and node.value:
+        if texts is None:
+            texts = {}
+        texts[key] = node.value
+    return texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +145,12 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[
     yield data
     data.update(loader.construct_mapping(node))
     key_lines: dict[Any, int] = {}
+    texts: dict[Any, str] | None = None
+    for key_node, value_node in node.value:
+        if value_node.__class__ is yaml.ScalarNode and value_node.tag != _STR_TAG:
+            texts = _keep_text(texts, loader.construct_object(key_node), value_node)
+    if texts:
+        data.texts = texts
     for key, _ in node.value:
         if isinstance(key, yaml.ScalarNode):
             line = key.start_mark.line + offset
@@ -137,6 +170,11 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> Iterato
     yield data
     data.extend(loader.construct_sequence(node))
     data.item_lines = [item.start_mark.line + offset for item in node.value]
+    texts: dict[Any, str] | None = None
+    for index, item in enumerate(node.value):
+        texts = _keep_text(texts, index, item)
+    if texts:
+        data.texts = texts
 
 
 def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int | str:
@@ -174,15 +212,26 @@ class _Unusual(Exception):
     """A node `_build` leaves to PyYAML's constructor."""
 
 
-def _build(loader: _LineLoader, root: yaml.Node) -> Any:
+class _TooDeep(Exception):
+    """A collection nested more than `MAX_DEPTH` levels deep, met by `_build` (text with few brackets
+    and no deep indentation, which libyaml composes safely but which the guard must refuse all the
+    same, whatever libyaml's own limit is)."""
+
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__()
+        self.node = node
+
+
+def _build(loader: _LineLoader, root: yaml.Node, *, max_depth: int | None = None) -> Any:
     """The value of a node graph without anchors, as PyYAML's constructor (with the LineDict and
     LineList constructors above) builds it, several times faster. Anything else it would have to
     reproduce goes to PyYAML's constructor: other tags, merge keys, keys that are not scalars, a
     key given twice, a number too long (the last two are problems, reported in PyYAML's order).
+    With `max_depth`, a collection nested deeper raises `_TooDeep` (the reading's guard).
     """
     problems_before = len(loader.problems)
     try:
-        return _Builder(loader).build(root)
+        return _Builder(loader, max_depth).build(root)
     except (_Unusual, RecursionError):
         del loader.problems[problems_before:]
         return loader.construct_document(root)
@@ -192,11 +241,13 @@ class _Builder:
     """The walk of `_build` (methods, not closures: a closure that calls itself is a reference
     cycle, which would keep each item's loader and text alive until the collector runs)."""
 
-    def __init__(self, loader: _LineLoader) -> None:
+    def __init__(self, loader: _LineLoader, max_depth: int | None = None) -> None:
         self.loader = loader
         self.offset = loader.line_offset + 1
         self.constructors = loader.yaml_constructors
         self.problems_before = len(loader.problems)
+        self.depth = 0
+        self.max_depth = sys.maxsize if max_depth is None else max_depth
 
     def scalar(self, node: yaml.Node) -> Any:
         tag = node.tag
@@ -214,12 +265,16 @@ class _Builder:
         if kind is yaml.ScalarNode:
             return self.scalar(node)
         offset = self.offset
+        self.depth += 1  # not restored when an exception leaves: it ends the whole walk
+        if self.depth > self.max_depth:
+            raise _TooDeep(node)
         if kind is yaml.MappingNode:
             if node.tag != _MAP_TAG:
                 raise _Unusual
             mapping = LineDict()
             mapping.line = node.start_mark.line + offset
             key_lines: dict[Any, int] = {}
+            texts: dict[Any, str] | None = None
             for key_node, value_node in node.value:
                 if key_node.__class__ is not yaml.ScalarNode:
                     raise _Unusual
@@ -227,8 +282,14 @@ class _Builder:
                 if text in key_lines:
                     raise _Unusual
                 key_lines[text] = key_node.start_mark.line + offset
-                mapping[text if key_node.tag == _STR_TAG else self.scalar(key_node)] = self.build(value_node)
+                key = text if key_node.tag == _STR_TAG else self.scalar(key_node)
+                mapping[key] = self.build(value_node)
+                if value_node.__class__ is _SCALAR_NODE and value_node.tag != _STR_TAG:
+                    texts = _keep_text(texts, key, value_node)
             mapping.key_lines = key_lines
+            if texts:
+                mapping.texts = texts
+            self.depth -= 1
             return mapping
         if kind is yaml.SequenceNode:
             if node.tag != _SEQ_TAG:
@@ -237,6 +298,13 @@ class _Builder:
             sequence = LineList([self.build(item) for item in items])
             sequence.line = node.start_mark.line + offset
             sequence.item_lines = [item.start_mark.line + offset for item in items]
+            texts = None
+            for index, item in enumerate(items):
+                if item.__class__ is _SCALAR_NODE and item.tag != _STR_TAG:
+                    texts = _keep_text(texts, index, item)
+            if texts:
+                sequence.texts = texts
+            self.depth -= 1
             return sequence
         raise _Unusual
 
@@ -349,14 +417,19 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                     continue
             yield from loader.problems
             loader.problems.clear()
-            document = loader.construct_document(node) if may_alias else _build(loader, node)
+            document = loader.construct_document(node) if may_alias else _build(loader, node, max_depth=MAX_DEPTH)
             yield from loader.problems
             loader.problems.clear()
             if document is not None:
                 yield document
             if not several:
                 break
+    except _TooDeep as deep:
+        yield YamlProblem(deep.node.start_mark.line + offset + 1, _TOO_DEEP, lost=True)
     except yaml.MarkedYAMLError as error:
+        if _is_libyaml_nesting_limit(error):
+            yield _located_depth_refusal(text, offset, error)
+            return
         mark = error.problem_mark or error.context_mark
         yield YamlProblem(mark.line + offset + 1 if mark else None,
                           f"invalid YAML: {error.problem or error}; fix the syntax", lost=True)
@@ -417,15 +490,17 @@ def _deep_suspect(text: str) -> bool:
     return deep_indent or text.count("[") + text.count("{") > _DEPTH_SUSPECT_BRACKETS
 
 
+_TOO_DEEP = (f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
+             "(a limit that keeps a hostile file from exhausting the stack)")
+
+
 def _too_deep(event: yaml.Event, offset: int) -> YamlProblem:
-    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, (
-        f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
-        "(a limit that keeps a hostile file from exhausting the stack)"), lost=True)
+    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, _TOO_DEEP, lost=True)
 
 
-def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
+def _depth_refusal(text: str, offset: int, parser_class: Any = _BaseLoader) -> YamlProblem | None:
     depth = 0
-    parser = _BaseLoader(text)
+    parser = parser_class(text)
     try:
         while parser.check_event():
             event = parser.get_event()
@@ -435,11 +510,33 @@ def _depth_refusal(text: str, offset: int) -> YamlProblem | None:
                     return _too_deep(event, offset)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        if _is_libyaml_nesting_limit(error):
+            return _located_depth_refusal(text, offset, error)
         return None  # a syntax error: the parse proper reports it with its line
     finally:
         parser.dispose()
     return None
+
+
+_LIBYAML_NESTING_LIMIT = "exceeded maximum nesting depth"
+
+
+def _is_libyaml_nesting_limit(error: yaml.YAMLError) -> TypeGuard[yaml.MarkedYAMLError]:
+    """Whether libyaml refused the text for its own nesting limit (1,000 levels, from 0.2.6 on)."""
+    return isinstance(error, yaml.MarkedYAMLError) and _LIBYAML_NESTING_LIMIT in str(error.problem or "")
+
+
+def _located_depth_refusal(text: str, offset: int, error: yaml.MarkedYAMLError) -> YamlProblem:
+    """qareport's own refusal of a text that libyaml refused for nesting past its limit (deeper than
+    `MAX_DEPTH`, then), at the line where the nesting passes `MAX_DEPTH`: libyaml's scanner stops
+    where it reads ahead to (its 1,000th level), so PyYAML's pure-Python parser finds the line; it does
+    not recurse, and stops at the level that passes the limit."""
+    found = _depth_refusal(text, offset, yaml.SafeLoader)
+    if found is not None:
+        return found
+    mark = error.problem_mark or error.context_mark
+    return YamlProblem(mark.line + offset + 1 if mark else None, _TOO_DEEP, lost=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,7 +590,8 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
                     stack[-1][2] = value
                     continue
                 if stack:
-                    _add(stack[-1], value, event.start_mark.line + line_offset)
+                    _add(stack[-1], value, event.start_mark.line + line_offset,
+                         event.value if tag != _STR_TAG and event.value else None)
                 else:
                     document = value
             elif kind in _COLLECTION_TAGS:
@@ -528,7 +626,9 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
                 return None
             elif kind is yaml.DocumentEndEvent:
                 done = True  # the rest is only checked for depth, as `_depth_refusal` checks it
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        if _is_libyaml_nesting_limit(error):
+            return _located_depth_refusal(text, offset, error)
         if not done:
             return None
     finally:
@@ -539,13 +639,23 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
 _NO_KEY: Any = object()
 
 
-def _add(parent: list[Any], value: Any, line: int) -> None:
-    """Put a finished value into the collection open around it (see `_build_checking_depth`)."""
-    if isinstance(parent[0], LineDict):
-        parent[0][parent[2]] = value
+def _add(parent: list[Any], value: Any, line: int, text: str | None = None) -> None:
+    """Put a finished value into the collection open around it (see `_build_checking_depth`), with
+    its text as written when YAML read it as something else than a string."""
+    container = parent[0]
+    if isinstance(container, LineDict):
+        if text is not None:
+            if not container.texts:
+                container.texts = {}
+            container.texts[parent[2]] = text
+        container[parent[2]] = value
         parent[2] = _NO_KEY
     else:
-        parent[0].append(value)
+        if text is not None:
+            if not container.texts:
+                container.texts = {}
+            container.texts[len(container)] = text
+        container.append(value)
         parent[1].append(line)
 
 

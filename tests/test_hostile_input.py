@@ -276,3 +276,27 @@ def test_a_non_utf8_tsv_is_one_line_naming_the_file(tmp_path):
 def test_everything_here_left_no_stray_files_in_the_repository():
     assert shutil.which("git") is None or not subprocess.run(
         ["git", "status", "--porcelain", "--", "testcases"], cwd=REPO, capture_output=True, text=True).stdout
+
+
+def _depth_problems(text: str) -> list:
+    from qareport.yaml_input import YamlProblem, yaml_documents
+
+    return [part for part in yaml_documents(text) if isinstance(part, YamlProblem)]
+
+
+@pytest.mark.parametrize("depth", [150, 1_001, 1_500, 3_000])
+def test_nesting_past_libyamls_own_limit_gets_qareports_refusal_not_a_syntax_error(depth):
+    # libyaml 0.2.6 (PyYAML 6.0.4) refuses 1,000 levels itself, 0.2.5 (6.0.3) does not; fewer than
+    # 4,000 brackets are not suspected by the first check: the same refusal on every PyYAML
+    text = f"- id: good\n  name: fine\n- id: deep\n  conversation: {'[' * depth}{']' * depth}\n"
+    (problem,) = _depth_problems(text)
+    assert problem.line == 4 and problem.lost and problem.item_id == "deep"
+    assert problem.message.startswith("collections nested more than 100 levels deep")
+
+
+def test_block_nesting_past_libyamls_limit_is_refused_at_the_line_that_passes_qareports_limit():
+    # one mapping per line, one more space each: the 101st level is on line 101 (libyaml stops near 1,000)
+    text = "".join(f"{' ' * level}k{level}:\n" for level in range(1_200)) + f"{' ' * 1_200}leaf\n"
+    (problem,) = _depth_problems(text)
+    assert problem.message.startswith("collections nested more than 100 levels deep")
+    assert problem.line == 101

@@ -128,7 +128,9 @@ class Kind:
     # --- scoring -------------------------------------------------------------------------------
 
     def has_target(self, case: TestCase) -> bool:
-        return any(self.target_of(case, index) is not None for index in range(len(case.turns)))
+        """Whether the case has a target of this kind (or declares one, when it could not be read)."""
+        return self.name in case.declared_targets or any(
+            self.target_of(case, index) is not None for index in range(len(case.turns)))
 
     def evaluate_turn(self, turn: TurnInput) -> Any:
         """Score one turn; the result is kept in `TurnResult.scores[name]`."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
+from qareport.id_text import visible
 from qareport.kinds import Column, DetailRow, Facts, Kind, Metric
 from qareport.records import (
     CaseResult,
@@ -24,7 +25,7 @@ from qareport.records import (
     TurnOutput,
     TurnResult,
 )
-from qareport.set_metrics import score_sets
+from qareport.set_metrics import SetScore
 from qareport.templating import template_environment
 
 MatchBy = Literal["id_and_name", "id"]
@@ -40,22 +41,72 @@ def pool_dimensions(datasets: Iterable[DatasetSelection]) -> dict[str, list[Term
     return {name: list(terms) for name, terms in pooled.items()}
 
 
-def _term_key(term: Term, match_by: MatchBy) -> Term | str:
-    return term.id if match_by == "id" else term
+NAME_ONLY, ID_ONLY = "name only", "id only"
+
+
+def _term_key(term: Term, match_by: MatchBy) -> Term | str | tuple[str, str]:
+    """What makes two terms the same term in one dimension's list (for removing repeats)."""
+    if match_by == "id" and term.id:
+        return term.id
+    return term if term.id else ("name", term.name)
+
+
+def _partial_match(target: Term, selected: Term) -> str | None:
+    """How two terms that are not equal still match when one of them gives only a name or only an
+    id: by what that one gives (`NAME_ONLY`, `ID_ONLY`); None when they do not."""
+    if (not target.id or not selected.id) and target.name and target.name == selected.name:
+        return NAME_ONLY
+    if (not target.name or not selected.name) and target.id and target.id == selected.id:
+        return ID_ONLY
+    return None
+
+
+def match_terms(
+    target: Iterable[Term], selected: Iterable[Term], *, match_by: MatchBy
+) -> tuple[list[tuple[Term, Term, str | None]], list[Term], list[Term]]:
+    """(target, selected, how) pairs, then the target terms and the selected terms left unmatched.
+
+    A term is matched by id and name (or by id alone with `match_by="id"`); a term that gives only a
+    name equals the term with that name, one that gives only an id the term with that id (`how`
+    says which; None for the ordinary rule). Equal terms are paired first, then the partial ones, in
+    the order given, each term at most once."""
+    targets = list({_term_key(t, match_by): t for t in target}.values())
+    remaining = {_term_key(s, match_by): s for s in selected}
+    order = {id(term): index for index, term in enumerate(remaining.values())}
+    pairs: list[tuple[Term, Term, str | None]] = []
+    later: list[Term] = []
+    for term in targets:
+        key = _term_key(term, match_by)
+        found = remaining.pop(key, None)
+        if found is None:
+            later.append(term)
+        else:
+            pairs.append((term, found, None if term.id and term.name else (ID_ONLY if term.id else NAME_ONLY)))
+    missed = []
+    for term in later:
+        for key, candidate in remaining.items():
+            how = _partial_match(term, candidate)
+            if how is not None:
+                del remaining[key]
+                pairs.append((term, candidate, how))
+                break
+        else:
+            missed.append(term)
+    pairs.sort(key=lambda pair: order[id(pair[1])])  # true positives in the system's order, as always
+    return pairs, missed, list(remaining.values())
 
 
 def score_dimension(
     dimension_name: str, target: list[Term], selected: list[Term], *, match_by: MatchBy
 ) -> DimensionScore:
     """Score one dimension. An empty target makes it a dimension not in target: all FP."""
-    target_by_key = {_term_key(t, match_by): t for t in target}
-    selected_by_key = {_term_key(t, match_by): t for t in selected}
-    overlap = score_sets(target_by_key, selected_by_key)
-    if not target_by_key:
+    pairs, missed, extra = match_terms(target, selected, match_by=match_by)
+    overlap = SetScore(tuple(pairs), tuple(extra), tuple(missed))
+    if not target:
         return DimensionScore(
             dimension_name,
             true_positives=(),
-            false_positives=tuple(TermVerdict(selected_by_key[k], "not in target") for k in overlap.false_positives),
+            false_positives=tuple(TermVerdict(term, "not in target") for term in extra),
             false_negatives=(),
             precision=0.0,
             recall=0.0,
@@ -63,15 +114,22 @@ def score_dimension(
         )
     return DimensionScore(
         dimension_name,
-        true_positives=tuple(
-            TermVerdict(target_by_key[k], "TP", selected_name=selected_by_key[k].name)
-            for k in overlap.true_positives
-        ),
-        false_positives=tuple(TermVerdict(selected_by_key[k], "FP") for k in overlap.false_positives),
-        false_negatives=tuple(TermVerdict(target_by_key[k], "FN") for k in overlap.false_negatives),
+        true_positives=tuple(_true_positive(t, s, how) for t, s, how in pairs),
+        false_positives=tuple(TermVerdict(term, "FP") for term in extra),
+        false_negatives=tuple(TermVerdict(term, "FN") for term in missed),
         precision=overlap.precision,
         recall=overlap.recall,
     )
+
+
+def _true_positive(target: Term, selected: Term, how: str | None) -> TermVerdict:
+    """A matched pair: the target's term, completed with what only the system gave (the id of a
+    name-only target, the name of an id-only one), and how it was matched."""
+    if how is None:
+        return TermVerdict(target, "TP", selected_name=selected.name)
+    shown = Term(target.id or selected.id, target.name or selected.name)
+    label = selected.name if target.name and selected.name and selected.name != target.name else None
+    return TermVerdict(shown, "TP", selected_name=label, matched_by=how)
 
 
 def score_indicator_selection(
@@ -120,18 +178,19 @@ def score_indicator_selection(
 
 
 def _term(verdict: TermVerdict) -> dict[str, Any]:
-    return {
-        "id": verdict.term.id,
-        "name": verdict.term.name,
-        "selected_name": verdict.selected_name,
+    return {  # characters that cannot be seen are written as their code points (see `id_text`)
+        "id": visible(verdict.term.id),
+        "name": visible(verdict.term.name),
+        "selected_name": None if verdict.selected_name is None else visible(verdict.selected_name),
         "label_differs": verdict.label_differs,
+        "matched_by": verdict.matched_by,
         "verdict": verdict.verdict,
     }
 
 
 def _dimension(score: DimensionScore) -> dict[str, Any]:
     return {
-        "name": score.dimension_name,
+        "name": visible(score.dimension_name),
         "recall": score.recall,
         "precision": score.precision,
         "true_positives": [_term(t) for t in score.true_positives],
@@ -180,15 +239,22 @@ def _datasets(result: CaseResult) -> str | None:
 def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
     for verdicts in (dimension.true_positives, dimension.false_negatives, dimension.false_positives):
         for verdict in verdicts:
-            selected = verdict.selected_name if verdict.label_differs else None
-            yield (dimension.dimension_name, verdict.verdict, verdict.term.id, verdict.term.name, selected)
+            selected = visible(verdict.selected_name) if verdict.label_differs and verdict.selected_name else None
+            yield (visible(dimension.dimension_name), verdict.verdict, visible(verdict.term.id) or None,
+                   visible(verdict.term.name) or None, selected, verdict.matched_by)
     if dimension.in_target and not (dimension.true_positives or dimension.false_negatives):
-        yield (dimension.dimension_name, None, None, None, None)
+        yield (visible(dimension.dimension_name), None, None, None, None)
 
 
 def styles_short(label: str, limit: int = 30) -> str:
-    """A term's label cut to fit a one-line reason."""
+    """A term's label cut to fit a one-line reason, its invisible characters shown (see `id_text`)."""
+    label = visible(label)
     return label if len(label) <= limit else label[: limit - 1].rstrip() + "\u2026"
+
+
+def _label(term: Term) -> str:
+    """How a reason names a term: its id, or its name in quotes when it gives only a name."""
+    return term.id or f"'{term.name}'"
 
 
 def _explain_turn(indicator: IndicatorScore) -> list[str]:
@@ -200,21 +266,23 @@ def _explain_turn(indicator: IndicatorScore) -> list[str]:
         return ["selected nothing"]
     for dimension in indicator.dimensions:
         said = []
-        missed = {v.term.id: v for v in dimension.false_negatives}
-        extra = {v.term.id: v for v in dimension.false_positives}
-        relabelled = [term_id for term_id in missed if term_id in extra]  # same id, another label
+        missed = {_label(v.term): v for v in dimension.false_negatives}
+        extra = {_label(v.term): v for v in dimension.false_positives}
+        relabelled = [term_id for term_id in missed  # same id, another label
+                      if term_id in extra and missed[term_id].term.id and missed[term_id].term.name
+                      and extra[term_id].term.name]
         for term_id in relabelled:
-            said.append(f"{term_id} labelled '{styles_short(extra[term_id].term.name)}', "
+            said.append(f"{visible(term_id)} labelled '{styles_short(extra[term_id].term.name)}', "
                         f"target '{styles_short(missed[term_id].term.name)}'")
         if len(missed) > len(relabelled):
-            said.append("missed " + ", ".join(i for i in missed if i not in relabelled))
+            said.append("missed " + ", ".join(visible(i) for i in missed if i not in relabelled))
         if len(extra) > len(relabelled):
-            said.append("extra " + ", ".join(i for i in extra if i not in relabelled))
+            said.append("extra " + ", ".join(visible(i) for i in extra if i not in relabelled))
         if said:
-            parts.append(f"{dimension.dimension_name}: {', '.join(said)}")
+            parts.append(f"{visible(dimension.dimension_name)}: {', '.join(said)}")
     for dimension in indicator.not_in_target:
-        parts.append(f"{dimension.dimension_name} (not in target): "
-                     + ", ".join(v.term.id for v in dimension.false_positives))
+        parts.append(f"{visible(dimension.dimension_name)} (not in target): "
+                     + ", ".join(visible(_label(v.term)) for v in dimension.false_positives))
     if indicator.dataset_mismatch:
         selected = ", ".join(indicator.selected_datasets) or "none"
         parts.append(f"dataset {selected}, expected {', '.join(indicator.target_datasets) or 'none'}")
@@ -255,7 +323,7 @@ def _dimension_column(name: str, which: int) -> Column:
 
 
 def _item(turn: TurnResult, several: bool, dimension: str, term: Term) -> str:
-    return (f"turn {turn.number} " if several else "") + f"{dimension} {term.id}"
+    return (f"turn {turn.number} " if several else "") + f"{dimension} {_label(term)}"
 
 
 def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
@@ -274,11 +342,20 @@ def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
     return {key: items for key, items in facts.items() if items}
 
 
+def _split_item(item: str) -> tuple[str, str]:
+    """("turn 2 COUNTRY", "MEX") of an item; a name-only term's quoted name stays whole."""
+    if item.endswith("'") and " '" in item:
+        prefix, _, name = item.rpartition(" '")
+        return prefix, "'" + name
+    prefix, _, last = item.rpartition(" ")
+    return prefix, last
+
+
 def _by_dimension(items: Iterable[str], sign: str = "") -> str:
     """"COUNTRY MEX, KEN; INDICATOR LP": items grouped by what precedes their last word."""
     grouped: dict[str, list[str]] = {}
     for item in items:
-        prefix, _, last = item.rpartition(" ")
+        prefix, last = _split_item(item)
         grouped.setdefault(prefix, []).append(sign + last)
     return "; ".join(f"{prefix} {', '.join(ids)}" if prefix else ", ".join(ids) for prefix, ids in grouped.items())
 
@@ -296,10 +373,10 @@ def explain_indicator_change(old: Facts, new: Facts) -> str | None:
     if added or removed:
         changes: dict[str, list[str]] = {}
         for item in added:
-            prefix, _, last = item.rpartition(" ")
+            prefix, last = _split_item(item)
             changes.setdefault(prefix, []).append("+" + last)
         for item in removed:
-            prefix, _, last = item.rpartition(" ")
+            prefix, last = _split_item(item)
             changes.setdefault(prefix, []).append("\u2212" + last)
         said.append("target edited: " + "; ".join(f"{prefix} {' '.join(ids)}" for prefix, ids in changes.items()))
     target = set(new.get("target") or ())

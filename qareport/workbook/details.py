@@ -24,7 +24,8 @@ from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
 HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label")
-WIDTHS = (40, 24, 6, 16, 13, 20, 50, 40)  # the most a column grows to
+MATCHED_BY = "matched by"  # a column of its own when a term was matched by its name only or its id only
+WIDTHS = (40, 24, 6, 16, 13, 20, 50, 40, 12)  # the most a column grows to
 WRAPPED = frozenset({2, 7, 8})  # tags, term name, selected label
 
 
@@ -47,33 +48,40 @@ def _wraps(column: int, value: Any) -> bool:
     return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
 
 
-def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult], reasons: Mapping[str, str]) -> dict[int, float]:
+def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
+            reasons: Mapping[str, str]) -> tuple[dict[int, float], tuple[str, ...]]:
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
-    the widths are needed before the first row is written."""
-    longest = [len(h) + 2 for h in HEADERS]
+    the widths are needed before the first row is written; and the headers (`MATCHED_BY` only when
+    a row has a value for it)."""
+    longest = [len(h) + 2 for h in (*HEADERS, MATCHED_BY)]
+    matched_by = False
     for result in results:
         for values in detail_rows(kinds, result, reasons.get(result.case.id)):
-            for index, value in enumerate(values):
+            for index, value in enumerate(values[:len(longest)]):
                 if isinstance(value, str) and len(value) + 2 > longest[index]:
                     longest[index] = len(value) + 2
-    return {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS, start=1)}
+            matched_by = matched_by or (len(values) > len(HEADERS) and values[len(HEADERS)] is not None)
+    headers = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
+    return {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS[:len(headers)], start=1)}, headers
 
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
     """Fill the sheet row by row; returns the first row of each case (for links from Overview).
 
     The first row of each case links back to its Overview row."""
-    for column, header in enumerate(HEADERS, start=1):
-        write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, len(HEADERS))
     kinds, results = report.kinds, report.results
-    styles.set_widths(ws, _widths(kinds, results, report.reasons))
-    styles.fit_header_row(ws, HEADERS)
+    widths, headers = _widths(kinds, results, report.reasons)
+    for column, header in enumerate(headers, start=1):
+        write(ws, 1, column, header)
+    styles.style_header_row(ws, 1, 1, len(headers))
+    styles.set_widths(ws, widths)
+    styles.fit_header_row(ws, headers)
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
     for result in results:
         for values in detail_rows(kinds, result, report.reasons.get(result.case.id)):
+            values = values[:len(headers)]
             linked = False
             if result.case.id not in first_rows:
                 first_rows[result.case.id] = row
@@ -102,5 +110,5 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
                         cell.alignment = styles.TOP
             ws.flush()
             row += 1
-    styles.finish_table_sheet(ws, columns=len(HEADERS), rows=row - 1)
+    styles.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
     return first_rows

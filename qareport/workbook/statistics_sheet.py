@@ -168,15 +168,16 @@ def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, c
     if stats.per_dimension:
         tables.section(
             "Data Query Metrics per dimension",
-            "Means over the evaluated cases whose target has the dimension; TP / FP / FN are term counts.",
+            "Means over the evaluated cases whose target has the dimension (test cases); TP / FP / FN are term "
+            "counts; not scored: the cases whose target has it that failed, had no response or could not be evaluated.",
         )
         tables.table(
             ("dimension", "test cases", "macro precision", "macro recall",
-             "true positives", "false positives", "false negatives"),
+             "true positives", "false positives", "false negatives", "not scored"),
             [(d.dimension, d.cases, d.macro_precision, d.macro_recall, d.true_positives,
-              d.false_positives, d.false_negatives) for d in stats.per_dimension],
+              d.false_positives, d.false_negatives, d.not_scored) for d in stats.per_dimension],
             (None, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT,
-             styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT),
+             styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT),
         )
     return ranges
 
