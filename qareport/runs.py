@@ -189,7 +189,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     ]
     for metric in report.judged:
         pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
-                  for field in ("label", "mean", "judged", "failed", "not_applicable")]
+                  for field in ("label", "mean", "judged", "failed", "not_judged", "not_applicable")]
     pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
     for index, given in enumerate(run.inputs, start=1):
         pairs += [
@@ -261,7 +261,20 @@ def results_document(report: Report) -> dict[str, Any]:
             "per_dimension": [asdict(d) for d in statistics.per_dimension],
         },
         "cases": list(report.rows),
+        **_judge_entry(report),
     }
+
+
+def _judge_entry(report: Report) -> dict[str, Any]:
+    """How far the judge got: the same per-metric counts the Summary and Statistics show, its
+    usage, and what was not evaluated and why (the judge's failure among them)."""
+    entry: dict[str, Any] = {}
+    if report.run.judge_usage is not None:
+        entry["judge"] = {"metrics": [metric.to_dict() for metric in report.judged],
+                          "usage": report.run.judge_usage}
+    if report.run.not_evaluated:
+        entry["not_evaluated"] = dict(report.run.not_evaluated)
+    return entry
 
 
 def _semantics_entry(options: Mapping[str, Any]) -> dict[str, Any]:
