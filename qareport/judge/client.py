@@ -360,9 +360,9 @@ class JudgeClient:
             response = call()
         except openai.APIStatusError as error:
             ledger.retries += self._retries.retries
+            ledger.failed_calls += 1
             if error.status_code in (401, 403, 404):
                 raise self._abort(self._fatal_status_message(error))
-            ledger.failed_calls += 1
             raise self._call_failed(f"judge call failed{self._attempts()}: {self._describe(error)}"
                                     f"{self._too_long_note(error)}") from None
         except openai.APIConnectionError as error:
