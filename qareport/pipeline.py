@@ -22,6 +22,7 @@ from qareport.parse_cache import ParseCache, default_folder
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.gates import GateVerdict, Threshold, check_gates
+from qareport.judged_metrics import count_judged_metrics
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
@@ -220,7 +221,9 @@ def _run(
         not_evaluated[LLM_METRICS] = skipped_reason
         notices.append(f"LLM metrics skipped: {skipped_reason}")
     if judge_failure:
-        not_evaluated[f"{LLM_METRICS}: {not_judged} judgment(s)"] = f"{JUDGE_FAILED_WORDS}: {judge_failure}"
+        lost = [metric.label for metric in count_judged_metrics(evaluation.results) if metric.not_judged]
+        what = ", ".join(lost) if lost else LLM_METRICS
+        not_evaluated[f"{what} ({not_judged} judgment(s) not obtained)"] = f"{JUDGE_FAILED_WORDS}: {judge_failure}"
     run = RunInfo(
         created=run_created_time().isoformat(),
         qareport_version=__version__,

@@ -169,6 +169,7 @@ def test_a_rejected_key_writes_the_report_marks_the_judged_metrics_not_evaluated
     assert stub.calls == 1  # the 401 stopped the judge at once: no case was sent after it
     oslo = overview(tmp_path)["c10bbc8dce98a4b8832d125134a16153"]
     assert "not judged: the judge was stopped" in oslo["judge errors"]
+    assert "answer not judged (the judge failed)" in oslo["reason"]
     assert oslo["answer F1"] is None and oslo["steps score"] is not None  # everything else was computed
 
     summary = sheet(tmp_path, "Summary")
@@ -176,6 +177,8 @@ def test_a_rejected_key_writes_the_report_marks_the_judged_metrics_not_evaluated
     assert why.startswith("the judge failed: the judge at")  # the Summary runs the reason on over a few rows
     statistics = sheet(tmp_path, "Statistics")
     start = next(i for i, row in enumerate(statistics) if row[0] == "Metrics not evaluated")
+    assert statistics[start + 2][0].startswith("answer F1, answer relevance, ")  # the metrics it covers
+    assert "judgment(s) not obtained" in statistics[start + 2][0]
     assert statistics[start + 2][1].startswith("the judge failed: the judge at ")
     assert "rejected the API key" in statistics[start + 2][1]
     document = json.loads((tmp_path / "results.json").read_text())
