@@ -41,7 +41,9 @@ class MetricUsage:
 class JudgeUsage:
     """What a `judge_results` run used.
 
-    `calls`: requests the API answered (each is billed); `cached_calls`: requests answered from the
+    `cases`: the result dicts (questions, conversation turns) the judge had work for, whatever
+    became of it; how many test cases were judged, failed or not judged is `qareport.judged_metrics`'s
+    to say, once. `calls`: requests the API answered (each is billed); `cached_calls`: requests answered from the
     cache (free); `failed_calls`: requests that failed after all retries; `retries`: extra attempts
     the openai client made. `cost_usd` is None when some call used a model without a known price
     (`unpriced_models`).
@@ -77,7 +79,7 @@ class JudgeUsage:
         return {
             "model": self.model,
             "embedding_model": self.embedding_model,
-            "cases": self.cases,
+            "results_judged": self.cases,  # result dicts with work for the judge; cases: judged_metrics
             "calls": self.calls,
             "cached_calls": self.cached_calls,
             "failed_calls": self.failed_calls,
