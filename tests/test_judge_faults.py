@@ -283,3 +283,15 @@ def test_quiet_prints_no_judge_usage_line(stub, tmp_path, capsys):
     captured = capsys.readouterr()
     assert "API calls" not in captured.err
     assert judge_line(captured.out)  # the result lines stay
+
+
+def test_a_rejected_key_sends_no_more_than_the_calls_already_in_flight(stub, tmp_path):
+    stub.api_key = "the-right-key"
+    stub.latency = 0.05  # the first calls overlap, as they do against a real server
+    results = [qa(f"question {n}?") for n in range(60)]
+    settings = JudgeSettings(base_url=stub.url, api_key=KEY, use_cache=False, concurrency=8,
+                             cache_path=str(tmp_path / "unused.sqlite3"))
+    with Judge(settings) as judge:
+        run = judge.judge_results(results)
+    assert stub.calls <= 8  # 60 cases: only the calls already sent when the 401 came
+    assert run.not_judged == 60 and "rejected the API key" in run.failure  # answer relevance of each
