@@ -270,8 +270,8 @@ def _judge_entry(report: Report) -> dict[str, Any]:
     usage, and what was not evaluated and why (the judge's failure among them)."""
     entry: dict[str, Any] = {}
     if report.run.judge_usage is not None:
-        entry["judge"] = {"metrics": [metric.to_dict() for metric in report.judged],
-                          "usage": report.run.judge_usage}
+        usage = {key: value for key, value in report.run.judge_usage.items() if key != "elapsed_sec"}  # reproducible
+        entry["judge"] = {"metrics": [metric.to_dict() for metric in report.judged], "usage": usage}
     if report.run.not_evaluated:
         entry["not_evaluated"] = dict(report.run.not_evaluated)
     return entry
