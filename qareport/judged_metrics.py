@@ -152,7 +152,8 @@ def _judge_touched(spec: JudgedMetricSpec, result: CaseResult) -> bool:
     if spec.mark is None:
         return True
     for qa in _qa_of(result):
-        containers = [step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)] if spec.on_steps else [qa]
+        steps = [step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)]
+        containers = steps if spec.on_steps else [qa]
         if any(spec.mark in container for container in containers):
             return True
     return False
