@@ -10,7 +10,9 @@ existing output that were judged without error are kept (matched by question, re
 answer), only the others are judged. The finished file lists the rows in input order.
 
 Exit status: 0 when every row was judged, 1 when some rows ended in error (run again to retry
-them), 2 when nothing could be done (missing file or column, no judge configured).
+them), 2 when nothing could be done (missing file or column, no judge configured), 4 when the judge
+failed (a rejected key, a server that cannot be reached, calls failing after their retries): the
+rows it could not judge say "not judged: ..." in `Error` and are asked again on the next run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport.errors import QAReportError, UsageError
+from qareport.exit_status import JUDGE_FAILED
 from qareport.files import atomic_path
 
 if TYPE_CHECKING:
@@ -277,6 +280,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
     # Start from a clean file holding the rows already judged, then append as rows are judged.
     write_output(args.out_file, header, [done[i] for i in sorted(done)])
     errors = 0
+    judge_failure: str | None = None
     if to_judge:
         assert settings is not None
         cases = [
@@ -298,9 +302,9 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
                 handle.flush()
 
             with Judge(settings, templates_dir=args.templates) as judge:
-                judge.judge_results(  # the rows are written as they are judged (on_result)
+                judge_failure = judge.judge_results(  # the rows are written as they are judged (on_result)
                     cases, progress=None if args.quiet else stderr,
-                    metrics=("answer_correctness",), on_result=write)
+                    metrics=("answer_correctness",), on_result=write).failure
     write_output(args.out_file, header, [done[i] for i in range(len(rows)) if i in done])
     if not args.quiet:
         judged = len(rows) - reused
@@ -308,6 +312,9 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
         if errors:
             message += f", {errors} with an error (run again to retry them)"
         stderr.write(message + "\n")
+    if judge_failure:  # the rows it could not judge say "not judged: ..." and are asked again next time
+        stderr.write(f"{PROG}: JUDGE FAILED: {judge_failure}\n")
+        return JUDGE_FAILED
     return 1 if errors else 0
 
 

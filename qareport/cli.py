@@ -15,6 +15,7 @@ from typing import Any
 from qareport import __version__
 from qareport.console import visible
 from qareport.errors import QAReportError, StrictModeError
+from qareport.exit_status import JUDGE_FAILED
 
 
 class _Parser(argparse.ArgumentParser):
@@ -247,7 +248,14 @@ def command_run(args: argparse.Namespace) -> int:
         thresholds=tuple(parse_threshold(text) for text in args.fail_under),
         testcase_cache=False if args.no_cache else None,
     )
-    outcome = run_pipeline(options, on_problems=_print_problems, progress=sys.stderr, verbose=args.verbose)
+    outcome = run_pipeline(options, on_problems=_print_problems, progress=None if args.quiet else sys.stderr,
+                           verbose=args.verbose)
+    if not args.quiet:
+        for notice in outcome.notices:
+            print(f"qareport: {visible(notice)}", file=sys.stderr)
+    if outcome.judge_failure:
+        print(f"qareport: JUDGE FAILED: {visible(outcome.judge_failure)}; the judgments not obtained are marked "
+              f"not evaluated in {visible(options.output)} (exit status {JUDGE_FAILED})", file=sys.stderr)
     print(visible(outcome.summary_line))
     if outcome.comparison_line:
         print(visible(outcome.comparison_line))

@@ -26,6 +26,8 @@ Rules, in the words an analyst would use:
 
 from __future__ import annotations
 
+import math
+
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -50,7 +52,8 @@ def metric_label(metric: str | None) -> str:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A score that can be averaged and binned: a finite number (not a boolean), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 

@@ -137,7 +137,7 @@ def build_digest(
         regressed_total=len(regressed),
         improved_total=len(improved),
         weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows)) is not None),
-        judged=tuple(metric for metric in judged if metric.judged or metric.failed),
+        judged=tuple(metric for metric in judged if metric.judged or metric.not_scored),
         not_evaluated=tuple((family, stakeholder_words(why)) for family, why in sorted(run.not_evaluated.items())),
         judge_model=run.judge_model or usage.get("model"),
         judge_cost=float(cost) if isinstance(cost, (int, float)) else None,
@@ -174,6 +174,8 @@ def stakeholder_words(why: str) -> str:
     """Why metrics were not evaluated, for a reader who does not run the tool: no settings to
     change, no variables to set."""
     lowered = why.lower()
+    if lowered.startswith("the judge failed"):
+        return "the LLM judge failed during this run (the API refused or could not be reached)"
     if "--no-llm" in lowered or "turned off" in lowered:
         return "the LLM judge was turned off for this run"
     if "judge" in lowered or "api key" in lowered or "openai" in lowered:

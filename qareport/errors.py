@@ -14,6 +14,7 @@
     ├── JudgeError                the LLM judge cannot be set up (bad options, no such model)
     ├── JudgeOutputError          the judge replied, but not with what was asked for
     ├── MetricFailed              one metric of one case could not be computed (kept as its error)
+    │   └── JudgeCallFailed       ... because the API failed (after the SDK's retries): not judged
     ├── JudgeAborted              the judge stops every worker: a fatal problem was found
     ├── EmailError                the email cannot be built or sent
     └── BaselineError             a --baseline / --history file is not a qareport run
@@ -107,6 +108,17 @@ class JudgeOutputError(QAReportError):
 
 class MetricFailed(QAReportError):
     """A metric of one case could not be computed; the message goes into its error key."""
+
+
+class JudgeCallFailed(MetricFailed):
+    """A judge call failed after the SDK's retries (an HTTP error, a timeout, a lost connection):
+    the judgment could not be obtained, which is not the same as a reply that could not be used.
+    Its metric's error text starts with NOT_JUDGED."""
+
+
+NOT_JUDGED = "not judged: "
+"""How the error text of a metric starts when the judgment could not be obtained (the API failed,
+or the judge was stopped), as opposed to a reply the judge gave that could not be used."""
 
 
 class JudgeAborted(QAReportError):

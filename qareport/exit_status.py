@@ -5,8 +5,10 @@
                         an incomplete run)
     2  USAGE_ERROR      wrong usage or an input error (--strict): found before any work, nothing written
     3  INTERNAL_ERROR   a bug in qareport: the report was written where it could be
-    4  JUDGE_FAILED     the report was written, but judgments failed (the API refused or could not be
-                        reached): the judged metrics they cover are marked not evaluated
+    4  JUDGE_FAILED     the report was written, but judgments could not be obtained (the API refused,
+                        could not be reached, or failed after the SDK's retries): the judged metrics
+                        they cover are marked not judged / not evaluated. Replies that came but could
+                        not be used are per-case failures, not this. A failed gate's 1 comes first.
   130  INTERRUPTED      SIGINT: what was half written is removed
   143  TERMINATED       SIGTERM: the same clean-up as SIGINT
 """

@@ -1,24 +1,38 @@
-"""How far the LLM judge got, per judged metric: cases judged, failed and not applicable.
+"""How far the LLM judge got, per judged metric: one definition, computed once, read everywhere.
 
 A judge that fails must never flatter a report. When answer relevance fails for most cases, its
 mean over the few that were judged says little, and a mean that simply disappears says nothing:
-so every judged metric keeps its counts beside its mean, everywhere the mean is shown, and a metric
-that failed for most of the cases it applied to is flagged.
+so every judged metric keeps its counts beside its mean, everywhere the mean is shown (the
+Summary's headline row and its judge line, the Statistics sheet, the console's judge line, the
+results file), and a metric that failed for most of the cases it applied to is flagged.
 
-Per case (a Q&A question, or a conversation turn with an answer), a metric is
+The unit is the test case, as for every headline figure: a case's value is the mean over its
+turns (and the retrieval steps of a turn) that have one. Among the evaluated cases (status
+success; the others are counted as errors, missing or invalid), a metric is, for each case,
 
-- *judged* when it has a value,
-- *failed* when it has the metric's error key (the judge was asked and no usable answer came),
+- *judged* when the case has a value (a finite number): the mean is over these cases, and the
+  headline's `cases` is this count;
+- *failed* when it has none and a judgment of it got a reply that could not be used (not the
+  asked-for JSON, contradicting counts, a bad embeddings reply, a number that is not finite) or
+  had nothing usable to judge (an empty question, a retrieval output that cannot be read);
+- *not judged* when it has none and a judgment of it could not be obtained: the API failed after
+  the SDK's retries, or the judge was stopped (a rejected key, an unknown model, a server that
+  cannot be reached). Its error text starts with `errors.NOT_JUDGED`. Any such judgment makes
+  the run's exit status JUDGE_FAILED;
 - *not applicable* otherwise (no answer to judge, no reference, no retrieval step).
+
+Failed and not judged cases are among the headline's "not scored" cases.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+from qareport.errors import NOT_JUDGED
 from qareport.records import CaseResult
 
 
@@ -59,67 +73,108 @@ class JudgedMetric:
     judged: int
     failed: int
     not_applicable: int
+    not_judged: int = 0
+
+    @property
+    def not_scored(self) -> int:
+        """Cases the metric applied to that have no value: failed and not judged."""
+        return self.failed + self.not_judged
 
     @property
     def mostly_failed(self) -> bool:
-        attempted = self.judged + self.failed
-        return attempted > 0 and self.failed / attempted > MOSTLY_FAILED
+        attempted = self.judged + self.not_scored
+        return attempted > 0 and self.not_scored / attempted > MOSTLY_FAILED
 
     def describe(self) -> str:
-        """"answer relevance: 0 judged, 40 failed (FAILED FOR MOST CASES)"."""
+        """"answer relevance: 0 judged, 40 failed, 3 not judged (FAILED FOR MOST CASES)"."""
         text = f"{self.label}: {self.judged} judged, {self.failed} failed"
+        if self.not_judged:
+            text += f", {self.not_judged} not judged"
         if self.not_applicable:
             text += f", {self.not_applicable} not applicable"
         return text + (" (FAILED FOR MOST CASES)" if self.mostly_failed else "")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "mean": self.mean, "judged": self.judged,
+                "failed": self.failed, "not_judged": self.not_judged, "not_applicable": self.not_applicable}
+
+
+JUDGED, FAILED, NOT_JUDGED_VERDICT, NOT_APPLICABLE = "judged", "failed", "not judged", "not applicable"
+
 
 def count_judged_metrics(results: Sequence[CaseResult]) -> tuple[JudgedMetric, ...]:
-    """Every judged metric with its counts over the cases that have a Q&A result."""
+    """Every judged metric with its counts over the evaluated cases."""
     counted = []
     for spec in JUDGED_METRICS:
         values: list[float] = []
-        failed = not_applicable = 0
-        for qa in _qa_results(results):
-            verdict, value = _verdict(spec, qa)
-            if verdict == "judged" and value is not None:
+        counts = dict.fromkeys((FAILED, NOT_JUDGED_VERDICT, NOT_APPLICABLE), 0)
+        seen = False
+        for result in results:
+            if result.status != "success":
+                continue
+            verdict, value = case_verdict(spec, result)
+            seen = seen or _judge_touched(spec, result)
+            if verdict == JUDGED and value is not None:
                 values.append(value)
-            elif verdict == "failed":
-                failed += 1
             else:
-                not_applicable += 1
-        if spec.mark is not None and not values and not failed:
+                counts[verdict] += 1
+        if spec.mark is not None and not seen:
             continue  # the judge never computed it (5.x rules: no LLM context metrics)
-        counted.append(JudgedMetric(spec.key, spec.label, fmean(values) if values else None,
-                                    len(values), failed, not_applicable))
+        counted.append(JudgedMetric(spec.key, spec.label, fmean(values) if values else None, len(values),
+                                    counts[FAILED], counts[NOT_APPLICABLE], counts[NOT_JUDGED_VERDICT]))
     return tuple(counted)
 
 
-def _qa_results(results: Sequence[CaseResult]) -> Iterator[Mapping[str, Any]]:
-    for result in results:
-        for turn in result.turns:
-            if turn.qa is not None:
-                yield turn.qa
+def case_verdict(spec: JudgedMetricSpec, result: CaseResult) -> tuple[str, float | None]:
+    """A case's verdict for one judged metric, and its value (the mean over its turns) when judged."""
+    verdicts = [_verdict(spec, qa) for qa in _qa_of(result)]
+    return _combine(verdicts)
+
+
+def _combine(verdicts: Sequence[tuple[str, float | None]]) -> tuple[str, float | None]:
+    values = [value for verdict, value in verdicts if verdict == JUDGED and value is not None]
+    if values:
+        return JUDGED, fmean(values)
+    for verdict in (FAILED, NOT_JUDGED_VERDICT):
+        if any(found == verdict for found, _ in verdicts):
+            return verdict, None
+    return NOT_APPLICABLE, None
+
+
+def _qa_of(result: CaseResult) -> Iterator[Mapping[str, Any]]:
+    for turn in result.turns:
+        if turn.qa is not None:
+            yield turn.qa
+
+
+def _judge_touched(spec: JudgedMetricSpec, result: CaseResult) -> bool:
+    """Whether the judge wrote the metric's mark anywhere in the case (see JudgedMetricSpec.mark)."""
+    if spec.mark is None:
+        return True
+    for qa in _qa_of(result):
+        steps = [step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)]
+        containers = steps if spec.on_steps else [qa]
+        if any(spec.mark in container for container in containers):
+            return True
+    return False
 
 
 def _verdict(spec: JudgedMetricSpec, qa: Mapping[str, Any]) -> tuple[str, float | None]:
     if not spec.on_steps:
         return _one(qa, spec)
     steps = [step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)]
-    verdicts = [_one(step, spec) for step in steps]
-    judged = [value for verdict, value in verdicts if verdict == "judged" and value is not None]
-    if judged:
-        return "judged", fmean(judged)
-    if any(verdict == "failed" for verdict, _ in verdicts):
-        return "failed", None
-    return "not applicable", None
+    return _combine([_one(step, spec) for step in steps])
 
 
 def _one(container: Mapping[str, Any], spec: JudgedMetricSpec) -> tuple[str, float | None]:
     if spec.mark is not None and spec.mark not in container:
-        return "not applicable", None
+        return NOT_APPLICABLE, None
     value = container.get(spec.key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "judged", float(value)
-    if container.get(spec.error_key):
-        return "failed", None
-    return "not applicable", None
+        if math.isfinite(value):
+            return JUDGED, float(value)
+        return FAILED, None  # a number that is not finite is never a score
+    error = container.get(spec.error_key)
+    if error:
+        return (NOT_JUDGED_VERDICT if str(error).startswith(NOT_JUDGED) else FAILED), None
+    return NOT_APPLICABLE, None

@@ -16,11 +16,13 @@ from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
+from qareport.exit_status import GATE_FAILED, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.gates import GateVerdict, Threshold, check_gates
+from qareport.judged_metrics import count_judged_metrics
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 LLM_METRICS = "answer correctness, answer relevance, retrieval answer metrics"
 """The metrics only an LLM judges (retrieval context metrics compare strings and always run)."""
+JUDGE_FAILED_WORDS = "the judge failed"
+"""How a judge failure starts wherever it is told (Summary, Statistics, console)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +69,16 @@ class RunOutcome:
     comparison_line: str | None = None  # the deltas against the baseline, or the incomplete-run warning
     judge_line: str | None = None  # how far the judge got, per judged metric
     verdicts: tuple[GateVerdict, ...] = ()
+    judge_failure: str | None = None  # why judgments could not be obtained (`JudgeRun.failure`)
+    notices: tuple[str, ...] = ()  # routine notes for the console ("LLM metrics skipped: ..."), not problems
 
     @property
     def exit_status(self) -> int:
-        """0, or 1 when a gate failed (an incomplete run fails one of its own)."""
-        return 1 if any(not verdict.passed for verdict in self.verdicts) else 0
+        """GATE_FAILED when a gate failed (an incomplete run fails one of its own), else JUDGE_FAILED
+        when judgments could not be obtained, else REPORT_WRITTEN."""
+        if any(not verdict.passed for verdict in self.verdicts):
+            return GATE_FAILED
+        return JUDGE_FAILED if self.judge_failure else REPORT_WRITTEN
 
 
 def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> None:
@@ -173,12 +182,14 @@ def _run(
     skipped_reason = settings.judge_off_reason
 
     usage = None
+    judge_failure: str | None = None
+    not_judged = 0
     judge_callable = None
     if judge is not None:
         def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            nonlocal usage
+            nonlocal usage, judge_failure, not_judged
             judged = judge.judge_results(results, progress=progress)
-            usage = judged.usage
+            usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
             return judged.results
     try:
         stages.start(f"evaluating {len(suite.cases):,} test cases")
@@ -205,9 +216,14 @@ def _run(
             on_problems((warning,))
             baseline_warnings = (rules,)  # what the Summary and the email say beside the comparison
     not_evaluated = {}
+    notices: list[str] = []
     if skipped_reason and _has_answers(evaluation.results):
         not_evaluated[LLM_METRICS] = skipped_reason
-        print(f"qareport: LLM metrics skipped: {skipped_reason}", file=sys.stderr)
+        notices.append(f"LLM metrics skipped: {skipped_reason}")
+    if judge_failure:
+        lost = [metric.label for metric in count_judged_metrics(evaluation.results) if metric.not_judged]
+        what = ", ".join(lost) if lost else LLM_METRICS
+        not_evaluated[f"{what} ({not_judged} judgment(s) not obtained)"] = f"{JUDGE_FAILED_WORDS}: {judge_failure}"
     run = RunInfo(
         created=run_created_time().isoformat(),
         qareport_version=__version__,
@@ -245,7 +261,7 @@ def _run(
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
-                      _judge_line(report), verdicts)
+                      _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices))
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:
@@ -260,8 +276,9 @@ def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:
 
 
 def _judge_line(report: Report) -> str | None:
-    """"judge: answer F1: 20 judged, 20 failed; answer relevance: 0 judged, 40 failed (FAILED ...)"."""
-    shown = [metric.describe() for metric in report.judged if metric.judged or metric.failed]
+    """"judge: answer F1: 20 judged, 20 failed; answer relevance: 0 judged, 0 failed, 40 not judged (FAILED ...)":
+    the same figures as the Summary's judge line and the Statistics sheet (`report.judged`)."""
+    shown = [metric.describe() for metric in report.judged if metric.judged or metric.not_scored]
     return "judge: " + "; ".join(shown) if shown else None
 
 

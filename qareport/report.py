@@ -151,9 +151,10 @@ def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
 
 
 def with_judge_failures(headline: Sequence[Headline], judged: Sequence[JudgedMetric]) -> tuple[Headline, ...]:
-    """The headline metrics with the judge's failures counted among their errors; a judged metric
-    that failed for every case keeps its row (no mean, its failures beside it) instead of vanishing."""
-    failures = {metric.key: metric.failed for metric in judged if metric.failed}
+    """The headline metrics with the judge's failed and not judged cases counted among their errors
+    (not scored); a judged metric that failed for every case keeps its row (no mean, its failures
+    beside it) instead of vanishing."""
+    failures = {metric.key: metric.not_scored for metric in judged if metric.not_scored}
     if not failures:
         return tuple(headline)
     by_metric = {item.metric: item for item in headline}

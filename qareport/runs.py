@@ -189,7 +189,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     ]
     for metric in report.judged:
         pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
-                  for field in ("label", "mean", "judged", "failed", "not_applicable")]
+                  for field in ("label", "mean", "judged", "failed", "not_judged", "not_applicable")]
     pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
     for index, given in enumerate(run.inputs, start=1):
         pairs += [
@@ -261,6 +261,7 @@ def results_document(report: Report) -> dict[str, Any]:
             "per_dimension": [asdict(d) for d in statistics.per_dimension],
         },
         "cases": list(report.rows),
+        **_judge_entry(report),
     }
 
 
@@ -273,6 +274,18 @@ def question_records(results: Sequence[Mapping[str, Any]], semantics: Any) -> li
 
         return [ordered_as_6(result) for result in results]
     return [dict(result) for result in results]
+
+
+def _judge_entry(report: Report) -> dict[str, Any]:
+    """How far the judge got: the same per-metric counts the Summary and Statistics show, its
+    usage, and what was not evaluated and why (the judge's failure among them)."""
+    entry: dict[str, Any] = {}
+    if report.run.judge_usage is not None:
+        usage = {key: value for key, value in report.run.judge_usage.items() if key != "elapsed_sec"}  # reproducible
+        entry["judge"] = {"metrics": [metric.to_dict() for metric in report.judged], "usage": usage}
+    if report.run.not_evaluated:
+        entry["not_evaluated"] = dict(report.run.not_evaluated)
+    return entry
 
 
 def _semantics_entry(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -347,10 +347,13 @@ def resolve_judge_settings(
     what = "answer correctness, answer relevance and the retrieval-answer metrics are not evaluated"
     error = JudgeSettingsError
 
+    # a judge that is off (turned off, or no key) still has every setting checked, so that a wrong
+    # value in the configuration file is found on the first run, not on the first run with a key
+    off: str | None = None
     enabled = src.find("enabled")
     if src.options.get("no_llm") or (enabled is not None and enabled.value is False) \
             or src.options.get("llm") is False:
-        return None, f"The LLM judge is turned off, so {what}."
+        off = f"The LLM judge is turned off, so {what}."
 
     base = src.find("base_url")
     azure = src.find("azure_endpoint")
@@ -375,7 +378,7 @@ def resolve_judge_settings(
             variable = _text(key_env.value, key_env.where, error=error)
             api_key = environ.get(variable) or None
             if api_key is None and not base_url:
-                return None, (
+                off = off or (
                     f"No API key for the LLM judge: {key_env.where} names {variable}, which is not set, "
                     f"so {what}."
                 )
@@ -386,12 +389,12 @@ def resolve_judge_settings(
     if api_key is not None and (not isinstance(api_key, str) or not api_key.strip()):
         api_key = None
     if azure_endpoint and api_key is None:
-        return None, (
+        off = off or (
             f"No API key for the Azure OpenAI judge at {public_url(azure_endpoint)}: set "
             f"AZURE_OPENAI_API_KEY, so {what}."
         )
     if api_key is None and not base_url:
-        return None, (
+        off = off or (
             f"No LLM judge configured (set OPENAI_API_KEY, or a base URL for a local server), so {what}."
         )
     if api_key is None:
@@ -429,10 +432,11 @@ def resolve_judge_settings(
             raise error(f"{where} must be true or false (got {use_cache!r})")
     cache_path, where = src.get("cache_path", None)
     if cache_path is None:
-        cache_path = default_cache_path(environ)
+        # a judge that is off needs no cache: its home is not looked up (there may be none)
+        cache_path = default_cache_path(environ) if off is None else ""
     else:
         cache_path = _text(str(cache_path), where, error=error)
-        if cache_path.startswith("~"):
+        if cache_path.startswith("~") and off is None:
             home = environ.get("HOME") or str(Path.home())
             cache_path = home + cache_path[1:]
 
@@ -445,6 +449,8 @@ def resolve_judge_settings(
             place = f" in {config_file.path}" if config_file.path and source is section.get("prices") else ""
             raise error(f"{problem}{place}") from None
 
+    if off is not None:
+        return None, off
     return (
         JudgeSettings(
             model=model,

@@ -24,7 +24,13 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   compute the expected similarities.
 - faults for the next requests, in order: `Fault(status=429, headers={"Retry-After": "0.1"})`,
   `Fault(status=500)`, `Fault(sleep=1.0)` (answer late, past a client timeout), `Fault(content="not
-  json")` (a 200 reply whose content is garbage), `Fault(content=json.dumps({...}))`.
+  json")` (a 200 reply whose content is garbage), `Fault(content=json.dumps({...}))`,
+  `Fault(data=nan_component)` (a 200 embeddings reply whose `data` items a function rewrites: see
+  `nan_component`, `infinite_component`, `zero_vectors`, `string_indexes`, `reversed_indexes`,
+  `duplicate_indexes`, `one_vector_less`). NaN and Infinity go out as the bare JSON words `NaN`
+  and `Infinity`, as a faulty server writes them (Python's and the SDK's JSON reader accept them).
+- `server.always(fault)`: a fault for every request of its kind that no scripted fault claims
+  (an endpoint that is down or wrong for good); `server.always(None, path=...)` ends it.
 - `latency` seconds before every reply; `requests` records every request (path, JSON body,
   headers); `max_in_flight` is the largest number of requests handled at once.
 - `usage`: (prompt_tokens, completion_tokens) reported for every chat reply, or None to count words;
@@ -216,6 +222,7 @@ class Fault:
     status: answer with this HTTP error status; headers: extra response headers;
     sleep: wait this long first (then answer normally, unless status or content is set);
     content: answer 200 with this message content (chat only).
+    data: rewrite the `data` items of a 200 embeddings reply (embeddings only).
     `path`: "chat", "embeddings" or None for either.
     """
 
@@ -223,8 +230,51 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     sleep: float = 0.0
     content: str | None = None
+    data: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     path: str | None = None
     message: str = "stub fault"
+
+
+# --- embeddings replies that a faulty server sends (for Fault(data=...)) -------------------------
+
+
+def nan_component(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first vector's first component is NaN."""
+    return [{**item, "embedding": [float("nan"), *item["embedding"][1:]]} if n == 0 else item
+            for n, item in enumerate(data)]
+
+
+def infinite_component(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last vector's last component is Infinity."""
+    last = len(data) - 1
+    return [{**item, "embedding": [*item["embedding"][:-1], float("inf")]} if n == last else item
+            for n, item in enumerate(data)]
+
+
+def zero_vectors(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every vector all zeros (no direction: every cosine would be 0)."""
+    return [{**item, "embedding": [0.0] * len(item["embedding"])} for item in data]
+
+
+def string_indexes(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each index sent as text ("0", "1", ..., "10"): sorted as text, "10" comes before "2"."""
+    return [{**item, "index": str(item["index"])} for item in data]
+
+
+def reversed_indexes(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The vectors in input order, labelled with the indexes of the reverse order."""
+    last = len(data) - 1
+    return [{**item, "index": last - item["index"]} for item in data]
+
+
+def duplicate_indexes(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every vector labelled index 0."""
+    return [{**item, "index": 0} for item in data]
+
+
+def one_vector_less(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last vector left out."""
+    return data[:-1]
 
 
 @dataclass
@@ -253,6 +303,7 @@ class StubOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: deque[Fault] = deque()
+        self._always: dict[str, Fault] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -279,10 +330,22 @@ class StubOpenAI:
         with self._lock:
             self._faults.extend(faults)
 
+    def always(self, fault: Fault | None, *, path: str | None = None) -> None:
+        """Apply `fault` to every request of its kind (`fault.path`, else `path`; None: both kinds)
+        that no scripted fault claims, until `always(None, path=...)`."""
+        kind = fault.path if fault is not None and fault.path else path
+        with self._lock:
+            for name in ([kind] if kind else ["chat", "embeddings"]):
+                if fault is None:
+                    self._always.pop(name, None)
+                else:
+                    self._always[name] = fault
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
             self._faults.clear()
+            self._always.clear()
             self.max_in_flight = 0
 
     @property
@@ -333,7 +396,7 @@ class StubOpenAI:
                 if fault.path in (None, kind):
                     del self._faults[index]
                     return fault
-        return None
+            return self._always.get(kind)
 
     def _enter(self, record: RecordedRequest) -> None:
         with self._lock:
@@ -440,7 +503,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(fault.status, fault.message, fault.headers)
             return fault.status
         if kind == "embeddings":
-            self._send(200, self._embeddings(stub, body))
+            payload = self._embeddings(stub, body)
+            if fault is not None and fault.data is not None:
+                payload["data"] = fault.data(payload["data"])
+            self._send(200, payload)
             return 200
         if fault is not None and fault.content is not None:
             content = fault.content

@@ -170,3 +170,14 @@ def test_options_reach_the_requests(server, tmp_path):
     assert body["model"] == "gpt-4.1-mini"
     assert body["response_format"] == {"type": "json_object"}
     assert (tmp_path / "c.sqlite3").exists()
+
+
+def test_a_rejected_key_writes_every_row_as_not_judged_and_exits_4(server, tmp_path, capsys):
+    server.api_key = "the-right-key"
+    source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
+    write_tsv(source, HEADER, ROWS[:2])
+    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache"]) == 4  # JUDGE_FAILED
+    rows = read_tsv(target)
+    assert all(r["Error"].startswith("not judged: the judge was stopped: ") for r in rows)
+    err = capsys.readouterr().err
+    assert "JUDGE FAILED" in err and "rejected the API key" in err and KEY not in err

@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import os
+import re
 import socket
 import time
 
@@ -280,7 +281,7 @@ def test_max_retries_is_the_sdk_s_retry_budget(server, tmp_path):
     result = qa()
     usage = judge(settings_for(server, tmp_path, metrics=("answer_correctness",), max_retries=0), [result])
     assert [r.status for r in server.requests] == [503]
-    assert result["answer_eval_error"].startswith("judge call failed: HTTP 503")
+    assert result["answer_eval_error"].startswith("not judged: judge call failed: HTTP 503")
     assert (usage.retries, usage.failed_calls) == (0, 1)
     assert server.requests[0].headers.get("x-stainless-retry-count") == "0"
 
@@ -456,32 +457,49 @@ def test_price_override(server, tmp_path):
 # --- configuration problems ----------------------------------------------------------------------
 
 
-def test_a_rejected_key_is_a_judge_error_without_the_key(server, tmp_path):
+def judge_run(settings: JudgeSettings, results: list[dict]):
+    """The whole JudgeRun (results written back as `judge` does), for the failure it reports."""
+    with Judge(settings) as j:
+        run = j.judge_results(results)
+    _write_back(results, run.results)
+    return run
+
+
+def test_a_rejected_key_fails_the_judge_without_the_key_and_stops_at_once(server, tmp_path):
     server.api_key = "the-right-key"
-    with pytest.raises(JudgeError) as info:
-        judge(settings_for(server, tmp_path, metrics=("answer_correctness",)), [qa(), qa(question="x")])
-    message = str(info.value)
+    results = [qa(question=f"q{n}") for n in range(20)]
+    run = judge_run(settings_for(server, tmp_path, metrics=("answer_correctness",), concurrency=1), results)
+    message = run.failure
     assert "rejected the API key" in message and "OPENAI_API_KEY" in message
     assert KEY not in message
     assert "***" in message  # the stub echoed it; the judge masked it
+    assert server.calls == 1  # the first 401 stops the judge: no other case is sent
+    assert run.not_judged == 20
+    assert all(r["answer_eval_error"].startswith("not judged: the judge was stopped: the judge at ") for r in results)
+    assert not any(KEY in r["answer_eval_error"] for r in results)
 
 
-def test_an_unknown_model_is_a_judge_error(server, tmp_path):
+def test_an_unknown_model_fails_the_judge(server, tmp_path):
     server.known_models = {"gpt-4o-mini", "text-embedding-3-small"}
-    with pytest.raises(JudgeError, match="does not know this model.*gpt-4o"):
-        judge(settings_for(server, tmp_path, model="gpt-4o"), [qa() for _ in range(5)])
+    results = [qa() for _ in range(5)]
+    run = judge_run(settings_for(server, tmp_path, model="gpt-4o"), results)
+    assert re.search("does not know this model.*gpt-4o", run.failure)
+    assert all("answer_f1" not in r and r["answer_eval_error"].startswith("not judged: ") for r in results)
 
 
-def test_an_unreachable_server_is_a_judge_error(tmp_path):
+def test_an_unreachable_server_fails_the_judge_quickly(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     settings = JudgeSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, use_cache=False,
                              max_retries=1, timeout=2)
     started = time.monotonic()
-    with pytest.raises(JudgeError, match="cannot reach the judge at http://127.0.0.1"):
-        judge(settings, [qa(question=f"q{n}") for n in range(20)])
+    results = [qa(question=f"q{n}") for n in range(20)]
+    run = judge_run(settings, results)
+    assert "cannot reach the judge at http://127.0.0.1" in run.failure
     assert time.monotonic() - started < 10
+    assert run.not_judged == 40  # answer correctness and relevance of each case
+    assert all(r["answer_relevance_error"].startswith("not judged: ") for r in results)
 
 
 def test_azure_requests_go_to_the_deployments(server, tmp_path):
@@ -532,7 +550,8 @@ def test_progress_summary_line_when_not_a_tty(server, tmp_path):
     usage = judge(settings_for(server, tmp_path), [qa(), qa(question="q2")], progress=stream)
     lines = stream.getvalue().splitlines()
     assert lines == [usage.summary()]
-    assert lines[0].startswith("judge gpt-4o-mini: 2 cases, ")
+    # requests only: cases are counted once, by qareport.judged_metrics (the judge line), not here
+    assert lines[0].startswith(f"judge gpt-4o-mini: {usage.calls} API calls (0 cached, 0 calls failed, ")
     assert "\r" not in stream.getvalue()
 
 

@@ -9,6 +9,7 @@ from openpyxl import load_workbook
 from conftest import RESPONSES, TESTCASES
 from openai_stub import Fault, serve_stub
 from qareport.cli import main
+from qareport.exit_status import JUDGE_FAILED
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_a_rerun_after_a_corrective_retry_makes_no_api_call(stub, tmp_path, caps
 
 def test_answer_relevance_that_failed_everywhere_keeps_its_row_with_its_failures(stub, tmp_path, capsys):
     stub.script(*[Fault(status=500, path="embeddings") for _ in range(200)])
-    assert run(tmp_path, "--judge-retries", "0") == 0
+    assert run(tmp_path, "--judge-retries", "0") == JUDGE_FAILED  # judgments not obtained: the judge failed
     out = capsys.readouterr().out
     report = tmp_path / "report.xlsx"
 
@@ -51,13 +52,15 @@ def test_answer_relevance_that_failed_everywhere_keeps_its_row_with_its_failures
 
     statistics = rows(report, "Statistics")
     header = next(i for i, row in enumerate(statistics) if row[0] == "LLM-judged metrics")
+    assert statistics[header + 2][:7] == ("metric", "mean", "judged", "failed", "not judged", "not applicable",
+                                          "note")
     table = {row[0]: row for row in statistics[header + 3: header + 7]}
-    assert table["answer relevance"][2] == 0 and table["answer relevance"][3] >= 20
-    assert table["answer relevance"][5].startswith("FAILED FOR MOST CASES")
-    assert table["answer F1"][2] > 0 and table["answer F1"][3] == 0  # correctness was not hurt
+    assert table["answer relevance"][2] == 0 and table["answer relevance"][4] >= 20  # API errors: not judged
+    assert table["answer relevance"][6].startswith("FAILED FOR MOST CASES")
+    assert table["answer F1"][2] > 0 and table["answer F1"][3:5] == (0, 0)  # correctness was not hurt
 
     judge_line = next(line for line in out.splitlines() if line.startswith("judge: "))
-    assert "answer relevance: 0 judged" in judge_line and "(FAILED FOR MOST CASES)" in judge_line
+    assert "answer relevance: 0 judged, 0 failed" in judge_line and "(FAILED FOR MOST CASES)" in judge_line
 
 
 def test_garbage_replies_for_half_the_cases_are_counted_as_failures_not_dropped(stub, tmp_path, capsys):
@@ -79,7 +82,7 @@ def test_one_bad_embeddings_reply_costs_no_case_its_relevance(stub, tmp_path, ca
     assert run(tmp_path, "--judge-retries", "0") == 0
     out = capsys.readouterr().out
     judge_line = next(line for line in out.splitlines() if line.startswith("judge: "))
-    assert "answer relevance: 27 judged, 0 failed" in judge_line
+    assert "answer relevance: 26 judged, 0 failed;" in judge_line  # every evaluated case
     assert stub.embedding_calls >= 2  # the batch was asked again, in parts
 
 
@@ -88,7 +91,7 @@ def test_judgments_that_failed_are_tried_again_on_the_next_run_and_the_console_s
     assert run(tmp_path, "-q") == 0
     capsys.readouterr()
     calls = stub.chat_calls
-    assert run(tmp_path, "-q") == 0
+    assert run(tmp_path) == 0  # the judge's usage line is a routine notice: not printed with -q
     err = capsys.readouterr().err
     assert 0 < stub.chat_calls - calls <= 4  # only the failed ones were asked again
     assert "judgment(s) that failed in an earlier run tried again" in err

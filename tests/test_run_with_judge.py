@@ -85,7 +85,8 @@ def test_the_api_key_is_in_no_output(stub, tmp_path):
 
 
 def test_without_a_key_the_llm_metrics_are_skipped_and_the_report_says_why(tmp_path, capsys):
-    code, out, _ = run(tmp_path)
+    out = tmp_path / "report.xlsx"
+    code = main(["run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(out)])  # not --quiet: the notice is shown
     assert code == 0
     assert "LLM metrics skipped" in capsys.readouterr().err
     stats = [r for r in load_workbook(out)["Statistics"].iter_rows(values_only=True)]

@@ -149,7 +149,7 @@ def test_the_judge_and_its_cost_appear_when_the_judge_ran(tmp_path):
     write_workbook(build_report(results, (), run), tmp_path / "report.xlsx")
     info = key_values(load_workbook(tmp_path / "report.xlsx")["Summary"])
     assert info["judge"] == ["gpt-4o-mini, embeddings text-embedding-3-small"]
-    assert info["judge cost"] == ["$0.0123 (120 calls, 30 cached, 0 failed)"]
+    assert info["judge cost"] == ["$0.0123 (120 calls, 30 cached, 0 calls failed)"]  # calls, never cases
 
 
 def test_text_from_test_cases_stays_text_in_the_summary(tmp_path):

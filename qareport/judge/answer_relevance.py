@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport.judge.checks import check_generated_questions
+from qareport.judge.checks import check_generated_questions, vector_problem
 from qareport.errors import MetricFailed
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
@@ -86,19 +86,17 @@ def ask_questions(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, ques
 
 
 def relevance_keys(generated: GeneratedQuestions, vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """The keys of a case whose embeddings are known (the real question's vector first)."""
+    """The keys of a case whose embeddings are known (the real question's vector first); raises
+    MetricFailed when the score is not a finite number (it never counts as judged)."""
+    score = relevance_score(vectors[0], vectors[1:], [flag for _, flag in generated.questions])
+    if not math.isfinite(score):
+        raise MetricFailed(f"the relevance computed from the embeddings is not a finite number ({score!r})")
     return {
-        METRIC: relevance_score(vectors[0], vectors[1:], [flag for _, flag in generated.questions]),
+        METRIC: score,
         "answer_relevance_questions": [
             {"question": q, "noncommittal": flag} for q, flag in generated.questions
         ],
     }
-
-
-def float32(values: Sequence[float]) -> list[float]:
-    """Embeddings rounded to float32, as the API computes them, so a cached vector and a fresh one
-    give the same score."""
-    return list(array("f", values))
 
 
 def encode_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
@@ -107,7 +105,8 @@ def encode_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
 
 
 def decode_vectors(value: Any, count: int) -> list[list[float]] | None:
-    """`count` vectors from a cached value, or None when it does not hold them."""
+    """`count` usable vectors from a cached value, or None when it does not hold them (a vector
+    that is not finite or all zeros, cached by an earlier version, is asked for again)."""
     encoded = value.get("vectors") if isinstance(value, Mapping) else None
     if not isinstance(encoded, list) or len(encoded) != count:
         return None
@@ -116,6 +115,8 @@ def decode_vectors(value: Any, count: int) -> list[list[float]] | None:
         for item in encoded:
             vector = array("f")
             vector.frombytes(base64.b64decode(item))
+            if not vector or vector_problem(vector):
+                return None
             vectors.append(list(vector))
     except (TypeError, ValueError, binascii.Error):
         return None

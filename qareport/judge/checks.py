@@ -8,12 +8,14 @@ JudgeOutputError saying what is wrong (the judge gets that message when it is as
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping
+from array import array
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport.errors import JudgeOutputError
+from qareport.errors import JudgeOutputError, MetricFailed
 
 
 def claim_count_problem(reference: int, actual: int, matching: int) -> str | None:
@@ -157,6 +159,56 @@ def check_verdicts(content: str | None, *, contexts: int) -> list[tuple[str, boo
             _flag(item.get("useful"), "useful", content),
         )
     return [v for v in verdicts if v is not None]
+
+
+def vector_problem(vector: Sequence[float]) -> str | None:
+    """Why an embedding cannot be used (a component that is not finite, no length), or None."""
+    if not all(math.isfinite(x) for x in vector):
+        bad = next(x for x in vector if not math.isfinite(x))
+        return f"a component is not a finite number ({bad!r})"
+    if not any(vector):
+        return "a vector is all zeros (it has no direction to compare)"
+    return None
+
+
+def check_embeddings(items: Sequence[Any], count: int) -> list[list[float]]:
+    """The vectors of an embeddings reply for `count` inputs, in input order, as float32 values (as
+    the API computes them, so a cached vector and a fresh one give the same score).
+
+    The reply must hold `count` items whose `index` values are the integers 0 to count-1, each once
+    and in that order (as the OpenAI API sends them: items out of order cannot be told from items
+    labelled wrong), each vector of the same non-zero size, every component a finite number, and
+    no vector all zeros. Raises MetricFailed saying what is wrong: the cases the reply covers fail
+    (the runner asks again in smaller batches first), never get a wrong number.
+    """
+    if len(items) != count:
+        raise MetricFailed(f"the reply has {len(items)} vectors for {count} inputs")
+    indexes: list[int] = []
+    for item in items:
+        index = getattr(item, "index", None)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise MetricFailed(f"an index is not an integer (got {index!r})")
+        indexes.append(index)
+    if indexes != list(range(count)):
+        shown = ", ".join(map(str, indexes[:8])) + (", ..." if count > 8 else "")
+        if sorted(indexes) != list(range(count)):
+            raise MetricFailed(f"the indexes must be 0 to {count - 1}, each once (got {shown})")
+        raise MetricFailed(f"the vectors are not in the order of their indexes (got {shown})")
+    vectors = []
+    for index, item in zip(indexes, items):
+        values = getattr(item, "embedding", None)
+        if not isinstance(values, list) or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                                                for x in values):
+            raise MetricFailed(f"vector {index} is not a list of numbers")
+        vector = list(array("f", values))  # a value beyond float32's range becomes infinite: caught below
+        problem = vector_problem(vector)
+        if problem:
+            raise MetricFailed(f"vector {index}: {problem}")
+        vectors.append(vector)
+    sizes = sorted({len(vector) for vector in vectors})
+    if len(sizes) > 1 or (sizes and sizes[0] == 0):
+        raise MetricFailed(f"the vectors have sizes {sizes}; one non-zero size is needed")
+    return vectors
 
 
 def _schema(name: str, properties: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,11 @@ What the SDK does not do is done here:
 - counting retries: the SDK numbers each attempt in its `x-stainless-retry-count` request header,
   which an httpx event hook reads (`RetryCounter`);
 - stopping every worker on 401, 403 and 404 (a rejected key, no access, an unknown model or
-  deployment) and on a server that cannot be reached at all: the first such failure is kept as
-  the run's `JudgeError`, and every later call returns at once (`JudgeAborted`);
+  deployment), on a server that cannot be reached at all, and after FAILURES_IN_A_ROW_TO_STOP
+  calls failed in a row: the first such failure is kept as the run's `JudgeError` (`fatal`), and
+  every later call returns at once (`JudgeAborted`) instead of being sent;
+- telling a call that failed (`JudgeCallFailed`: the judgment could not be obtained) from a reply
+  that could not be used (`MetricFailed`);
 - scrubbing the API key from every message it builds;
 - the cache (`JudgeCache`), costs (`PriceTable`) and checking replies, asking once more when a
   reply is unusable (`ask_checked`).
@@ -29,7 +32,7 @@ from typing import Any, TypeVar
 import openai
 
 
-from qareport.errors import JudgeAborted, JudgeError, JudgeOutputError, MetricFailed
+from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, JudgeOutputError, MetricFailed
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.prices import PriceTable
@@ -48,6 +51,9 @@ MAX_RETRY_AFTER = 120.0
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 CORRECTIVE_RETRIES = 1
 """Times a judge whose reply could not be used is asked again, told what was wrong."""
+FAILURES_IN_A_ROW_TO_STOP = 10
+"""Calls failed in a row (each after the SDK's retries), with no answer between them, after which
+the judge is taken to be down: the calls not yet sent are not sent."""
 
 
 class RetryCounter:
@@ -183,6 +189,7 @@ class JudgeClient:
         self._lock = threading.Lock()
         self._fatal: JudgeError | None = None
         self._answered = 0
+        self._failed_in_a_row = 0
 
     def _close_clients(self) -> None:
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
@@ -216,6 +223,7 @@ class JudgeClient:
 
     def start_run(self) -> None:
         self._fatal = None
+        self._failed_in_a_row = 0
 
     # -- chat
 
@@ -330,7 +338,8 @@ class JudgeClient:
             self._cache.put(key, kind="embeddings", model=self.embedding_request_model, value=dict(value))
 
     def embed(self, inputs: list[str], ledger: Ledger) -> tuple[list[Any], float | None]:
-        """The embedding items of one request (sorted by index) and its cost (None: unpriced)."""
+        """The embedding items of one request, as the reply lists them (`checks.check_embeddings`
+        says whether they can be used), and its cost (None: unpriced)."""
         request: dict[str, Any] = {"model": self.embedding_request_model, "input": inputs,
                                    "encoding_format": "float"}
         response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
@@ -338,12 +347,12 @@ class JudgeClient:
         cost = None if tokens is None else self._prices.cost(
             (self.settings.embedding_model, response.model), tokens)
         ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
-        return sorted(response.data or [], key=lambda item: item.index), cost
+        return list(response.data or []), cost
 
     # -- one request, retried by the SDK
 
     def _send(self, call: Callable[[], T], ledger: Ledger) -> T:
-        """One request (the SDK retries it); raises MetricFailed, or JudgeAborted for a fatal problem."""
+        """One request (the SDK retries it); raises JudgeCallFailed, or JudgeAborted for a fatal problem."""
         if self._fatal is not None:
             raise JudgeAborted()
         self._retries.reset()
@@ -351,11 +360,11 @@ class JudgeClient:
             response = call()
         except openai.APIStatusError as error:
             ledger.retries += self._retries.retries
+            ledger.failed_calls += 1
             if error.status_code in (401, 403, 404):
                 raise self._abort(self._fatal_status_message(error))
-            ledger.failed_calls += 1
-            raise MetricFailed(f"judge call failed{self._attempts()}: {self._describe(error)}"
-                               f"{self._too_long_note(error)}") from None
+            raise self._call_failed(f"judge call failed{self._attempts()}: {self._describe(error)}"
+                                    f"{self._too_long_note(error)}") from None
         except openai.APIConnectionError as error:
             ledger.retries += self._retries.retries
             ledger.failed_calls += 1
@@ -366,15 +375,27 @@ class JudgeClient:
                     f"({self._describe(error)}); check the base URL and the network"
                 )
             what = f"timed out after {self.settings.timeout:g} s" if timeout else self._describe(error)
-            raise MetricFailed(f"judge call failed{self._attempts()}: {what}") from None
+            raise self._call_failed(f"judge call failed{self._attempts()}: {what}") from None
         except openai.OpenAIError as error:
             ledger.retries += self._retries.retries
             ledger.failed_calls += 1
-            raise MetricFailed(f"judge call failed: {self._describe(error)}") from None
+            raise self._call_failed(f"judge call failed: {self._describe(error)}") from None
         ledger.retries += self._retries.retries
         with self._lock:
             self._answered += 1
+            self._failed_in_a_row = 0
         return response
+
+    def _call_failed(self, message: str) -> JudgeCallFailed | JudgeAborted:
+        """A failed call; the one that makes FAILURES_IN_A_ROW_TO_STOP in a row stops the judge."""
+        with self._lock:
+            self._failed_in_a_row += 1
+            stop = self._failed_in_a_row >= FAILURES_IN_A_ROW_TO_STOP
+        if stop:
+            return self._abort(f"the judge at {self.settings.endpoint} failed {FAILURES_IN_A_ROW_TO_STOP} calls "
+                               f"in a row, each after the SDK's retries (the last: {message}); "
+                               "the calls not yet sent were not sent")
+        return JudgeCallFailed(message)
 
     def _attempts(self) -> str:
         retries = self._retries.retries

@@ -12,6 +12,7 @@ says why, as in graphrag-eval.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -115,6 +116,9 @@ def check_reply(content: str | None, evaluation: CustomEvaluation) -> dict[str, 
             parsed[key] = json.loads(value)
         except ValueError:
             parsed[key] = value
+        number = parsed[key]
+        if isinstance(number, float) and not math.isfinite(number):  # JSON's reader takes NaN, Infinity
+            raise JudgeOutputError(f"'{key}' is not a finite number (got {value.strip()!r})", content)
     return parsed
 
 

@@ -1,9 +1,12 @@
 """Running the judge over a run's results: a thread pool, embeddings batched over cases, progress.
 
 `Judge.judge_results(results)` returns a `JudgeRun`: judged copies of the graphrag-eval-shaped
-result dicts, in the same order, and the usage. The input dicts are never changed. A per-case
-failure becomes that metric's `*_error` key; only a configuration that cannot work (see
-`client.py`) raises `JudgeError`.
+result dicts, in the same order, the usage, and `failure` when the judge failed. The input dicts
+are never changed. A per-case failure becomes that metric's `*_error` key: a reply that could not
+be used says why; a judgment that could not be obtained (the API failed after the SDK's retries, or
+the judge was stopped: a rejected key, an unknown model, a server that cannot be reached, too many
+failures in a row) starts with NOT_JUDGED, and makes the run's `failure`. Only settings that cannot
+work at all (an unknown metric) raise `JudgeError`.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any, TextIO
 
 import jinja2
 
-from qareport.errors import JudgeAborted, JudgeError, MetricFailed
+from qareport.errors import NOT_JUDGED, JudgeAborted, JudgeCallFailed, JudgeError, MetricFailed
 from qareport.judge import answer_correctness, answer_relevance, custom_metric, retrieval_answer
-from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors, float32
+from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors
+from qareport.judge.checks import check_embeddings
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
@@ -46,6 +50,10 @@ class JudgeRun:
 
     results: list[dict[str, Any]]
     usage: JudgeUsage
+    failure: str | None = None
+    """Why judgments could not be obtained (the API refused, could not be reached or failed after
+    its retries), when any could not; None when every judgment was obtained or the reply used."""
+    not_judged: int = 0  # judgments (a metric of a case or of a retrieval step) not obtained
 
 
 @dataclass
@@ -59,6 +67,7 @@ class _Outcome:
     ledger: Ledger = field(default_factory=Ledger)
     updates: dict[str, Any] = field(default_factory=dict)
     error: bool = False
+    not_judged: bool = False  # the error is that the judgment could not be obtained
     waiting: GeneratedQuestions | None = None  # answer relevance waiting for its embeddings
     retry_waiting: GeneratedQuestions | None = None  # kept while its embeddings may be asked again
 
@@ -170,6 +179,7 @@ class Judge:
         ledgers: list[tuple[str, Ledger]] = []
         errors: dict[str, int] = {}
         outcomes_by_case: dict[int, list[_Outcome]] = {}
+        not_judged: list[str] = []  # the error of each judgment not obtained
 
         def settle(outcome: _Outcome) -> None:
             """A metric of a case is complete: count it, and finish the case if it was the last."""
@@ -177,6 +187,9 @@ class Judge:
             ledgers.append((outcome.metric, outcome.ledger))
             if outcome.error:
                 errors[outcome.metric] = errors.get(outcome.metric, 0) + 1
+            if outcome.not_judged:
+                not_judged.append(next((value for value in outcome.updates.values()
+                                        if isinstance(value, str) and value.startswith(NOT_JUDGED)), NOT_JUDGED))
             outcomes_by_case.setdefault(outcome.case, []).append(outcome)
             pending_by_case[outcome.case] -= 1
             if pending_by_case[outcome.case] == 0:
@@ -213,9 +226,10 @@ class Judge:
                         for outcome in finished:
                             settle(outcome)
                 if self._client.fatal is not None:
-                    for future in running:
-                        future.cancel()
-                    running = {f: k for f, k in running.items() if not f.cancelled()}
+                    # the judge is stopped: tasks not yet run return at once, without a call
+                    for outcome in waiting:
+                        _fail_relevance(outcome, self._stopped(), not_judged=True)
+                        settle(outcome)
                     waiting = []
                     continue
                 while waiting and (waiting_inputs >= EMBEDDING_BATCH_INPUTS or tasks_left == 0):
@@ -224,16 +238,25 @@ class Judge:
                     running[executor.submit(self._embed_batch, batch)] = "embeddings"
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
-        if self._client.fatal is not None:
-            raise self._client.fatal
 
+        failure = None
+        if self._client.fatal is not None:
+            failure = str(self._client.fatal)
+        elif not_judged:
+            first = not_judged[0].removeprefix(NOT_JUDGED)
+            failure = (f"{len(not_judged)} judgment(s) could not be obtained: the API failed after its retries "
+                       f"(the first: {first})")
         usage = summarize_usage(
             ledgers, model=self.settings.model, embedding_model=self.settings.embedding_model,
             metrics=chosen, errors=errors, cases=len(pending_by_case),
             elapsed_sec=round(time.monotonic() - started, 3),
         )
         progress_bar.finish(usage)
-        return JudgeRun(judged, usage)
+        return JudgeRun(judged, usage, failure, len(not_judged))
+
+    def _stopped(self) -> str:
+        """The error text of a judgment not asked because the judge was stopped."""
+        return f"{NOT_JUDGED}the judge was stopped: {self._client.fatal}"
 
     # -- planning: which metrics each case gets
 
@@ -321,6 +344,9 @@ class Judge:
             outcome = _Outcome(index, metric, step)
             try:
                 produced = compute(outcome.ledger)
+            except JudgeCallFailed as error:
+                outcome.updates = self._failed(metric, NOT_JUDGED + str(error))
+                outcome.error = outcome.not_judged = True
             except MetricFailed as error:
                 outcome.updates = self._failed(metric, str(error))
                 outcome.error = True
@@ -329,8 +355,8 @@ class Judge:
                 outcome.updates = self._failed(metric, f"judge failed: {type(error).__name__}: {error}")
                 outcome.error = True
             except JudgeAborted:
-                outcome.error = True
-                return outcome
+                outcome.updates = self._failed(metric, self._stopped())
+                outcome.error = outcome.not_judged = True
             else:
                 if isinstance(produced, GeneratedQuestions):
                     outcome.waiting = produced
@@ -366,7 +392,8 @@ class Judge:
         if len(batch) == 1 and tries_left <= 0:
             return ledger, finished
         for outcome in failed:  # asked again: the failure is not final yet
-            outcome.error, outcome.updates, outcome.waiting = False, {}, outcome.retry_waiting
+            outcome.error, outcome.not_judged, outcome.updates = False, False, {}
+            outcome.waiting = outcome.retry_waiting
         halves = [batch] if len(batch) == 1 else [batch[:len(batch) // 2], batch[len(batch) // 2:]]
         done: list[_Outcome] = []
         for half in halves:
@@ -384,19 +411,18 @@ class Judge:
         inputs = [text for w in waiting for text in w.inputs]  # type: ignore[union-attr]
         try:
             items, total_cost = self._client.embed(inputs, ledger)
-            vectors = [float32(item.embedding) for item in items]
-            if len(vectors) != len(inputs) or len({len(v) for v in vectors}) != 1 or not vectors[0]:
-                raise MetricFailed(
-                    f"the embeddings reply has {len(vectors)} vectors of sizes "
-                    f"{sorted({len(v) for v in vectors})} for {len(inputs)} inputs")
+            vectors = check_embeddings(items, len(inputs))
         except MetricFailed as error:
+            called = isinstance(error, JudgeCallFailed)
             for outcome in batch:
                 if ledger.calls:  # the failed reply was billed: share it like a good one
                     outcome.ledger.add_share(ledger.cost_usd, 1 / len(batch))
-                _fail_relevance(outcome, f"embeddings: {error}")
+                _fail_relevance(outcome, f"{NOT_JUDGED if called else ''}embeddings: {error}", not_judged=called)
             return ledger, batch
         except JudgeAborted:
-            return ledger, []
+            for outcome in batch:
+                _fail_relevance(outcome, self._stopped(), not_judged=True)
+            return ledger, batch
         except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # a malformed reply
             for outcome in batch:
                 _fail_relevance(outcome, f"embeddings: unusable reply ({type(error).__name__}: {error})")
@@ -416,19 +442,22 @@ class Judge:
 
 def _complete_relevance(outcome: _Outcome, vectors: list[list[float]]) -> None:
     assert outcome.waiting is not None
-    outcome.updates = {
-        **answer_relevance.relevance_keys(outcome.waiting, vectors),
-        COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd,
-    }
+    try:
+        keys = answer_relevance.relevance_keys(outcome.waiting, vectors)
+    except (MetricFailed, ArithmeticError, ValueError) as error:
+        _fail_relevance(outcome, f"embeddings: {error}")
+        return
+    outcome.updates = {**keys, COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd}
     outcome.waiting = None
 
 
-def _fail_relevance(outcome: _Outcome, message: str) -> None:
+def _fail_relevance(outcome: _Outcome, message: str, *, not_judged: bool = False) -> None:
     outcome.updates = {
         answer_relevance.ERROR_KEY: message,
         COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd,
     }
     outcome.error = True
+    outcome.not_judged = not_judged
     outcome.waiting = None
 
 

@@ -15,18 +15,23 @@ from qareport.judge.prices import PRICES_CHECKED
 
 @dataclass(frozen=True, slots=True)
 class MetricUsage:
-    """Calls and cost of one metric over a run. `errors` counts cases whose metric ended in error;
-    `cost_usd` is None when a call used a model without a known price."""
+    """Calls and cost of one metric over a run. `failed_calls`: requests that failed after the SDK's
+    retries; `errors` counts judgments (a metric of a case, or of a retrieval step) that ended in an
+    error key, whatever the cause (how many *cases* were judged, failed or not judged is
+    `qareport.judged_metrics`'s to say); `cost_usd` is None when a call used a model without a known
+    price."""
 
     calls: int = 0
     cached_calls: int = 0
     errors: int = 0
     cost_usd: float | None = 0.0
+    failed_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
             "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
             "errors": self.errors,
             "cost_usd": self.cost_usd,
         }
@@ -36,7 +41,9 @@ class MetricUsage:
 class JudgeUsage:
     """What a `judge_results` run used.
 
-    `calls`: requests the API answered (each is billed); `cached_calls`: requests answered from the
+    `cases`: the result dicts (questions, conversation turns) the judge had work for, whatever
+    became of it; how many test cases were judged, failed or not judged is `qareport.judged_metrics`'s
+    to say, once. `calls`: requests the API answered (each is billed); `cached_calls`: requests answered from the
     cache (free); `failed_calls`: requests that failed after all retries; `retries`: extra attempts
     the openai client made. `cost_usd` is None when some call used a model without a known price
     (`unpriced_models`).
@@ -72,7 +79,7 @@ class JudgeUsage:
         return {
             "model": self.model,
             "embedding_model": self.embedding_model,
-            "cases": self.cases,
+            "results_judged": self.cases,  # result dicts with work for the judge; cases: judged_metrics
             "calls": self.calls,
             "cached_calls": self.cached_calls,
             "failed_calls": self.failed_calls,
@@ -88,14 +95,15 @@ class JudgeUsage:
         }
 
     def summary(self) -> str:
-        """One line for stderr."""
+        """One line for stderr: requests and cost (how many cases were judged is the judge line's
+        to say, from `qareport.judged_metrics`, so that one figure has one source)."""
         if self.cost_usd is None:
             cost = self.cost_note or "cost unknown"
         else:
             cost = f"${self.cost_usd:.4f}"
         return (
-            f"judge {self.model}: {self.cases} cases, {self.calls} API calls "
-            f"({self.cached_calls} cached, {self.failed_calls} failed, {self.retries} retried), "
+            f"judge {self.model}: {self.calls} API calls "
+            f"({self.cached_calls} cached, {self.failed_calls} calls failed, {self.retries} retried), "
             f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens, {cost}, "
             f"{self.elapsed_sec:.1f} s"
             + (f"; {self.tried_again} judgment(s) that failed in an earlier run tried again"
@@ -166,11 +174,13 @@ def summarize_usage(
     total = Ledger()
     calls = dict.fromkeys(metrics, 0)
     cached = dict.fromkeys(metrics, 0)
+    failed = dict.fromkeys(metrics, 0)
     costs: dict[str, float | None] = dict.fromkeys(metrics, 0.0)
     for metric, ledger in ledgers:
         total.merge(ledger)
         calls[metric] += ledger.calls
         cached[metric] += ledger.cached_calls
+        failed[metric] += ledger.failed_calls
         cost = costs[metric]
         costs[metric] = None if cost is None or ledger.unpriced else cost + ledger.cost
     return JudgeUsage(
@@ -186,7 +196,7 @@ def summarize_usage(
         cost_usd=None if total.unpriced else total.cost,
         by_metric={
             metric: MetricUsage(calls=calls[metric], cached_calls=cached[metric],
-                                errors=errors.get(metric, 0), cost_usd=costs[metric])
+                                errors=errors.get(metric, 0), cost_usd=costs[metric], failed_calls=failed[metric])
             for metric in calls
         },
         cases=cases,

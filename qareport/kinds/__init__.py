@@ -19,6 +19,7 @@ the records' `parts` / `scores` mappings under its name, which the base class re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
@@ -187,8 +188,9 @@ def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
 
 
 def mean_over_turns(values: Iterable[Any]) -> float | None:
-    """The mean of the numbers among `values` (booleans are not numbers here); None without any."""
-    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    """The mean of the numbers among `values` (booleans, NaN and infinities are not numbers here);
+    None without any."""
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
     return fmean(numbers) if numbers else None
 
 

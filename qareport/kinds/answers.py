@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from qareport.errors import NOT_JUDGED
 from qareport.kinds import Column, Kind, Metric, mean_over_turns
 from qareport.records import CaseResult, TestCase, TurnOutput
 
@@ -108,7 +109,9 @@ class ReferenceAnswer(Kind):
                 why = str(qa.get("answer_correctness_reason") or "").strip().split("\n")[0]
                 reasons.append(f"answer F1 {f1:.2f}" + (f": {why}" if why else ""))
             elif qa.get("answer_eval_error"):
-                reasons.append("answer not judged")
+                # the judge failed (the API) or its reply could not be used: the judge errors column says which
+                not_judged = str(qa["answer_eval_error"]).startswith(NOT_JUDGED)
+                reasons.append("answer not judged (the judge failed)" if not_judged else "answer judgment failed")
         return "; ".join(reasons) or None
 
     def present(self, results: Sequence[CaseResult]) -> bool:

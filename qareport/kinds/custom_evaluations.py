@@ -12,6 +12,7 @@ when the run has none), so the registry always describes the run at hand.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
@@ -26,7 +27,8 @@ KIND_NAME = "custom_evaluations"
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    """A value that can be averaged: a finite number (not a boolean), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None
 

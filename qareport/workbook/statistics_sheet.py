@@ -259,20 +259,21 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
     if not judged:
         return
     tables.section("LLM-judged metrics",
-                   "Mean over the judged cases; failed: the judge was asked and gave no usable answer; "
-                   "not applicable: nothing to judge (no answer, no reference, no retrieval step).")
+                   "Evaluated cases; mean over the judged ones (as in the Summary); failed: the judge's reply "
+                   "could not be used; not judged: the API failed or the judge was stopped; not applicable: "
+                   "nothing to judge (no answer, no reference, no retrieval step).")
     first, last = tables.table(
-        ("metric", "mean", "judged", "failed", "not applicable", "note"),
-        [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_applicable,
+        ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
+        [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_judged, metric.not_applicable,
           "FAILED FOR MOST CASES: the mean rests on few cases" if metric.mostly_failed else None)
          for metric in judged],
-        (None, styles.SCORE_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, None),
+        (None, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4, None),
         overflow_last=True,
     )
     for offset, metric in enumerate(judged):
         if metric.mostly_failed:
-            tables.ws.cell(first + offset, 6).font = styles.REGRESSION_FONT
-            tables.ws.cell(first + offset, 4).fill = styles.REGRESSION_FILL
+            tables.ws.cell(first + offset, 7).font = styles.REGRESSION_FONT
+            tables.ws.cell(first + offset, 4 if metric.failed >= metric.not_judged else 5).fill = styles.REGRESSION_FILL
 
 
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
@@ -285,14 +286,16 @@ def write_judge(tables: TableWriter, run: RunInfo) -> None:
     usage = run.judge_usage
     if not usage:
         return
-    tables.section("LLM judge", f"model {usage.get('model')}, embeddings {usage.get('embedding_model')}")
+    tables.section("LLM judge", f"model {usage.get('model')}, embeddings {usage.get('embedding_model')}. "
+                                "Requests, not cases: failed calls failed after the SDK's retries (the judgments "
+                                "they were for are not judged, above); cached calls cost nothing.")
     rows = [("all metrics", usage.get("calls"), usage.get("cached_calls"), usage.get("failed_calls"),
              usage.get("input_tokens"), usage.get("output_tokens"), usage.get("cost_usd"))]
     for metric, figures in sorted((usage.get("by_metric") or {}).items()):
-        rows.append((metric, figures.get("calls"), figures.get("cached_calls"), figures.get("errors"),
+        rows.append((metric, figures.get("calls"), figures.get("cached_calls"), figures.get("failed_calls"),
                      figures.get("input_tokens"), figures.get("output_tokens"), figures.get("cost_usd")))
     tables.table(
-        ("metric", "calls", "cached calls", "errors", "input tokens", "output tokens", "cost (USD)"),
+        ("metric", "calls", "cached calls", "failed calls", "input tokens", "output tokens", "cost (USD)"),
         rows,
         (None, *[styles.INTEGER_FORMAT] * 5, styles.COST_FORMAT),
     )

@@ -295,7 +295,8 @@ def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
         settings = run.options.get("judge") or {}
         if settings.get("endpoint"):
             _key_value(block, "judge via", _tail(str(settings["endpoint"])))
-        calls = f"{usage.get('calls', 0)} calls, {usage.get('cached_calls', 0)} cached, {usage.get('failed_calls', 0)} failed"
+        calls = (f"{usage.get('calls', 0)} calls, {usage.get('cached_calls', 0)} cached, "
+                 f"{usage.get('failed_calls', 0)} calls failed")
         if digest.judge_cost is not None:
             _key_value(block, "judge cost", f"${digest.judge_cost:,.4f} ({calls})")
         else:
