@@ -656,8 +656,8 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
     """The reviews an analyst typed into a workbook's Overview (`review`, `review note`, headers in
     any case), by case id; where the Overview holds a note qareport had to cut, the whole note kept in
     the hidden reviews sheet; and the reviews kept for cases absent from that run (with the case's
-    row when it was last seen). {} for a results file. A baseline with Overview rows but no review
-    columns is said through `on_problem`."""
+    row when it was last seen). {} for a results file. An Overview with rows but without the review
+    columns is said through `on_problem`, and the reviews stored with the run stand in for it."""
     target = Path(path)
     report = on_problem or _no_problem
     if target.suffix.lower() not in WORKBOOK_SUFFIXES:
@@ -667,38 +667,36 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
     rows = sheets.get(REVIEW_SHEET) or []
     reviews: dict[str, Review] = {}
     listed: set[str] = set()
-    if rows:
-        header = [header_key(value) for value in rows[0]]
-        where = {name: header.index(name) for name in REVIEW_HEADERS if name in header}
-        body = [values for values in rows[1:] if any(value is not None for value in values)]
-        missing = [name for name in REVIEW_HEADERS if name not in where]
-        if missing and body:
-            report(Problem(Location(str(target)), f"sheet '{REVIEW_SHEET}' has no column headed "
-                           f"{' or '.join(repr(name) for name in missing)} (looked for in any case, spaces aside): "
-                           + ("the reviews in it are not read, so none is carried over" if "id" in missing
-                              or len(missing) == 2 else "that part of each review is not read")
-                           + "; name the columns as qareport wrote them"))
-        if "id" in where and len(missing) < 2:
-            for values in body:
-                def cell(name: str) -> Any:
-                    index = where.get(name)
-                    return values[index] if index is not None and index < len(values) else None
-
-                case_id = review_case_id(cell("id"))
-                if case_id is None:
-                    continue
-                listed.add(case_id)
-                kept = stored.get(case_id, {})
-                review = Review(_typed(cell("review"), kept.get("review")), _typed(cell("review note"), kept.get("review note")))
-                if review:
-                    reviews.setdefault(case_id, review)
+    header = [header_key(value) for value in rows[0]] if rows else []
+    columns = {name: header.index(name) for name in REVIEW_HEADERS if name in header}
+    body = [values for values in rows[1:] if any(value is not None for value in values)]
+    missing = [name for name in REVIEW_HEADERS if name not in columns]
+    if missing and body:
+        report(Problem(Location(str(target)), (
+            f"sheet '{REVIEW_SHEET}' has no column headed {' or '.join(repr(name) for name in missing)} (looked for "
+            "in any case, surrounding spaces aside): what was typed there is not read, and the reviews qareport "
+            "carried into this workbook are kept instead; name the column as qareport wrote it")))
+    if "id" in columns:
+        for values in body:
+            case_id = review_case_id(values[columns["id"]])
+            if case_id is None:
+                continue
+            listed.add(case_id)
+            kept = stored.get(case_id, {})
+            verdict, note = (_typed(values[columns[name]], kept.get(name)) if name in columns else kept.get(name) or None
+                             for name in ("review", "review note"))
+            review = Review(verdict, note)
+            if review:
+                reviews.setdefault(case_id, review)
     for case_id, kept in stored.items():
-        if case_id in listed or LAST_SEEN not in kept:
+        if case_id in listed:
             continue  # the Overview says what the analyst left there, cleared reviews included
-        try:
-            seen = json.loads(kept[LAST_SEEN])
-        except ValueError:
-            seen = None
+        seen: Any = None
+        if LAST_SEEN in kept:
+            try:
+                seen = json.loads(kept[LAST_SEEN])
+            except ValueError:
+                seen = None
         review = Review(kept.get("review") or None, kept.get("review note") or None,
                         last_seen=decode_case_row(seen) if isinstance(seen, dict) and "case_id" in seen else None)
         if review:

@@ -130,17 +130,23 @@ def test_review_columns_are_found_the_way_an_analyst_names_them(reviewed_last_we
     assert (overview(report)[UNCHANGED]["review"], overview(report)[UNCHANGED]["review note"]) == ("ok", "checked by Ana")
 
 
-def test_a_baseline_whose_overview_has_no_review_columns_says_so(reviewed_last_week, tmp_path, capsys):
+def test_a_baseline_whose_overview_has_no_review_columns_says_so_and_keeps_the_reviews_it_carried(reviewed_last_week, tmp_path, capsys):
+    week19, week20 = tmp_path / "week19.xlsx", tmp_path / "week20.xlsx"
+    assert run(week19, "--baseline", str(reviewed_last_week)) == 0  # carries UNCHANGED's review
+
     def rename(ws) -> None:
         ws.cell(1, _columns(ws)["review"]).value = "verdict"
+        ws.cell(1, _columns(ws)["review note"]).value = "remarks"
 
-    _edit_overview(reviewed_last_week, rename)
-    report = tmp_path / "week19.xlsx"
-    assert run(report, "--baseline", str(reviewed_last_week)) == 0
+    _edit_overview(week19, rename)
+    capsys.readouterr()
+    assert run(week20, "--baseline", str(week19), epoch=WEEK_20) == 0
     err = capsys.readouterr().err
-    assert f"qareport: {reviewed_last_week}: sheet 'Overview' has no column headed 'review'" in err
-    problems = [row[3] for row in load_workbook(report)["Problems"].iter_rows(min_row=2, values_only=True)]
+    assert f"qareport: {week19}: sheet 'Overview' has no column headed 'review' or 'review note'" in err
+    problems = [row[3] for row in load_workbook(week20)["Problems"].iter_rows(min_row=2, values_only=True)]
     assert any("has no column headed 'review'" in text for text in problems)
+    cases = overview(week20)
+    assert (cases[UNCHANGED]["review"], cases[UNCHANGED]["review note"]) == ("ok", "checked by Ana")
 
 
 def test_cases_x_and_x_with_a_trailing_space_keep_their_own_reviews(tmp_path):
