@@ -350,7 +350,7 @@ def test_a_baseline_whose_hidden_data_was_edited_is_read_with_each_value_convert
     assert "error" not in record.status_counts
 
 
-def test_email_of_a_workbook_whose_hidden_data_was_edited_is_still_sent(last_week, tmp_path):
+def test_email_of_a_workbook_whose_hidden_data_was_edited_is_still_sent(last_week, tmp_path, capsys):
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week)) == 0
     workbook = _load(report)
@@ -362,8 +362,12 @@ def test_email_of_a_workbook_whose_hidden_data_was_edited_is_still_sent(last_wee
     metadata["digest.1"].value = json.dumps(digest)
     workbook.save(report)
     message = tmp_path / "week19.eml"
+    capsys.readouterr()
     assert main(["email", str(report), "--eml", str(message), "--to", "qa@example.org"]) == 0
     assert "regression" in message.read_text(encoding="utf-8")
+    err = capsys.readouterr().err
+    assert "'baseline.metric.macro_precision.cases' must be a whole number (got text '14 cases')" in err
+    assert "the digest (keys digest.1 to digest.1): not the digest qareport wrote; made again from the stored run" in err
 
 
 BOMB = "".join(f'{name}: &{name} [{", ".join([f"*{before}"] * 9)}]\n'
