@@ -156,7 +156,7 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     for field in JSON_FIELDS:
         raw = _from_json(row.get(field), fallback=lambda text: {})
         row[field] = _facts(raw)
-    row["case_id"] = str(row["case_id"])
+    row["case_id"] = stored_case_id(row["case_id"]) or ""
     for field in ("error", "reason"):
         if row[field] == "":
             row[field] = None
@@ -645,11 +645,15 @@ def header_key(value: Any) -> str:
     return " ".join(str(value).split()).casefold() if value is not None else ""
 
 
-def review_case_id(value: Any) -> str | None:
-    """A case id as an Overview id cell holds it, compared exactly as the run's own case ids are
-    (`loading` takes them as written): `X` and `X ` are two cases."""
+def stored_case_id(value: Any) -> str | None:
+    """A case id read back (a stored case row, an Overview id cell, the reviews sheet), made exactly
+    as `loading` makes this run's case ids, so that both compare alike: today text as written, so
+    `X` and `X ` are two cases and a review never moves from one to the other. (Were `loading` to
+    normalise ids, the same function belongs here.)"""
     text = convert_value(value, "text")
     return text if text else None
+
+
 
 
 def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> dict[str, Review]:
@@ -678,7 +682,7 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
             "carried into this workbook are kept instead; name the column as qareport wrote it")))
     if "id" in columns:
         for values in body:
-            case_id = review_case_id(values[columns["id"]])
+            case_id = stored_case_id(values[columns["id"]])
             if case_id is None:
                 continue
             listed.add(case_id)
@@ -722,7 +726,7 @@ def _stored_reviews(rows: Sequence[tuple[Any, ...]]) -> dict[str, dict[str, str]
     parts: dict[str, dict[str, list[tuple[int, str]]]] = {}
     for values in rows[1:]:
         case_id, field, part, text = (*values, None, None, None, None)[:4]
-        case_id, field, text = review_case_id(case_id), convert_value(field, "text"), convert_value(text, "text")
+        case_id, field, text = stored_case_id(case_id), convert_value(field, "text"), convert_value(text, "text")
         number = convert_value(part, "count")
         if case_id is None or not field or text is None or number is BAD:
             continue
