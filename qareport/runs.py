@@ -463,12 +463,20 @@ def check_results_path(path: str | Path) -> Path:
     return target
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: a value met twice is written twice, so the file reads back
+    under the alias guards of `yaml_input` whatever its size."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def write_results_file(document: dict[str, Any], path: str | Path) -> None:
     target = check_results_path(path)
     if target.suffix.lower() == ".json":
         text = json.dumps(document, indent=2, ensure_ascii=False, default=str)
     else:
-        text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+        text = yaml.dump(document, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=100)
     write_atomically(target, text.encode("utf-8"), what="the results")
 
 

@@ -404,6 +404,17 @@ def test_a_results_file_that_is_not_a_qareport_run_is_refused_as_a_baseline(tmp_
     assert "Traceback" not in completed.stderr and not report.exists()
 
 
+def test_a_results_file_is_written_without_yaml_aliases_so_it_reads_back_under_the_alias_guard(tmp_path):
+    from qareport.runs import write_results_file
+
+    shared = {"groups": ["imf", "weo"]}
+    path = tmp_path / "results.yaml"
+    write_results_file({"qareport": {"version": "1", "created": "2024-05-01"}, "cases": [], "a": shared, "b": shared}, path)
+    text = path.read_text(encoding="utf-8")
+    assert "&id" not in text and "*id" not in text
+    assert read_run(path).cases == ()
+
+
 # --- the trend, with a baseline LibreOffice re-saved ------------------------------------------------
 
 
