@@ -718,11 +718,12 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
 
 def _typed(value: Any, whole: str | None) -> str | None:
     """What the analyst left in a review cell; the whole text kept in the hidden sheet when the cell
-    holds qareport's own cut of it (same words up to qareport's marker), untouched since."""
+    holds qareport's own cut of it (its marker, and the same words before it), untouched since. A
+    note the analyst shortened (marker gone) is taken as typed."""
     text = convert_value(value, "text")
     if text is None:
         return None
-    if whole and text != whole:
+    if whole and text != whole and _OWN_MARKS.search(text):
         shown = "".join(_OWN_MARKS.sub("", text).split())
         if shown and "".join(whole.split()).startswith(shown):
             return whole
