@@ -276,3 +276,16 @@ def test_the_analysts_round_trip_libreoffice_resave_sorted_overview_typed_review
     cases = overview(week20)
     assert (cases[UNCHANGED]["review"], cases[UNCHANGED]["review note"]) == ("ok", "checked by Ana")
     assert (cases[REGRESSED]["review"], cases[REGRESSED]["review note"]) == (None, "was: known issue; NGDP_R is a known synonym")
+
+
+def test_a_case_back_after_an_absence_is_compared_with_the_run_it_was_last_seen_in():
+    from qareport.comparison import Comparison
+    from qareport.records import Review
+    from qareport.report import carry_reviews
+
+    seen = {"case_id": "a", "status": "success", "definition_hash": "h1", "macro_recall": 1.0}
+    absent = Comparison("last week", "", "", changes=(), headline=())  # the case was not in last week's run
+    kept = {"a": Review("ok", "checked", last_seen=seen)}
+    assert carry_reviews(kept, absent, [dict(seen)]) == {"a": Review("ok", "checked")}
+    assert carry_reviews(kept, absent, [{**seen, "macro_recall": 0.5}]) == {"a": Review(None, "was: ok; checked")}
+    assert carry_reviews(kept, absent, [{**seen, "definition_hash": "h2"}]) == {"a": Review(None, "was: ok; checked")}
