@@ -360,6 +360,10 @@ def test_email_of_a_workbook_whose_hidden_data_was_edited_is_still_sent(last_wee
     digest = json.loads(metadata["digest.1"].value)
     digest["headline"][0]["mean"] = "high"  # a number in the stored digest replaced by a word
     metadata["digest.1"].value = json.dumps(digest)
+    changes = workbook["qareport_changes"]
+    header = [cell.value for cell in changes[1]]
+    changes.cell(2, header.index("delta") + 1).value = "big"  # the regression's delta
+    changes.cell(3, header.index("kind") + 1).value = "improvment"  # not a kind of change
     workbook.save(report)
     message = tmp_path / "week19.eml"
     capsys.readouterr()
@@ -368,6 +372,8 @@ def test_email_of_a_workbook_whose_hidden_data_was_edited_is_still_sent(last_wee
     err = capsys.readouterr().err
     assert "'baseline.metric.macro_precision.cases' must be a whole number (got text '14 cases')" in err
     assert "the digest (keys digest.1 to digest.1): not the digest qareport wrote; made again from the stored run" in err
+    assert "sheet 'qareport_changes', cell G2: 'delta' must be a number (got text 'big')" in err
+    assert "sheet 'qareport_changes', row 3: not a change qareport wrote (kind 'improvment'); left out" in err
 
 
 BOMB = "".join(f'{name}: &{name} [{", ".join([f"*{before}"] * 9)}]\n'
