@@ -9,11 +9,16 @@ point of its trend:
         qareport_results   one row per case: `case_fields()` (groups as a JSON list)
         qareport_run       key | value: format, created, version, headline metrics, baseline, inputs ...
         qareport_changes   one row per change against the baseline (CHANGE_FIELDS), when there was one
+        qareport_reviews   case_id | field | part | text: each review the run carries, whole (a note
+                           in parts that each fit a cell), and those of baseline cases absent from
+                           the run with the case's row when last seen ("last seen", JSON)
     the results file (`--results`, JSON or YAML)
         qareport (version, date), results (graphrag-eval's per-question list), aggregates
         (graphrag-eval's per_template / micro / macro), data_query_metrics, cases (the case rows)
 
-The workbook writer lays out `stored_run_tables`; reading a workbook back uses openpyxl.
+The workbook writer lays out `stored_run_tables`; reading a workbook back uses openpyxl. Reading
+never trusts the file: a value of another type than the format holds (an analyst's edit) is
+converted when that is unambiguous and otherwise left out, with a problem naming sheet and cell.
 """
 
 from __future__ import annotations
@@ -576,7 +581,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> Rep
     names = [convert_value(name, "text") for name in header]
     if "case_id" not in names:
         raise BaselineError(f"{target}: the '{RESULTS_SHEET}' sheet has no 'case_id' column")
-    columns = {name: index for index, name in reversed(list(enumerate(names, start=1))) if name}
+    columns = {name: index for index, name in enumerate(names, start=1) if name}  # the last wins, as in a row
     cases = []
     for number, values in enumerate(rows, start=2):
         if all(value is None for value in values):
@@ -660,8 +665,6 @@ def stored_case_id(value: Any) -> str | None:
     normalise ids, the same function belongs here.)"""
     text = convert_value(value, "text")
     return text if text else None
-
-
 
 
 def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> dict[str, Review]:
