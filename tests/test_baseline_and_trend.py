@@ -449,3 +449,17 @@ def test_the_trend_lists_a_run_once_when_its_workbook_was_re_saved_by_libreoffic
                "--history", str(last_week), str(resaved_by_libreoffice)) == 0
     rows = sheet_rows(load_workbook(report)["Trend"])[1:]
     assert [(r[0].strftime("%Y-%m-%d"), r[1]) for r in rows] == [("2024-05-01", "week18.xlsx"), ("2024-05-08", "this run")]
+
+
+@pytest.mark.parametrize(("got", "expected", "exp"), [
+    ("14", "count", 14), (" 14 ", "count", 14), ("14.0", "count", 14), (14.0, "count", 14), ("", "count", None),
+    ("14 cases", "count", "BAD"), ("three", "count", "BAD"), (-1, "count", "BAD"), (1.5, "count", "BAD"),
+    (True, "count", "BAD"), (" 0.5", "number", 0.5), ("1", "number", 1.0), ("n/a", "number", "BAD"),
+    ("nan", "number", "BAD"), ("1e400", "number", "BAD"), ("0,5", "number", "BAD"), (float("inf"), "number", "BAD"),
+    (0.25, "number", 0.25), (None, "number", None), (10, "text", "10"), (1.0, "text", "1"), ("X ", "text", "X "),
+])
+def test_a_stored_value_of_another_type_is_converted_only_when_unambiguous(got, expected, exp):
+    from qareport.runs import BAD, convert_value
+
+    value = convert_value(got, expected)
+    assert (value is BAD) if exp == "BAD" else (value == exp and type(value) is type(exp))
