@@ -646,6 +646,7 @@ REVIEW_HEADERS = ("id", "review", "review note")
 REVIEWS_SHEET = "qareport_reviews"  # the reviews as they were carried, whole, and those of absent cases
 REVIEWS_FIELDS = ("case_id", "field", "part", "text")
 LAST_SEEN = "last seen"  # a reviewed case absent from the run: its row when it was last there
+HEADER_SEARCH_ROWS = 10  # the Overview's header is looked for in its first rows (an analyst may add a title)
 REVIEW_PART = 30_000  # characters a stored part holds (a cell holds 32,767)
 REVIEW_PART_LINES = 250  # line breaks a stored part holds (a cell holds 253)
 _OWN_MARKS = re.compile(r"^\u25bc [\d,]+ more (lines|characters|)$|\n?\[\u2026 [\d,]+ more (lines|characters) cut[^\]]*\]$",
@@ -682,9 +683,11 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
     rows = sheets.get(REVIEW_SHEET) or []
     reviews: dict[str, Review] = {}
     listed: set[str] = set()
-    header = [header_key(value) for value in rows[0]] if rows else []
+    at = next((index for index, values in enumerate(rows[:HEADER_SEARCH_ROWS])
+               if {"id", "review"} <= {header_key(value) for value in values}), 0)  # rows inserted above it
+    header = [header_key(value) for value in rows[at]] if rows else []
     columns = {name: header.index(name) for name in REVIEW_HEADERS if name in header}
-    body = [values for values in rows[1:] if any(value is not None for value in values)]
+    body = [values for values in rows[at + 1:] if any(value is not None for value in values)]
     missing = [name for name in REVIEW_HEADERS if name not in columns]
     if missing and body:
         report(Problem(Location(str(target)), (

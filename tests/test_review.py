@@ -130,6 +130,17 @@ def test_review_columns_are_found_the_way_an_analyst_names_them(reviewed_last_we
     assert (overview(report)[UNCHANGED]["review"], overview(report)[UNCHANGED]["review note"]) == ("ok", "checked by Ana")
 
 
+def test_reviews_are_read_when_the_analyst_inserted_rows_above_the_overview_header(reviewed_last_week):
+    _edit_overview(reviewed_last_week, lambda ws: ws.insert_rows(1, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        workbook = load_workbook(reviewed_last_week)
+    workbook["Overview"]["A1"] = "Week 18, reviewed by Ana"
+    workbook.save(reviewed_last_week)
+    reviews = read_reviews(reviewed_last_week)
+    assert (reviews[UNCHANGED].verdict, reviews[UNCHANGED].note) == ("ok", "checked by Ana")
+
+
 def test_a_baseline_whose_overview_has_no_review_columns_says_so_and_keeps_the_reviews_it_carried(reviewed_last_week, tmp_path, capsys):
     week19, week20 = tmp_path / "week19.xlsx", tmp_path / "week20.xlsx"
     assert run(week19, "--baseline", str(reviewed_last_week)) == 0  # carries UNCHANGED's review
