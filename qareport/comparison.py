@@ -541,17 +541,21 @@ def same_run(a: TrendPoint, b: TrendPoint) -> bool:
         return False
     if [(h.metric, h.cases) for h in a.headline] != [(h.metric, h.cases) for h in b.headline]:
         return False
-    return all((x.mean is None) == (y.mean is None) and (x.mean is None or y.mean is None
-               or math.isclose(x.mean, y.mean, rel_tol=SAME_MEAN, abs_tol=SAME_MEAN))
-               for x, y in zip(a.headline, b.headline))
+    return all(_same_mean(x.mean, y.mean) for x, y in zip(a.headline, b.headline))
+
+
+def _same_mean(x: float | None, y: float | None) -> bool:
+    if x is None or y is None:
+        return x is y
+    return math.isclose(x, y, rel_tol=SAME_MEAN, abs_tol=SAME_MEAN)
 
 
 def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[TrendPoint, ...]:
     """One point per earlier run, oldest first, and the current run last, each with the cases that
     regressed and improved since the run before it.
 
-    The same run read twice (say its workbook and its results file, or a re-saved copy) appears once; runs whose date
-    cannot be read sort first, in the order given.
+    The same run read twice (say its workbook and its results file, or a re-saved copy: `same_run`)
+    appears once; runs whose date cannot be read sort first, in the order given.
     """
     earliest = datetime.min.replace(tzinfo=timezone.utc)
     runs: list[tuple[TrendPoint, RunSnapshot]] = []
