@@ -280,7 +280,8 @@ def command_email(args: argparse.Namespace) -> int:
     settings = resolve_settings(run_options={"templates": args.templates}, email_options=email_options(request),
                                 config_path=args.config, with_judge=False, with_email=True)
     assert settings.email is not None
-    print(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates))
+    print(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates,
+                       on_problem=lambda problem: _print_problems([problem])))
     return 0
 
 

@@ -27,7 +27,6 @@ Rules, in the words an analyst would use:
 from __future__ import annotations
 
 import math
-
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -302,6 +301,11 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
     return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
 
 
+def case_moved(old: Mapping[str, Any], new: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """Whether a case changed between two of its rows (its test, its status or a metric)."""
+    return bool(_case_changes(old, new, tolerance))
+
+
 def test_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether the case's test definition differs between the two runs."""
     old_hash, new_hash = old.get("definition_hash") or "", new.get("definition_hash") or ""
@@ -527,23 +531,39 @@ def _point(snapshot: RunSnapshot, *, current: bool) -> TrendPoint:
     )
 
 
+SAME_MEAN = 1e-9  # a mean read back from a re-saved copy (LibreOffice keeps 15 digits) is the same mean
+
+
+def same_run(a: TrendPoint, b: TrendPoint) -> bool:
+    """Whether two points are one run read twice (its workbook and its results file, or a copy
+    re-saved by LibreOffice, which rounds numbers to 15 significant digits): the same date, version,
+    counts and cases behind each metric, and means equal within `SAME_MEAN`."""
+    if (a.created, a.qareport_version, a.status_counts) != (b.created, b.qareport_version, b.status_counts):
+        return False
+    if [(h.metric, h.cases) for h in a.headline] != [(h.metric, h.cases) for h in b.headline]:
+        return False
+    return all(_same_mean(x.mean, y.mean) for x, y in zip(a.headline, b.headline))
+
+
+def _same_mean(x: float | None, y: float | None) -> bool:
+    if x is None or y is None:
+        return x is y
+    return math.isclose(x, y, rel_tol=SAME_MEAN, abs_tol=SAME_MEAN)
+
+
 def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[TrendPoint, ...]:
     """One point per earlier run, oldest first, and the current run last, each with the cases that
     regressed and improved since the run before it.
 
-    The same run read twice (say its workbook and its results file) appears once; runs whose date
-    cannot be read sort first, in the order given.
+    The same run read twice (say its workbook and its results file, or a re-saved copy: `same_run`)
+    appears once; runs whose date cannot be read sort first, in the order given.
     """
     earliest = datetime.min.replace(tzinfo=timezone.utc)
-    seen: set[tuple[Any, ...]] = set()
-    runs = []
+    runs: list[tuple[TrendPoint, RunSnapshot]] = []
     for snapshot in history:
         point = _point(snapshot, current=False)
-        identity = (snapshot.created, snapshot.qareport_version, tuple(point.status_counts.items()),
-                    tuple((h.metric, h.mean, h.cases) for h in point.headline))
-        if identity in seen:
+        if any(same_run(point, earlier) for earlier, _ in runs):
             continue
-        seen.add(identity)
         runs.append((point, snapshot))
     runs.sort(key=lambda pair: parse_created(pair[0].created) or earliest)
     runs.append((_point(current, current=True), current))

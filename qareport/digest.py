@@ -268,4 +268,15 @@ def _build(kind: Any, data: Any) -> Any:
         made: Any = kind  # a dataclass type, called to make one
         return made(**{field.name: _build(hints[field.name], given[field.name])
                        for field in fields(kind) if field.name in given})
+    return _checked(kind, data)
+
+
+def _checked(kind: Any, data: Any) -> Any:
+    """A scalar of the type the digest holds there; TypeError for anything else (an edited digest
+    is then made again from the stored run rather than laid out with a word where a number was)."""
+    wanted = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}.get(kind)
+    if wanted is None or data is None:
+        return data
+    if not isinstance(data, wanted) or (kind is not bool and isinstance(data, bool)):
+        raise TypeError(f"the stored digest holds {type(data).__name__} where {kind.__name__} belongs")
     return data

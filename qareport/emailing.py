@@ -20,7 +20,7 @@ from __future__ import annotations
 import smtplib
 import socket
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from qareport.comparison import parse_created
 from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
-from qareport.records import RunInfo
+from qareport.records import Problem, RunInfo
 from qareport.runs import read_report
 from qareport.errors import EmailError
 from qareport.settings import DEFAULT_PORTS, EmailSettings
@@ -101,11 +101,11 @@ def smtp_settings(settings: EmailSettings) -> SmtpSettings:
 # --- the message ---------------------------------------------------------------------------------
 
 
-def read_digest(report_path: str | Path) -> Digest:
+def read_digest(report_path: str | Path, *, on_problem: Callable[[Problem], None] | None = None) -> Digest:
     """The digest a workbook stored; for a workbook written before qareport stored one, the digest
     made again from its hidden sheets (without the significance of its changes, which needs the
-    baseline's cases)."""
-    record = read_report(report_path)
+    baseline's cases). `on_problem` hears of stored values an edit made unreadable (left out)."""
+    record = read_report(report_path, on_problem=on_problem)
     if record.digest is not None:
         return record.digest
     metadata = record.metadata
@@ -203,11 +203,12 @@ def build_message(
     subject: str | None = None,
     templates_dir: str | None = None,
     digest: Digest | None = None,
+    on_problem: Callable[[Problem], None] | None = None,
 ) -> EmailMessage:
     """The email for a report: subject, HTML body, plain-text alternative, the workbook attached.
     `digest`: the run's, when the caller has it; else it is read from the workbook."""
     path = Path(report_path)
-    digest = digest if digest is not None else read_digest(path)
+    digest = digest if digest is not None else read_digest(path, on_problem=on_problem)
     context = email_context(digest, file_name=path.name)
     environment = template_environment(templates_dir)
     html = environment.get_template(HTML_TEMPLATE).render(**context)
@@ -319,6 +320,7 @@ def email_report(
     settings: EmailSettings,
     templates_dir: str | None = None,
     digest: Digest | None = None,
+    on_problem: Callable[[Problem], None] | None = None,
 ) -> str:
     """Build the email for a report and send it (or write it with `request.eml_path`).
     `settings` come from `qareport.settings.resolve_email_settings` (the request among its options);
@@ -326,7 +328,8 @@ def email_report(
     saying what was done."""
     to, cc, smtp = check_email_request(request, settings)
     message = build_message(report_path, to=to, cc=cc, sender=sender_of(settings, smtp),
-                            subject=settings.subject, templates_dir=templates_dir, digest=digest)
+                            subject=settings.subject, templates_dir=templates_dir, digest=digest,
+                            on_problem=on_problem)
     if request.eml_path:
         write_eml(message, request.eml_path)
         return f"{request.eml_path}: the email with {Path(report_path).name} attached"

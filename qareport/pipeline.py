@@ -156,9 +156,13 @@ def _run(
     use_custom_evaluations(settings.ge6.custom_evaluations)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
-    baseline = read_run(options.baseline) if options.baseline else None
-    baseline_reviews = read_reviews(options.baseline) if options.baseline else None
-    history = read_history(options.history, exclude=(options.output,)) if options.history else None
+    stored: list[Problem] = []  # values of earlier runs an edit made unreadable, review columns not found
+    baseline = read_run(options.baseline, on_problem=stored.append) if options.baseline else None
+    baseline_reviews = read_reviews(options.baseline, on_problem=stored.append) if options.baseline else None
+    history = (read_history(options.history, exclude=(options.output,), on_problem=stored.append)
+               if options.history else None)
+    stored = list(dict.fromkeys(stored))  # the baseline in the history too: said once
+    on_problems(stored)
     for skipped in history.skipped if history else ():
         print(f"qareport: history: skipped {skipped}", file=sys.stderr)
     if options.email is not None and settings.email is not None:
@@ -200,7 +204,7 @@ def _run(
         if judge is not None:
             judge.close()
     on_problems(evaluation.problems)
-    problems = (*suite.problems, *evaluation.problems)
+    problems = (*suite.problems, *evaluation.problems, *stored)
     if strict and evaluation.problems:
         raise StrictModeError(f"{len(evaluation.problems)} evaluation problem(s) and --strict: nothing written")
 

@@ -10,6 +10,7 @@ the interchange format users already have, and the results file must reproduce i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -274,6 +275,9 @@ class Review:
 
     verdict: str | None = None  # one of REVIEW_CHOICES, or whatever was typed
     note: str | None = None
+    last_seen: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """For a case absent from the run the review was read from: its stored row (`runs.case_row`)
+    when it was last evaluated, so the review comes back as it was if nothing changed meanwhile."""
 
     def __bool__(self) -> bool:
         return bool(self.verdict or self.note)

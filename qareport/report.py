@@ -19,6 +19,7 @@ from qareport.comparison import (
     Comparison,
     Headline,
     TrendPoint,
+    case_moved,
     compare_runs,
     headline_metrics,
     score_distribution,
@@ -55,6 +56,9 @@ class Report:
     comparison: Comparison | None = None  # with a baseline
     trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
     reviews: dict[str, Review] = field(default_factory=dict)  # case id -> the analyst's review, carried over
+    kept_reviews: dict[str, Review] = field(default_factory=dict)
+    """Reviews of baseline cases absent from this run (not loaded, or missing for a while), each with
+    the case's row when last seen: stored with the run, so they come back with the case."""
     unloaded: tuple[Unloaded, ...] = ()  # test cases that could not be read (`Suite.unloaded`)
     not_loaded: str | None = None
     """"3 test cases could not be loaded (file x.yaml could not be read)", said before any delta."""
@@ -119,7 +123,8 @@ def build_report(
                           for table in kind.statistics_tables(results)),
         comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
-        reviews=carry_reviews(baseline_reviews or {}, comparison, [str(row["case_id"]) for row in rows]),
+        reviews=carry_reviews(baseline_reviews or {}, comparison, rows),
+        kept_reviews=keep_reviews(baseline_reviews or {}, baseline, rows) if comparison is not None else {},
         incomplete=incomplete,
         unloaded=tuple(unloaded),
         not_loaded=not_loaded,
@@ -127,27 +132,43 @@ def build_report(
 
 
 def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
-                  case_ids: Sequence[str]) -> dict[str, Review]:
+                  rows: Sequence[Mapping[str, Any]]) -> dict[str, Review]:
     """Last week's reviews, for this week's cases: kept as they were where neither the test nor the
     result changed; for a case that changed, only as "was: ..." in the note, so the analyst decides
-    again."""
+    again. A case that comes back after an absence (not loaded, or missing) is compared with the run
+    it was last seen in (`Review.last_seen`), not with the baseline that lacked it."""
     if comparison is None or not previous:
         return {}
     changed = {change.case_id for change in comparison.changes}
     carried = {}
-    for case_id in case_ids:
+    for row in rows:
+        case_id = str(row["case_id"])
         review = previous.get(case_id)
         if not review:
             continue
-        if case_id not in changed:
-            carried[case_id] = review
+        moved = case_moved(review.last_seen, row) if review.last_seen is not None else case_id in changed
+        if not moved:
+            carried[case_id] = Review(review.verdict, review.note)
             continue
         if not review.verdict and (review.note or "").startswith("was: "):
-            carried[case_id] = review  # an earlier review nobody has decided again: said once, not nested
+            carried[case_id] = Review(review.verdict, review.note)  # an earlier review nobody has decided again
             continue
         was = "; ".join(part for part in (review.verdict, review.note) if part)
         carried[case_id] = Review(verdict=None, note=f"was: {was}")
     return carried
+
+
+def keep_reviews(previous: Mapping[str, Review], baseline: RunSnapshot | None,
+                 rows: Sequence[Mapping[str, Any]]) -> dict[str, Review]:
+    """The reviews of cases this run does not have, each with the case's row when it was last seen
+    (in the baseline, or earlier), so that a case back after a week away gets its review back."""
+    present = {str(row["case_id"]) for row in rows}
+    last_rows: dict[str, Mapping[str, Any]] = {}
+    for row in baseline.cases if baseline is not None else ():
+        last_rows.setdefault(str(row.get("case_id")), row)
+    return {case_id: Review(review.verdict, review.note,
+                            last_seen=review.last_seen if review.last_seen is not None else last_rows.get(case_id))
+            for case_id, review in previous.items() if review and case_id not in present}
 
 
 def with_judge_failures(headline: Sequence[Headline], judged: Sequence[JudgedMetric]) -> tuple[Headline, ...]:

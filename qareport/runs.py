@@ -9,16 +9,23 @@ point of its trend:
         qareport_results   one row per case: `case_fields()` (groups as a JSON list)
         qareport_run       key | value: format, created, version, headline metrics, baseline, inputs ...
         qareport_changes   one row per change against the baseline (CHANGE_FIELDS), when there was one
+        qareport_reviews   case_id | field | part | text: each review the run carries, whole (a note
+                           in parts that each fit a cell), and those of baseline cases absent from
+                           the run with the case's row when last seen ("last seen", JSON)
     the results file (`--results`, JSON or YAML)
         qareport (version, date), results (graphrag-eval's per-question list), aggregates
         (graphrag-eval's per_template / micro / macro), data_query_metrics, cases (the case rows)
 
-The workbook writer lays out `stored_run_tables`; reading a workbook back uses openpyxl.
+The workbook writer lays out `stored_run_tables`; reading a workbook back uses openpyxl. Reading
+never trusts the file: a value of another type than the format holds (an analyst's edit) is
+converted when that is unambiguous and otherwise left out, with a problem naming sheet and cell.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,6 +36,8 @@ import yaml
 
 from qareport import kinds
 from qareport.comparison import (
+    CHANGE_KINDS,
+    STATUSES,
     CaseChange,
     Comparison,
     Headline,
@@ -40,7 +49,8 @@ from qareport.comparison import (
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
 from qareport.digest import Digest, digest_from_json, digest_to_json
-from qareport.records import USAGE_FIELDS, CaseResult, Review, RunSnapshot
+from qareport.records import USAGE_FIELDS, CaseResult, Location, Problem, Review, RunSnapshot
+from qareport.yaml_input import YamlProblem, yaml_documents
 
 if TYPE_CHECKING:
     from qareport.report import Report
@@ -145,19 +155,175 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     row = {field: values.get(field) for field in case_fields()}
     for field in LIST_FIELDS:
         raw = _from_json(row.get(field), fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
-        row[field] = [str(item) for item in raw] if isinstance(raw, list) else []
+        row[field] = [str(item) for item in raw if not isinstance(item, (list, dict))] if isinstance(raw, list) else []
     if values.get("targets") is None:
         row["targets"] = None  # stored before runs kept their targets: `comparison` falls back
     for field in JSON_FIELDS:
         raw = _from_json(row.get(field), fallback=lambda text: {})
-        row[field] = raw if isinstance(raw, dict) else {}
-    row["case_id"] = str(row["case_id"])
+        row[field] = _facts(raw)
+    row["case_id"] = stored_case_id(row["case_id"]) or ""
     for field in ("error", "reason"):
         if row[field] == "":
             row[field] = None
     row["definition_hash"] = row.get("definition_hash") or ""
     return row
 
+
+def _facts(raw: Any) -> dict[str, dict[str, list[str]]]:
+    """Each kind's facts (named lists of short items, `kinds.case_facts`), whatever an edit left."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(kind): {str(name): [str(item) for item in items if not isinstance(item, (list, dict))]
+                        for name, items in facts.items() if isinstance(items, list)}
+            for kind, facts in raw.items() if isinstance(facts, dict)}
+
+
+# --- reading what someone may have edited ---------------------------------------------------------
+#
+# A stored run is data an analyst can reach: a count typed as text, a number replaced by a word, a
+# column retyped. Every value read back is checked against what the format holds there; one that is
+# not of that type is converted when that is unambiguous ("14" for a count, " 0.5" for a score) and
+# otherwise left out, with a problem naming the sheet and cell. Reading never fails on a value.
+
+OnProblem = Callable[[Problem], None]
+Expected = str  # "number", "count" or "text"
+
+
+def _no_problem(problem: Problem) -> None:
+    """The default `on_problem`: a caller that does not ask is not told."""
+
+
+class _Bad:
+    """A value that could not be converted (distinct from None, an empty cell)."""
+
+
+BAD = _Bad()
+
+
+def convert_value(value: Any, expected: Expected) -> Any:
+    """`value` as the type a stored run holds (None stays None); BAD when no conversion is
+    unambiguous. Text that reads as one finite number is that number; a count is a whole number
+    of at least 0; anything written as a number or a date is text where text is expected."""
+    if value is None:
+        return None
+    if expected == "text":
+        if isinstance(value, str):
+            return value
+        if hasattr(value, "isoformat"):
+            return value.isoformat()
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+    if isinstance(value, bool):
+        return BAD
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            value = float(text) if expected == "number" or not text.lstrip("+").isdigit() else int(text)
+        except ValueError:
+            return BAD
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return BAD
+    if expected == "count":
+        if value < 0 or not float(value).is_integer():
+            return BAD
+        return int(value)
+    return value
+
+
+def _shown(value: Any) -> str:
+    kind = {str: "text", bool: "a true/false value"}.get(type(value), type(value).__name__)
+    text = repr(value) if isinstance(value, str) else str(value)
+    return f"{kind} {text[:60] + '…' if len(text) > 60 else text}"
+
+
+_EXPECTED_WORDS = {"number": "a number", "count": "a whole number", "text": "text"}
+
+
+def _dropped(target: Path, where: str, what: str, expected: Expected, value: Any) -> Problem:
+    return Problem(Location(str(target)),
+                   f"{where}: {what} must be {_EXPECTED_WORDS[expected]} (got {_shown(value)}); left out, the "
+                   "rest of the stored run is still read (restore the value qareport wrote, or clear the cell)")
+
+
+def _letter(column: int) -> str:
+    """A column's letters (1 -> A, 27 -> AA)."""
+    letters = ""
+    while column:
+        column, rest = divmod(column - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
+def case_value_types() -> dict[str, Expected]:
+    """What each case-row field holds; lists and mappings are read by `decode_case_row`."""
+    types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
+    types.update({key: "number" for key in (*kinds.case_metric_keys(), *USAGE_FIELDS)})
+    return types
+
+
+def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str], target: Path,
+                      on_problem: OnProblem) -> dict[str, Any] | None:
+    """A stored case row with each value of the type its field holds (see `convert_value`); a value
+    that cannot be converted is left out with a problem. None (and a problem) for a row without a
+    case id, which nothing could be compared with."""
+    cleaned = dict(values)
+    for field, expected in case_value_types().items():
+        if field not in cleaned:
+            continue
+        value = convert_value(cleaned[field], expected)
+        if value is BAD:
+            on_problem(_dropped(target, where(field), f"'{field}'", expected, cleaned[field]))
+            value = None
+        cleaned[field] = value
+    status = cleaned.get("status")
+    if isinstance(status, str) and status.strip().casefold() in STATUSES:
+        cleaned["status"] = status.strip().casefold()
+    if cleaned.get("case_id") in (None, ""):
+        on_problem(Problem(Location(str(target)), f"{where('case_id')}: a stored case without a case id; left out "
+                                                  "(restore its id, or delete the row)"))
+        return None
+    return cleaned
+
+
+_METADATA_COUNTS = re.compile(r"(cases|status\..+|metric\..+\.(cases|errors|missing|invalid)"
+                              r"|baseline\.metric\..+\.(cases|shared_cases)|judged\..+\.(judged|failed|not_applicable)"
+                              r"|judge\.calls|changes\..+|input\.\d+\.(files|records))")
+_METADATA_NUMBERS = re.compile(r"(metric\..+\.(mean|low|high)|baseline\.metric\..+\.(mean|shared_old|shared_new|p_value)"
+                               r"|judged\..+\.mean|judge\.cost_usd)")
+_METADATA_TEXTS = re.compile(r"(format|created|qareport_version|baseline\.(source|created|qareport_version|warning\..+)"
+                             r"|alert\..+|digest\.\d+|not_evaluated\..+|judge\.(model|embedding_model)|judged\..+\.label)")
+
+
+def metadata_value_type(key: str) -> Expected | None:
+    """What the qareport_run sheet holds under a key (None: any plain value, such as an option)."""
+    if _METADATA_COUNTS.fullmatch(key):
+        return "count"
+    if _METADATA_NUMBERS.fullmatch(key):
+        return "number"
+    if _METADATA_TEXTS.fullmatch(key):
+        return "text"
+    return None
+
+
+def _read_metadata(rows: Sequence[tuple[Any, ...]], target: Path, on_problem: OnProblem) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    for number, row in enumerate(rows[1:], start=2):
+        key = convert_value(row[0] if row else None, "text")
+        if not key:
+            continue
+        value = row[1] if len(row) > 1 else None
+        expected = metadata_value_type(key)
+        if expected is not None:
+            converted = convert_value(value, expected)
+            if converted is BAD:
+                on_problem(_dropped(target, f"sheet '{RUN_SHEET}', cell B{number}", f"'{key}'", expected, value))
+                continue
+            value = converted
+        metadata[key] = value
+    return metadata
 
 
 # --- the workbook's hidden sheets ------------------------------------------------------------------
@@ -230,7 +396,7 @@ def _text(value: Any) -> str:
 
 
 def stored_run_tables(report: Report) -> list[StoredTable]:
-    """The hidden sheets of a workbook, in order: cases, the run's facts, and its changes."""
+    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
     fields = case_fields()
     tables = [
         StoredTable(RESULTS_SHEET, fields,
@@ -241,7 +407,25 @@ def stored_run_tables(report: Report) -> list[StoredTable]:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(
             tuple(getattr(change, field) for field in CHANGE_FIELDS) for change in report.comparison.changes
         )))
+    if report.reviews or report.kept_reviews:
+        tables.append(StoredTable(REVIEWS_SHEET, REVIEWS_FIELDS, tuple(stored_review_rows(report))))
     return tables
+
+
+def stored_review_rows(report: Report) -> list[tuple[str, str, int, str]]:
+    """The hidden reviews sheet: every review this run carries, whole (a note longer than a cell is
+    cut in the Overview, never here), and those kept for cases absent from this run, with the
+    case's row when it was last seen."""
+    rows = []
+    for reviews in (report.reviews, report.kept_reviews):
+        for case_id, review in reviews.items():
+            texts = [("review", review.verdict), ("review note", review.note)]
+            if reviews is report.kept_reviews:
+                texts.append((LAST_SEEN, _text(dict(review.last_seen)) if review.last_seen is not None else None))
+            for field, text in texts:
+                if text:
+                    rows += [(case_id, field, number, part) for number, part in enumerate(review_parts(text), start=1)]
+    return rows
 
 
 # --- the results file -------------------------------------------------------------------------------
@@ -308,48 +492,72 @@ def check_results_path(path: str | Path) -> Path:
     return target
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: a value met twice is written twice, so the file reads back
+    under the alias guards of `yaml_input` whatever its size."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def write_results_file(document: dict[str, Any], path: str | Path) -> None:
     target = check_results_path(path)
     if target.suffix.lower() == ".json":
         text = json.dumps(document, indent=2, ensure_ascii=False, default=str)
     else:
-        text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+        text = yaml.dump(document, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=100)
     write_atomically(target, text.encode("utf-8"), what="the results")
 
 
 def read_results_file(path: str | Path) -> dict[str, Any]:
-    """A results file written by qareport (used as a baseline)."""
+    """A results file written by qareport (used as a baseline): a mapping with qareport's own header
+    (`qareport:` with its version) and a `cases` list. YAML is read with the guards of test-case
+    files (aliases that would expand without bound, nesting, NUL bytes are refused, never built)."""
     target = Path(path)
     try:
         text = target.read_text(encoding="utf-8")
-        document = json.loads(text) if target.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as error:
+        if target.suffix.lower() == ".json":
+            document = json.loads(text)
+        else:
+            documents = []
+            for part in yaml_documents(text):
+                if isinstance(part, YamlProblem):
+                    where = f"{target}:{part.line}" if part.line else str(target)
+                    raise QAReportError(f"{where}: cannot read the results file: {part.message}")
+                documents.append(part)
+            document = documents[0] if len(documents) == 1 else documents
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise QAReportError(f"{target}: cannot read the results file: {error}") from error
     if not isinstance(document, dict) or "cases" not in document:
         raise QAReportError(f"{target}: not a qareport results file (no 'cases' list)")
+    header = document.get("qareport")
+    if not isinstance(header, dict) or not header.get("version"):
+        raise QAReportError(f"{target}: not a qareport results file (no 'qareport:' header with its version, "
+                            "which 'qareport run --results' writes first); give a results file or workbook qareport wrote")
     return document
 
 
 # --- reading a run back -------------------------------------------------------------------------------
 
 
-def read_run(path: str | Path) -> RunSnapshot:
-    """The run a workbook or results file holds; BaselineError when it is not a qareport run."""
+def read_run(path: str | Path, *, on_problem: OnProblem | None = None) -> RunSnapshot:
+    """The run a workbook or results file holds; BaselineError when it is not a qareport run.
+    `on_problem` hears of each stored value left out because it was edited into something else."""
     target = Path(path)
     suffix = target.suffix.lower()
     if not target.is_file():
         raise BaselineError(f"{target}: no such file (a baseline is a qareport workbook or results file)")
     if suffix in WORKBOOK_SUFFIXES:
-        return read_report(target).snapshot
+        return read_report(target, on_problem=on_problem).snapshot
     if suffix in RESULTS_SUFFIXES:
-        return _read_results_file(target)
+        return _read_results_file(target, on_problem or _no_problem)
     raise BaselineError(
         f"{target}: a baseline must be a qareport workbook (.xlsx) or results file "
         f"({', '.join(RESULTS_SUFFIXES)}), not '{target.suffix or target.name}'"
     )
 
 
-def _read_results_file(target: Path) -> RunSnapshot:
+def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
     try:
         document = read_results_file(target)
     except QAReportError as error:
@@ -359,80 +567,229 @@ def _read_results_file(target: Path) -> RunSnapshot:
     about: dict[str, Any] = stated if isinstance(stated, dict) else {}
     if not isinstance(cases, list) or not all(isinstance(c, dict) and "case_id" in c for c in cases):
         raise BaselineError(f"{target}: 'cases' must be a list of case rows with a 'case_id' (got {type(cases).__name__})")
+    rows = []
+    for index, case in enumerate(cases, start=1):
+        def where(field: str, index: int = index) -> str:
+            return f"'cases' item {index}, '{field}'"
+
+        cleaned = clean_case_values(case, where=where, target=target, on_problem=on_problem)
+        if cleaned is not None:
+            rows.append(decode_case_row(cleaned))
     return RunSnapshot(
         source=str(target),
-        created=str(about.get("created") or ""),
-        qareport_version=str(about.get("version") or ""),
-        cases=tuple(decode_case_row(case) for case in cases),
+        created=convert_value(about.get("created"), "text") or "",
+        qareport_version=convert_value(about.get("version"), "text") or "",
+        cases=tuple(rows),
         steps_semantics=_stated_semantics(about.get("steps_semantics")),
     )
 
 
-def read_report(path: str | Path) -> ReportRecord:
-    """A qareport workbook's run, metadata and changes, from its hidden sheets."""
+def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> ReportRecord:
+    """A qareport workbook's run, metadata and changes, from its hidden sheets. A value an edit made
+    into something else is converted or left out (`on_problem` hears which), never a crash."""
     target = Path(path)
+    report = on_problem or _no_problem
     sheets = _read_sheets(target, DATA_SHEETS)
     if RESULTS_SHEET not in sheets or RUN_SHEET not in sheets:
         raise BaselineError(
             f"{target}: not a qareport workbook with per-case results (no hidden "
             f"'{RESULTS_SHEET}' sheet); give a workbook written by qareport or its --results file"
         )
-    metadata = {str(row[0]): row[1] for row in sheets[RUN_SHEET][1:] if row and row[0] is not None}
+    metadata = _read_metadata(sheets[RUN_SHEET], target, report)
     if metadata.get("format") != RUN_FORMAT:
         raise BaselineError(
             f"{target}: the '{RUN_SHEET}' sheet has format {metadata.get('format')!r}; "
             f"this qareport reads {RUN_FORMAT!r}"
         )
     header, *rows = sheets[RESULTS_SHEET] or [()]
-    if "case_id" not in header:
+    names = [convert_value(name, "text") for name in header]
+    if "case_id" not in names:
         raise BaselineError(f"{target}: the '{RESULTS_SHEET}' sheet has no 'case_id' column")
-    cases = tuple(
-        decode_case_row(dict(zip(header, values))) for values in rows
-        if any(value is not None for value in values)
-    )
+    columns = {name: index for index, name in enumerate(names, start=1) if name}  # the last wins, as in a row
+    cases = []
+    for number, values in enumerate(rows, start=2):
+        if all(value is None for value in values):
+            continue
+        def where(field: str, number: int = number) -> str:
+            return f"sheet '{RESULTS_SHEET}', cell {_letter(columns.get(field, 1))}{number}"
+
+        cleaned = clean_case_values(dict(zip(names, values)), where=where, target=target, on_problem=report)
+        if cleaned is not None:
+            cases.append(decode_case_row(cleaned))
     snapshot = RunSnapshot(
         source=str(target),
         created=str(metadata.get("created") or ""),
         qareport_version=str(metadata.get("qareport_version") or ""),
-        cases=cases,
+        cases=tuple(cases),
         steps_semantics=_stated_semantics(metadata.get("option.steps_semantics")),
     )
-    return ReportRecord(snapshot, metadata, _comparison(metadata, sheets.get(CHANGES_SHEET), cases),
+    changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
+    return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),
                         headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata),
-                        digest=_stored_digest(target, metadata))
+                        digest=_stored_digest(target, metadata, report))
+
+
+_CHANGE_TYPES: dict[str, Expected] = {"kind": "text", "case_id": "text", "name": "text", "metric": "text",
+                                      "delta": "number", "old_status": "text", "new_status": "text", "reason": "text"}
+
+
+def _read_changes(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: OnProblem) -> list[CaseChange]:
+    """The stored changes; a line an edit made unreadable is left out with a problem."""
+    if not rows:
+        return []
+    header, *lines = rows
+    names = [convert_value(name, "text") for name in header]
+    changes = []
+    for number, values in enumerate(lines, start=2):
+        if all(value is None for value in values):
+            continue
+        row = dict(zip(names, values))
+        fields: dict[str, Any] = {}
+        for index, field in enumerate(CHANGE_FIELDS, start=1):
+            value = row.get(field)
+            expected = _CHANGE_TYPES.get(field)
+            if expected is None:  # old, new: a number, or a status as text
+                value = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+            else:
+                value = convert_value(value, expected)
+            where = f"sheet '{CHANGES_SHEET}', cell {_letter(names.index(field) + 1 if field in names else index)}{number}"
+            if value is BAD:
+                on_problem(_dropped(target, where, f"'{field}'", expected or "number", row.get(field)))
+                value = None
+            fields[field] = value
+        if fields["kind"] not in CHANGE_KINDS or not fields["case_id"]:
+            on_problem(Problem(Location(str(target)), f"sheet '{CHANGES_SHEET}', row {number}: not a change qareport "
+                                                      f"wrote (kind {fields['kind']!r}); left out"))
+            continue
+        changes.append(CaseChange(**fields))
+    return changes
 
 
 REVIEW_SHEET = "Overview"  # the analyst types reviews into the visible sheet, not into hidden data
 REVIEW_HEADERS = ("id", "review", "review note")
+REVIEWS_SHEET = "qareport_reviews"  # the reviews as they were carried, whole, and those of absent cases
+REVIEWS_FIELDS = ("case_id", "field", "part", "text")
+LAST_SEEN = "last seen"  # a reviewed case absent from the run: its row when it was last there
+HEADER_SEARCH_ROWS = 10  # the Overview's header is looked for in its first rows (an analyst may add a title)
+REVIEW_PART = 30_000  # characters a stored part holds (a cell holds 32,767)
+REVIEW_PART_LINES = 250  # line breaks a stored part holds (a cell holds 253)
+_OWN_MARKS = re.compile(r"^\u25bc [\d,]+ more (lines|characters|)$|\n?\[\u2026 [\d,]+ more (lines|characters) cut[^\]]*\]$",
+                        re.MULTILINE)
+"""What qareport itself adds to a cell's text (a cut marker): not part of what the analyst typed."""
 
 
-def read_reviews(path: str | Path) -> dict[str, Review]:
-    """The reviews an analyst typed into a workbook's Overview (`review`, `review note`), by case
-    id; {} for a results file or a workbook without those columns."""
+def header_key(value: Any) -> str:
+    """A column header the way an analyst means it: case, surrounding and doubled spaces aside."""
+    return " ".join(str(value).split()).casefold() if value is not None else ""
+
+
+def stored_case_id(value: Any) -> str | None:
+    """A case id read back (a stored case row, an Overview id cell, the reviews sheet), made exactly
+    as `loading` makes this run's case ids, so that both compare alike: today text as written, so
+    `X` and `X ` are two cases and a review never moves from one to the other. (Were `loading` to
+    normalise ids, the same function belongs here.)"""
+    text = convert_value(value, "text")
+    return text if text else None
+
+
+def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> dict[str, Review]:
+    """The reviews an analyst typed into a workbook's Overview (`review`, `review note`, headers in
+    any case), by case id; where the Overview holds a note qareport had to cut, the whole note kept in
+    the hidden reviews sheet; and the reviews kept for cases absent from that run (with the case's
+    row when it was last seen). {} for a results file. An Overview with rows but without the review
+    columns is said through `on_problem`, and the reviews stored with the run stand in for it."""
     target = Path(path)
+    report = on_problem or _no_problem
     if target.suffix.lower() not in WORKBOOK_SUFFIXES:
         return {}
-    rows = _read_sheets(target, (REVIEW_SHEET,)).get(REVIEW_SHEET) or []
-    if not rows:
-        return {}
-    header = [str(value).strip() if value is not None else "" for value in rows[0]]
-    if not all(name in header for name in REVIEW_HEADERS):
-        return {}
-    where = {name: header.index(name) for name in REVIEW_HEADERS}
+    sheets = _read_sheets(target, (REVIEW_SHEET, REVIEWS_SHEET))
+    stored = _stored_reviews(sheets.get(REVIEWS_SHEET) or [])
+    rows = sheets.get(REVIEW_SHEET) or []
     reviews: dict[str, Review] = {}
-    for values in rows[1:]:
-        def cell(name: str) -> str | None:
-            index = where[name]
-            value = values[index] if index < len(values) else None
-            return str(value).strip() or None if value is not None else None
-
-        case_id, review = cell("id"), Review(cell("review"), cell("review note"))
-        if case_id and review:
-            reviews.setdefault(case_id, review)
+    listed: set[str] = set()
+    at = next((index for index, values in enumerate(rows[:HEADER_SEARCH_ROWS])
+               if {"id", "review"} <= {header_key(value) for value in values}), 0)  # rows inserted above it
+    header = [header_key(value) for value in rows[at]] if rows else []
+    columns = {name: header.index(name) for name in REVIEW_HEADERS if name in header}
+    body = [values for values in rows[at + 1:] if any(value is not None for value in values)]
+    missing = [name for name in REVIEW_HEADERS if name not in columns]
+    if missing and body:
+        report(Problem(Location(str(target)), (
+            f"sheet '{REVIEW_SHEET}' has no column headed {' or '.join(repr(name) for name in missing)} (looked for "
+            "in any case, surrounding spaces aside): what was typed there is not read, and the reviews qareport "
+            "carried into this workbook are kept instead; name the column as qareport wrote it")))
+    if "id" in columns:
+        for values in body:
+            case_id = stored_case_id(values[columns["id"]])
+            if case_id is None:
+                continue
+            listed.add(case_id)
+            kept = stored.get(case_id, {})
+            verdict, note = (_typed(values[columns[name]], kept.get(name)) if name in columns else kept.get(name) or None
+                             for name in ("review", "review note"))
+            review = Review(verdict, note)
+            if review:
+                reviews.setdefault(case_id, review)
+    for case_id, kept in stored.items():
+        if case_id in listed:
+            continue  # the Overview says what the analyst left there, cleared reviews included
+        seen: Any = None
+        if LAST_SEEN in kept:
+            try:
+                seen = json.loads(kept[LAST_SEEN])
+            except ValueError:
+                seen = None
+        review = Review(kept.get("review") or None, kept.get("review note") or None,
+                        last_seen=decode_case_row(seen) if isinstance(seen, dict) and "case_id" in seen else None)
+        if review:
+            reviews[case_id] = review
     return reviews
 
 
-def _stored_digest(target: Path, metadata: Mapping[str, Any]) -> Digest | None:
+def _typed(value: Any, whole: str | None) -> str | None:
+    """What the analyst left in a review cell; the whole text kept in the hidden sheet when the cell
+    holds qareport's own cut of it (its marker, and the same words before it), untouched since. A
+    note the analyst shortened (marker gone) is taken as typed."""
+    text = convert_value(value, "text")
+    if text is None:
+        return None
+    if whole and text != whole and _OWN_MARKS.search(text):
+        shown = "".join(_OWN_MARKS.sub("", text).split())
+        if shown and "".join(whole.split()).startswith(shown):
+            return whole
+    return text.strip() or None
+
+
+def _stored_reviews(rows: Sequence[tuple[Any, ...]]) -> dict[str, dict[str, str]]:
+    """The hidden reviews sheet: case id -> field -> its text, the parts joined in their order."""
+    parts: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for values in rows[1:]:
+        case_id, field, part, text = (*values, None, None, None, None)[:4]
+        case_id, field, text = stored_case_id(case_id), convert_value(field, "text"), convert_value(text, "text")
+        number = convert_value(part, "count")
+        if case_id is None or not field or text is None or number is BAD:
+            continue
+        parts.setdefault(case_id, {}).setdefault(field, []).append((number or 0, text))
+    return {case_id: {field: "".join(text for _, text in sorted(pieces, key=lambda piece: piece[0]))
+                      for field, pieces in fields.items()}
+            for case_id, fields in parts.items()}
+
+
+def review_parts(text: str) -> list[str]:
+    """A text in pieces that each fit a cell and that join back to it exactly ("".join)."""
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + REVIEW_PART)
+        breaks = [index for index in range(start, end) if text[index] == "\n"]
+        if len(breaks) > REVIEW_PART_LINES:
+            end = breaks[REVIEW_PART_LINES - 1] + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def _stored_digest(target: Path, metadata: Mapping[str, Any], on_problem: OnProblem) -> Digest | None:
     parts = []
     for index in range(1, 10_000):
         part = metadata.get(f"digest.{index}")
@@ -443,8 +800,11 @@ def _stored_digest(target: Path, metadata: Mapping[str, Any]) -> Digest | None:
         return None
     try:
         return digest_from_json("".join(parts))
-    except (ValueError, TypeError, KeyError):
-        return None  # an edited hidden sheet: the run is still a baseline, and the email is made again
+    except (ValueError, TypeError, KeyError, AttributeError):
+        # an edited hidden sheet: the run is still a baseline, and the email is made again
+        on_problem(Problem(Location(str(target)), f"sheet '{RUN_SHEET}', the digest (keys digest.1 to "
+                           f"digest.{len(parts)}): not the digest qareport wrote; made again from the stored run"))
+        return None
 
 
 def _stated_headline(metadata: Mapping[str, Any]) -> tuple[Headline, ...]:
@@ -474,15 +834,9 @@ def _stated_status_counts(metadata: Mapping[str, Any]) -> dict[str, int]:
             if key.startswith(prefix) and isinstance(value, (int, float))}
 
 
-def _comparison(metadata: Mapping[str, Any], changes: list[tuple[Any, ...]] | None, cases: Sequence[Mapping[str, Any]]) -> Comparison | None:
+def _comparison(metadata: Mapping[str, Any], records: list[CaseChange], cases: Sequence[Mapping[str, Any]]) -> Comparison | None:
     if not metadata.get("baseline.source"):
         return None
-    records = []
-    if changes:
-        header, *rows = changes
-        for values in rows:
-            row = dict(zip(header, values))
-            records.append(CaseChange(**{field: row.get(field) for field in CHANGE_FIELDS}))  # type: ignore[arg-type]
     current = {h.metric: h for h in headline_metrics(cases)}
     deltas = []
     for metric in sorted({*current, *_baseline_metrics(metadata)}, key=_metric_order):
@@ -532,16 +886,23 @@ def _read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any
             warnings.simplefilter("ignore", UserWarning)
             workbook = load_workbook(target, read_only=True, data_only=True)
             try:
-                return {
-                    name: [tuple(row) for row in workbook[name].iter_rows(values_only=True)]
-                    for name in names if name in workbook.sheetnames
-                }
+                return {name: _even_rows(workbook[name].iter_rows(values_only=True))
+                        for name in names if name in workbook.sheetnames}
             finally:
                 workbook.close()
     except BaselineError:
         raise
     except Exception as error:  # a damaged or foreign file can fail anywhere inside openpyxl
         raise BaselineError(f"{target}: cannot read it as an Excel workbook ({type(error).__name__}: {error})") from error
+
+
+def _even_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """Rows all as long as the longest. A sheet without the optional `<dimension>` element (as
+    openpyxl's write-only mode and some other tools write them) is read row by row as stored: each
+    row then ends at its last value."""
+    read = [tuple(row) for row in rows]
+    width = max((len(row) for row in read), default=0)
+    return [row + (None,) * (width - len(row)) if len(row) < width else row for row in read]
 
 
 def find_run_files(paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = ()) -> tuple[list[Path], list[Path]]:
@@ -561,15 +922,16 @@ def find_run_files(paths: Sequence[str | Path], *, exclude: Iterable[str | Path]
     return named, found
 
 
-def read_history(paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = ()) -> History:
+def read_history(paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
+                 on_problem: OnProblem | None = None) -> History:
     """The runs in the given files and folders. A named file that is not a qareport run is an
     error; in a folder such a file (a configuration, say) is skipped and said so."""
     named, found = find_run_files(paths, exclude=exclude)
-    runs = [read_run(path) for path in named]
+    runs = [read_run(path, on_problem=on_problem) for path in named]
     skipped = []
     for path in found:
         try:
-            runs.append(read_run(path))
+            runs.append(read_run(path, on_problem=on_problem))
         except BaselineError as error:
             skipped.append(str(error))
     return History(tuple(runs), tuple(skipped))

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 from openpyxl import Workbook, load_workbook
 
-from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_run
+from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_report, read_run
 from qareport.cli import main
 from qareport.errors import BaselineError
 
@@ -266,3 +266,200 @@ def test_read_history_reads_named_files_and_folders(history):
     found = read_history([history])
     assert sorted(Path(r.source).name for r in found.runs) == ["week18.xlsx", "week19.xlsx", "week19.yaml"]
     assert len(found.skipped) == 1 and "qareport.yaml" in found.skipped[0]
+
+
+# --- baselines an analyst or another tool re-saved or edited ---------------------------------------
+
+
+def _load(path: Path):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # openpyxl on XlsxWriter's data validation
+        return load_workbook(path)
+
+
+def resave_write_only(source: Path, target: Path) -> Path:
+    """The workbook's values re-saved by openpyxl's write-only mode, whose sheets have no
+    `<dimension>` element (nor any empty cell)."""
+    original = _load(source)
+    copy = Workbook(write_only=True)
+    for ws in original.worksheets:
+        sheet = copy.create_sheet(ws.title)
+        sheet.sheet_state = ws.sheet_state
+        for row in ws.iter_rows(values_only=True):
+            sheet.append(list(row))
+    copy.save(target)
+    with zipfile.ZipFile(target) as package:
+        assert not any(b"<dimension" in package.read(name) for name in package.namelist()
+                       if name.startswith("xl/worksheets/sheet"))
+    return target
+
+
+def edit_hidden_cells(source: Path, target: Path, edits: dict[tuple[str, str, str], object]) -> dict[tuple[str, str, str], str]:
+    """What an analyst may do to the hidden data: (sheet, row key, column) -> a new value; the row
+    key is a case id in qareport_results, a key in qareport_run. Returns each edited cell's address."""
+    workbook = _load(source)
+    where = {}
+    for (sheet, key, column), value in edits.items():
+        ws = workbook[sheet]
+        header = [cell.value for cell in ws[1]]
+        row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == key)
+        cell = ws.cell(row, header.index(column) + 1)
+        cell.value = value
+        where[(sheet, key, column)] = cell.coordinate
+    workbook.save(target)
+    return where
+
+
+def test_a_baseline_whose_sheets_lack_the_dimension_element_is_still_a_baseline_for_run_and_email(last_week, tmp_path):
+    copy = resave_write_only(last_week, tmp_path / "week18-write-only.xlsx")
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(copy)) == 0
+    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
+    assert read_run(copy).cases == read_run(last_week).cases
+    assert main(["email", str(copy), "--eml", str(tmp_path / "week18.eml"), "--to", "qa@example.org"]) == 0
+    assert (tmp_path / "week18.eml").stat().st_size > 1000
+
+
+def test_a_baseline_whose_hidden_data_was_edited_is_read_with_each_value_converted_or_left_out_and_said(last_week, tmp_path, capsys):
+    edits = {
+        (RESULTS_SHEET, REGRESSED, "macro_precision"): " 1.0 ",  # a score typed as text: unambiguous
+        (RESULTS_SHEET, IMPROVED, "status"): "Error",  # a status retyped
+        (RESULTS_SHEET, "2818e6c6-6d0e-49a5-86af-cc5a22b108d2", "macro_recall"): "n/a",  # not a number
+        (RUN_SHEET, "metric.macro_precision.cases", "value"): "14",  # a count typed as text
+        (RUN_SHEET, "status.error", "value"): "three",  # not a count
+    }
+    copy = tmp_path / "week18-edited.xlsx"
+    cells = edit_hidden_cells(last_week, copy, edits)
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(copy)) == 0
+    err = capsys.readouterr().err
+    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
+    recall = cells[(RESULTS_SHEET, "2818e6c6-6d0e-49a5-86af-cc5a22b108d2", "macro_recall")]
+    errors = cells[(RUN_SHEET, "status.error", "value")]
+    assert (f"qareport: {copy}: sheet '{RESULTS_SHEET}', cell {recall}: 'macro_recall' must be a number "
+            "(got text 'n/a'); left out") in err
+    assert f"qareport: {copy}: sheet '{RUN_SHEET}', cell {errors}: 'status.error' must be a whole number (got text 'three')" in err
+    problems = [row[3] for row in sheet_rows(load_workbook(report)["Problems"])[1:]]
+    assert any(f"cell {recall}: 'macro_recall'" in str(text) for text in problems)
+    record = read_report(copy)
+    assert next(h for h in record.headline if h.metric == "macro_precision").cases == 14
+    assert "error" not in record.status_counts
+
+
+def test_email_of_a_workbook_whose_hidden_data_was_edited_is_still_sent(last_week, tmp_path, capsys):
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week)) == 0
+    workbook = _load(report)
+    metadata = {row[0].value: row[1] for row in workbook[RUN_SHEET].iter_rows(min_row=2)}
+    metadata["baseline.metric.macro_precision.cases"].value = "14 cases"
+    metadata["baseline.metric.macro_precision.shared_old"].value = "high"
+    digest = json.loads(metadata["digest.1"].value)
+    digest["headline"][0]["mean"] = "high"  # a number in the stored digest replaced by a word
+    metadata["digest.1"].value = json.dumps(digest)
+    changes = workbook["qareport_changes"]
+    header = [cell.value for cell in changes[1]]
+    changes.cell(2, header.index("delta") + 1).value = "big"  # the regression's delta
+    changes.cell(3, header.index("kind") + 1).value = "improvment"  # not a kind of change
+    workbook.save(report)
+    message = tmp_path / "week19.eml"
+    capsys.readouterr()
+    assert main(["email", str(report), "--eml", str(message), "--to", "qa@example.org"]) == 0
+    assert "regression" in message.read_text(encoding="utf-8")
+    err = capsys.readouterr().err
+    assert "'baseline.metric.macro_precision.cases' must be a whole number (got text '14 cases')" in err
+    assert "the digest (keys digest.1 to digest.1): not the digest qareport wrote; made again from the stored run" in err
+    assert "sheet 'qareport_changes', cell G2: 'delta' must be a number (got text 'big')" in err
+    assert "sheet 'qareport_changes', row 3: not a change qareport wrote (kind 'improvment'); left out" in err
+
+
+BOMB = "".join(f'{name}: &{name} [{", ".join([f"*{before}"] * 9)}]\n'
+               for before, name in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("only-cases.yaml", "cases: []\n", "no 'qareport:' header with its version"),
+    ("other-tool.yaml", "tool: another\ncases: []\nscores: {a: 1}\n", "no 'qareport:' header with its version"),
+    ("only-cases.json", '{"cases": []}', "no 'qareport:' header with its version"),
+    ("bomb.yaml", 'a: &a ["lol"]\n' + BOMB + "cases: []\n", "billion laughs"),
+    ("bomb-with-header.yaml", 'qareport: {version: "1.0"}\na: &a ["lol"]\n' + BOMB + "cases: []\n", "billion laughs"),
+])
+def test_a_results_file_that_is_not_a_qareport_run_is_refused_as_a_baseline(tmp_path, name, content, message):
+    """Exit status 2 naming it, within a memory and time limit: an alias bomb is never expanded."""
+    import resource
+    import subprocess
+    import sys
+
+    baseline = tmp_path / name
+    baseline.write_text(content, encoding="utf-8")
+    report = tmp_path / "report.xlsx"
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024 ** 3, 2 * 1024 ** 3))
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "qareport", "run", str(TESTCASES), "--responses", str(RESPONSES), "--output",
+         str(report), "--no-llm", "-q", "--baseline", str(baseline)],
+        capture_output=True, text=True, timeout=120, preexec_fn=limit_memory)
+    assert completed.returncode == 2, completed.stderr
+    (line,) = [line for line in completed.stderr.splitlines() if str(baseline) in line]
+    assert line.startswith(f"qareport: {baseline}") and message in line
+    assert "Traceback" not in completed.stderr and not report.exists()
+
+
+def test_a_results_file_is_written_without_yaml_aliases_so_it_reads_back_under_the_alias_guard(tmp_path):
+    from qareport.runs import write_results_file
+
+    shared = {"groups": ["imf", "weo"]}
+    path = tmp_path / "results.yaml"
+    write_results_file({"qareport": {"version": "1", "created": "2024-05-01"}, "cases": [], "a": shared, "b": shared}, path)
+    text = path.read_text(encoding="utf-8")
+    assert "&id" not in text and "*id" not in text
+    assert read_run(path).cases == ()
+
+
+# --- the trend, with a baseline LibreOffice re-saved ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def resaved_by_libreoffice(last_week, tmp_path_factory):
+    """Last week's workbook opened and saved again by LibreOffice (which keeps 15 digits of a number)."""
+    import subprocess
+
+    from test_libreoffice import require
+
+    soffice = require("soffice")
+    folder = tmp_path_factory.mktemp("libreoffice-resave")
+    subprocess.run([soffice, f"-env:UserInstallation={(folder / 'profile').as_uri()}", "--headless", "--norestore",
+                    "--convert-to", "xlsx", "--outdir", str(folder / "out"), str(last_week)],
+                   capture_output=True, timeout=300, check=True)
+    resaved = folder / "out" / last_week.name
+    assert resaved.is_file(), "LibreOffice did not write the workbook"
+    return resaved
+
+
+def test_the_trend_lists_a_run_once_when_its_workbook_was_re_saved_by_libreoffice(last_week, resaved_by_libreoffice, tmp_path):
+    before, after = read_run(last_week), read_run(resaved_by_libreoffice)
+    assert before.created == after.created and before.cases != after.cases  # LibreOffice rounded some scores
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(resaved_by_libreoffice),
+               "--history", str(last_week), str(resaved_by_libreoffice)) == 0
+    rows = sheet_rows(load_workbook(report)["Trend"])[1:]
+    assert [(r[0].strftime("%Y-%m-%d"), r[1]) for r in rows] == [("2024-05-01", "week18.xlsx"), ("2024-05-08", "this run")]
+
+
+@pytest.mark.parametrize(("got", "expected", "exp"), [
+    ("14", "count", 14), (" 14 ", "count", 14), ("14.0", "count", 14), (14.0, "count", 14), ("", "count", None),
+    ("14 cases", "count", "BAD"), ("three", "count", "BAD"), (-1, "count", "BAD"), (1.5, "count", "BAD"),
+    (True, "count", "BAD"), (" 0.5", "number", 0.5), ("1", "number", 1.0), ("n/a", "number", "BAD"),
+    ("nan", "number", "BAD"), ("1e400", "number", "BAD"), ("0,5", "number", "BAD"), (float("inf"), "number", "BAD"),
+    (0.25, "number", 0.25), (None, "number", None), (10, "text", "10"), (1.0, "text", "1"), ("X ", "text", "X "),
+])
+def test_a_stored_value_of_another_type_is_converted_only_when_unambiguous(got, expected, exp):
+    from qareport.runs import BAD, convert_value
+
+    value = convert_value(got, expected)
+    assert (value is BAD) if exp == "BAD" else (value == exp and type(value) is type(exp))
