@@ -48,6 +48,7 @@ from qareport.comparison import (
 )
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
+from qareport.id_text import normalise_id
 from qareport.digest import Digest, digest_from_json, digest_to_json
 from qareport.records import USAGE_FIELDS, CaseResult, Location, Problem, Review, RunSnapshot
 from qareport.yaml_input import YamlProblem, yaml_documents
@@ -685,10 +686,10 @@ def header_key(value: Any) -> str:
 
 def stored_case_id(value: Any) -> str | None:
     """A case id read back (a stored case row, an Overview id cell, the reviews sheet), made exactly
-    as `loading` makes this run's case ids, so that both compare alike: today text as written, so
-    `X` and `X ` are two cases and a review never moves from one to the other. (Were `loading` to
-    normalise ids, the same function belongs here.)"""
+    as `loading` makes this run's case ids (text as written, then NFC and trimmed, `id_text`), so that
+    both compare alike and a review stays with the case it was typed for."""
     text = convert_value(value, "text")
+    text = normalise_id(text) if text else text
     return text if text else None
 
 
