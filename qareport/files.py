@@ -8,7 +8,9 @@ failure leaves the previous file in place. The file gets the mode an ordinary ne
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -67,3 +69,102 @@ def cache_home(environ: Mapping[str, str]) -> str:
         home = environ.get("HOME") or str(Path.home())
         base = os.path.join(home, ".cache")
     return os.path.join(base, "qareport")
+
+
+# --- caches: folders no other user can write -------------------------------------------------------
+
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+CLOSE_ON_EXEC = getattr(os, "O_CLOEXEC", 0)
+OWNERS_CHECKED = hasattr(os, "geteuid") and NO_FOLLOW != 0 and os.open in os.supports_dir_fd
+"""Whether files have POSIX owners and can be opened relative to a folder's descriptor without
+following links; where not (Windows), the caches are used by path, unchecked."""
+
+
+class UntrustedCacheError(QAReportError):
+    """A cache that another user could have written: not used (never raised out of a cache)."""
+
+
+def _is_link(name: str, folder: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _writable_by_others(mode: int) -> bool:
+    return bool(mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _check_owner(status: os.stat_result, path: str, *, holds_entries: bool) -> None:
+    """Refuse what another user owns or may write to. A folder on the way to a cache may be
+    writable by others when its sticky bit is set (as /tmp): nobody can then replace what is ours in it."""
+    if status.st_uid not in (os.geteuid(), 0):
+        raise UntrustedCacheError(f"{path} belongs to another user (uid {status.st_uid})")
+    if _writable_by_others(status.st_mode) and (holds_entries or not status.st_mode & stat.S_ISVTX):
+        raise UntrustedCacheError(
+            f"{path} can be written by {'its group' if status.st_mode & stat.S_IWGRP else 'other users'} "
+            f"(mode {stat.S_IMODE(status.st_mode):04o}; `chmod go-w` it if it is yours)")
+
+
+def open_trusted_folder(folder: str | Path, *, create: bool = False) -> int | None:
+    """A descriptor of `folder`, to open its files relative to (`dir_fd`); None where owners are
+    not checked (see `OWNERS_CHECKED`). The caller closes it.
+
+    Links are resolved once; the folder found is then opened from the root one folder at a time
+    with `O_NOFOLLOW`, each checked on its open descriptor: owned by this user or root, and not
+    writable by its group or others (sticky folders such as /tmp excepted, but not for `folder`
+    itself). So no other user can swap a folder of theirs in between the check and the use.
+    `create` makes what is missing, readable by its owner only. Raises `UntrustedCacheError`, or
+    `OSError` (`FileNotFoundError` for a missing folder without `create`).
+    """
+    if not OWNERS_CHECKED:
+        if create:
+            Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return None
+    real = os.path.realpath(folder)
+    names = [name for name in real.split(os.sep) if name]
+    descriptor = os.open(os.sep, os.O_RDONLY | DIRECTORY | CLOSE_ON_EXEC)
+    try:
+        _check_owner(os.fstat(descriptor), os.sep, holds_entries=not names)
+        walked = ""
+        for number, name in enumerate(names, start=1):
+            walked += os.sep + name
+            flags = os.O_RDONLY | DIRECTORY | NO_FOLLOW | CLOSE_ON_EXEC
+            try:
+                inner = os.open(name, flags, dir_fd=descriptor)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=descriptor)
+                except FileExistsError:  # made at the same moment by another run
+                    pass
+                inner = os.open(name, flags, dir_fd=descriptor)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, descriptor):
+                    raise UntrustedCacheError(f"{walked} became a link while it was checked") from None
+                raise
+            os.close(descriptor)
+            descriptor = inner
+            _check_owner(os.fstat(descriptor), walked, holds_entries=number == len(names))
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def check_trusted_file(descriptor: int | None, name: str, shown: str) -> bool:
+    """Whether the file `name` in the folder opened as `descriptor` (see `open_trusted_folder`) is
+    a regular file that only this user or root can have written; False when there is none.
+    Raises `UntrustedCacheError` for a link, something else than a file, or another user's file."""
+    if descriptor is None:
+        return os.path.exists(shown)
+    try:
+        status = os.stat(name, dir_fd=descriptor, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(status.st_mode):
+        raise UntrustedCacheError(f"{shown} is not a regular file (a link, or something else)")
+    _check_owner(status, shown, holds_entries=True)
+    return True
