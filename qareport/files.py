@@ -107,22 +107,71 @@ def _check_owner(status: os.stat_result, path: str, *, holds_entries: bool) -> N
             f"(mode {stat.S_IMODE(status.st_mode):04o}; `chmod go-w` it if it is yours)")
 
 
-def open_trusted_folder(folder: str | Path, *, create: bool = False) -> int | None:
-    """A descriptor of `folder`, to open its files relative to (`dir_fd`); None where owners are
-    not checked (see `OWNERS_CHECKED`). The caller closes it.
+class TrustedFolder:
+    """A cache folder that no other user can have written, opened: `path` is the folder as walked
+    (links resolved), `descriptor` the folder's, to reach its files relative to (None where owners
+    are not checked: then files are reached by path). Use `name(entry)` with `dir_fd=descriptor`;
+    close it (or use it as a context manager)."""
+
+    __slots__ = ("path", "descriptor")
+
+    def __init__(self, path: str, descriptor: int | None) -> None:
+        self.path = path
+        self.descriptor = descriptor
+
+    def name(self, entry: str) -> str:
+        """What to give `os` functions (with `dir_fd=self.descriptor`) to reach `entry`."""
+        return entry if self.descriptor is not None else os.path.join(self.path, entry)
+
+    def shown(self, entry: str) -> str:
+        """`entry`'s path, for messages."""
+        return os.path.join(self.path, entry)
+
+    def check_file(self, entry: str) -> bool:
+        """Whether `entry` is there, a regular file that only this user or root can have written;
+        False when there is none. Raises `UntrustedCacheError` for a link, something else than a
+        file, or another user's file."""
+        if self.descriptor is None:
+            return os.path.exists(self.name(entry))
+        try:
+            status = os.stat(entry, dir_fd=self.descriptor, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(status.st_mode):
+            raise UntrustedCacheError(f"{self.shown(entry)} is not a regular file (a link, or something else)")
+        _check_owner(status, self.shown(entry), holds_entries=True)
+        return True
+
+    def close(self) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+    def __enter__(self) -> TrustedFolder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def open_trusted_folder(folder: str | Path, *, create: bool = False) -> TrustedFolder:
+    """`folder`, opened after checking that no other user can have written it or swap it.
 
     Links are resolved once; the folder found is then opened from the root one folder at a time
     with `O_NOFOLLOW`, each checked on its open descriptor: owned by this user or root, and not
-    writable by its group or others (sticky folders such as /tmp excepted, but not for `folder`
-    itself). So no other user can swap a folder of theirs in between the check and the use.
-    `create` makes what is missing, readable by its owner only. Raises `UntrustedCacheError`, or
-    `OSError` (`FileNotFoundError` for a missing folder without `create`).
+    writable by its group or others (sticky folders such as /tmp excepted, but not `folder`
+    itself). So no other user can swap a folder of theirs in between the check and the use, and
+    files opened relative to the descriptor are those of the folder checked. `create` makes what is
+    missing, readable by its owner only. Raises `UntrustedCacheError`, or `OSError`
+    (`FileNotFoundError` for a missing folder without `create`).
     """
+    real = os.path.realpath(folder)
     if not OWNERS_CHECKED:
         if create:
-            Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)
-        return None
-    real = os.path.realpath(folder)
+            Path(real).mkdir(mode=0o700, parents=True, exist_ok=True)
+        elif not os.path.isdir(real):
+            raise FileNotFoundError(errno.ENOENT, "no such folder", real)
+        return TrustedFolder(real, None)
     names = [name for name in real.split(os.sep) if name]
     descriptor = os.open(os.sep, os.O_RDONLY | DIRECTORY | CLOSE_ON_EXEC)
     try:
@@ -151,20 +200,4 @@ def open_trusted_folder(folder: str | Path, *, create: bool = False) -> int | No
     except BaseException:
         os.close(descriptor)
         raise
-    return descriptor
-
-
-def check_trusted_file(descriptor: int | None, name: str, shown: str) -> bool:
-    """Whether the file `name` in the folder opened as `descriptor` (see `open_trusted_folder`) is
-    a regular file that only this user or root can have written; False when there is none.
-    Raises `UntrustedCacheError` for a link, something else than a file, or another user's file."""
-    if descriptor is None:
-        return os.path.exists(shown)
-    try:
-        status = os.stat(name, dir_fd=descriptor, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(status.st_mode):
-        raise UntrustedCacheError(f"{shown} is not a regular file (a link, or something else)")
-    _check_owner(status, shown, holds_entries=True)
-    return True
+    return TrustedFolder(real, descriptor)

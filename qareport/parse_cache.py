@@ -35,7 +35,7 @@ from typing import Any, Union
 import orjson
 
 from qareport import kinds
-from qareport.files import CLOSE_ON_EXEC, NO_FOLLOW, UntrustedCacheError, cache_home, check_trusted_file, \
+from qareport.files import CLOSE_ON_EXEC, NO_FOLLOW, TrustedFolder, UntrustedCacheError, cache_home, \
     open_trusted_folder
 from qareport.records import (DatasetSelection, DimensionTerms, Location, Problem, Target, Term, TestCase, Turn,
                               Unloaded)
@@ -113,7 +113,7 @@ class ParseCache:
                 return None
             self._touch(folder, name)  # the least recently used entries go first
         finally:
-            _close(folder)
+            folder.close()
         self.hits += 1
         return items
 
@@ -135,7 +135,7 @@ class ParseCache:
         else:
             self._trim(folder, keep=key)
         finally:
-            _close(folder)
+            folder.close()
 
     # -- the folder, checked
 
@@ -147,13 +147,13 @@ class ParseCache:
             if self.on_warning is not None:
                 self.on_warning(self.warning)
 
-    def _open_folder(self, *, create: bool) -> _Folder | None:
+    def _open_folder(self, *, create: bool) -> TrustedFolder | None:
         """The folder, opened after its checks; None (and a warning, unless it is only missing)
         when it cannot be used."""
         if self.warning is not None:
             return None
         try:
-            return _Folder(self.folder, open_trusted_folder(self.folder, create=create))
+            return open_trusted_folder(self.folder, create=create)
         except FileNotFoundError:
             if create:
                 self._refuse("its folder cannot be made")
@@ -165,14 +165,14 @@ class ParseCache:
             self._refuse(f"its folder cannot be {'made' if create else 'opened'} ({error.strerror or error})")
             return None
 
-    def _read(self, folder: _Folder, name: str) -> bytes:
-        if not check_trusted_file(folder.descriptor, name, str(self.folder / name)):
+    def _read(self, folder: TrustedFolder, name: str) -> bytes:
+        if not folder.check_file(name):
             raise FileNotFoundError(name)
         handle = os.open(folder.name(name), os.O_RDONLY | NO_FOLLOW | CLOSE_ON_EXEC, dir_fd=folder.descriptor)
         with os.fdopen(handle, "rb") as stream:
             return stream.read()
 
-    def _write(self, folder: _Folder, name: str, data: bytes) -> None:
+    def _write(self, folder: TrustedFolder, name: str, data: bytes) -> None:
         """Write `name` through a temporary file renamed over it: a reader never sees half an entry."""
         temporary = f".{name}.{os.getpid()}.{time.monotonic_ns()}{TEMPORARY_SUFFIX}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW | CLOSE_ON_EXEC
@@ -186,11 +186,11 @@ class ParseCache:
             self._remove(folder, temporary)
             raise
 
-    def _trim(self, folder: _Folder, *, keep: str) -> None:
+    def _trim(self, folder: TrustedFolder, *, keep: str) -> None:
         code = keep.split("-", 1)[0]
         entries = []
         try:
-            for name in os.listdir(folder.descriptor if folder.descriptor is not None else self.folder):
+            for name in os.listdir(folder.descriptor if folder.descriptor is not None else folder.path):
                 status = os.stat(folder.name(name), dir_fd=folder.descriptor, follow_symlinks=False)
                 entries.append((status, name))
         except OSError:
@@ -211,14 +211,14 @@ class ParseCache:
                 used += status.st_size
 
     @staticmethod
-    def _remove(folder: _Folder, name: str) -> None:
+    def _remove(folder: TrustedFolder, name: str) -> None:
         try:
             os.unlink(folder.name(name), dir_fd=folder.descriptor)
         except OSError:
             pass
 
     @staticmethod
-    def _touch(folder: _Folder, name: str) -> None:
+    def _touch(folder: TrustedFolder, name: str) -> None:
         try:
             os.utime(folder.name(name), dir_fd=folder.descriptor)
         except (OSError, NotImplementedError):
@@ -247,25 +247,6 @@ class ParseCache:
                 return self._code
             self._code = digest.hexdigest()[:16]
         return self._code
-
-
-class _Folder:
-    """The cache folder as opened: its descriptor, to reach entries relative to it, or None where
-    owners are not checked (then entries are reached by path)."""
-
-    __slots__ = ("path", "descriptor")
-
-    def __init__(self, path: Path, descriptor: int | None) -> None:
-        self.path = path
-        self.descriptor = descriptor
-
-    def name(self, entry: str) -> str:
-        return entry if self.descriptor is not None else str(self.path / entry)
-
-
-def _close(folder: _Folder) -> None:
-    if folder.descriptor is not None:
-        os.close(folder.descriptor)
 
 
 # --- records as plain data, and back -----------------------------------------------------------------

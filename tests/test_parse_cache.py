@@ -403,16 +403,13 @@ def test_the_folder_checked_is_the_one_entries_are_read_from(tmp_path):
     folder = tmp_path / "cache"
     folder.mkdir(mode=0o700)
     (folder / "entry").write_text("mine")
-    descriptor = open_trusted_folder(folder)
-    try:
+    with open_trusted_folder(folder) as opened:
         folder.rename(tmp_path / "moved")
         folder.mkdir()
         (folder / "entry").write_text("someone else's")
-        handle = os.open("entry", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=descriptor)
+        handle = os.open(opened.name("entry"), os.O_RDONLY | os.O_NOFOLLOW, dir_fd=opened.descriptor)
         with os.fdopen(handle) as stream:
             assert stream.read() == "mine"
-    finally:
-        os.close(descriptor)
 
 
 OTHER_UID = 65534  # nobody
