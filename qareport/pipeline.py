@@ -112,7 +112,7 @@ def _make_judge(settings: Settings) -> Judge | None:
         return None
     from qareport.judge import Judge
 
-    return Judge(settings.judge, templates_dir=settings.run.templates)
+    return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=_warn)
 
 
 def run_pipeline(
