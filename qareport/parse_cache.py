@@ -9,8 +9,9 @@ edited or moved file, or another version of qareport, is a new key, never a stal
 
 An entry is plain JSON data (lists, strings, numbers), written and read with orjson, and the typed
 records are rebuilt from it field by field (`_encoded_item`, `_decoded_item`): reading an entry runs
-no code of the entry's. What would not come back equal (a value JSON cannot hold, such as a tuple in
-a plugged-in kind's target or a NaN) is not kept: the file is parsed each time.
+no code of the entry's. What would not come back equal and of the same type (a value JSON cannot
+hold, such as a tuple in a plugged-in kind's target, a date or a NaN) is not kept: the file is
+parsed each time.
 
 Only files of at least `MIN_CACHED_BYTES` are kept (a small file parses faster than a cache file
 is found). Entries of other code versions are removed when an entry is written, then the least
@@ -25,6 +26,7 @@ descriptor, never followed through a link.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 import time
@@ -121,9 +123,7 @@ class ParseCache:
         """Keep what parsing a file gave, then trim the folder; nothing is raised."""
         try:
             data = orjson.dumps([_encoded_item(item) for item in items], option=DUMP_OPTIONS)
-            if [_decoded_item(item) for item in orjson.loads(data)] != list(items):
-                return  # something JSON does not hold as it was: parsed each time
-        except (TypeError, ValueError):  # orjson refuses it (a value that is not plain data)
+        except (TypeError, ValueError):  # a value JSON would not give back as it was: parsed each time
             return
         folder = self._open_folder(create=True)
         if folder is None:
@@ -272,7 +272,27 @@ def _encoded_turn(turn: Turn) -> list[Any]:
                               for dimension in dataset.dimensions]]
         for dataset in target.indicator_selection]
     steps = None if target.reference_steps is None else [list(group) for group in target.reference_steps]
+    _check_plain(steps)
+    _check_plain(target.parts)
     return [turn.number, turn.user_message, selection, target.reference_answer, steps, target.parts]
+
+
+def _check_plain(value: Any) -> None:
+    """Raise ValueError unless `value` comes back from JSON equal and of the same types: mappings,
+    lists, text, finite numbers, booleans and None (orjson itself refuses other objects, integers
+    beyond 64 bits and keys that are not text; it would write a tuple as a list and NaN as null)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError("not a finite number")
+        elif not (item is None or isinstance(item, (str, int))):
+            raise ValueError(f"{type(item).__name__} is not plain JSON data")
 
 
 def _decoded_item(data: list[Any]) -> ParsedItem:

@@ -455,3 +455,41 @@ def test_a_run_whose_cache_others_may_write_to_warns_once_and_writes_the_workboo
     warnings = [line for line in result.stderr.splitlines() if "parse cache" in line]
     assert len(warnings) == 1 and str(xdg) in warnings[0] and "is not used" in warnings[0]
     assert entries(default_folder({"XDG_CACHE_HOME": str(xdg)})) == []
+
+
+def test_a_plugged_in_kind_whose_target_json_would_change_is_parsed_each_time(tmp_path):
+    path = tmp_path / "cases.yaml"
+    path.write_text(CASE.format(id="case-0001").replace(
+        "      indicator_selection:", "      expected_keywords: [population, country]\n      indicator_selection:"),
+        encoding="utf-8")
+    kind = kinds.register(ExpectedKeywords())  # its target is a tuple: JSON would give a list back
+    try:
+        cache = ParseCache(tmp_path / "cache", min_bytes=0)
+        parsed = load_suite([path], [], cache=cache)
+        again = load_suite([path], [], cache=cache)
+    finally:
+        kinds.unregister(kind.name)
+    assert parsed.cases[0].turns[0].target.parts == {"expected_keywords": ("population", "country")}
+    assert again.cases == parsed.cases and cache.hits == 0 and entries(tmp_path / "cache") == []
+
+
+def test_every_field_of_the_records_an_entry_holds_is_kept():
+    """A guard: a field added to one of these records must be added to parse_cache's
+    `_encoded_item` / `_decoded_item` (and here), or entries would drop it."""
+    from dataclasses import fields
+
+    from qareport import records
+
+    kept = {
+        records.TestCase: ["id", "kind", "name", "groups", "turns", "location", "comments", "definition_hash"],
+        records.Turn: ["number", "user_message", "target"],
+        records.Target: ["indicator_selection", "reference_answer", "reference_steps", "parts"],
+        records.DatasetSelection: ["dataset_id", "dimensions"],
+        records.DimensionTerms: ["dimension_name", "values"],
+        records.Term: ["id", "name"],
+        records.Location: ["path", "line"],
+        records.Problem: ["location", "message", "case_id"],
+        records.Unloaded: ["path", "line", "case_id", "whole_file"],
+    }
+    for record, names in kept.items():
+        assert [field.name for field in fields(record)] == names, record.__name__
