@@ -203,7 +203,7 @@ def test_a_locked_cache_waits_a_couple_of_seconds_then_is_skipped(server, tmp_pa
         stop(holder)
     assert all("answer_f1" in result for result in results) and usage.calls > 0
     assert len(said) == 1 and "lock" in said[0]
-    assert elapsed < 3 * LOCK_WAIT_SEC + 5  # one wait of LOCK_WAIT_SEC, not one per request (was 61 s)
+    assert elapsed < 4 * LOCK_WAIT_SEC + 8  # one wait of LOCK_WAIT_SEC, not one per request (was 61 s)
 
 
 def test_a_cache_whose_folder_cannot_be_made_is_skipped(server, tmp_path):
@@ -243,7 +243,7 @@ def test_the_cache_given_up_during_a_run_stops_asking_it(tmp_path):
         stop(holder)
         cache.close()
     assert not cache.usable and cache.get("k") is None and len(said) == 1
-    assert elapsed < LOCK_WAIT_SEC + 2
+    assert elapsed < LOCK_WAIT_SEC + 4  # one wait, then no more
 
 
 # --- a run against the loopback server still writes its judged workbook ----------------------------
