@@ -4,6 +4,9 @@ The content goes to a temporary file beside the target, which is then renamed ov
 (or a mail client attaching the report) sees the old file or the new one, never a mix, and a
 failure leaves the previous file in place. The file gets the mode an ordinary new file gets
 (0644 under the usual umask 022), not the private 0600 of a temporary file: a report is for sharing.
+
+Where qareport keeps files between runs (`cache_home`), and how a cache folder is opened so that
+no other user can have written what is read from it (`open_trusted_folder`, `TrustedFolder`).
 """
 
 from __future__ import annotations

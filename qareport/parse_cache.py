@@ -37,8 +37,8 @@ from typing import Any, Union
 import orjson
 
 from qareport import kinds
-from qareport.files import CLOSE_ON_EXEC, NO_FOLLOW, TrustedFolder, UntrustedCacheError, cache_home, \
-    open_trusted_folder
+from qareport.files import (CLOSE_ON_EXEC, NO_FOLLOW, TrustedFolder, UntrustedCacheError, cache_home,
+                            open_trusted_folder)
 from qareport.records import (DatasetSelection, DimensionTerms, Location, Problem, Target, Term, TestCase, Turn,
                               Unloaded)
 
@@ -49,7 +49,7 @@ SUFFIX = ".json"
 FORMER_SUFFIXES = (".pickle",)  # entries of earlier versions, removed when an entry is written
 TEMPORARY_SUFFIX = ".tmp"
 TEMPORARY_AGE_SEC = 3600  # a temporary entry this old was left by a run that stopped
-DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS  # those are refused, not converted
+DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS  # refused, never converted
 
 ParsedItem = Union[TestCase, Problem, Unloaded]
 """What parsing a file gives, in order: its test cases, interleaved with its problems and the parts
