@@ -135,3 +135,28 @@ def test_the_email_command_checks_the_templates_too(report, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{folder / 'email.html'}:1:" in err and "Traceback" not in err
     assert not marker.exists() and not (tmp_path / "m.eml").exists()
+
+
+@pytest.mark.parametrize("escape", ["cycler's globals", "a string's class", "a computed attribute name"])
+def test_a_prompt_override_that_reaches_outside_stops_answer_correctness_before_any_call(tmp_path, monkeypatch,
+                                                                                         capsys, escape):
+    from openai_stub import serve_stub
+
+    from qareport import answer_correctness_cli
+
+    marker = tmp_path / "the-command-ran"
+    folder = tmp_path / "templates" / "judge"
+    folder.mkdir(parents=True)
+    (folder / "answer_correctness.txt").write_text(
+        "{{ question }}\n" + ESCAPES[escape] % {"marker": marker}, encoding="utf-8")
+    source = tmp_path / "in.tsv"
+    source.write_text("Question\tReference answer\tActual answer\nq\tr\ta\n", encoding="utf-8")
+    with serve_stub() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        status = answer_correctness_cli.main(["-i", str(source), "-o", str(tmp_path / "out.tsv"), "-q",
+                                              "--templates", str(tmp_path / "templates"),
+                                              "--cache-path", str(tmp_path / "c.sqlite3")])
+    assert status == 2 and server.chat_calls == 0 and not marker.exists()
+    err = capsys.readouterr().err
+    assert "judge/answer_correctness.txt" in err and "Traceback" not in err
