@@ -3,13 +3,13 @@
 A weekly run usually reads the same test cases as last week with new responses. Parsing a large
 test-case file is most of the loading (10,000 Q&A questions: 3.4 s of YAML and record building). So
 what parsing a file gave (its test cases, and its problems in the order they were found) is written
-to `<folder>/<code>-<content>.json`, where `content` is the sha256 of the file's path and bytes (the
+to `<folder>/<code>-<content>.jsonl`, where `content` is the sha256 of the file's path and bytes (the
 records name the path) and `code` a hash of qareport's own source (and of any kind plugged in): an
 edited or moved file, or another version of qareport, is a new key, never a stale hit.
 
-An entry is plain JSON data (lists, strings, numbers), written and read with orjson, and the typed
-records are rebuilt from it field by field (`_encoded_item`, `_decoded_item`): reading an entry runs
-no code of the entry's. What would not come back equal and of the same type (a value JSON cannot
+An entry is plain JSON data (lists, strings, numbers), one item a line and their count on the last
+line, written and read a line at a time with orjson, and the typed records are rebuilt from it field
+by field (`_encoded_item`, `_decoded_item`): reading an entry runs no code of the entry's. What would not come back equal and of the same type (a value JSON cannot
 hold, such as a tuple in a plugged-in kind's target, a date or a NaN) is not kept: the file is
 parsed each time.
 
@@ -45,7 +45,8 @@ from qareport.records import (DatasetSelection, DimensionTerms, Location, Proble
 CACHE_FORMAT = 2  # raised when what an entry holds changes shape (1: pickles)
 MIN_CACHED_BYTES = 1 << 20
 BUDGET_BYTES = 1 << 30
-SUFFIX = ".json"
+SUFFIX = ".jsonl"
+END = "end"  # the tag of an entry's last line, which holds the count of items before it
 FORMER_SUFFIXES = (".pickle",)  # entries of earlier versions, removed when an entry is written
 TEMPORARY_SUFFIX = ".tmp"
 TEMPORARY_AGE_SEC = 3600  # a temporary entry this old was left by a run that stopped
@@ -99,17 +100,12 @@ class ParseCache:
         name = key + SUFFIX
         try:
             try:
-                data = self._read(folder, name)
+                items = self._read(folder, name)
             except FileNotFoundError:
                 return None
             except UntrustedCacheError as error:
                 self._refuse(f"another user could have written it: {error}")
                 return None
-            except OSError:
-                self._remove(folder, name)
-                return None
-            try:
-                items = [_decoded_item(item) for item in orjson.loads(data)]
             except Exception:  # noqa: BLE001 - a damaged entry is parsed again, and replaced
                 self._remove(folder, name)
                 return None
@@ -121,15 +117,13 @@ class ParseCache:
 
     def put(self, key: str, items: Sequence[ParsedItem]) -> None:
         """Keep what parsing a file gave, then trim the folder; nothing is raised."""
-        try:
-            data = orjson.dumps([_encoded_item(item) for item in items], option=DUMP_OPTIONS)
-        except (TypeError, ValueError):  # a value JSON would not give back as it was: parsed each time
-            return
         folder = self._open_folder(create=True)
         if folder is None:
             return
         try:
-            self._write(folder, key + SUFFIX, data)
+            self._write(folder, key + SUFFIX, items)
+        except (TypeError, ValueError):  # a value JSON would not give back as it was: parsed each time
+            pass
         except OSError as error:
             self._refuse(f"it cannot be written ({error.strerror or error})")
         else:
@@ -165,21 +159,35 @@ class ParseCache:
             self._refuse(f"its folder cannot be {'made' if create else 'opened'} ({error.strerror or error})")
             return None
 
-    def _read(self, folder: TrustedFolder, name: str) -> bytes:
+    def _read(self, folder: TrustedFolder, name: str) -> list[ParsedItem]:
+        """The items of an entry, a line at a time (no second copy of the whole entry in memory);
+        ValueError when it does not end with its own count of items."""
         if not folder.check_file(name):
             raise FileNotFoundError(name)
         handle = os.open(folder.name(name), os.O_RDONLY | NO_FOLLOW | CLOSE_ON_EXEC, dir_fd=folder.descriptor)
+        items: list[ParsedItem] = []
         with os.fdopen(handle, "rb") as stream:
-            return stream.read()
+            for line in stream:
+                value = orjson.loads(line)
+                if value[0] == END:
+                    if value[1] != len(items) or stream.read(1):
+                        raise ValueError("an entry whose count of items is wrong")
+                    return items
+                items.append(_decoded_item(value))
+        raise ValueError("an entry cut short")
 
-    def _write(self, folder: TrustedFolder, name: str, data: bytes) -> None:
-        """Write `name` through a temporary file renamed over it: a reader never sees half an entry."""
+    def _write(self, folder: TrustedFolder, name: str, items: Sequence[ParsedItem]) -> None:
+        """Write `name`, an item a line and then their count, through a temporary file renamed over
+        it: a reader never sees half an entry. TypeError or ValueError (and no entry) when an item
+        does not come back from JSON as it was."""
         temporary = f".{name}.{os.getpid()}.{time.monotonic_ns()}{TEMPORARY_SUFFIX}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW | CLOSE_ON_EXEC
         handle = os.open(folder.name(temporary), flags, 0o600, dir_fd=folder.descriptor)
         try:
             with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
+                for item in items:
+                    stream.write(orjson.dumps(_encoded_item(item), option=DUMP_OPTIONS | orjson.OPT_APPEND_NEWLINE))
+                stream.write(orjson.dumps([END, len(items)], option=orjson.OPT_APPEND_NEWLINE))
             os.replace(folder.name(temporary), folder.name(name),
                        src_dir_fd=folder.descriptor, dst_dir_fd=folder.descriptor)
         except BaseException:

@@ -53,7 +53,7 @@ def write_suite(folder: Path, count: int, *, flaws: bool = True) -> Path:
 
 
 def entries(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.json")) if folder.exists() else []
+    return sorted(folder.glob("*.jsonl")) if folder.exists() else []
 
 
 def test_an_unchanged_file_is_read_back_with_the_same_cases_and_problems_in_the_same_order(tmp_path):
@@ -124,7 +124,23 @@ def test_a_damaged_entry_is_parsed_again_and_replaced(tmp_path):
 
     assert cache.hits == 0 and again.cases == parsed.cases and again.problems == parsed.problems
     (replaced,) = entries(tmp_path / "cache")
-    assert len(json.loads(replaced.read_bytes())) > 10
+    assert len(replaced.read_bytes().splitlines()) > 10
+
+
+@pytest.mark.parametrize("cut", ["at a line's end", "inside a line"])
+def test_an_entry_cut_short_is_parsed_again_and_replaced(tmp_path, cut):
+    path = write_suite(tmp_path / "cases", 10)
+    cache = ParseCache(tmp_path / "cache", min_bytes=0)
+    parsed = load_suite([path], [], cache=cache)
+    (entry,) = entries(tmp_path / "cache")
+    lines = entry.read_bytes().splitlines(keepends=True)
+    entry.write_bytes(b"".join(lines[:5]) + (lines[5][:20] if cut == "inside a line" else b""))
+
+    again = load_suite([path], [], cache=cache)
+
+    assert cache.hits == 0 and again.cases == parsed.cases and again.problems == parsed.problems
+    (replaced,) = entries(tmp_path / "cache")
+    assert replaced.read_bytes().splitlines()[-1] == b'["end",%d]' % (len(lines) - 1)
 
 
 def test_an_entry_holding_something_else_is_not_used(tmp_path):
@@ -132,7 +148,7 @@ def test_an_entry_holding_something_else_is_not_used(tmp_path):
     cache = ParseCache(tmp_path / "cache", min_bytes=0)
     parsed = load_suite([path], [], cache=cache)
     (entry,) = entries(tmp_path / "cache")
-    entry.write_text('["not a test case", ["c", 5]]')
+    entry.write_text('["not a test case", ["c", 5]]\n["end", 1]\n')
     assert load_suite([path], [], cache=cache).cases == parsed.cases and cache.hits == 0
 
 
@@ -173,7 +189,7 @@ def test_entries_of_other_code_and_beyond_the_budget_are_removed_the_newest_kept
     paths = [write_suite(tmp_path / f"suite{n}", 10) for n in range(3)]
     load_suite([paths[0]], [], cache=cache)
     (first,) = entries(folder)
-    stale = folder / ("0" * 16 + "-" + "1" * 64 + ".json")  # an entry of another version of qareport
+    stale = folder / ("0" * 16 + "-" + "1" * 64 + ".jsonl")  # an entry of another version of qareport
     stale.write_bytes(b"old")
     os.utime(first, (1, 1))  # long unused
     budget = first.stat().st_size * 2 + 10
@@ -284,8 +300,9 @@ def test_an_entry_is_plain_json_data(tmp_path):
     path = write_suite(tmp_path / "cases", 5)
     load_suite([path], [], cache=ParseCache(tmp_path / "cache", min_bytes=0))
     (entry,) = entries(tmp_path / "cache")
-    items = json.loads(entry.read_bytes())
-    assert [item[0] for item in items][:2] == ["c", "c"] and items[-1][0] == "p"
+    items = [json.loads(line) for line in entry.read_bytes().splitlines()]
+    assert [item[0] for item in items][:2] == ["c", "c"] and items[-2][0] == "p"
+    assert items[-1] == ["end", len(items) - 1]
 
 
 class RunsCode:
@@ -304,7 +321,7 @@ def test_a_forged_pickle_in_the_cache_runs_no_code(tmp_path):
     parsed = load_suite([path], [], cache=cache)
     key = cache.key(str(path), path.read_bytes())
     marker = tmp_path / "the-pickle-ran"
-    for suffix in (".pickle", ".json"):
+    for suffix in (".pickle", ".jsonl"):
         (tmp_path / "cache" / (key + suffix)).write_bytes(pickle.dumps([RunsCode(marker)]))
 
     again = load_suite([path], [], cache=ParseCache(tmp_path / "cache", min_bytes=0))
@@ -383,7 +400,7 @@ def test_an_entry_that_is_a_link_is_not_followed(tmp_path):
     folder = tmp_path / "cache"
     load_suite([path], [], cache=ParseCache(folder, min_bytes=0))
     (entry,) = entries(folder)
-    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere = tmp_path / "elsewhere.jsonl"
     entry.rename(elsewhere)
     entry.symlink_to(elsewhere)
 
