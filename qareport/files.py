@@ -66,10 +66,18 @@ def write_atomically(path: str | Path, data: bytes, *, what: str) -> None:
 
 def cache_home(environ: Mapping[str, str]) -> str:
     """Where qareport keeps files between runs (the judge's answers, parsed test cases):
-    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`."""
+    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`; without a home (HOME unset under a user
+    id that has no passwd entry, as in many containers) `qareport-<uid>` in the temporary folder,
+    which the caches check as they check any folder (`open_trusted_folder`)."""
     base = environ.get("XDG_CACHE_HOME")
     if not base:
-        home = environ.get("HOME") or str(Path.home())
+        home = environ.get("HOME")
+        if not home:
+            try:
+                home = str(Path.home())
+            except (RuntimeError, KeyError, OSError):
+                user = os.geteuid() if hasattr(os, "geteuid") else "user"
+                return os.path.join(tempfile.gettempdir(), f"qareport-{user}")
         base = os.path.join(home, ".cache")
     return os.path.join(base, "qareport")
 

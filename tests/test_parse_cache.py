@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -510,3 +511,25 @@ def test_every_field_of_the_records_an_entry_holds_is_kept():
     }
     for record, names in kept.items():
         assert [field.name for field in fields(record)] == names, record.__name__
+
+
+def test_without_a_home_the_caches_live_in_the_temporary_folder_and_a_run_works(tmp_path, monkeypatch, capsys):
+    """HOME unset under a user id without a passwd entry (many containers): Python cannot tell the
+    home folder, and the run went down with it, even with --no-llm."""
+    from qareport.cli import main
+    from qareport.files import cache_home
+
+    def no_home(cls):
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert cache_home({}) == str(tmp_path / f"qareport-{os.geteuid()}")
+
+    status = main(["run", str(TESTCASES), "--responses", str(TESTCASES / "responses"), "--no-llm", "-q",
+                   "--output", str(tmp_path / "out.xlsx")])
+
+    assert status == 0, capsys.readouterr().err
+    assert (tmp_path / "out.xlsx").exists()
