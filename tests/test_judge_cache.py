@@ -154,7 +154,14 @@ def damage_pages(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage", [damage_header, damage_pages])
+def truncate(path: Path) -> None:
+    """Cut the file inside its second page, as a full disk or a killed copy would."""
+    data = path.read_bytes()
+    page = int.from_bytes(data[16:18], "big")
+    path.write_bytes(data[:page + 10])
+
+
+@pytest.mark.parametrize("damage", [damage_header, damage_pages, truncate])
 def test_a_damaged_cache_is_skipped_with_one_warning(server, tmp_path, damage):
     path = tmp_path / "judge.sqlite3"
     fill(server, path)
