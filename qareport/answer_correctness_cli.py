@@ -301,7 +301,8 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
                         errors += 1
                 handle.flush()
 
-            with Judge(settings, templates_dir=args.templates) as judge:
+            with Judge(settings, templates_dir=args.templates,
+                       on_warning=lambda message: stderr.write(f"{PROG}: {message}\n")) as judge:
                 judge_failure = judge.judge_results(  # the rows are written as they are judged (on_result)
                     cases, progress=None if args.quiet else stderr,
                     metrics=("answer_correctness",), on_result=write).failure

@@ -271,6 +271,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_email(args: argparse.Namespace) -> int:
     from qareport.emailing import EmailRequest, email_options, email_report
+    from qareport.preflight import check_templates
     from qareport.settings import resolve_settings
 
     request = EmailRequest(
@@ -280,6 +281,7 @@ def command_email(args: argparse.Namespace) -> int:
     settings = resolve_settings(run_options={"templates": args.templates}, email_options=email_options(request),
                                 config_path=args.config, with_judge=False, with_email=True)
     assert settings.email is not None
+    check_templates(settings.run.templates)
     print(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates,
                        on_problem=lambda problem: _print_problems([problem])))
     return 0

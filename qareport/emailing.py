@@ -187,6 +187,18 @@ def _display_time(created: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else created
 
 
+def render_email_template(name: str, context: Mapping[str, Any], templates_dir: str | None) -> str:
+    """One email template, rendered in the sandbox with `context` only (see `qareport.templating`);
+    EmailError naming the template when it cannot be rendered (or reaches for what it may not)."""
+    import jinja2
+
+    try:
+        return template_environment(templates_dir).get_template(name).render(**context)
+    except jinja2.TemplateError as error:
+        where = Path(templates_dir) / name if templates_dir and (Path(templates_dir) / name).is_file() else name
+        raise EmailError(f"{where}: the email template cannot be rendered: {error}") from None
+
+
 def subject_for(digest: Digest) -> str:
     """The verdict first, the date after it when it fits: a phone shows the start of a subject."""
     date = _display_time(digest.created)[:10]
@@ -210,9 +222,8 @@ def build_message(
     path = Path(report_path)
     digest = digest if digest is not None else read_digest(path, on_problem=on_problem)
     context = email_context(digest, file_name=path.name)
-    environment = template_environment(templates_dir)
-    html = environment.get_template(HTML_TEMPLATE).render(**context)
-    text = environment.get_template(TEXT_TEMPLATE).render(**context)
+    html = render_email_template(HTML_TEMPLATE, context, templates_dir)
+    text = render_email_template(TEXT_TEMPLATE, context, templates_dir)
 
     message = EmailMessage()
     message["Subject"] = subject or subject_for(digest)

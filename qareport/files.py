@@ -4,11 +4,16 @@ The content goes to a temporary file beside the target, which is then renamed ov
 (or a mail client attaching the report) sees the old file or the new one, never a mix, and a
 failure leaves the previous file in place. The file gets the mode an ordinary new file gets
 (0644 under the usual umask 022), not the private 0600 of a temporary file: a report is for sharing.
+
+Where qareport keeps files between runs (`cache_home`), and how a cache folder is opened so that
+no other user can have written what is read from it (`open_trusted_folder`, `TrustedFolder`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -61,9 +66,149 @@ def write_atomically(path: str | Path, data: bytes, *, what: str) -> None:
 
 def cache_home(environ: Mapping[str, str]) -> str:
     """Where qareport keeps files between runs (the judge's answers, parsed test cases):
-    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`."""
+    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`; without a home (HOME unset under a user
+    id that has no passwd entry, as in many containers) `qareport-<uid>` in the temporary folder,
+    which the caches check as they check any folder (`open_trusted_folder`)."""
     base = environ.get("XDG_CACHE_HOME")
     if not base:
-        home = environ.get("HOME") or str(Path.home())
+        home = environ.get("HOME")
+        if not home:
+            try:
+                home = str(Path.home())
+            except (RuntimeError, KeyError, OSError):
+                user = os.geteuid() if hasattr(os, "geteuid") else "user"
+                return os.path.join(tempfile.gettempdir(), f"qareport-{user}")
         base = os.path.join(home, ".cache")
     return os.path.join(base, "qareport")
+
+
+# --- caches: folders no other user can write -------------------------------------------------------
+
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+CLOSE_ON_EXEC = getattr(os, "O_CLOEXEC", 0)
+OWNERS_CHECKED = hasattr(os, "geteuid") and NO_FOLLOW != 0 and os.open in os.supports_dir_fd
+"""Whether files have POSIX owners and can be opened relative to a folder's descriptor without
+following links; where not (Windows), the caches are used by path, unchecked."""
+
+
+class UntrustedCacheError(QAReportError):
+    """A cache that another user could have written: not used (never raised out of a cache)."""
+
+
+def _is_link(name: str, folder: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _writable_by_others(mode: int) -> bool:
+    return bool(mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _check_owner(status: os.stat_result, path: str, *, holds_entries: bool) -> None:
+    """Refuse what another user owns or may write to. A folder on the way to a cache may be
+    writable by others when its sticky bit is set (as /tmp): nobody can then replace what is ours in it."""
+    if status.st_uid not in (os.geteuid(), 0):
+        raise UntrustedCacheError(f"{path} belongs to another user (uid {status.st_uid})")
+    if _writable_by_others(status.st_mode) and (holds_entries or not status.st_mode & stat.S_ISVTX):
+        raise UntrustedCacheError(
+            f"{path} can be written by {'its group' if status.st_mode & stat.S_IWGRP else 'other users'} "
+            f"(mode {stat.S_IMODE(status.st_mode):04o}; `chmod go-w` it if it is yours)")
+
+
+class TrustedFolder:
+    """A cache folder that no other user can have written, opened: `path` is the folder as walked
+    (links resolved), `descriptor` the folder's, to reach its files relative to (None where owners
+    are not checked: then files are reached by path). Use `name(entry)` with `dir_fd=descriptor`;
+    close it (or use it as a context manager)."""
+
+    __slots__ = ("path", "descriptor")
+
+    def __init__(self, path: str, descriptor: int | None) -> None:
+        self.path = path
+        self.descriptor = descriptor
+
+    def name(self, entry: str) -> str:
+        """What to give `os` functions (with `dir_fd=self.descriptor`) to reach `entry`."""
+        return entry if self.descriptor is not None else os.path.join(self.path, entry)
+
+    def shown(self, entry: str) -> str:
+        """`entry`'s path, for messages."""
+        return os.path.join(self.path, entry)
+
+    def check_file(self, entry: str) -> bool:
+        """Whether `entry` is there, a regular file that only this user or root can have written;
+        False when there is none. Raises `UntrustedCacheError` for a link, something else than a
+        file, or another user's file."""
+        if self.descriptor is None:
+            return os.path.exists(self.name(entry))
+        try:
+            status = os.stat(entry, dir_fd=self.descriptor, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(status.st_mode):
+            raise UntrustedCacheError(f"{self.shown(entry)} is not a regular file (a link, or something else)")
+        _check_owner(status, self.shown(entry), holds_entries=True)
+        return True
+
+    def close(self) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+    def __enter__(self) -> TrustedFolder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def open_trusted_folder(folder: str | Path, *, create: bool = False) -> TrustedFolder:
+    """`folder`, opened after checking that no other user can have written it or swap it.
+
+    Links are resolved once; the folder found is then opened from the root one folder at a time
+    with `O_NOFOLLOW`, each checked on its open descriptor: owned by this user or root, and not
+    writable by its group or others (sticky folders such as /tmp excepted, but not `folder`
+    itself). So no other user can swap a folder of theirs in between the check and the use, and
+    files opened relative to the descriptor are those of the folder checked. `create` makes what is
+    missing, readable by its owner only. Raises `UntrustedCacheError`, or `OSError`
+    (`FileNotFoundError` for a missing folder without `create`).
+    """
+    real = os.path.realpath(folder)
+    if not OWNERS_CHECKED:
+        if create:
+            Path(real).mkdir(mode=0o700, parents=True, exist_ok=True)
+        elif not os.path.isdir(real):
+            raise FileNotFoundError(errno.ENOENT, "no such folder", real)
+        return TrustedFolder(real, None)
+    names = [name for name in real.split(os.sep) if name]
+    descriptor = os.open(os.sep, os.O_RDONLY | DIRECTORY | CLOSE_ON_EXEC)
+    try:
+        _check_owner(os.fstat(descriptor), os.sep, holds_entries=not names)
+        walked = ""
+        for number, name in enumerate(names, start=1):
+            walked += os.sep + name
+            flags = os.O_RDONLY | DIRECTORY | NO_FOLLOW | CLOSE_ON_EXEC
+            try:
+                inner = os.open(name, flags, dir_fd=descriptor)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=descriptor)
+                except FileExistsError:  # made at the same moment by another run
+                    pass
+                inner = os.open(name, flags, dir_fd=descriptor)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, descriptor):
+                    raise UntrustedCacheError(f"{walked} became a link while it was checked") from None
+                raise
+            os.close(descriptor)
+            descriptor = inner
+            _check_owner(os.fstat(descriptor), walked, holds_entries=number == len(names))
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return TrustedFolder(real, descriptor)

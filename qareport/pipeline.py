@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
 from qareport.collector import run_scope
-from qareport.console import Progress
+from qareport.console import Progress, visible
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
@@ -110,13 +110,18 @@ def run_created_time() -> datetime:
     return datetime.now(tz=timezone.utc).replace(microsecond=0)
 
 
+def _warn(message: str) -> None:
+    """A note that does not stop the run (an optional cache that is not used)."""
+    print(f"qareport: {visible(message)}", file=sys.stderr)
+
+
 def _make_judge(settings: Settings) -> Judge | None:
     """The judge, or None when the LLM metrics are skipped (`settings.judge_off_reason` says why)."""
     if settings.judge is None:
         return None
     from qareport.judge import Judge
 
-    return Judge(settings.judge, templates_dir=settings.run.templates)
+    return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=_warn)
 
 
 def run_pipeline(
@@ -170,7 +175,7 @@ def _run(
 
     stages = Progress(progress, verbose=verbose)
     stages.start("loading test cases and responses")
-    cache = ParseCache(default_folder(os.environ)) if settings.run.testcase_cache else None
+    cache = ParseCache(default_folder(os.environ), on_warning=_warn) if settings.run.testcase_cache else None
     suite = load_suite(options.testcases, options.responses, cache=cache)
     reused = ""
     if cache is not None and cache.hits:

@@ -77,7 +77,7 @@ def check_templates(folder: str | Path | None) -> None:
         raise UsageError(f"--templates {root}: no such folder; check the path")
     from jinja2 import TemplateSyntaxError
 
-    from qareport.templating import template_environment
+    from qareport.templating import template_environment, unsafe_reaches
 
     environment = template_environment(str(root))
     for path in sorted(p for p in root.rglob("*") if p.suffix in TEMPLATE_SUFFIXES and p.is_file()):
@@ -89,9 +89,12 @@ def check_templates(folder: str | Path | None) -> None:
         except OSError as error:
             raise UsageError(f"{path}: cannot read the template ({error.strerror})") from None
         try:
-            environment.parse(source, name, str(path))
+            tree = environment.parse(source, name, str(path))
         except TemplateSyntaxError as error:
             raise UsageError(f"{path}:{error.lineno}: template syntax error: {error.message}") from None
+        for line, what in unsafe_reaches(tree):
+            raise UsageError(f"{path}:{line}: the template reaches for {what}, which a template may not use "
+                             "(it sees only the values qareport renders it with); remove it")
         if _includes_itself(source, name):
             raise UsageError(f"{path}: the template includes itself; remove the include")
         _check_variables(path, name, source)

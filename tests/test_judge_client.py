@@ -610,7 +610,7 @@ def test_the_cache_is_safe_across_threads(tmp_path):
     def work(worker: int) -> None:
         try:
             for n in range(100):
-                key = cache_key("chat", {"worker": worker, "n": n})
+                key = cache_key("chat", {"worker": worker, "n": n}, endpoint="e")
                 cache.put(key, kind="chat", model="m", value={"content": f"{worker}-{n}"})
                 assert cache.get(key) == {"content": f"{worker}-{n}"}
         except Exception as error:  # noqa: BLE001 - reported below
@@ -626,5 +626,5 @@ def test_the_cache_is_safe_across_threads(tmp_path):
         assert len(cache) == 800
     finally:
         cache.close()
-    assert cache_key("chat", {"a": 1, "b": 2}) == cache_key("chat", {"b": 2, "a": 1})
-    assert cache_key("chat", {"a": 1}) != cache_key("embeddings", {"a": 1})
+    assert cache_key("chat", {"a": 1, "b": 2}, endpoint="e") == cache_key("chat", {"b": 2, "a": 1}, endpoint="e")
+    assert cache_key("chat", {"a": 1}, endpoint="e") != cache_key("embeddings", {"a": 1}, endpoint="e")

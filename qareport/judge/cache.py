@@ -1,33 +1,49 @@
 """A SQLite cache of the judge's API replies, so a rerun of the same inputs costs nothing.
 
-The key is a SHA-256 of the request as sent, minus credentials: the endpoint kind (`chat` or
-`embeddings`), the model, the full messages or inputs, and every parameter (temperature,
-response_format, ...). A new prompt template, a new model or a new parameter is a new key. Only
-replies the judge's checks accepted are stored, so a rerun tries failed cases again.
+The key is a SHA-256 of the request as sent, minus credentials, and of where it was sent: the
+endpoint kind (`chat` or `embeddings`), the endpoint (the base URL without credentials, or the
+litellm route), the model, the full messages or inputs, and every parameter (temperature,
+response_format, ...). A new prompt template, a new model, a new parameter or the same model name on
+another server is a new key. Only replies the judge's checks accepted are stored, so a rerun tries
+failed cases again.
 
 The API key is never part of a key or a value: requests are stored by hash and replies hold only
 the model's output and token usage. One connection, guarded by a lock, serves all threads; WAL mode
-and a busy timeout let two processes share the file.
+and a short busy timeout let two processes share the file.
+
+The cache is an optimisation only, and its file is trusted as the parse cache's entries are (see
+`files.open_trusted_folder`): a file that another user owns or may write to, in a folder that another
+user could write, is not used. Neither is one that cannot be opened or written, is damaged, or
+stays locked by another process for more than `LOCK_WAIT_SEC`: `on_warning` is told once why, and
+from then on every `get` misses and every `put` is dropped, so the run goes on without the cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from qareport.files import CLOSE_ON_EXEC, NO_FOLLOW, UntrustedCacheError, open_trusted_folder
+
+SCHEMA_VERSION = 2  # 2: the endpoint is part of the key
+LOCK_WAIT_SEC = 2.0
+"""How long a request waits for another process's lock on the file before the cache is given up."""
+SIDE_FILES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside the database, checked as it is."""
 
 
-def cache_key(kind: str, request: Mapping[str, Any]) -> str:
-    """A stable hash of one request: the same request always gives the same key."""
+def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str) -> str:
+    """A stable hash of one request to `endpoint`: the same request to the same endpoint always
+    gives the same key."""
     canonical = json.dumps(
-        {"v": SCHEMA_VERSION, "kind": kind, "request": request},
+        {"v": SCHEMA_VERSION, "kind": kind, "endpoint": endpoint, "request": request},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -36,22 +52,48 @@ def cache_key(kind: str, request: Mapping[str, Any]) -> str:
 
 
 class JudgeCache:
-    """get/put of JSON values by key; safe to share between threads."""
+    """get/put of JSON values by key; safe to share between threads. Never raises for the file's
+    faults: see the module's docstring (`warning` keeps the sentence `on_warning` was told)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, on_warning: Callable[[str], None] | None = None,
+                 lock_wait: float = LOCK_WAIT_SEC):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.on_warning = on_warning
+        self.warning: str | None = None
         self._lock = threading.Lock()
-        self._connection = sqlite3.connect(
-            str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
-        )
+        self._connection: sqlite3.Connection | None = None
+        self._lock_wait = lock_wait
         try:
-            self._connection.execute("PRAGMA busy_timeout = 30000")
+            self._connection = self._connect(lock_wait)
+        except UntrustedCacheError as error:
+            self._give_up(f"another user could have written it: {error}")
+        except (sqlite3.Error, OSError) as error:
+            self._give_up(_why(error, lock_wait))
+
+    def _connect(self, lock_wait: float) -> sqlite3.Connection:
+        """The connection, once the file and every folder above it are checked; the file is made
+        readable by its owner only when it is new."""
+        name = self.path.name
+        with open_trusted_folder(self.path.parent, create=True) as folder:
+            for side in SIDE_FILES:
+                folder.check_file(name + side)
+            if not folder.check_file(name) and folder.descriptor is not None:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW | CLOSE_ON_EXEC
+                try:
+                    os.close(os.open(name, flags, 0o600, dir_fd=folder.descriptor))
+                except FileExistsError:  # made at the same moment by another run: check it
+                    folder.check_file(name)
+            real = folder.shown(name)
+        # the folders on the way can be written by nobody else, so the path stays what was checked
+        connection = sqlite3.connect(real, timeout=lock_wait, check_same_thread=False, isolation_level=None)
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
             try:
-                self._connection.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.OperationalError:  # e.g. a network file system: fall back to the default
-                pass
-            self._connection.execute(
+                connection.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as error:  # e.g. a network file system: fall back to the default
+                if _locked(error):
+                    raise
+            connection.execute(
                 "CREATE TABLE IF NOT EXISTS replies ("
                 " key TEXT PRIMARY KEY,"
                 " kind TEXT NOT NULL,"
@@ -59,34 +101,83 @@ class JudgeCache:
                 " created REAL NOT NULL,"
                 " value TEXT NOT NULL)"
             )
-        except sqlite3.Error:
-            self._connection.close()
+        except BaseException:
+            connection.close()
             raise
+        return connection
+
+    @property
+    def usable(self) -> bool:
+        """Whether the cache is still in use (not given up)."""
+        return self._connection is not None
+
+    def _give_up(self, why: str) -> None:
+        """Stop using the cache (the lock is held, or it is the constructor), and say so once."""
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except sqlite3.Error:
+                pass
+            self._connection = None
+        if self.warning is None:
+            self.warning = (f"the judge cache {self.path} is not used: {why}; "
+                            "the judge runs without it (--no-cache turns it off, --cache-path chooses another)")
+            if self.on_warning is not None:
+                self.on_warning(self.warning)
 
     def get(self, key: str) -> Any | None:
         with self._lock:
-            row = self._connection.execute(
-                "SELECT value FROM replies WHERE key = ?", (key,)
-            ).fetchone()
+            if self._connection is None:
+                return None
+            try:
+                row = self._connection.execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as error:
+                self._give_up(_why(error, self._lock_wait))
+                return None
         if row is None:
             return None
         try:
             return json.loads(row[0])
-        except ValueError:
+        except (TypeError, ValueError):
             return None
 
     def put(self, key: str, *, kind: str, model: str, value: Any) -> None:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
-            self._connection.execute(
-                "INSERT OR REPLACE INTO replies (key, kind, model, created, value) VALUES (?, ?, ?, ?, ?)",
-                (key, kind, model, time.time(), text),
-            )
+            if self._connection is None:
+                return
+            try:
+                self._connection.execute(
+                    "INSERT OR REPLACE INTO replies (key, kind, model, created, value) VALUES (?, ?, ?, ?, ?)",
+                    (key, kind, model, time.time(), text),
+                )
+            except sqlite3.Error as error:
+                self._give_up(_why(error, self._lock_wait))
 
     def __len__(self) -> int:
         with self._lock:
+            if self._connection is None:
+                return 0
             return self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:
-            self._connection.close()
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+
+def _locked(error: sqlite3.Error) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+
+
+def _why(error: sqlite3.Error | OSError, lock_wait: float) -> str:
+    """Why the cache cannot be used, in words."""
+    if isinstance(error, OSError):
+        return f"its folder cannot be used ({error.strerror or error})"
+    if _locked(error):
+        return f"another process held a lock on it for more than {lock_wait:g} s"
+    text = str(error)
+    if type(error) is sqlite3.DatabaseError or "malformed" in text or "not a database" in text:
+        return f"it is damaged ({text}); delete it to start a new one"
+    return f"it cannot be used ({text})"

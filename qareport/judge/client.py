@@ -21,8 +21,8 @@ What the SDK does not do is done here:
 
 from __future__ import annotations
 
+import logging
 import math
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,6 +41,7 @@ from qareport.judge.settings import (
     DEFAULT_OPENAI_BASE_URL,
     PLACEHOLDER_API_KEY,
     JudgeSettings,
+    public_url,
 )
 from qareport.judge.usage import Ledger
 
@@ -136,6 +137,32 @@ def make_openai_client(settings: JudgeSettings, counter: RetryCounter, *, base_u
         raise JudgeError(f"cannot set up the judge's OpenAI client: {scrub(str(error), settings)}") from None
 
 
+def chat_endpoint(settings: JudgeSettings) -> str:
+    """Who answers chat requests, for the cache key: the base URL (without credentials), or the
+    litellm route and its base URL. The same model name elsewhere is another judge."""
+    if settings.litellm_chat is not None:
+        return _litellm_endpoint(settings.litellm_chat.model, settings.litellm_chat.options)
+    return settings.endpoint.rstrip("/")
+
+
+def embedding_endpoint(settings: JudgeSettings) -> str:
+    """Who answers embedding requests, for the cache key (see `chat_endpoint`)."""
+    if settings.litellm_embedding is not None:
+        return _litellm_endpoint(settings.litellm_embedding.model, settings.litellm_embedding.options)
+    if settings.embedding_base_url:
+        return public_url(settings.embedding_base_url).rstrip("/")
+    return settings.endpoint.rstrip("/")
+
+
+def _litellm_endpoint(model: str, options: Mapping[str, Any]) -> str:
+    base = options.get("api_base") or options.get("base_url")
+    return f"litellm:{model}" + (f"@{public_url(str(base)).rstrip('/')}" if base else "")
+
+
+def _log_warning(message: str) -> None:
+    logging.getLogger("qareport").warning("%s", message)
+
+
 def scrub(text: str, settings: JudgeSettings) -> str:
     """`text` with the API key masked."""
     key = settings.api_key
@@ -150,7 +177,7 @@ class JudgeClient:
     Safe to share between the runner's threads. Use as a context manager, or call `close()`.
     """
 
-    def __init__(self, settings: JudgeSettings):
+    def __init__(self, settings: JudgeSettings, *, on_warning: Callable[[str], None] | None = None):
         self.settings = settings
         self._prices = PriceTable(settings.prices)
         self._retries = RetryCounter()
@@ -178,14 +205,9 @@ class JudgeClient:
         self._chat_client = self._litellm if settings.litellm_chat is not None else self._client
         self._cache: JudgeCache | None = None
         if settings.use_cache and settings.cache_path:
-            try:
-                self._cache = JudgeCache(settings.cache_path)
-            except (sqlite3.Error, OSError) as error:
-                self._close_clients()
-                raise JudgeError(
-                    f"cannot open the judge cache {settings.cache_path}: {error}; "
-                    "choose another cache path or turn the cache off (--no-cache)"
-                ) from None
+            self._cache = JudgeCache(settings.cache_path, on_warning=on_warning or _log_warning)
+        self._chat_endpoint = chat_endpoint(settings)
+        self._embedding_endpoint = embedding_endpoint(settings)
         self._lock = threading.Lock()
         self._fatal: JudgeError | None = None
         self._answered = 0
@@ -267,10 +289,13 @@ class JudgeClient:
             request["max_tokens"] = self.settings.max_tokens
         return request
 
+    def _chat_key(self, request: Mapping[str, Any]) -> str:
+        return cache_key("chat", request, endpoint=self._chat_endpoint)
+
     def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str) -> None:
         """Mark a judgment that failed, so that the next run asks again and says it did."""
         if self._cache is not None:
-            key = cache_key("chat", self._chat_request(metric, messages))
+            key = self._chat_key(self._chat_request(metric, messages))
             self._cache.put(key, kind="failed", model=self.chat_model, value={"failed": message})
 
     def _chat(self, metric: str, messages: list[dict[str, str]], check: Callable[[str | None], T],
@@ -278,7 +303,7 @@ class JudgeClient:
         """One chat request, from the cache when it holds an acceptable reply. `also_for`: the
         first request of a corrective retry, under which an accepted reply is cached too."""
         request = self._chat_request(metric, messages)
-        key = cache_key("chat", request)
+        key = self._chat_key(request)
         if self._cache is not None:
             hit = self._cache.get(key)
             if also_for is None and isinstance(hit, dict) and "failed" in hit:
@@ -291,7 +316,7 @@ class JudgeClient:
                 else:
                     ledger.cached_calls += 1
                     if also_for is not None:
-                        self._cache.put(cache_key("chat", {**request, "messages": also_for}), kind="chat",
+                        self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
                                         model=self.chat_model, value=hit)
                     return checked
         completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
@@ -320,7 +345,7 @@ class JudgeClient:
             }
             self._cache.put(key, kind="chat", model=self.chat_model, value=value)
             if also_for is not None:
-                self._cache.put(cache_key("chat", {**request, "messages": also_for}), kind="chat",
+                self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
                                 model=self.chat_model, value=value)
         return checked
 
@@ -328,7 +353,7 @@ class JudgeClient:
 
     def embeddings_key(self, inputs: list[str]) -> str:
         return cache_key("embeddings", {"model": self.embedding_request_model, "input": inputs,
-                                        "encoding_format": "float"})
+                                        "encoding_format": "float"}, endpoint=self._embedding_endpoint)
 
     def cached_value(self, key: str) -> Any | None:
         return None if self._cache is None else self._cache.get(key)

@@ -121,10 +121,13 @@ class Judge:
     """Judges result dicts with an OpenAI-compatible model. Use as a context manager, or call
     `close()`."""
 
-    def __init__(self, settings: JudgeSettings, *, templates_dir: str | None = None):
+    def __init__(self, settings: JudgeSettings, *, templates_dir: str | None = None,
+                 on_warning: Callable[[str], None] | None = None):
+        """`on_warning` is told of what does not stop the judge (a cache that is not used); by
+        default the `qareport` logger says it."""
         self.settings = settings
         self._prompts = Prompts(templates_dir)
-        self._client = JudgeClient(settings)
+        self._client = JudgeClient(settings, on_warning=on_warning)
         self._custom: dict[str, Any] = {}
 
     def close(self) -> None:
