@@ -265,7 +265,8 @@ class ParseCache:
 def _encoded_item(item: ParsedItem) -> list[Any]:
     if isinstance(item, TestCase):
         return ["c", item.id, item.kind, item.name, list(item.groups), [_encoded_turn(turn) for turn in item.turns],
-                item.location.path, item.location.line, item.comments, item.definition_hash]
+                item.location.path, item.location.line, item.comments, item.definition_hash,
+                list(item.declared_targets)]
     if isinstance(item, Problem):
         return ["p", item.location.path, item.location.line, item.message, item.case_id]
     if isinstance(item, Unloaded):
@@ -282,7 +283,8 @@ def _encoded_turn(turn: Turn) -> list[Any]:
     steps = None if target.reference_steps is None else [list(group) for group in target.reference_steps]
     _check_plain(steps)
     _check_plain(target.parts)
-    return [turn.number, turn.user_message, selection, target.reference_answer, steps, target.parts]
+    return [turn.number, turn.user_message, selection, target.reference_answer, steps, target.parts,
+            target.reference_steps_line]
 
 
 def _check_plain(value: Any) -> None:
@@ -306,10 +308,10 @@ def _check_plain(value: Any) -> None:
 def _decoded_item(data: list[Any]) -> ParsedItem:
     tag = data[0]
     if tag == "c":
-        _, case_id, kind, name, groups, turns, path, line, comments, definition_hash = data
+        _, case_id, kind, name, groups, turns, path, line, comments, definition_hash, declared = data
         return TestCase(id=case_id, kind=kind, name=name, groups=tuple(groups),
                         turns=tuple(_decoded_turn(turn) for turn in turns), location=Location(path, line),
-                        comments=comments, definition_hash=definition_hash)
+                        comments=comments, definition_hash=definition_hash, declared_targets=tuple(declared))
     if tag == "p":
         _, path, line, message, case_id = data
         return Problem(Location(path, line), message, case_id)
@@ -320,7 +322,7 @@ def _decoded_item(data: list[Any]) -> ParsedItem:
 
 
 def _decoded_turn(data: list[Any]) -> Turn:
-    number, user_message, selection, reference_answer, steps, parts = data
+    number, user_message, selection, reference_answer, steps, parts, steps_line = data
     return Turn(number, user_message, Target(
         indicator_selection=None if selection is None else tuple(
             DatasetSelection(dataset_id, tuple(
@@ -330,4 +332,5 @@ def _decoded_turn(data: list[Any]) -> Turn:
         reference_answer=reference_answer,
         reference_steps=None if steps is None else tuple(tuple(group) for group in steps),
         parts=parts,
+        reference_steps_line=steps_line,
     ))

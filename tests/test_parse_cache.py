@@ -499,9 +499,11 @@ def test_every_field_of_the_records_an_entry_holds_is_kept():
     from qareport import records
 
     kept = {
-        records.TestCase: ["id", "kind", "name", "groups", "turns", "location", "comments", "definition_hash"],
+        records.TestCase: ["id", "kind", "name", "groups", "turns", "location", "comments", "definition_hash",
+                           "declared_targets"],
         records.Turn: ["number", "user_message", "target"],
-        records.Target: ["indicator_selection", "reference_answer", "reference_steps", "parts"],
+        records.Target: ["indicator_selection", "reference_answer", "reference_steps", "parts",
+                         "reference_steps_line"],
         records.DatasetSelection: ["dataset_id", "dimensions"],
         records.DimensionTerms: ["dimension_name", "values"],
         records.Term: ["id", "name"],
@@ -533,3 +535,30 @@ def test_without_a_home_the_caches_live_in_the_temporary_folder_and_a_run_works(
 
     assert status == 0, capsys.readouterr().err
     assert (tmp_path / "out.xlsx").exists()
+
+
+def test_every_field_of_a_parsed_test_case_comes_back_from_an_entry():
+    """A field added to the records later must be kept too: every field set to a value other than
+    its default comes back from the entry's plain data equal."""
+    import dataclasses
+
+    from qareport import parse_cache
+    from qareport.records import DatasetSelection, DimensionTerms, Location, Target, Term, TestCase, Turn
+
+    target = Target(
+        indicator_selection=(DatasetSelection("WEO", (DimensionTerms("INDICATOR", (Term("GDP", "gdp"),)),)),),
+        reference_answer="answer", reference_steps=(({"name": "sparql", "output": "x"},),),
+        parts={"custom": {"a": 1}}, reference_steps_line=7,
+    )
+    case = TestCase(id="c1", kind="conversation", name="n", groups=("g",), turns=(Turn(2, "hello", target),),
+                    location=Location("cases.yaml", 3), comments="why", definition_hash="abc",
+                    declared_targets=("indicator_selection",))
+    for record in (case, case.turns[0], target):
+        defaults = type(record)  # every field of these records is set above, none left to its default
+        for field in dataclasses.fields(defaults):
+            if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING:
+                default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+                assert getattr(record, field.name) != default, f"{defaults.__name__}.{field.name} left at its default"
+
+    encoded = json.loads(json.dumps(parse_cache._encoded_item(case)))
+    assert parse_cache._decoded_item(encoded) == case
