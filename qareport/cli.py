@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
 from qareport import __version__
-from qareport.console import visible
+from qareport.console import safe_streams, visible
+from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, TERMINATED, USAGE_ERROR
 from qareport.errors import QAReportError, StrictModeError
 
 
@@ -247,6 +250,9 @@ def command_run(args: argparse.Namespace) -> int:
     for verdict in outcome.verdicts:
         if not verdict.passed or not args.quiet:
             print(f"{'gate passed' if verdict.passed else 'GATE FAILED'}: {verdict.gate}: {visible(verdict.why)}")
+    for fault in outcome.faults:
+        _internal_error(fault.error, f"{args.output} was written, but {fault.left_out}: internal error in "
+                                     f"{fault.stage}")
     return outcome.exit_status
 
 
@@ -285,25 +291,48 @@ def command_validate(args: argparse.Namespace) -> int:
 COMMANDS = {"run": command_run, "validate": command_validate, "email": command_email}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt: the same clean-up runs (the
+    temporary workbook and the rows folder are removed), then exit status 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _internal_error(error: BaseException, what: str = "internal error") -> None:
+    """One line on stderr for a bug; the traceback too with QAREPORT_DEBUG=1."""
+    if os.environ.get("QAREPORT_DEBUG"):
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"qareport: {what}: {type(error).__name__}: {visible(error)} "
+          "(set QAREPORT_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    safe_streams(sys.stdout, sys.stderr)
     args = build_parser().parse_args(argv)
+    previous = None
+    try:  # SIGTERM (a scheduler's timeout, `docker stop`) cleans up as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: the caller keeps its own handler
+        pass
     try:
         return COMMANDS[args.command](args)
     except StrictModeError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     except QAReportError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
+    except Terminated:
+        print("qareport: terminated (SIGTERM); nothing half-written is left", file=sys.stderr)
+        return TERMINATED
     except KeyboardInterrupt:
-        print("qareport: interrupted; nothing was written", file=sys.stderr)
-        return 130
+        print("qareport: interrupted; nothing half-written is left", file=sys.stderr)
+        return INTERRUPTED
     except Exception as error:  # a bug: say so in one line, unless asked for the traceback
-        if os.environ.get("QAREPORT_DEBUG"):
-            raise
-        print(
-            f"qareport: internal error: {type(error).__name__}: {error} "
-            "(set QAREPORT_DEBUG=1 for the traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return 1
+        _internal_error(error)
+        return INTERNAL_ERROR
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

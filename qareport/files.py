@@ -59,11 +59,27 @@ def write_atomically(path: str | Path, data: bytes, *, what: str) -> None:
         temporary.write_bytes(data)
 
 
-def cache_home(environ: Mapping[str, str]) -> str:
+def home_folder(environ: Mapping[str, str]) -> str | None:
+    """$HOME, else the user's entry in the password database; None when there is neither (a
+    container's user id without a passwd entry and HOME unset)."""
+    home = environ.get("HOME")
+    if home:
+        return home
+    try:
+        found = str(Path.home())
+    except (RuntimeError, KeyError, OSError):
+        return None
+    return found if found and found != "~" else None
+
+
+def cache_home(environ: Mapping[str, str]) -> str | None:
     """Where qareport keeps files between runs (the judge's answers, parsed test cases):
-    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`."""
+    `$XDG_CACHE_HOME/qareport`, else `~/.cache/qareport`; None when there is no home folder
+    either (the caches are then off, see `qareport.pipeline`)."""
     base = environ.get("XDG_CACHE_HOME")
     if not base:
-        home = environ.get("HOME") or str(Path.home())
+        home = home_folder(environ)
+        if home is None:
+            return None
         base = os.path.join(home, ".cache")
     return os.path.join(base, "qareport")

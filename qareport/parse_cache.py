@@ -42,9 +42,11 @@ ParsedItem = Union[TestCase, Problem, Unloaded]
 that could not be read, so that a cached file reports exactly as a parsed one does."""
 
 
-def default_folder(environ: Mapping[str, str]) -> Path:
-    """`$XDG_CACHE_HOME/qareport/testcases`, else `~/.cache/qareport/testcases`."""
-    return Path(cache_home(environ)) / "testcases"
+def default_folder(environ: Mapping[str, str]) -> Path | None:
+    """`$XDG_CACHE_HOME/qareport/testcases`, else `~/.cache/qareport/testcases`; None without a
+    home folder (no cache)."""
+    folder = cache_home(environ)
+    return None if folder is None else Path(folder) / "testcases"
 
 
 class ParseCache:

@@ -1,4 +1,13 @@
-"""One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else."""
+"""One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else.
+
+The workbook is the point of a run; the rest is optional: the comparison with a baseline, the
+trend over a history, the results file, the email. A bug in an optional stage (an exception that is
+not a `QAReportError`) does not lose the workbook: the stage is left out, the workbook says so in
+its Problems sheet where it is still to be written, and the outcome carries the fault
+(`RunOutcome.faults`), which makes the exit status INTERNAL_ERROR. `on_stage` (a callback given the
+name of each stage as it starts: see `STAGES`) lets a caller follow the run, and a test put a fault
+into a stage.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ from qareport.collector import run_scope
 from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
+from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, REPORT_WRITTEN
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
@@ -29,6 +39,10 @@ from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:
     from qareport.judge import Judge
+
+STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
+"""The stages `on_stage` is told of, in order; baseline, history, results and email are optional (each
+only when asked for)."""
 
 LLM_METRICS = "answer correctness, answer relevance, retrieval answer metrics"
 """The metrics only an LLM judges (retrieval context metrics compare strings and always run)."""
@@ -58,6 +72,18 @@ class RunOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class StageFault:
+    """A bug in an optional stage: the run went on without it. `left_out` says what is missing."""
+
+    stage: str
+    error: BaseException
+    left_out: str
+
+    def __str__(self) -> str:
+        return f"internal error in {self.stage}: {type(self.error).__name__}: {self.error}; {self.left_out}"
+
+
+@dataclass(frozen=True, slots=True)
 class RunOutcome:
     report: Report
     summary_line: str
@@ -65,11 +91,27 @@ class RunOutcome:
     comparison_line: str | None = None  # the deltas against the baseline, or the incomplete-run warning
     judge_line: str | None = None  # how far the judge got, per judged metric
     verdicts: tuple[GateVerdict, ...] = ()
+    faults: tuple[StageFault, ...] = ()  # bugs in optional stages, which were left out
 
     @property
     def exit_status(self) -> int:
-        """0, or 1 when a gate failed (an incomplete run fails one of its own)."""
-        return 1 if any(not verdict.passed for verdict in self.verdicts) else 0
+        """REPORT_WRITTEN; GATE_FAILED when a gate failed (an incomplete run fails one of its own);
+        INTERNAL_ERROR when an optional stage had a bug (it wins: the gates saw a part of the run)."""
+        if self.faults:
+            return INTERNAL_ERROR
+        return GATE_FAILED if any(not verdict.passed for verdict in self.verdicts) else REPORT_WRITTEN
+
+
+def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: Callable[[], Any]) -> Any:
+    """`call()`, or None when it fails with a bug (recorded in `faults`). A `QAReportError` (a
+    usage or input error, a refusal by a server) is not a bug and goes on up."""
+    try:
+        return call()
+    except QAReportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug in an optional stage never costs the workbook
+        faults.append(StageFault(stage, error, left_out))
+        return None
 
 
 def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> None:
@@ -116,9 +158,12 @@ def run_pipeline(
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
     progress: TextIO | None = sys.stderr,
     verbose: bool = False,
+    on_stage: Callable[[str], None] = lambda stage: None,
 ) -> RunOutcome:
+    """Run `options`; `on_problems` gets the input problems as they are found, `on_stage` the name
+    of each stage (`STAGES`) as it starts."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose)
+        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage)
 
 
 def _run(
@@ -127,6 +172,7 @@ def _run(
     on_problems: Callable[[Sequence[Problem]], None],
     progress: TextIO | None,
     verbose: bool,
+    on_stage: Callable[[str], None],
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
@@ -147,17 +193,36 @@ def _run(
     use_custom_evaluations(settings.ge6.custom_evaluations)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
-    baseline = read_run(options.baseline) if options.baseline else None
-    baseline_reviews = read_reviews(options.baseline) if options.baseline else None
-    history = read_history(options.history, exclude=(options.output,)) if options.history else None
+    faults: list[StageFault] = []
+    baseline = baseline_reviews = history = None
+    if options.baseline:
+        def read_baseline() -> tuple[RunSnapshot, Any]:
+            on_stage("baseline")
+            return read_run(options.baseline), read_reviews(options.baseline)  # type: ignore[arg-type]
+
+        baseline, baseline_reviews = _optional_stage(
+            f"reading the baseline {options.baseline}", "the workbook has no comparison with it",
+            faults, read_baseline) or (None, None)
+    if options.history:
+        def read_earlier() -> Any:
+            on_stage("history")
+            return read_history(options.history, exclude=(options.output,))
+
+        history = _optional_stage("reading the history", "the workbook has no Trend sheet", faults, read_earlier)
     for skipped in history.skipped if history else ():
         print(f"qareport: history: skipped {skipped}", file=sys.stderr)
     if options.email is not None and settings.email is not None:
         check_email_request(options.email, settings.email)
 
     stages = Progress(progress, verbose=verbose)
+    on_stage("loading")
     stages.start("loading test cases and responses")
-    cache = ParseCache(default_folder(os.environ)) if settings.run.testcase_cache else None
+    cache_folder = default_folder(os.environ) if settings.run.testcase_cache else None
+    cache = ParseCache(cache_folder) if cache_folder is not None else None
+    if (settings.run.testcase_cache and cache_folder is None) or (
+            settings.judge is not None and settings.judge.use_cache and not settings.judge.cache_path):
+        print("qareport: no home folder (HOME is unset and the user has no passwd entry) and no XDG_CACHE_HOME: "
+              "the caches are off for this run; set XDG_CACHE_HOME to keep them", file=sys.stderr)
     suite = load_suite(options.testcases, options.responses, cache=cache)
     reused = ""
     if cache is not None and cache.hits:
@@ -181,6 +246,7 @@ def _run(
             usage = judged.usage
             return judged.results
     try:
+        on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
         evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by, steps_semantics=semantics),
                                     judge=judge_callable)
@@ -225,27 +291,57 @@ def _run(
         judge_usage=usage.to_dict() if usage is not None else None,
         not_evaluated=not_evaluated,
     )
-    report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
-                          history=history.runs if history else (), source=options.output,
-                          min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
-                          baseline_reviews=baseline_reviews, baseline_warnings=baseline_warnings)
-    stages.start(f"writing {options.output}")
-    write_workbook(report, options.output, templates_dir=templates_dir)
-    stages.finish(f"wrote {options.output}")
+    def build_and_write(with_earlier: bool, notes: tuple[Problem, ...] = ()) -> Report:
+        report = build_report(evaluation.results, (*problems, *notes), run, statistics=statistics,
+                              baseline=baseline if with_earlier else None,
+                              history=history.runs if history and with_earlier else (), source=options.output,
+                              min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
+                              baseline_reviews=baseline_reviews if with_earlier else None,
+                              baseline_warnings=baseline_warnings if with_earlier else ())
+        on_stage("writing")
+        stages.start(f"writing {options.output}")
+        write_workbook(report, options.output, templates_dir=templates_dir)
+        stages.finish(f"wrote {options.output}")
+        return report
+
+    earlier = baseline is not None or bool(history and history.runs)
+    try:
+        report = build_and_write(earlier)
+    except QAReportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug in the comparison or the trend: the workbook without them
+        if not earlier:
+            raise
+        fault = StageFault("the comparison with the baseline and the trend", error,
+                           "the workbook has no Changes or Trend sheet and no deltas")
+        faults.append(fault)
+        report = build_and_write(False, (Problem(Location(options.baseline or options.history[0]), str(fault)
+                                                 + " (please report it)"),))
     if options.results_path:
-        write_results_file(results_document(report), options.results_path)
+        results_path = options.results_path
+
+        def write_results() -> None:
+            on_stage("results")
+            write_results_file(results_document(report), results_path)
+
+        _optional_stage("writing the results file", f"{results_path} was not written", faults, write_results)
     email_line = None
     if options.email is not None and report.incomplete and not options.send_incomplete:
         email_line = f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
     elif options.email is not None and settings.email is not None:
+        request, email_settings = options.email, settings.email
+
+        def send() -> str:
+            on_stage("email")
+            return email_report(options.output, request, settings=email_settings, templates_dir=templates_dir,
+                                digest=report.digest)
         try:
-            email_line = email_report(options.output, options.email, settings=settings.email,
-                                      templates_dir=templates_dir, digest=report.digest)
+            email_line = _optional_stage("the email", "the email was not sent", faults, send)
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
-                      _judge_line(report), verdicts)
+                      _judge_line(report), verdicts, tuple(faults))
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qareport.errors import EmailSettingsError, JudgeSettingsError, SettingsError
 from qareport.judge.prices import ModelPrice, parse_prices
+from qareport.files import home_folder
 from qareport.judge.settings import (
     CONFIG_KEYS as JUDGE_CONFIG_KEYS,
 )
@@ -433,7 +434,10 @@ def resolve_judge_settings(
     else:
         cache_path = _text(str(cache_path), where, error=error)
         if cache_path.startswith("~"):
-            home = environ.get("HOME") or str(Path.home())
+            home = home_folder(environ)
+            if home is None:
+                raise error(f"{where}: {cache_path!r} starts with '~', but there is no home folder (HOME is "
+                            "unset and the user has no passwd entry); give the full path")
             cache_path = home + cache_path[1:]
 
     prices: dict[str, ModelPrice] = {}

@@ -1,0 +1,234 @@
+"""Faults of the process around a run, provoked for real: a bug in a stage, signals, a full disk,
+names at the file system's limits, a terminal that is not UTF-8, no home folder, hostile header
+values and a server that quotes the password. Each ends in its own exit status
+(`qareport.exit_status`) with one clear line, never a traceback, and never a half-written file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from qareport import kinds
+from qareport.cli import main
+from qareport.exit_status import INTERNAL_ERROR, USAGE_ERROR
+from qareport.kinds import Facts, Kind
+from qareport.pipeline import RunOptions, run_pipeline
+from test_email import last_week_responses
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
+NON_ASCII_ID = "café-ünïcode-1"
+
+
+def run(output: Path | str, *extra: str, testcases: Path | str = TESTCASES, responses: Path | str = RESPONSES) -> int:
+    return main(["run", str(testcases), "--responses", str(responses), "--output", str(output), "--no-llm", "-q",
+                 *extra])
+
+
+def child(*args: str, env: dict[str, str] | None = None, drop: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
+    """`python -m qareport ARGS` in a child process, as a user runs it."""
+    full = {k: v for k, v in os.environ.items() if k not in drop}
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "qareport", *map(str, args)], env=full, capture_output=True,
+                          timeout=300, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def last_week(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("last-week")
+    report = folder / "week18.xlsx"
+    assert run(report, responses=last_week_responses(folder / "responses")) == 0
+    return report
+
+
+# --- a bug is an internal error (3), and costs only the part it is in -------------------------------
+
+
+class BrokenComparison(Kind):
+    """A plugged-in kind (`qareport.kinds.register`) whose comparison of two runs has a bug."""
+
+    name = "broken_comparison"
+    label = "broken comparison"
+
+    def explain_change(self, old: Facts, new: Facts) -> str | None:
+        raise KeyError("found")
+
+
+class BrokenEverywhere(Kind):
+    """A plugged-in kind with a bug in what every workbook needs."""
+
+    name = "broken_everywhere"
+    label = "broken everywhere"
+
+    def present(self, results) -> bool:
+        raise ZeroDivisionError("division by zero")
+
+
+@pytest.fixture
+def registered(request) -> Iterator[Kind]:
+    kind = kinds.register(request.param())
+    yield kind
+    kinds.unregister(kind.name)
+
+
+@pytest.mark.parametrize("registered", [BrokenEverywhere], indirect=True)
+def test_a_bug_exits_with_internal_error_3_in_one_line_not_1_which_means_a_gate_failed(registered, tmp_path,
+                                                                                        capsys, monkeypatch):
+    monkeypatch.delenv("QAREPORT_DEBUG", raising=False)
+    assert run(tmp_path / "week.xlsx") == INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if "internal error" in line] == [
+        "qareport: internal error: ZeroDivisionError: division by zero (set QAREPORT_DEBUG=1 for the traceback, "
+        "and please report it)"]
+    assert "Traceback" not in err
+    assert not (tmp_path / "week.xlsx").exists()
+
+
+@pytest.mark.parametrize("registered", [BrokenEverywhere], indirect=True)
+def test_qareport_debug_keeps_the_traceback_of_an_internal_error(registered, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("QAREPORT_DEBUG", "1")
+    assert run(tmp_path / "week.xlsx") == INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in present" in err
+
+
+@pytest.mark.parametrize("registered", [BrokenComparison], indirect=True)
+def test_a_bug_in_the_comparison_with_the_baseline_still_writes_the_workbook_without_it(registered, last_week,
+                                                                                         tmp_path, capsys):
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week), "--results", str(tmp_path / "week19.yaml")) == INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert f"{report} was written, but the workbook has no Changes or Trend sheet and no deltas: internal error in " \
+           "the comparison with the baseline and the trend: KeyError: 'found'" in err
+    sheets = load_workbook(report, read_only=True).sheetnames
+    assert "Changes" not in sheets and "Overview" in sheets
+    problems = [str(cell.value) for row in load_workbook(report, read_only=True)["Problems"].iter_rows()
+                for cell in row if cell.value]
+    assert any("internal error in the comparison with the baseline" in text for text in problems)
+    assert (tmp_path / "week19.yaml").exists()  # the stages after it ran
+
+
+def test_a_bug_in_the_email_template_still_writes_the_workbook_and_exits_3(tmp_path, capsys):
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "email.txt").write_text("{{ metrics[99].label }}\n")  # compiles; fails on rendering
+    report = tmp_path / "week.xlsx"
+    status = run(report, "--templates", str(templates), "--email-to", "team@example.com", "--smtp-host", "127.0.0.1",
+                 "--email-from", "qa@example.com")
+    assert status == INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert f"{report} was written, but the email was not sent: internal error in the email: " in err
+    assert "Traceback" not in err
+    assert load_workbook(report, read_only=True).sheetnames[0] == "Summary"
+
+
+@pytest.mark.parametrize("stage, left_out", [
+    ("baseline", "the workbook has no comparison with it"),
+    ("history", "the workbook has no Trend sheet"),
+    ("results", "was not written"),
+])
+def test_a_bug_in_an_optional_stage_leaves_out_that_stage_only(last_week, tmp_path, stage, left_out):
+    def fail_in(name: str) -> None:
+        if name == stage:
+            raise RuntimeError(f"bug in {name}")
+
+    options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(tmp_path / "w.xlsx"),
+                         results_path=str(tmp_path / "w.json"), baseline=str(last_week),
+                         history=(str(last_week),), judge_options={"enabled": False})
+    outcome = run_pipeline(options, progress=None, on_stage=fail_in)
+    assert outcome.exit_status == INTERNAL_ERROR
+    assert [(fault.stage, str(fault.error)) for fault in outcome.faults][0][1] == f"bug in {stage}"
+    assert left_out in outcome.faults[0].left_out
+    assert len(outcome.faults) == 1
+    sheets = load_workbook(tmp_path / "w.xlsx", read_only=True).sheetnames
+    assert ("Changes" in sheets) == (stage != "baseline")
+    assert ("Trend" in sheets) == (stage != "history")
+    assert (tmp_path / "w.json").exists() == (stage != "results")
+
+
+# --- a terminal that is not UTF-8 ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def non_ascii_suite(tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("non-ascii")
+    (folder / "cases.yaml").write_text(f"""
+- id: {NON_ASCII_ID}
+  name: Qu'est-ce que le PIB ? — « GDP »
+  conversation:
+    - role: user
+      content: Le PIB de la France
+      target:
+        indicator_selection:
+          - dataset_id: WEO
+            dimensions:
+              - dimension_name: INDICATOR
+                values: [{{id: NGDP, name: produit intérieur brut}}]
+""", encoding="utf-8")
+    (folder / "responses.json").write_text(
+        '[{"test_case_id": "%s", "turns": [{"indicator_selection": [{"dataset_id": "WEO", "dimensions": '
+        '[{"dimension_name": "INDICATOR", "values": [{"id": "NGDPX", "name": "autre"}]}]}]}]},'
+        ' {"test_case_id": "inconnu-é", "turns": []}]' % NON_ASCII_ID, encoding="utf-8")
+    return folder / "cases.yaml", folder / "responses.json"
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}],
+                         ids=["PYTHONIOENCODING=ascii", "LC_ALL=C"])
+def test_validate_prints_a_non_ascii_id_on_an_ascii_terminal_as_escapes(non_ascii_suite, env):
+    cases, responses = non_ascii_suite
+    done = child("validate", cases, "--responses", responses, env=env, drop=("PYTHONIOENCODING", "LC_ALL", "LANG"))
+    out, err = done.stdout.decode("ascii"), done.stderr.decode("ascii")
+    assert done.returncode == 1, err
+    assert "inconnu-\\xe9" in out
+    assert "Traceback" not in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}],
+                         ids=["PYTHONIOENCODING=ascii", "LC_ALL=C"])
+def test_run_prints_its_lines_on_an_ascii_terminal_after_writing(non_ascii_suite, tmp_path, env):
+    cases, responses = non_ascii_suite
+    report = tmp_path / "rapport-é.xlsx"  # printed back in the result line
+    done = child("run", cases, "--responses", responses, "--output", report, "--no-llm", env=env,
+                 drop=("PYTHONIOENCODING", "LC_ALL", "LANG"))
+    out, err = done.stdout.decode("ascii"), done.stderr.decode("ascii")
+    assert done.returncode == 0, err
+    assert "rapport-\\" in out and ".xlsx: 1 cases: 1 evaluated" in out
+    assert "inconnu-\\xe9" in err and "Traceback" not in err
+    assert report.exists()
+
+
+# --- no home folder ------------------------------------------------------------------------------------
+
+
+def _without_passwd_entry() -> list[str] | None:
+    """A command prefix that runs a child under a user id the passwd database does not know: the
+    user-namespace mapping of `unshare` (the interpreter stays readable), else None (skip)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return None
+    prefix = ["unshare", "--user", "--map-user=54321"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import os, pwd; pwd.getpwuid(os.getuid())"],
+                           capture_output=True, text=True)
+    return prefix if probe.returncode == 1 and "KeyError" in probe.stderr else None
+
+
+def test_a_run_without_home_under_a_user_without_passwd_entry_writes_the_report_with_one_warning(tmp_path):
+    prefix = _without_passwd_entry()
+    if prefix is None:
+        pytest.skip("needs root and unshare to run as a user without a passwd entry")
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    report = tmp_path / "week.xlsx"
+    done = subprocess.run([*prefix, sys.executable, "-m", "qareport", "run", str(TESTCASES), "--responses",
+                           str(RESPONSES), "--output", str(report), "-q", "--no-llm"],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert report.exists()
+    warnings = [line for line in done.stderr.splitlines() if "no home folder" in line]
+    assert len(warnings) == 1 and "set XDG_CACHE_HOME" in warnings[0]
