@@ -30,7 +30,7 @@ from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
-from qareport.gates import GateVerdict, Threshold, check_gates
+from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
@@ -232,6 +232,8 @@ def _run(
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")
 
+    if not suite.unloaded:  # a tag may belong to cases of a file that could not be read
+        check_gate_tags(options.thresholds, (tag for case in suite.cases for tag in case.groups))
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
     judge = _make_judge(settings)
