@@ -258,8 +258,13 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_email(args: argparse.Namespace) -> int:
     from qareport.emailing import EmailRequest, email_options, email_report
+    from qareport.preflight import check_header_text
     from qareport.settings import resolve_settings
 
+    check_header_text("--subject", [args.subject])
+    check_header_text("--to", args.to or ())
+    check_header_text("--cc", args.cc or ())
+    check_header_text("--from", [args.sender])
     request = EmailRequest(
         to=tuple(args.to or ()), cc=tuple(args.cc or ()), subject=args.subject, sender=args.sender,
         eml_path=args.eml, smtp=_smtp_options(args),

@@ -131,7 +131,9 @@ def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> 
     preflight.check_templates(templates_dir)
     if options.email is not None:
         preflight.check_header_text("--email-subject", [options.email.subject])
-        preflight.check_header_text("--email-to", [*options.email.to, *options.email.cc, options.email.sender])
+        preflight.check_header_text("--email-to", options.email.to)
+        preflight.check_header_text("--email-cc", options.email.cc)
+        preflight.check_header_text("--email-from", [options.email.sender])
     preflight.remove_stale_temporaries(os.path.dirname(options.output) or ".", now=time.time())
 
 

@@ -13,12 +13,15 @@ What is checked:
   folders exist and can be written; neither is one of the inputs (a report never overwrites data);
 - a `--templates` folder exists, and every template in it compiles (syntax, encoding, a template
   that includes itself);
-- an email's subject and addresses hold no line break (a header cannot be split in two).
+- an email's subject and addresses hold no line break or other control character (a header cannot
+  be split in two); `qareport.settings` checks the same of values from the environment and the
+  configuration file, naming where each came from.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -128,11 +131,26 @@ def _check_variables(path: Path, name: str, source: str) -> None:
                          f"(it provides: {', '.join(sorted(given)) or 'nothing'})")
 
 
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # a tab may stay
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def header_text_problem(value: str) -> str | None:
+    """What is wrong with `value` as a mail header's text, or None: a line break would split the
+    header in two (and could add a recipient); another control character has no place in it."""
+    found = _HEADER_CONTROL.search(value)
+    if found is None:
+        return None
+    what = "a line break" if found.group() in _LINE_BREAKS else f"a control character ({found.group()!r})"
+    return f"{value!r} holds {what}; give it on one line"
+
+
 def check_header_text(option: str, values: Iterable[str | None]) -> None:
     """A subject or an address with a line break would split a mail header (or add a recipient)."""
     for value in values:
-        if value is not None and ("\r" in value or "\n" in value):
-            raise UsageError(f"{option}: {value!r} holds a line break; give it on one line")
+        problem = header_text_problem(value) if value is not None else None
+        if problem is not None:
+            raise UsageError(f"{option}: {problem}")
 
 
 def remove_stale_temporaries(folder: str | Path, *, now: float) -> list[Path]:

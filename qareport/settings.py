@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from qareport.errors import EmailSettingsError, JudgeSettingsError, SettingsError
 from qareport.judge.prices import ModelPrice, parse_prices
 from qareport.files import home_folder
+from qareport.preflight import header_text_problem
 from qareport.judge.settings import (
     CONFIG_KEYS as JUDGE_CONFIG_KEYS,
 )
@@ -587,6 +588,14 @@ def resolve_email_settings(options: Mapping[str, Any], config: ConfigFile,
     src = Layers(section="email", options=given, environ=environ, environment_names=EMAIL_ENVIRONMENT,
                  config=config, config_values=section)
     error = EmailSettingsError
+    for name in ("to", "cc", "subject", "from"):  # the command line's values are checked by the command
+        found = src.find(name)
+        if found is not None and found.rank > 0:
+            values = [found.value] if isinstance(found.value, str) else found.value
+            for value in values if isinstance(values, (list, tuple)) else ():
+                problem = header_text_problem(value) if isinstance(value, str) else None
+                if problem is not None:
+                    raise error(f"{found.where}: {problem}")
     port, where = src.get("port", None)
     if port is not None:
         port = _number(port, where, integer=True, minimum=1, maximum=65535, error=error)

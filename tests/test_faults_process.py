@@ -232,3 +232,54 @@ def test_a_run_without_home_under_a_user_without_passwd_entry_writes_the_report_
     assert report.exists()
     warnings = [line for line in done.stderr.splitlines() if "no home folder" in line]
     assert len(warnings) == 1 and "set XDG_CACHE_HOME" in warnings[0]
+
+
+# --- email header values, whatever their source -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("config", "env", "where"), [
+    ("email:\n  to: \"team@example.com\\nBcc: spy@example.com\"\n", {}, "'email.to' in "),
+    ("email:\n  cc: [\"lead@example.com\", \"x@example.com\\r\\nBcc: spy@example.com\"]\n", {}, "'email.cc' in "),
+    ("email:\n  subject: \"weekly\\r\\nBcc: spy@example.com\"\n", {}, "'email.subject' in "),
+    ("email:\n  subject: \"weekly\\abell\"\n", {}, "'email.subject' in "),
+    ("", {"QAREPORT_SMTP_FROM": "qa@example.com\nBcc: spy@example.com"}, "environment variable QAREPORT_SMTP_FROM"),
+])
+def test_a_control_character_in_a_header_from_the_config_or_environment_is_refused_before_any_work(
+        tmp_path, capsys, monkeypatch, config, env, where):
+    from test_email import Inbox, free_port
+    from aiosmtpd.controller import Controller
+
+    inbox = Inbox()
+    server = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    server.start()
+    try:
+        (tmp_path / "qareport.yaml").write_text(config or "{}\n")
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        report = tmp_path / "week.xlsx"
+        if "email.to" not in where:  # run reads the recipients from --email-to only
+            status = run(report, "--config", str(tmp_path / "qareport.yaml"), "--email-to", "team@example.com",
+                         "--smtp-host", "127.0.0.1", "--smtp-port", str(server.port), "--smtp-security", "none",
+                         *([] if env else ["--email-from", "qa@example.com"]))
+            err = capsys.readouterr().err
+            assert status == USAGE_ERROR
+            assert where in err and ("holds a line break" in err or "holds a control character ('\\x07')" in err)
+            assert not report.exists() and inbox.envelopes == []
+        assert run(report) == 0
+        # the email command refuses them as well, before reading the workbook
+        capsys.readouterr()
+        status = main(["email", str(report), "--config", str(tmp_path / "qareport.yaml"), "--smtp-host", "127.0.0.1",
+                       "--smtp-port", str(server.port), "--smtp-security", "none",
+                       *(["--to", "team@example.com"] if "email.to" not in where else []),
+                       *([] if env else ["--from", "qa@example.com"])])
+        err = capsys.readouterr().err
+        assert status == USAGE_ERROR and where in err and "holds a" in err
+        assert inbox.envelopes == []
+    finally:
+        server.stop()
+
+
+def test_a_control_character_in_an_email_command_option_is_refused(tmp_path, capsys):
+    assert main(["email", str(tmp_path / "week.xlsx"), "--to", "team@example.com", "--subject", "a\rb",
+                 "--eml", str(tmp_path / "m.eml")]) == USAGE_ERROR
+    assert "--subject: 'a\\rb' holds a line break; give it on one line" in capsys.readouterr().err
