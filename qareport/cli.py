@@ -272,7 +272,7 @@ def command_email(args: argparse.Namespace) -> int:
     settings = resolve_settings(run_options={"templates": args.templates}, email_options=email_options(request),
                                 config_path=args.config, with_judge=False, with_email=True)
     assert settings.email is not None
-    print(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates))
+    print(visible(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates)))
     return 0
 
 
@@ -308,7 +308,7 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 def _internal_error(error: BaseException, what: str = "internal error") -> None:
     """One line on stderr for a bug; the traceback too with QAREPORT_DEBUG=1."""
     if os.environ.get("QAREPORT_DEBUG"):
-        traceback.print_exception(error, file=sys.stderr)
+        print(visible("".join(traceback.format_exception(error))), end="", file=sys.stderr)
     print(f"qareport: {what}: {type(error).__name__}: {visible(error)} "
           "(set QAREPORT_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
 

@@ -17,12 +17,16 @@ import re
 import time
 from typing import TextIO
 
+from qareport.redaction import scrub_registered
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def visible(text: object) -> str:
-    """The text with control characters shown as escapes (a tab and a newline are kept)."""
-    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+    """The text with control characters shown as escapes (a tab and a newline are kept), and the
+    secrets registered with `qareport.redaction` masked."""
+    shown = _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+    return scrub_registered(shown)
 
 
 def safe_streams(*streams: object) -> None:

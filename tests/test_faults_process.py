@@ -283,3 +283,80 @@ def test_a_control_character_in_an_email_command_option_is_refused(tmp_path, cap
     assert main(["email", str(tmp_path / "week.xlsx"), "--to", "team@example.com", "--subject", "a\rb",
                  "--eml", str(tmp_path / "m.eml")]) == USAGE_ERROR
     assert "--subject: 'a\\rb' holds a line break; give it on one line" in capsys.readouterr().err
+
+
+# --- the SMTP password is never printed -----------------------------------------------------------------
+
+PASSWORD = "s3cret-Password+/=~"
+
+
+def b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")
+
+
+PASSWORD_FORMS = {
+    "clear": PASSWORD,
+    "AUTH PLAIN": b64(b"\0analyst\0" + PASSWORD.encode()),
+    "AUTH LOGIN": b64(PASSWORD.encode()),
+    "aligned at 1": b64(b"x" + PASSWORD.encode() + b"!"),
+    "aligned at 2": b64(b"xy" + PASSWORD.encode() + b"tail"),
+}
+
+
+@pytest.fixture
+def quoting_smtp_server():
+    """An SMTP server that refuses every login and quotes the credentials in its refusal, in clear
+    and in each base64 form (as a badly written or hostile server might)."""
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult
+    from test_email import Inbox, free_port
+
+    def authenticate(server, session, envelope, mechanism, auth_data):
+        quoted = " ".join(f"{name}={form}" for name, form in PASSWORD_FORMS.items())
+        return AuthResult(success=False, handled=False, message=f"535 5.7.8 no, {mechanism}: {quoted}")
+
+    controller = Controller(Inbox(), hostname="127.0.0.1", port=free_port(), authenticator=authenticate,
+                            auth_require_tls=False)
+    controller.start()
+    yield controller.port
+    controller.stop()
+
+
+@pytest.mark.parametrize("command", ["email", "run"])
+def test_the_smtp_password_and_its_base64_forms_are_scrubbed_from_a_refusal_that_quotes_them(
+        quoting_smtp_server, last_week, tmp_path, capsys, monkeypatch, command):
+    monkeypatch.setenv("QAREPORT_SMTP_PASSWORD", PASSWORD)
+    monkeypatch.setenv("QAREPORT_SMTP_USER", "analyst")
+    smtp = ["--smtp-host", "127.0.0.1", "--smtp-port", str(quoting_smtp_server), "--smtp-security", "none"]
+    if command == "email":
+        status = main(["email", str(last_week), "--to", "team@example.com", "--from", "qa@example.com", *smtp])
+    else:
+        status = run(tmp_path / "week.xlsx", "--email-to", "team@example.com", "--email-from", "qa@example.com", *smtp)
+    out, err = capsys.readouterr()
+    assert status == USAGE_ERROR, err
+    assert "refused the login of 'analyst'" in err and "***" in err
+    for name, form in PASSWORD_FORMS.items():
+        assert form not in out + err, name
+    assert "=***" in err  # each quoted form was there, and masked
+
+
+def test_a_password_that_is_not_ascii_is_a_clear_email_error_and_is_not_printed(quoting_smtp_server, last_week,
+                                                                                 capsys, monkeypatch):
+    monkeypatch.setenv("QAREPORT_SMTP_PASSWORD", "Pässwort-geheim")
+    monkeypatch.setenv("QAREPORT_SMTP_USER", "analyst")
+    status = main(["email", str(last_week), "--to", "team@example.com", "--from", "qa@example.com", "--smtp-host",
+                   "127.0.0.1", "--smtp-port", str(quoting_smtp_server), "--smtp-security", "none"])
+    err = capsys.readouterr().err
+    assert status == USAGE_ERROR, err
+    assert "holds a character that is not ASCII" in err and "geheim" not in err
+
+
+def test_a_registered_secret_is_masked_in_whatever_the_command_line_prints():
+    from qareport.console import visible
+    from qareport.redaction import register_secret
+
+    register_secret("an0ther-secret", user="me")
+    shown = visible(f"KeyError: {b64(b'ab' + b'an0ther-secret')} an0ther-secret {b64(b'me' + bytes(1) + b'an0ther-secret')}")
+    assert "an0ther" not in shown and "secret" not in shown
