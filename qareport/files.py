@@ -9,7 +9,7 @@ failure leaves the previous file in place. The file gets the mode an ordinary ne
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +17,71 @@ from pathlib import Path
 from qareport.errors import QAReportError
 
 TEMPORARY_PREFIX = ".qareport-"
+TEMPORARY_SUFFIX = ".tmp"
+_RANDOM_CHARS = 8
+_FIXED_BYTES = len(TEMPORARY_PREFIX) + 1 + _RANDOM_CHARS + len(TEMPORARY_SUFFIX)
+"""What a temporary name adds to the target's name: `.qareport-<name>.<8 random>.tmp`."""
+
+
+def name_limits(folder: str | Path) -> tuple[int, int]:
+    """The longest file name (bytes) and path (bytes, without the final NUL) the folder's file system
+    takes: NAME_MAX and PATH_MAX - 1 (255 and 4095 on Linux)."""
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    try:
+        path_max = os.pathconf(folder, "PC_PATH_MAX") - 1
+    except (OSError, ValueError):
+        path_max = 4095
+    return name_max, path_max
+
+
+def name_too_long(path: str | Path) -> str | None:
+    """Why `path` cannot exist (its name or the whole path longer than the file system takes), or None."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        name_max, path_max = name_limits(folder if folder.is_dir() else ".")
+    except OSError:  # the folder's own path is too long to look at
+        name_max, path_max = name_limits(".")
+    name_bytes = len(os.fsencode(target.name))
+    if name_bytes > name_max:
+        return f"the name is {name_bytes} bytes long; the file system takes at most {name_max}"
+    path_bytes = len(os.fsencode(str(target)))
+    if path_bytes > path_max:
+        return f"the path is {path_bytes} bytes long; the file system takes at most {path_max}"
+    if path_bytes - name_bytes + _FIXED_BYTES > path_max:
+        return (f"the path is {path_bytes} bytes long, too near the file system's limit of {path_max} to write it "
+                "safely beside a temporary file; use a shorter folder path")
+    return None
+
+
+def temporary_name(target: Path) -> str:
+    """The temporary file's name for `target` (without its random part): the target's name is cut so
+    that the temporary name fits wherever the target's does (NAME_MAX, and PATH_MAX for the path
+    as given)."""
+    folder = target.parent if str(target.parent) else Path(".")
+    name_max, path_max = name_limits(folder)
+    name = target.name
+    budget = min(name_max, path_max - (len(os.fsencode(str(target))) - len(os.fsencode(name)))) - _FIXED_BYTES
+    while name and len(os.fsencode(name)) > max(budget, 0):
+        name = name[:-1]
+    return f"{TEMPORARY_PREFIX}{name}."
+
+
+def _create_temporary(target: Path, folder: Path) -> Path:
+    """A new empty file (mode 0600) beside `target` for its content; never an existing one."""
+    prefix = temporary_name(target)
+    for _ in range(100):
+        candidate = folder / f"{prefix}{secrets.token_hex(_RANDOM_CHARS // 2)}{TEMPORARY_SUFFIX}"
+        try:
+            handle = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileExistsError:
+            continue
+        os.close(handle)
+        return candidate
+    raise FileExistsError(f"no free temporary name beside {target}")
 
 
 def _shared_mode() -> int:
@@ -37,11 +102,9 @@ def atomic_path(path: str | Path, *, what: str) -> Iterator[Path]:
     if not folder.is_dir():
         raise QAReportError(f"{target}: the folder {folder} does not exist; create it first")
     try:
-        handle, name = tempfile.mkstemp(prefix=f"{TEMPORARY_PREFIX}{target.name}.", suffix=".tmp", dir=folder)
+        temporary = _create_temporary(target, folder)
     except OSError as error:
         raise QAReportError(f"{target}: cannot write {what}: {error.strerror or error}") from error
-    os.close(handle)
-    temporary = Path(name)
     try:
         yield temporary
         os.chmod(temporary, _shared_mode())

@@ -9,8 +9,9 @@ What is checked:
 
 - every path named as test cases, responses, baseline or history exists (a folder may be empty:
   that is an input problem, reported with the rest);
-- the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; their
-  folders exist and can be written; neither is one of the inputs (a report never overwrites data);
+- the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; the name
+  and the path are not longer than the file system takes (the temporary file written first gets a
+  name that fits whenever the final one does); their folders exist and can be written; neither is one of the inputs (a report never overwrites data);
 - a `--templates` folder exists, and every template in it compiles (syntax, encoding, a template
   that includes itself);
 - an email's subject and addresses hold no line break or other control character (a header cannot
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from qareport.errors import UsageError
-from qareport.files import TEMPORARY_PREFIX
+from qareport.files import TEMPORARY_PREFIX, name_too_long
 
 WORKBOOK_SUFFIX = ".xlsx"
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
@@ -50,6 +51,9 @@ def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inpu
     if target.suffix.lower() not in suffixes:
         raise UsageError(f"{option} {target}: the name must end in {' or '.join(suffixes)} "
                          f"(got {target.suffix or 'no suffix'})")
+    too_long = name_too_long(target)
+    if too_long is not None:
+        raise UsageError(f"{option} {_shortened(str(target))}: {too_long}")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"{option} {target}: the folder {folder} does not exist; create it first")
@@ -61,6 +65,11 @@ def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inpu
         if _is_input(target, Path(given)):
             raise UsageError(f"{option} {target}: is one of the inputs ({given}); writing it would destroy "
                              "them; name another file")
+
+
+def _shortened(text: str, keep: int = 120) -> str:
+    """A long path in a message: its start and its end."""
+    return text if len(text) <= 2 * keep else f"{text[:keep]}...{text[-keep:]}"
 
 
 def _is_input(target: Path, given: Path) -> bool:

@@ -28,7 +28,8 @@ NON_ASCII_ID = "café-ünïcode-1"
 
 
 def run(output: Path | str, *extra: str, testcases: Path | str = TESTCASES, responses: Path | str = RESPONSES) -> int:
-    return main(["run", str(testcases), "--responses", str(responses), "--output", str(output), "--no-llm", "-q",
+    talk = [] if "-v" in extra else ["-q"]
+    return main(["run", str(testcases), "--responses", str(responses), "--output", str(output), "--no-llm", *talk,
                  *extra])
 
 
@@ -360,3 +361,59 @@ def test_a_registered_secret_is_masked_in_whatever_the_command_line_prints():
     register_secret("an0ther-secret", user="me")
     shown = visible(f"KeyError: {b64(b'ab' + b'an0ther-secret')} an0ther-secret {b64(b'me' + bytes(1) + b'an0ther-secret')}")
     assert "an0ther" not in shown and "secret" not in shown
+
+
+# --- names at the file system's limits --------------------------------------------------------------
+
+
+def leftovers(folder: Path) -> list[str]:
+    return [path.name for path in folder.rglob(".qareport-*")]
+
+
+@pytest.mark.parametrize("length", [233, 240, 255])
+def test_an_output_and_results_name_up_to_255_bytes_are_written(tmp_path, capsys, length):
+    report = tmp_path / ("w" * (length - 5) + ".xlsx")
+    results = tmp_path / ("r" * (length - 5) + ".json")
+    assert run(report, "--results", str(results)) == 0, capsys.readouterr().err
+    assert report.exists() and results.exists()
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("option", ["--output", "--results"])
+def test_a_name_longer_than_the_file_system_takes_is_a_usage_error_before_any_work(tmp_path, capsys, option):
+    long_name = "w" * 251 + (".xlsx" if option == "--output" else ".yaml")
+    report = tmp_path / (long_name if option == "--output" else "week.xlsx")
+    extra = ["--results", str(tmp_path / long_name)] if option == "--results" else []
+    assert run(report, *extra, "-v") == USAGE_ERROR
+    err = capsys.readouterr().err
+    assert f"qareport: {option} " in err and "the name is 256 bytes long; the file system takes at most 255" in err
+    assert "loaded" not in err and "internal error" not in err  # refused before any work
+    assert list(tmp_path.iterdir()) == []
+
+
+def deep_folder(root: Path, length: int) -> Path:
+    """A folder whose path is `length` bytes long (components of at most 200 bytes)."""
+    folder = root
+    while len(os.fsencode(str(folder))) < length - 201:
+        folder = folder / ("d" * 200)
+    rest = length - len(os.fsencode(str(folder))) - 1
+    folder = folder / ("e" * rest)
+    folder.mkdir(parents=True)
+    assert len(os.fsencode(str(folder))) == length
+    return folder
+
+
+def test_a_path_near_path_max_is_written_through_a_temporary_name_that_fits(tmp_path, capsys):
+    folder = deep_folder(tmp_path, 4095 - 40)
+    report = folder / ("w" * 34 + ".xlsx")  # 4095 bytes: the longest path Linux takes
+    assert len(os.fsencode(str(report))) == 4095
+    assert run(report) == 0, capsys.readouterr().err
+    assert report.exists() and leftovers(tmp_path) == []
+
+
+def test_a_path_beyond_path_max_is_a_usage_error_before_any_work(tmp_path, capsys):
+    folder = deep_folder(tmp_path, 4095 - 40)
+    report = folder / ("w" * 35 + ".xlsx")
+    assert run(report) == USAGE_ERROR
+    assert "the path is 4096 bytes long; the file system takes at most 4095" in capsys.readouterr().err
+    assert list(folder.iterdir()) == []
