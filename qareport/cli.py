@@ -16,6 +16,7 @@ from typing import Any
 
 from qareport import __version__
 from qareport.console import safe_streams, visible
+from qareport.files import remove_leftovers
 from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, TERMINATED, USAGE_ERROR
 from qareport.errors import QAReportError, StrictModeError
 
@@ -330,9 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"qareport: {visible(error)}", file=sys.stderr)
         return USAGE_ERROR
     except Terminated:
+        remove_leftovers()  # what a stop in the middle of the clean-up left
         print("qareport: terminated (SIGTERM); nothing half-written is left", file=sys.stderr)
         return TERMINATED
     except KeyboardInterrupt:
+        remove_leftovers()
         print("qareport: interrupted; nothing half-written is left", file=sys.stderr)
         return INTERRUPTED
     except Exception as error:  # a bug: say so in one line, unless asked for the traceback

@@ -1,5 +1,9 @@
 """Writing a file so that readers never see half of it: one way, for every file qareport writes.
 
+Every temporary file and folder qareport makes is known here until it is gone: when a run is
+stopped (SIGINT, SIGTERM) in the middle of removing one, `remove_leftovers()` finishes the job, so
+neither the output folder nor TMPDIR keeps anything of it.
+
 The content goes to a temporary file beside the target, which is then renamed over it: a reader
 (or a mail client attaching the report) sees the old file or the new one, never a mix, and a
 failure leaves the previous file in place. The file gets the mode an ordinary new file gets
@@ -10,6 +14,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +27,40 @@ TEMPORARY_SUFFIX = ".tmp"
 _RANDOM_CHARS = 8
 _FIXED_BYTES = len(TEMPORARY_PREFIX) + 1 + _RANDOM_CHARS + len(TEMPORARY_SUFFIX)
 """What a temporary name adds to the target's name: `.qareport-<name>.<8 random>.tmp`."""
+
+
+_IN_PROGRESS: set[Path] = set()
+"""Temporary files and folders of this process that still exist (or may)."""
+
+
+def _discard(path: Path) -> None:
+    """Remove a temporary file or folder of ours, whatever is left of it."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
+    _IN_PROGRESS.discard(path)
+
+
+def remove_leftovers() -> None:
+    """Remove every temporary file and folder of this process that is still there: called when a
+    run is stopped, in case the stop came while one was being removed."""
+    for path in list(_IN_PROGRESS):
+        _discard(path)
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A new private folder in TMPDIR, removed with all it holds when the block ends, however it ends."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    _IN_PROGRESS.add(folder)
+    try:
+        yield folder
+    finally:
+        _discard(folder)
 
 
 def name_limits(folder: str | Path) -> tuple[int, int]:
@@ -75,10 +115,15 @@ def _create_temporary(target: Path, folder: Path) -> Path:
     prefix = temporary_name(target)
     for _ in range(100):
         candidate = folder / f"{prefix}{secrets.token_hex(_RANDOM_CHARS // 2)}{TEMPORARY_SUFFIX}"
+        _IN_PROGRESS.add(candidate)
         try:
             handle = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         except FileExistsError:
+            _IN_PROGRESS.discard(candidate)
             continue
+        except BaseException:
+            _IN_PROGRESS.discard(candidate)
+            raise
         os.close(handle)
         return candidate
     raise FileExistsError(f"no free temporary name beside {target}")
@@ -109,11 +154,12 @@ def atomic_path(path: str | Path, *, what: str) -> Iterator[Path]:
         yield temporary
         os.chmod(temporary, _shared_mode())
         os.replace(temporary, target)
+        _IN_PROGRESS.discard(temporary)
     except OSError as error:
         raise QAReportError(f"{target}: cannot write {what}: {error.strerror or error}") from error
     finally:
-        if temporary.exists():
-            temporary.unlink()
+        if temporary in _IN_PROGRESS:
+            _discard(temporary)
 
 
 def write_atomically(path: str | Path, data: bytes, *, what: str) -> None:

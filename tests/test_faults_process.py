@@ -417,3 +417,103 @@ def test_a_path_beyond_path_max_is_a_usage_error_before_any_work(tmp_path, capsy
     assert run(report) == USAGE_ERROR
     assert "the path is 4096 bytes long; the file system takes at most 4095" in capsys.readouterr().err
     assert list(folder.iterdir()) == []
+
+
+# --- SIGTERM is handled as SIGINT is ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_suite(tmp_path_factory) -> tuple[Path, Path]:
+    """6,000 cases: a run that takes a few seconds, long enough to be stopped in each stage."""
+    import json
+
+    folder = tmp_path_factory.mktemp("big")
+    cases, responses = [], []
+    for i in range(6000):
+        cases.append(f"""- id: case-{i:05d}
+  name: GDP of country {i}
+  tags: [t{i % 7}]
+  conversation:
+    - role: user
+      content: What is the GDP of country {i}?
+      target:
+        indicator_selection:
+          - dataset_id: WEO
+            dimensions:
+              - dimension_name: INDICATOR
+                values: [{{id: NGDP, name: gross domestic product}}, {{id: NGDPPC, name: GDP per capita}}]
+              - dimension_name: COUNTRY
+                values: [{{id: C{i}, name: Country {i}}}]
+""")
+        responses.append(json.dumps({"test_case_id": f"case-{i:05d}", "indicator_selection": [
+            {"dataset_id": "WEO", "dimensions": [
+                {"dimension_name": "INDICATOR", "values": [{"id": "NGDP", "name": "gross domestic product"},
+                                                           {"id": "X", "name": "x"}]},
+                {"dimension_name": "COUNTRY", "values": [{"id": f"C{i}", "name": f"Country {i}"}]}]}]}))
+    (folder / "cases.yaml").write_text("".join(cases))
+    (folder / "responses.jsonl").write_text("\n".join(responses) + "\n")
+    return folder / "cases.yaml", folder / "responses.jsonl"
+
+
+def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int) -> tuple[int, str, Path, Path]:
+    """Start `python -m qareport run` with its stderr on a terminal (so that it shows each stage as it
+    starts), send `signum` as soon as `stage` shows, and return the exit status, what it printed, the
+    output folder and its TMPDIR."""
+    import pty
+    import select
+    import signal
+    import time
+
+    cases, responses = big_suite
+    out, tmp = tmp_path / "out", tmp_path / "tmpdir"
+    out.mkdir()
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    env.pop("QAREPORT_DEBUG", None)
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "qareport", "run", str(cases), "--responses", str(responses),
+                                "--output", str(out / "week.xlsx"), "--no-llm", "--no-cache"],
+                               stdout=subprocess.DEVNULL, stderr=follower, env=env)
+    os.close(follower)
+    shown, sent = b"", False
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the process ended and closed its side
+                break
+            if not chunk:
+                break
+            shown += chunk
+        if not sent and stage.encode() in shown:
+            process.send_signal(signum)
+            sent = True
+        if process.poll() is not None and not ready:
+            break
+    status = process.wait(timeout=60)
+    os.close(leader)
+    assert sent, f"the run never showed {stage!r}: {shown!r}"
+    return status, shown.decode("utf-8", "replace"), out, tmp
+
+
+@pytest.mark.parametrize("stage", ["loading test cases", "evaluating", "writing"])
+def test_sigterm_in_each_stage_cleans_up_says_so_and_exits_143(big_suite, tmp_path, stage):
+    import signal
+
+    status, shown, out, tmp = stop_in_stage(big_suite, tmp_path, stage, signal.SIGTERM)
+    assert status == 143, shown
+    assert "qareport: terminated (SIGTERM); nothing half-written is left" in shown
+    assert "Traceback" not in shown and "internal error" not in shown and "Exception ignored" not in shown
+    assert list(out.iterdir()) == []  # no workbook, no temporary file
+    assert list(tmp.iterdir()) == []  # no rows folder left in TMPDIR
+
+
+def test_sigint_while_writing_cleans_up_the_same_way_and_exits_130(big_suite, tmp_path):
+    import signal
+
+    status, shown, out, tmp = stop_in_stage(big_suite, tmp_path, "writing", signal.SIGINT)
+    assert status == 130, shown
+    assert "qareport: interrupted; nothing half-written is left" in shown
+    assert list(out.iterdir()) == [] and list(tmp.iterdir()) == []

@@ -19,7 +19,6 @@ reproducible with no rewriting of the zip: the document properties carry the run
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -31,7 +30,7 @@ from xlsxwriter.exceptions import XlsxWriterException
 from qareport.collector import collector_paused
 from qareport.comparison import Comparison, parse_created
 from qareport.errors import QAReportError
-from qareport.files import atomic_path
+from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
 from qareport.workbook.changes import write_changes
 from qareport.workbook.details import write_details
@@ -176,8 +175,8 @@ def write_workbook(report: Report, path: str | Path, *, templates_dir: str | Non
     with collector_paused(set_aside=False), atomic_path(target, what="the workbook") as temporary:
         try:
             # the rows of constant-memory sheets wait in files of their own: in a folder removed in any case
-            with tempfile.TemporaryDirectory(prefix="qareport-rows-") as rows_folder:
-                workbook = xlsxwriter.Workbook(str(temporary), {"constant_memory": True, "tmpdir": rows_folder})
+            with scratch_folder(prefix="qareport-rows-") as rows_folder:
+                workbook = xlsxwriter.Workbook(str(temporary), {"constant_memory": True, "tmpdir": str(rows_folder)})
                 book = Book(workbook)
                 try:
                     _write_sheets(book, report, templates_dir=templates_dir)
