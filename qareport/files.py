@@ -121,8 +121,8 @@ def _create_temporary(target: Path, folder: Path) -> Path:
         except FileExistsError:
             _IN_PROGRESS.discard(candidate)
             continue
-        except BaseException:
-            _IN_PROGRESS.discard(candidate)
+        except BaseException:  # a stop may come as the file was made: removed if it was
+            _discard(candidate)
             raise
         os.close(handle)
         return candidate

@@ -506,8 +506,8 @@ def test_sigterm_in_each_stage_cleans_up_says_so_and_exits_143(big_suite, tmp_pa
     assert status == 143, shown
     assert "qareport: terminated (SIGTERM); nothing half-written is left" in shown
     assert "Traceback" not in shown and "internal error" not in shown and "Exception ignored" not in shown
-    assert list(out.iterdir()) == []  # no workbook, no temporary file
-    assert list(tmp.iterdir()) == []  # no rows folder left in TMPDIR
+    assert list(out.iterdir()) == [], shown  # no workbook, no temporary file
+    assert list(tmp.iterdir()) == [], shown  # no rows folder left in TMPDIR
 
 
 def test_sigint_while_writing_cleans_up_the_same_way_and_exits_130(big_suite, tmp_path):
@@ -517,3 +517,55 @@ def test_sigint_while_writing_cleans_up_the_same_way_and_exits_130(big_suite, tm
     assert status == 130, shown
     assert "qareport: interrupted; nothing half-written is left" in shown
     assert list(out.iterdir()) == [] and list(tmp.iterdir()) == []
+
+
+# --- a full disk ---------------------------------------------------------------------------------------
+
+
+def _full_disk_command(folder: Path, args: list[str]) -> list[str] | None:
+    """`python -m qareport ARGS` with `folder` on a 16 KB tmpfs of its own (a mount namespace of an
+    unprivileged user namespace), or None when this machine does not allow one."""
+    if not shutil.which("unshare"):
+        return None
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                            f"mount -t tmpfs -o size=16k tmpfs {folder}"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    quoted = " ".join(f"'{arg}'" for arg in [sys.executable, "-X", "dev", "-m", "qareport", *args])
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+            f"mount -t tmpfs -o size=16k tmpfs {folder} && exec {quoted}"]
+
+
+def test_a_full_disk_is_one_line_and_exit_2_with_no_exception_ignored_after_it(tmp_path):
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    report = folder / "week.xlsx"
+    command = _full_disk_command(folder, ["run", str(TESTCASES), "--responses", str(RESPONSES), "--output",
+                                          str(report), "--no-llm", "-q"])
+    if command is None:
+        pytest.skip("no tmpfs can be mounted here (needs unprivileged user namespaces)")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == USAGE_ERROR, done.stderr
+    problems = [line for line in done.stderr.splitlines() if "LLM metrics skipped" not in line
+                and "has no response" not in line]
+    assert problems == [f"qareport: {report}: cannot write the workbook: [Errno 28] No space left on device"]
+
+
+def test_a_file_size_limit_is_one_line_and_exit_2_with_no_exception_ignored_after_it(tmp_path):
+    import resource
+    import signal
+
+    def limit_file_size() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    report = tmp_path / "week.xlsx"
+    done = subprocess.run([sys.executable, "-m", "qareport", "run", str(TESTCASES), "--responses",
+                           str(RESPONSES), "--output", str(report), "--no-llm", "-q", "--no-cache"],
+                          capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == USAGE_ERROR, done.stderr
+    problems = [line for line in done.stderr.splitlines() if "LLM metrics skipped" not in line
+                and "has no response" not in line]
+    assert problems == [f"qareport: {report}: cannot write the workbook: [Errno 27] File too large"]
+    assert list(tmp_path.iterdir()) == []
