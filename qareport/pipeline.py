@@ -78,6 +78,7 @@ class StageFault:
     stage: str
     error: BaseException
     left_out: str
+    source: str | None = None  # the input the stage read, when there was one: where the Problems sheet puts it
 
     def __str__(self) -> str:
         return f"internal error in {self.stage}: {type(self.error).__name__}: {self.error}; {self.left_out}"
@@ -102,7 +103,8 @@ class RunOutcome:
         return GATE_FAILED if any(not verdict.passed for verdict in self.verdicts) else REPORT_WRITTEN
 
 
-def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: Callable[[], Any]) -> Any:
+def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: Callable[[], Any], *,
+                    source: str | None = None) -> Any:
     """`call()`, or None when it fails with a bug (recorded in `faults`). A `QAReportError` (a
     usage or input error, a refusal by a server) is not a bug and goes on up."""
     try:
@@ -110,7 +112,7 @@ def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: C
     except QAReportError:
         raise
     except Exception as error:  # noqa: BLE001 - a bug in an optional stage never costs the workbook
-        faults.append(StageFault(stage, error, left_out))
+        faults.append(StageFault(stage, error, left_out, source))
         return None
 
 
@@ -197,20 +199,21 @@ def _run(
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
     faults: list[StageFault] = []
     baseline = baseline_reviews = history = None
-    if options.baseline:
+    if (baseline_path := options.baseline) is not None:
         def read_baseline() -> tuple[RunSnapshot, Any]:
             on_stage("baseline")
-            return read_run(options.baseline), read_reviews(options.baseline)  # type: ignore[arg-type]
+            return read_run(baseline_path), read_reviews(baseline_path)
 
         baseline, baseline_reviews = _optional_stage(
-            f"reading the baseline {options.baseline}", "the workbook has no comparison with it",
-            faults, read_baseline) or (None, None)
+            f"reading the baseline {baseline_path}", "the workbook has no comparison with it", faults,
+            read_baseline, source=baseline_path) or (None, None)
     if options.history:
         def read_earlier() -> Any:
             on_stage("history")
             return read_history(options.history, exclude=(options.output,))
 
-        history = _optional_stage("reading the history", "the workbook has no Trend sheet", faults, read_earlier)
+        history = _optional_stage("reading the history", "the workbook has no Trend sheet", faults, read_earlier,
+                                  source=options.history[0])
     for skipped in history.skipped if history else ():
         print(f"qareport: history: skipped {skipped}", file=sys.stderr)
     if options.email is not None and settings.email is not None:
@@ -308,19 +311,21 @@ def _run(
         stages.finish(f"wrote {options.output}")
         return report
 
+    def noted(found: Sequence[StageFault]) -> tuple[Problem, ...]:  # the Problems sheet says what was left out
+        return tuple(Problem(Location(fault.source), f"{fault} (please report it)") for fault in found if fault.source)
+
     earlier = baseline is not None or bool(history and history.runs)
     try:
-        report = build_and_write(earlier)
+        report = build_and_write(earlier, noted(faults))
     except QAReportError:
         raise
     except Exception as error:  # noqa: BLE001 - a bug in the comparison or the trend: the workbook without them
         if not earlier:
             raise
-        fault = StageFault("the comparison with the baseline and the trend", error,
-                           "the workbook has no Changes or Trend sheet and no deltas")
-        faults.append(fault)
-        report = build_and_write(False, (Problem(Location(options.baseline or options.history[0]), str(fault)
-                                                 + " (please report it)"),))
+        faults.append(StageFault("the comparison with the baseline and the trend", error,
+                                 "the workbook has no Changes or Trend sheet and no deltas",
+                                 options.baseline or options.history[0]))
+        report = build_and_write(False, noted(faults))
     if options.results_path:
         results_path = options.results_path
 

@@ -152,6 +152,10 @@ def test_a_bug_in_an_optional_stage_leaves_out_that_stage_only(last_week, tmp_pa
     assert ("Changes" in sheets) == (stage != "baseline")
     assert ("Trend" in sheets) == (stage != "history")
     assert (tmp_path / "w.json").exists() == (stage != "results")
+    problems = [str(cell.value) for row in load_workbook(tmp_path / "w.xlsx", read_only=True)["Problems"].iter_rows()
+                for cell in row if cell.value]
+    said = [text for text in problems if f"RuntimeError: bug in {stage}" in text]
+    assert len(said) == (stage != "results")  # the workbook says what it lacks (the results file is not in it)
 
 
 # --- a terminal that is not UTF-8 ----------------------------------------------------------------------
