@@ -128,6 +128,12 @@ def test_a_bug_in_the_email_template_still_writes_the_workbook_and_exits_3(tmp_p
     assert f"{report} was written, but the email was not sent: internal error in the email: " in err
     assert "Traceback" not in err
     assert load_workbook(report, read_only=True).sheetnames[0] == "Summary"
+    # the email command: the same bug is an internal error too, and no message file is left
+    assert main(["email", str(report), "--to", "team@example.com", "--templates", str(templates), "--eml",
+                 str(tmp_path / "week.eml")]) == INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("qareport: internal error: UndefinedError: ") and len(err.splitlines()) == 1
+    assert not (tmp_path / "week.eml").exists()
 
 
 @pytest.mark.parametrize("stage, left_out", [
