@@ -5,22 +5,33 @@ values and a server that quotes the password. Each ends in its own exit status
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import pty
+import resource
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 from openpyxl import load_workbook
 
 from qareport import kinds
 from qareport.cli import main
-from qareport.exit_status import INTERNAL_ERROR, USAGE_ERROR
+from qareport.console import visible
+from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, TERMINATED, USAGE_ERROR
 from qareport.kinds import Facts, Kind
 from qareport.pipeline import RunOptions, run_pipeline
-from test_email import last_week_responses
+from qareport.redaction import register_secret
+from test_email import Inbox, free_port, last_week_responses
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -257,8 +268,6 @@ def test_a_run_without_home_under_a_user_without_passwd_entry_writes_the_report_
 ])
 def test_a_control_character_in_a_header_from_the_config_or_environment_is_refused_before_any_work(
         tmp_path, capsys, monkeypatch, config, env, where):
-    from test_email import Inbox, free_port
-    from aiosmtpd.controller import Controller
 
     inbox = Inbox()
     server = Controller(inbox, hostname="127.0.0.1", port=free_port())
@@ -302,8 +311,6 @@ PASSWORD = "s3cret-Password+/=~"
 
 
 def b64(data: bytes) -> str:
-    import base64
-
     return base64.b64encode(data).decode("ascii")
 
 
@@ -320,9 +327,6 @@ PASSWORD_FORMS = {
 def quoting_smtp_server():
     """An SMTP server that refuses every login and quotes the credentials in its refusal, in clear
     and in each base64 form (as a badly written or hostile server might)."""
-    from aiosmtpd.controller import Controller
-    from aiosmtpd.smtp import AuthResult
-    from test_email import Inbox, free_port
 
     def authenticate(server, session, envelope, mechanism, auth_data):
         quoted = " ".join(f"{name}={form}" for name, form in PASSWORD_FORMS.items())
@@ -365,9 +369,6 @@ def test_a_password_that_is_not_ascii_is_a_clear_email_error_and_is_not_printed(
 
 
 def test_a_registered_secret_is_masked_in_whatever_the_command_line_prints():
-    from qareport.console import visible
-    from qareport.redaction import register_secret
-
     register_secret("an0ther-secret", user="me")
     shown = visible(f"KeyError: {b64(b'ab' + b'an0ther-secret')} an0ther-secret {b64(b'me' + bytes(1) + b'an0ther-secret')}")
     assert "an0ther" not in shown and "secret" not in shown
@@ -435,8 +436,6 @@ def test_a_path_beyond_path_max_is_a_usage_error_before_any_work(tmp_path, capsy
 @pytest.fixture(scope="module")
 def big_suite(tmp_path_factory) -> tuple[Path, Path]:
     """6,000 cases: a run that takes a few seconds, long enough to be stopped in each stage."""
-    import json
-
     folder = tmp_path_factory.mktemp("big")
     cases, responses = [], []
     for i in range(6000):
@@ -469,10 +468,6 @@ def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int) -> tuple[i
     """Start `python -m qareport run` with its stderr on a terminal (so that it shows each stage as it
     starts), send `signum` as soon as `stage` shows, and return the exit status, what it printed, the
     output folder and its TMPDIR."""
-    import pty
-    import select
-    import signal
-    import time
 
     cases, responses = big_suite
     out, tmp = tmp_path / "out", tmp_path / "tmpdir"
@@ -510,10 +505,8 @@ def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int) -> tuple[i
 
 @pytest.mark.parametrize("stage", ["loading test cases", "evaluating", "writing"])
 def test_sigterm_in_each_stage_cleans_up_says_so_and_exits_143(big_suite, tmp_path, stage):
-    import signal
-
     status, shown, out, tmp = stop_in_stage(big_suite, tmp_path, stage, signal.SIGTERM)
-    assert status == 143, shown
+    assert status == TERMINATED, shown
     assert "qareport: terminated (SIGTERM); nothing half-written is left" in shown
     assert "Traceback" not in shown and "internal error" not in shown and "Exception ignored" not in shown
     assert list(out.iterdir()) == [], shown  # no workbook, no temporary file
@@ -521,10 +514,8 @@ def test_sigterm_in_each_stage_cleans_up_says_so_and_exits_143(big_suite, tmp_pa
 
 
 def test_sigint_while_writing_cleans_up_the_same_way_and_exits_130(big_suite, tmp_path):
-    import signal
-
     status, shown, out, tmp = stop_in_stage(big_suite, tmp_path, "writing", signal.SIGINT)
-    assert status == 130, shown
+    assert status == INTERRUPTED, shown
     assert "qareport: interrupted; nothing half-written is left" in shown
     assert list(out.iterdir()) == [] and list(tmp.iterdir()) == []
 
@@ -562,9 +553,6 @@ def test_a_full_disk_is_one_line_and_exit_2_with_no_exception_ignored_after_it(t
 
 
 def test_a_file_size_limit_is_one_line_and_exit_2_with_no_exception_ignored_after_it(tmp_path):
-    import resource
-    import signal
-
     def limit_file_size() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
