@@ -65,7 +65,6 @@ def last_week(tmp_path_factory) -> Path:
 
 class BrokenComparison(Kind):
     """A plugged-in kind (`qareport.kinds.register`) whose comparison of two runs has a bug."""
-
     name = "broken_comparison"
     label = "broken comparison"
 
@@ -75,7 +74,6 @@ class BrokenComparison(Kind):
 
 class BrokenEverywhere(Kind):
     """A plugged-in kind with a bug in what every workbook needs."""
-
     name = "broken_everywhere"
     label = "broken everywhere"
 
@@ -268,7 +266,6 @@ def test_a_run_without_home_under_a_user_without_passwd_entry_writes_the_report_
 ])
 def test_a_control_character_in_a_header_from_the_config_or_environment_is_refused_before_any_work(
         tmp_path, capsys, monkeypatch, config, env, where):
-
     inbox = Inbox()
     server = Controller(inbox, hostname="127.0.0.1", port=free_port())
     server.start()
@@ -327,7 +324,6 @@ PASSWORD_FORMS = {
 def quoting_smtp_server():
     """An SMTP server that refuses every login and quotes the credentials in its refusal, in clear
     and in each base64 form (as a badly written or hostile server might)."""
-
     def authenticate(server, session, envelope, mechanism, auth_data):
         quoted = " ".join(f"{name}={form}" for name, form in PASSWORD_FORMS.items())
         return AuthResult(success=False, handled=False, message=f"535 5.7.8 no, {mechanism}: {quoted}")
@@ -468,7 +464,6 @@ def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int) -> tuple[i
     """Start `python -m qareport run` with its stderr on a terminal (so that it shows each stage as it
     starts), send `signum` as soon as `stage` shows, and return the exit status, what it printed, the
     output folder and its TMPDIR."""
-
     cases, responses = big_suite
     out, tmp = tmp_path / "out", tmp_path / "tmpdir"
     out.mkdir()
