@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     gates.add_argument("--fail-on-regression", action="store_true",
                        help="fail when the comparison with --baseline finds a regressed case")
     gates.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
-                       help="fail when a headline metric is below VALUE (repeatable); METRIC is macro_precision, "
+                       help="fail when a headline metric is below VALUE, a share between 0 and 1 (repeatable); "
+                            "METRIC is macro_precision, "
                             "macro_recall, steps_score, answer_f1, answer_relevance, or METRIC@TAG for the "
                             "cases of one tag, e.g. macro_recall@weo=0.8")
     gates.add_argument("--min-evaluated", type=float, default=None, metavar="SHARE",
