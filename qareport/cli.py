@@ -1,7 +1,9 @@
 """The `qareport` command: a thin layer over the library.
 
 Each subcommand calls library functions and turns library errors into one line on stderr with
-exit status 2. Input problems are listed on stderr and in the workbook, and the run goes on.
+exit status 2. Input problems are listed on stderr and in the workbook, and the run goes on. A bug
+is one line too, with exit status 3; SIGINT and SIGTERM clean up and exit 130 and 143
+(`qareport.exit_status`). Output that the terminal's encoding cannot show is printed as escapes.
 """
 
 from __future__ import annotations
