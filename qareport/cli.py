@@ -1,21 +1,26 @@
 """The `qareport` command: a thin layer over the library.
 
 Each subcommand calls library functions and turns library errors into one line on stderr with
-exit status 2. Input problems are listed on stderr and in the workbook, and the run goes on.
+exit status 2. Input problems are listed on stderr and in the workbook, and the run goes on. A bug
+is one line too, with exit status 3; SIGINT and SIGTERM clean up and exit 130 and 143
+(`qareport.exit_status`). Output that the terminal's encoding cannot show is printed as escapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
 from qareport import __version__
-from qareport.console import visible
+from qareport.console import safe_streams, visible
+from qareport.files import remove_leftovers
+from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
 from qareport.errors import QAReportError, StrictModeError
-from qareport.exit_status import JUDGE_FAILED
 
 
 class _Parser(argparse.ArgumentParser):
@@ -141,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     gates.add_argument("--fail-on-regression", action="store_true",
                        help="fail when the comparison with --baseline finds a regressed case")
     gates.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
-                       help="fail when a headline metric is below VALUE (repeatable); METRIC is macro_precision, "
+                       help="fail when a headline metric is below VALUE, a share between 0 and 1 (repeatable); "
+                            "METRIC is macro_precision, "
                             "macro_recall, steps_score, answer_f1, answer_relevance, or METRIC@TAG for the "
                             "cases of one tag, e.g. macro_recall@weo=0.8")
     gates.add_argument("--min-evaluated", type=float, default=None, metavar="SHARE",
@@ -266,14 +272,21 @@ def command_run(args: argparse.Namespace) -> int:
     for verdict in outcome.verdicts:
         if not verdict.passed or not args.quiet:
             print(f"{'gate passed' if verdict.passed else 'GATE FAILED'}: {verdict.gate}: {visible(verdict.why)}")
+    for fault in outcome.faults:
+        _internal_error(fault.error, f"{args.output} was written, but {fault.left_out}: internal error in "
+                                     f"{fault.stage}")
     return outcome.exit_status
 
 
 def command_email(args: argparse.Namespace) -> int:
     from qareport.emailing import EmailRequest, email_options, email_report
-    from qareport.preflight import check_templates
+    from qareport.preflight import check_header_text, check_templates
     from qareport.settings import resolve_settings
 
+    check_header_text("--subject", [args.subject])
+    check_header_text("--to", args.to or ())
+    check_header_text("--cc", args.cc or ())
+    check_header_text("--from", [args.sender])
     request = EmailRequest(
         to=tuple(args.to or ()), cc=tuple(args.cc or ()), subject=args.subject, sender=args.sender,
         eml_path=args.eml, smtp=_smtp_options(args),
@@ -282,8 +295,8 @@ def command_email(args: argparse.Namespace) -> int:
                                 config_path=args.config, with_judge=False, with_email=True)
     assert settings.email is not None
     check_templates(settings.run.templates)
-    print(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates,
-                       on_problem=lambda problem: _print_problems([problem])))
+    print(visible(email_report(args.report, request, settings=settings.email, templates_dir=settings.run.templates,
+                               on_problem=lambda problem: _print_problems([problem]))))
     return 0
 
 
@@ -307,25 +320,50 @@ def command_validate(args: argparse.Namespace) -> int:
 COMMANDS = {"run": command_run, "validate": command_validate, "email": command_email}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt: the same clean-up runs (the
+    temporary workbook and the rows folder are removed), then exit status 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _internal_error(error: BaseException, what: str = "internal error") -> None:
+    """One line on stderr for a bug; the traceback too with QAREPORT_DEBUG=1."""
+    if os.environ.get("QAREPORT_DEBUG"):
+        print(visible("".join(traceback.format_exception(error))), end="", file=sys.stderr)
+    print(f"qareport: {what}: {type(error).__name__}: {visible(error)} "
+          "(set QAREPORT_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    safe_streams(sys.stdout, sys.stderr)
     args = build_parser().parse_args(argv)
+    previous = None
+    try:  # SIGTERM (a scheduler's timeout, `docker stop`) cleans up as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: the caller keeps its own handler
+        pass
     try:
         return COMMANDS[args.command](args)
     except StrictModeError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     except QAReportError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
+    except Terminated:
+        remove_leftovers()  # what a stop in the middle of the clean-up left
+        print("qareport: terminated (SIGTERM); nothing half-written is left", file=sys.stderr)
+        return TERMINATED
     except KeyboardInterrupt:
-        print("qareport: interrupted; nothing was written", file=sys.stderr)
-        return 130
+        remove_leftovers()
+        print("qareport: interrupted; nothing half-written is left", file=sys.stderr)
+        return INTERRUPTED
     except Exception as error:  # a bug: say so in one line, unless asked for the traceback
-        if os.environ.get("QAREPORT_DEBUG"):
-            raise
-        print(
-            f"qareport: internal error: {type(error).__name__}: {error} "
-            "(set QAREPORT_DEBUG=1 for the traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return 1
+        _internal_error(error)
+        return INTERNAL_ERROR
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -4,6 +4,9 @@ Ids, names and messages come from files a user does not control; printed raw, an
 in a case id could clear the screen or retitle the window. `visible()` shows every control
 character as an escape (`\\x1b`), so the line reads the same and does nothing.
 
+A terminal that is not UTF-8 (`LC_ALL=C` without UTF-8 mode, `PYTHONIOENCODING=ascii`) gets what
+it cannot show as escapes (`\\u00e9`): `safe_streams()` makes printing never fail on a character.
+
 Progress goes to stderr and only when stderr is a terminal: a CI log or a cron mail gets the
 problems and the closing lines, never a hundred carriage returns.
 """
@@ -14,12 +17,29 @@ import re
 import time
 from typing import TextIO
 
+from qareport.redaction import scrub_registered
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def visible(text: object) -> str:
-    """The text with control characters shown as escapes (a tab and a newline are kept)."""
-    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+    """The text with control characters shown as escapes (a tab and a newline are kept), and the
+    secrets registered with `qareport.redaction` masked."""
+    shown = _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+    return scrub_registered(shown)
+
+
+def safe_streams(*streams: object) -> None:
+    """Make each text stream write what its encoding cannot hold as a backslash escape, rather
+    than raise UnicodeEncodeError (a non-ASCII case id on an ASCII terminal)."""
+    for stream in streams:
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:
+            continue
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # a stream that cannot change: left as it is
+            pass
 
 
 class Progress:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from qareport.comparison import parse_created
 from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
 from qareport.records import Problem, RunInfo
+from qareport.redaction import register_secret, scrub, secret_forms
 from qareport.runs import read_report
 from qareport.errors import EmailError
 from qareport.settings import DEFAULT_PORTS, EmailSettings
@@ -88,6 +89,7 @@ def smtp_settings(settings: EmailSettings) -> SmtpSettings:
             "no SMTP server configured: give --smtp-host, set QAREPORT_SMTP_HOST, or set email.host in "
             "qareport.yaml (or write the message to a file with --eml)"
         )
+    register_secret(settings.password, user=settings.user)  # never printed, even by a bug's message
     return SmtpSettings(
         host=settings.host,
         port=settings.port or DEFAULT_PORTS[settings.security],
@@ -248,7 +250,17 @@ def build_message(
 
 
 def send_message(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str]) -> None:
-    """Hand the message to the SMTP server; EmailError (one line, no password) when that fails."""
+    """Hand the message to the SMTP server; EmailError (one line, no password) when that fails.
+    A server may quote the credentials in its refusal: the password is scrubbed from the message,
+    in clear and in its base64 forms (`qareport.redaction`)."""
+    try:
+        _send(message, settings, recipients)
+    except EmailError as error:
+        forms = secret_forms(settings.password or "", user=settings.user)
+        raise EmailError(scrub(str(error), forms)) from None
+
+
+def _send(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str]) -> None:
     where = f"the SMTP server {settings.host}:{settings.port}"
     try:
         if settings.security == "ssl":
@@ -260,7 +272,11 @@ def send_message(message: EmailMessage, settings: SmtpSettings, recipients: Sequ
             if settings.security == "starttls":
                 client.starttls(context=ssl.create_default_context())
             if settings.user:
-                client.login(settings.user, settings.password or "")
+                try:
+                    client.login(settings.user, settings.password or "")
+                except UnicodeEncodeError:  # smtplib sends the login as ASCII
+                    raise EmailError(f"{where}: the SMTP user or password holds a character that is not ASCII, "
+                                     "which smtplib cannot send; use an ASCII password (or an app password)") from None
             refused = client.send_message(message, to_addrs=list(recipients))
     except smtplib.SMTPAuthenticationError as error:
         raise EmailError(f"{where} refused the login of {settings.user!r}: {_reply(error)}") from None

@@ -4,8 +4,9 @@ report model after the workbook is written and any email sent.
 - `--fail-on-regression`: the comparison with `--baseline` found a regressed case.
 - `--fail-under METRIC=VALUE`: a headline metric is below VALUE. METRIC is a headline metric's key
   (`macro_recall`, `steps_score`, ...) or a tag-qualified one (`macro_recall@weo`: the mean over the
-  evaluated cases with that tag). A metric that no case has fails its gate: a gate never passes on
-  nothing.
+  evaluated cases with that tag). VALUE is a share between 0 and 1, as every metric is (80 % is
+  0.8). A tag that no test case has is a usage error as soon as the suite is loaded; a metric that
+  no evaluated case has fails its gate: a gate never passes on nothing.
 - an incomplete run (fewer than `--min-evaluated` of the cases evaluated) always fails.
 
 Exit status 2 stays for usage and input errors.
@@ -60,9 +61,23 @@ def parse_threshold(text: str) -> Threshold:
         raise UsageError(f"--fail-under {text!r}: the value must be a number (got {value!r})") from None
     if not math.isfinite(minimum):
         raise UsageError(f"--fail-under {text!r}: the value must be a finite number")
+    if not 0 <= minimum <= 1:
+        hint = f"; for {minimum:g} % write {name.strip()}={minimum / 100:g}" if 1 < minimum <= 100 else ""
+        raise UsageError(f"--fail-under {text!r}: the value is a share between 0 and 1, as the metric is{hint}")
     if "@" in name and not tag.strip():
         raise UsageError(f"--fail-under {text!r}: name a tag after '@', e.g. {metric}@weo")
     return Threshold(metric, minimum, tag.strip() or None)
+
+
+def check_gate_tags(thresholds: Sequence[Threshold], tags: Iterable[str]) -> None:
+    """Every tag a gate names is a tag of some test case: a misspelt tag is a usage error, found as
+    soon as the suite is loaded, not a gate that fails on nothing after the run."""
+    known = set(tags)
+    for threshold in thresholds:
+        if threshold.tag is not None and threshold.tag not in known:
+            shown = ", ".join(sorted(known)[:20]) + (", ..." if len(known) > 20 else "")
+            raise UsageError(f"--fail-under {threshold.name}={threshold.minimum:g}: no test case has the tag "
+                             f"'{threshold.tag}' (tags: {shown or 'none'}); check the spelling")
 
 
 def metric_mean(rows: Iterable[Mapping[str, Any]], metric: str, *, tag: str | None = None) -> tuple[float | None, int]:

@@ -58,7 +58,7 @@ that could not be read, so that a cached file reports exactly as a parsed one do
 
 
 def default_folder(environ: Mapping[str, str]) -> Path:
-    """`$XDG_CACHE_HOME/qareport/testcases`, else `~/.cache/qareport/testcases`."""
+    """`testcases` in qareport's cache folder (`files.cache_home`)."""
     return Path(cache_home(environ)) / "testcases"
 
 

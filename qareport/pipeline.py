@@ -1,4 +1,13 @@
-"""One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else."""
+"""One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else.
+
+The workbook is the point of a run; the rest is optional: the comparison with a baseline, the
+trend over a history, the results file, the email. A bug in an optional stage (an exception that is
+not a `QAReportError`) does not lose the workbook: the stage is left out, the workbook says so in
+its Problems sheet where it is still to be written, and the outcome carries the fault
+(`RunOutcome.faults`), which makes the exit status INTERNAL_ERROR. `on_stage` (a callback given the
+name of each stage as it starts: see `STAGES`) lets a caller follow the run, and a test put a fault
+into a stage.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +22,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 from qareport import __version__, preflight
 from qareport.collector import run_scope
 from qareport.console import Progress, visible
+from qareport.files import cache_home, home_folder
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
-from qareport.exit_status import GATE_FAILED, JUDGE_FAILED, REPORT_WRITTEN
+from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
-from qareport.gates import GateVerdict, Threshold, check_gates
+from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judged_metrics import count_judged_metrics
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
@@ -31,6 +41,10 @@ from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:
     from qareport.judge import Judge
+
+STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
+"""The stages `on_stage` is told of, in order; baseline, history, results and email are optional (each
+only when asked for)."""
 
 LLM_METRICS = "answer correctness, answer relevance, retrieval answer metrics"
 """The metrics only an LLM judges (retrieval context metrics compare strings and always run)."""
@@ -62,6 +76,19 @@ class RunOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class StageFault:
+    """A bug in an optional stage: the run went on without it. `left_out` says what is missing."""
+
+    stage: str
+    error: BaseException
+    left_out: str
+    source: str | None = None  # the input the stage read, when there was one: where the Problems sheet puts it
+
+    def __str__(self) -> str:
+        return f"internal error in {self.stage}: {type(self.error).__name__}: {self.error}; {self.left_out}"
+
+
+@dataclass(frozen=True, slots=True)
 class RunOutcome:
     report: Report
     summary_line: str
@@ -71,14 +98,31 @@ class RunOutcome:
     verdicts: tuple[GateVerdict, ...] = ()
     judge_failure: str | None = None  # why judgments could not be obtained (`JudgeRun.failure`)
     notices: tuple[str, ...] = ()  # routine notes for the console ("LLM metrics skipped: ..."), not problems
+    faults: tuple[StageFault, ...] = ()  # bugs in optional stages, which were left out
 
     @property
     def exit_status(self) -> int:
-        """GATE_FAILED when a gate failed (an incomplete run fails one of its own), else JUDGE_FAILED
+        """INTERNAL_ERROR when an optional stage had a bug (it wins: the gates saw a part of the run),
+        else GATE_FAILED when a gate failed (an incomplete run fails one of its own), else JUDGE_FAILED
         when judgments could not be obtained, else REPORT_WRITTEN."""
+        if self.faults:
+            return INTERNAL_ERROR
         if any(not verdict.passed for verdict in self.verdicts):
             return GATE_FAILED
         return JUDGE_FAILED if self.judge_failure else REPORT_WRITTEN
+
+
+def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: Callable[[], Any], *,
+                    source: str | None = None) -> Any:
+    """`call()`, or None when it fails with a bug (recorded in `faults`). A `QAReportError` (a
+    usage or input error, a refusal by a server) is not a bug and goes on up."""
+    try:
+        return call()
+    except QAReportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug in an optional stage never costs the workbook
+        faults.append(StageFault(stage, error, left_out, source))
+        return None
 
 
 def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> None:
@@ -98,7 +142,9 @@ def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> 
     preflight.check_templates(templates_dir)
     if options.email is not None:
         preflight.check_header_text("--email-subject", [options.email.subject])
-        preflight.check_header_text("--email-to", [*options.email.to, *options.email.cc, options.email.sender])
+        preflight.check_header_text("--email-to", options.email.to)
+        preflight.check_header_text("--email-cc", options.email.cc)
+        preflight.check_header_text("--email-from", [options.email.sender])
     preflight.remove_stale_temporaries(os.path.dirname(options.output) or ".", now=time.time())
 
 
@@ -130,9 +176,12 @@ def run_pipeline(
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
     progress: TextIO | None = sys.stderr,
     verbose: bool = False,
+    on_stage: Callable[[str], None] = lambda stage: None,
 ) -> RunOutcome:
+    """Run `options`; `on_problems` gets the input problems as they are found, `on_stage` the name
+    of each stage (`STAGES`) as it starts."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose)
+        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage)
 
 
 def _run(
@@ -141,6 +190,7 @@ def _run(
     on_problems: Callable[[Sequence[Problem]], None],
     progress: TextIO | None,
     verbose: bool,
+    on_stage: Callable[[str], None],
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
@@ -161,11 +211,25 @@ def _run(
     use_custom_evaluations(settings.ge6.custom_evaluations)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
+    faults: list[StageFault] = []
     stored: list[Problem] = []  # values of earlier runs an edit made unreadable, review columns not found
-    baseline = read_run(options.baseline, on_problem=stored.append) if options.baseline else None
-    baseline_reviews = read_reviews(options.baseline, on_problem=stored.append) if options.baseline else None
-    history = (read_history(options.history, exclude=(options.output,), on_problem=stored.append)
-               if options.history else None)
+    baseline = baseline_reviews = history = None
+    if (baseline_path := options.baseline) is not None:
+        def read_baseline() -> tuple[RunSnapshot, Any]:
+            on_stage("baseline")
+            return (read_run(baseline_path, on_problem=stored.append),
+                    read_reviews(baseline_path, on_problem=stored.append))
+
+        baseline, baseline_reviews = _optional_stage(
+            f"reading the baseline {baseline_path}", "the workbook has no comparison with it", faults,
+            read_baseline, source=baseline_path) or (None, None)
+    if options.history:
+        def read_earlier() -> Any:
+            on_stage("history")
+            return read_history(options.history, exclude=(options.output,), on_problem=stored.append)
+
+        history = _optional_stage("reading the history", "the workbook has no Trend sheet", faults, read_earlier,
+                                  source=options.history[0])
     stored = list(dict.fromkeys(stored))  # the baseline in the history too: said once
     on_problems(stored)
     for skipped in history.skipped if history else ():
@@ -174,8 +238,13 @@ def _run(
         check_email_request(options.email, settings.email)
 
     stages = Progress(progress, verbose=verbose)
+    on_stage("loading")
     stages.start("loading test cases and responses")
     cache = ParseCache(default_folder(os.environ), on_warning=_warn) if settings.run.testcase_cache else None
+    if (settings.run.testcase_cache or (settings.judge is not None and settings.judge.use_cache)) and (
+            not os.environ.get("XDG_CACHE_HOME") and home_folder(os.environ) is None):
+        _warn(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
+              f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
     suite = load_suite(options.testcases, options.responses, cache=cache)
     reused = ""
     if cache is not None and cache.hits:
@@ -185,6 +254,8 @@ def _run(
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")
 
+    if not suite.unloaded:  # a tag may belong to cases of a file that could not be read
+        check_gate_tags(options.thresholds, (tag for case in suite.cases for tag in case.groups))
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
     judge = _make_judge(settings)
@@ -201,6 +272,7 @@ def _run(
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
             return judged.results
     try:
+        on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
         evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by, steps_semantics=semantics),
                                     judge=judge_callable)
@@ -250,27 +322,60 @@ def _run(
         judge_usage=usage.to_dict() if usage is not None else None,
         not_evaluated=not_evaluated,
     )
-    report = build_report(evaluation.results, problems, run, statistics=statistics, baseline=baseline,
-                          history=history.runs if history else (), source=options.output,
-                          min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
-                          baseline_reviews=baseline_reviews, baseline_warnings=baseline_warnings)
-    stages.start(f"writing {options.output}")
-    write_workbook(report, options.output, templates_dir=templates_dir)
-    stages.finish(f"wrote {options.output}")
+    def build_and_write(with_earlier: bool, notes: tuple[Problem, ...] = ()) -> Report:
+        report = build_report(evaluation.results, (*problems, *notes), run, statistics=statistics,
+                              baseline=baseline if with_earlier else None,
+                              history=history.runs if history and with_earlier else (), source=options.output,
+                              min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
+                              baseline_reviews=baseline_reviews if with_earlier else None,
+                              baseline_warnings=baseline_warnings if with_earlier else ())
+        on_stage("writing")
+        stages.start(f"writing {options.output}")
+        write_workbook(report, options.output, templates_dir=templates_dir)
+        stages.finish(f"wrote {options.output}")
+        return report
+
+    def noted(found: Sequence[StageFault]) -> tuple[Problem, ...]:  # the Problems sheet says what was left out
+        return tuple(Problem(Location(fault.source), f"{fault} (please report it)") for fault in found if fault.source)
+
+    earlier = baseline is not None or bool(history and history.runs)
+    try:
+        report = build_and_write(earlier, noted(faults))
+    except QAReportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug in the comparison or the trend: the workbook without them
+        if not earlier:
+            raise
+        faults.append(StageFault("the comparison with the baseline and the trend", error,
+                                 "the workbook has no Changes or Trend sheet and no deltas",
+                                 options.baseline or options.history[0]))
+        report = build_and_write(False, noted(faults))
     if options.results_path:
-        write_results_file(results_document(report), options.results_path)
+        results_path = options.results_path
+
+        def write_results() -> None:
+            on_stage("results")
+            write_results_file(results_document(report), results_path)
+
+        _optional_stage("writing the results file", f"{results_path} was not written", faults, write_results)
     email_line = None
     if options.email is not None and report.incomplete and not options.send_incomplete:
         email_line = f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
     elif options.email is not None and settings.email is not None:
+        request, email_settings = options.email, settings.email
+
+        def send() -> str:
+            on_stage("email")
+            return email_report(options.output, request, settings=email_settings, templates_dir=templates_dir,
+                                digest=report.digest)
         try:
-            email_line = email_report(options.output, options.email, settings=settings.email,
-                                      templates_dir=templates_dir, digest=report.digest)
+            email_line = _optional_stage("the email", "the email was not sent", faults, send)
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
-                      _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices))
+                      _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
+                      faults=tuple(faults))
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:

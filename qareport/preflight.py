@@ -9,21 +9,25 @@ What is checked:
 
 - every path named as test cases, responses, baseline or history exists (a folder may be empty:
   that is an input problem, reported with the rest);
-- the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; their
-  folders exist and can be written; neither is one of the inputs (a report never overwrites data);
+- the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; the name
+  and the path are not longer than the file system takes (the temporary file written first gets a
+  name that fits whenever the final one does); their folders exist and can be written; neither is one of the inputs (a report never overwrites data);
 - a `--templates` folder exists, and every template in it compiles (syntax, encoding, a template
   that includes itself);
-- an email's subject and addresses hold no line break (a header cannot be split in two).
+- an email's subject and addresses hold no line break or other control character (a header cannot
+  be split in two); `qareport.settings` checks the same of values from the environment and the
+  configuration file, naming where each came from.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from qareport.errors import UsageError
-from qareport.files import TEMPORARY_PREFIX
+from qareport.files import TEMPORARY_PREFIX, name_too_long
 
 WORKBOOK_SUFFIX = ".xlsx"
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
@@ -47,6 +51,9 @@ def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inpu
     if target.suffix.lower() not in suffixes:
         raise UsageError(f"{option} {target}: the name must end in {' or '.join(suffixes)} "
                          f"(got {target.suffix or 'no suffix'})")
+    too_long = name_too_long(target)
+    if too_long is not None:
+        raise UsageError(f"{option} {_shortened(str(target))}: {too_long}")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"{option} {target}: the folder {folder} does not exist; create it first")
@@ -58,6 +65,11 @@ def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inpu
         if _is_input(target, Path(given)):
             raise UsageError(f"{option} {target}: is one of the inputs ({given}); writing it would destroy "
                              "them; name another file")
+
+
+def _shortened(text: str, keep: int = 120) -> str:
+    """A long path in a message: its start and its end."""
+    return text if len(text) <= 2 * keep else f"{text[:keep]}...{text[-keep:]}"
 
 
 def _is_input(target: Path, given: Path) -> bool:
@@ -131,11 +143,26 @@ def _check_variables(path: Path, name: str, source: str) -> None:
                          f"(it provides: {', '.join(sorted(given)) or 'nothing'})")
 
 
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # a tab may stay
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def header_text_problem(value: str) -> str | None:
+    """What is wrong with `value` as a mail header's text, or None: a line break would split the
+    header in two (and could add a recipient); another control character has no place in it."""
+    found = _HEADER_CONTROL.search(value)
+    if found is None:
+        return None
+    what = "a line break" if found.group() in _LINE_BREAKS else f"a control character ({found.group()!r})"
+    return f"{value!r} holds {what}; give it on one line"
+
+
 def check_header_text(option: str, values: Iterable[str | None]) -> None:
     """A subject or an address with a line break would split a mail header (or add a recipient)."""
     for value in values:
-        if value is not None and ("\r" in value or "\n" in value):
-            raise UsageError(f"{option}: {value!r} holds a line break; give it on one line")
+        problem = header_text_problem(value) if value is not None else None
+        if problem is not None:
+            raise UsageError(f"{option}: {problem}")
 
 
 def remove_stale_temporaries(folder: str | Path, *, now: float) -> list[Path]:

@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from qareport.errors import EmailSettingsError, JudgeSettingsError, SettingsError
 from qareport.judge.prices import ModelPrice, parse_prices
+from qareport.files import home_folder
+from qareport.preflight import header_text_problem
 from qareport.judge.settings import (
     CONFIG_KEYS as JUDGE_CONFIG_KEYS,
 )
@@ -437,7 +439,10 @@ def resolve_judge_settings(
     else:
         cache_path = _text(str(cache_path), where, error=error)
         if cache_path.startswith("~") and off is None:
-            home = environ.get("HOME") or str(Path.home())
+            home = home_folder(environ)
+            if home is None:
+                raise error(f"{where}: {cache_path!r} starts with '~', but there is no home folder (HOME is "
+                            "unset and the user has no passwd entry); give the full path")
             cache_path = home + cache_path[1:]
 
     prices: dict[str, ModelPrice] = {}
@@ -589,6 +594,14 @@ def resolve_email_settings(options: Mapping[str, Any], config: ConfigFile,
     src = Layers(section="email", options=given, environ=environ, environment_names=EMAIL_ENVIRONMENT,
                  config=config, config_values=section)
     error = EmailSettingsError
+    for name in ("to", "cc", "subject", "from"):  # the command line's values are checked by the command
+        found = src.find(name)
+        if found is not None and found.rank > 0:
+            values = [found.value] if isinstance(found.value, str) else found.value
+            for value in values if isinstance(values, (list, tuple)) else ():
+                problem = header_text_problem(value) if isinstance(value, str) else None
+                if problem is not None:
+                    raise error(f"{found.where}: {problem}")
     port, where = src.get("port", None)
     if port is not None:
         port = _number(port, where, integer=True, minimum=1, maximum=65535, error=error)

@@ -176,8 +176,6 @@ def test_fail_on_regression_without_a_baseline_is_a_usage_error(tmp_path, capsys
     ("macro_recall=0.5", 0, "gate passed: --fail-under macro_recall=0.5: macro_recall is 0."),
     ("macro_recall=0.99", 1, "GATE FAILED: --fail-under macro_recall=0.99: macro_recall is 0."),
     ("steps_score=0.1", 0, "gate passed: --fail-under steps_score=0.1"),
-    ("macro_recall@no_such_tag=0.5", 1, "GATE FAILED: --fail-under macro_recall@no_such_tag=0.5: "
-                                        "no evaluated case of tag 'no_such_tag' has macro_recall"),
 ])
 def test_fail_under_compares_a_headline_metric_with_the_value(tmp_path, capsys, gate, status, verdict):
     assert run(tmp_path / "week.xlsx", "--fail-under", gate) == status
@@ -202,11 +200,20 @@ def test_fail_under_a_tag_uses_only_the_cases_of_that_tag(tmp_path, capsys):
     ("macro_recall", "write METRIC=VALUE"),
     ("macro_recall=high", "the value must be a number"),
     ("macro_recall@=0.5", "name a tag after '@'"),
+    ("macro_recall=80", "the value is a share between 0 and 1, as the metric is; for 80 % write macro_recall=0.8"),
+    ("macro_recall=-0.1", "the value is a share between 0 and 1"),
+    ("macro_recall@no_such_tag=0.5", "no test case has the tag 'no_such_tag' (tags: "),
 ])
 def test_a_malformed_gate_is_a_usage_error_before_any_work(tmp_path, capsys, gate, message):
     assert run(tmp_path / "week.xlsx", "--fail-under", gate) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "week.xlsx").exists()
+
+
+def test_a_gate_on_a_tag_whose_cases_have_no_value_still_fails_at_run_time(tmp_path, capsys):
+    assert run(tmp_path / "week.xlsx", "--fail-under", "answer_f1@weo=0.5") == 1
+    assert lines(capsys.readouterr().out)[-1] == ("GATE FAILED: --fail-under answer_f1@weo=0.5: no evaluated case of "
+                                                 "tag 'weo' has answer_f1")
 
 
 def test_quiet_prints_the_result_line_and_only_the_failed_gates(tmp_path, capsys):

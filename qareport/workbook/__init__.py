@@ -19,11 +19,12 @@ reproducible with no rewriting of the zip: the document properties carry the run
 
 from __future__ import annotations
 
-import tempfile
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import xlsxwriter
 from xlsxwriter.exceptions import XlsxWriterException
@@ -31,7 +32,7 @@ from xlsxwriter.exceptions import XlsxWriterException
 from qareport.collector import collector_paused
 from qareport.comparison import Comparison, parse_created
 from qareport.errors import QAReportError
-from qareport.files import atomic_path
+from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
 from qareport.workbook.changes import write_changes
 from qareport.workbook.details import write_details
@@ -169,6 +170,53 @@ def _naive_utc(created: str) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
+class _OutputFile(io.BufferedWriter):
+    """The file XlsxWriter's zip is written to. After a failure (a full disk, a stop) it is
+    abandoned: what the zip object still writes, when the garbage collector closes it, goes nowhere,
+    so the failure is reported once and not followed by "Exception ignored in ZipFile.__del__"."""
+
+    abandoned = False
+    _position = 0  # where the zip object believes it is, once abandoned
+
+    def write(self, data: Any) -> int:
+        if self.abandoned:
+            size = memoryview(data).nbytes
+            self._position += size
+            return size
+        return super().write(data)
+
+    def flush(self) -> None:
+        if not self.abandoned:
+            super().flush()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if not self.abandoned:
+            return super().seek(offset, whence)
+        self._position = offset if whence == io.SEEK_SET else self._position + offset
+        return self._position
+
+    def tell(self) -> int:
+        return self._position if self.abandoned else super().tell()
+
+    def close(self) -> None:
+        if not self.abandoned:
+            super().close()
+
+    def abandon(self) -> None:
+        """Drop what is buffered and close the file without writing more."""
+        if self.abandoned:
+            return
+        try:
+            self._position = super().tell()
+        except (OSError, ValueError):
+            self._position = 0
+        self.abandoned = True
+        try:
+            self.raw.close()
+        except OSError:
+            pass
+
+
 def write_workbook(report: Report, path: str | Path, *, templates_dir: str | None = None) -> WrittenWorkbook:
     """Write the report to `path`, atomically (`qareport.files`): readers never see a half-written
     file, and a failure leaves any previous report in place."""
@@ -176,13 +224,22 @@ def write_workbook(report: Report, path: str | Path, *, templates_dir: str | Non
     with collector_paused(set_aside=False), atomic_path(target, what="the workbook") as temporary:
         try:
             # the rows of constant-memory sheets wait in files of their own: in a folder removed in any case
-            with tempfile.TemporaryDirectory(prefix="qareport-rows-") as rows_folder:
-                workbook = xlsxwriter.Workbook(str(temporary), {"constant_memory": True, "tmpdir": rows_folder})
-                book = Book(workbook)
+            with scratch_folder(prefix="qareport-rows-") as rows_folder:
+                output = _OutputFile(io.FileIO(temporary, "w"))
                 try:
-                    _write_sheets(book, report, templates_dir=templates_dir)
-                finally:
-                    workbook.close()
+                    workbook = xlsxwriter.Workbook(output, {"constant_memory": True, "tmpdir": str(rows_folder)})
+                    book = Book(workbook)
+                    try:
+                        _write_sheets(book, report, templates_dir=templates_dir)
+                    except BaseException:
+                        output.abandon()  # closing the workbook below then writes nothing
+                        raise
+                    finally:
+                        workbook.close()
+                    output.close()
+                except BaseException:
+                    output.abandon()
+                    raise
         except XlsxWriterException as error:
             raise QAReportError(f"{target}: cannot write the workbook: {error}") from error
     return WrittenWorkbook(target, {sheet.name: sheet.rows_written for sheet in book.sheets})
