@@ -108,3 +108,26 @@ def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bund
     assert 1 <= len(list(tmp_path.glob("Overview-*.png"))) <= 4  # a handful of pages, not one row a page
     pages = list(tmp_path.glob("Changes-*.png"))
     assert pages and all(p.read_bytes().startswith(b"\x89PNG") for p in [*pages, tmp_path / "Summary-1.png"])
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), path
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_render_report_screenshots_every_chosen_sheet_in_the_libreoffice_window(bundled_report, tmp_path):
+    require("soffice")
+    require("Xvfb")
+    require("xwininfo")
+    sheets = ("Overview", "Details", "Statistics")
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_report.py"), str(bundled_report), "--screenshot",
+         "--outdir", str(tmp_path), *[arg for sheet in sheets for arg in ("--sheet", sheet)]],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert completed.returncode == 0, completed.stderr
+    shots = [tmp_path / f"{sheet}-screen.png" for sheet in sheets]
+    assert [_png_size(shot) for shot in shots] == [(1600, 1000)] * 3  # the second and third sheet too
+    assert len({shot.read_bytes() for shot in shots}) == 3  # three different screens, none blank
+    assert min(shot.stat().st_size for shot in shots) > 20_000
