@@ -187,3 +187,40 @@ def test_a_text_that_goes_on_below_its_rows_edge_is_counted_in_the_more_column_b
         else:
             assert more.value is None, row
     assert counted >= 10
+
+
+def test_details_has_a_row_per_reference_step_and_per_extra_call_with_its_verdict_and_score(bundled):
+    report, _ = bundled
+    path_rows = []
+    from qareport.workbook.details import HEADERS, detail_rows  # the rows the sheet writes
+
+    for result in report.results:
+        path_rows += [dict(zip(HEADERS, row)) for row in detail_rows(report.kinds, result)]
+    steps = [row for row in path_rows if row["dimension"] == "steps"]
+    assert {row["verdict"] for row in steps} == {"matched", "missed", "extra"}
+    for result in report.results:
+        score = result.turns[0].qa.get("steps_score") if result.turns and result.turns[0].qa else None
+        if score is None:
+            continue
+        reference = [row for row in steps if row["case id"] == result.case.id and row["verdict"] != "extra"]
+        assert reference, result.case.id
+        assert sum(row["score"] for row in reference) / len(reference) == pytest.approx(score)  # 5.x: the mean
+        calls = [step["id"] for step in result.turns[0].qa.get("actual_steps") or []]
+        listed = [row["term id"] for row in steps if row["case id"] == result.case.id and row["term id"]]
+        assert sorted(listed) == sorted(calls)  # every call once: as the match of a step, or extra
+    missed = next(row for row in steps if row["verdict"] == "missed" and row["reason"] == "not called")
+    assert (missed["term name"], missed["score"], missed["term id"]) == ("sparql_query", 0.0, None)
+    partial = next(row for row in steps if row["term name"] == "retrieval" and row["score"] == 0.5)
+    assert partial["verdict"] == "matched" and partial["reason"].startswith("recall@2 0.50")
+
+
+def test_the_details_sheet_shows_step_scores_as_numbers(bundled, tmp_path):
+    report, _ = bundled
+    write_workbook(report, tmp_path / "r.xlsx")
+    ws = load_workbook(tmp_path / "r.xlsx")["Details"]
+    headers = [c.value for c in ws[1]]
+    assert headers[-2:] == ["score", "reason"]
+    scores = [ws.cell(r, headers.index("score") + 1) for r in range(2, ws.max_row + 1)
+              if ws.cell(r, headers.index("dimension") + 1).value == "steps"
+              and ws.cell(r, headers.index("verdict") + 1).value in ("matched", "missed")]
+    assert scores and all(isinstance(c.value, (int, float)) and c.number_format == "0.00" for c in scores)
