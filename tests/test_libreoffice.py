@@ -8,6 +8,7 @@ Without LibreOffice these tests are skipped, except in CI (`CI` set), where they
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -131,3 +132,22 @@ def test_render_report_screenshots_every_chosen_sheet_in_the_libreoffice_window(
     assert [_png_size(shot) for shot in shots] == [(1600, 1000)] * 3  # the second and third sheet too
     assert len({shot.read_bytes() for shot in shots}) == 3  # three different screens, none blank
     assert min(shot.stat().st_size for shot in shots) > 20_000
+
+
+def test_the_first_printed_page_of_statistics_keeps_a_readable_font(bundled_report, tmp_path):
+    """One long note used to widen the printed sheet and shrink page 1 to a tiny font. The words
+    of page 1, as LibreOffice prints them, stand at least 9 points tall (11 points at 100 %; the
+    page is one page wide, so a wider sheet prints smaller)."""
+    soffice, pdftotext = require("soffice"), require("pdftotext")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from render_report import single_sheet_copy
+
+    copy = tmp_path / "statistics.xlsx"
+    single_sheet_copy(bundled_report, "Statistics", copy)
+    subprocess.run([soffice, f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless", "--norestore",
+                    "--convert-to", "pdf", "--outdir", str(tmp_path), str(copy)], capture_output=True, timeout=300)
+    boxes = subprocess.run([pdftotext, "-bbox", "-f", "1", "-l", "1", str(tmp_path / "statistics.pdf"), "-"],
+                           capture_output=True, text=True, check=True).stdout
+    heights = sorted(float(bottom) - float(top) for top, bottom in
+                     re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)"', boxes))
+    assert len(heights) > 100 and heights[len(heights) // 2] >= 9.0

@@ -1,6 +1,7 @@
-"""The Overview as an analyst opens it: the scanning part (id to review note) fits a 1600-pixel
-LibreOffice window with a baseline, a judge, both or neither; headers wrap only between words; a
-review typed into any row sits at the top of the row.
+"""The sheets as an analyst opens them. Overview: the scanning part (id to review note) fits a
+1600-pixel LibreOffice window with a baseline, a judge, both or neither; headers wrap only between
+words; a review typed into any row sits at the top of the row. Statistics: a section's note stays
+within the tables' width, so it never shrinks the printed page.
 
 Widths are checked in LibreOffice's pixels as measured on its screenshots at 100 % zoom
 (`scripts/render_report.py --screenshot`): a column-width unit is 7.8 pixels, the row numbers take
@@ -89,3 +90,18 @@ def test_a_review_typed_into_any_row_sits_at_the_top_of_the_row(overviews):
             assert cell.alignment.vertical == "top", (header, row)  # an empty cell, ready for the typing
         assert ws.cell(2, column).value is None
     assert ws.cell(2, headers.index("review note") + 1).alignment.wrap_text
+
+
+def test_statistics_notes_stay_within_the_width_of_the_tables_and_headers_keep_their_words(overviews):
+    ws = overviews["judged-baseline"].parent["Statistics"]
+    width = widths(ws)
+    notes = [row[0] for row in ws.iter_rows(min_col=1, max_col=1) if row[0].font.i and row[0].value]
+    assert len(notes) >= 8
+    dimension_table = sum(width[column] for column in range(1, 9))  # the Data Query table: 8 columns
+    for cell in notes:
+        assert styles.text_units(cell.value) * 0.9 <= dimension_table, cell.value  # italics run narrower
+    headers = [cell for row in ws.iter_rows() for cell in row
+               if cell.fill.fgColor.rgb and str(cell.fill.fgColor.rgb).endswith("305496") and cell.value]
+    assert headers
+    for cell in headers:
+        assert width.get(cell.column, 8.43) >= styles.header_units(cell.value), cell.value
