@@ -197,10 +197,10 @@ def test_details_has_a_row_per_reference_step_and_per_extra_call_with_its_verdic
     for result in report.results:
         path_rows += [dict(zip(HEADERS, row)) for row in detail_rows(report.kinds, result)]
     steps = [row for row in path_rows if row["dimension"] == "steps"]
-    assert {row["verdict"] for row in steps} == {"matched", "missed", "extra"}
+    assert {row["verdict"] for row in steps} == {"matched", "missed", "extra", "not scored (error)"}
     for result in report.results:
         score = result.turns[0].qa.get("steps_score") if result.turns and result.turns[0].qa else None
-        if score is None:
+        if score is None or result.status != "success":
             continue
         reference = [row for row in steps if row["case id"] == result.case.id and row["verdict"] != "extra"]
         assert reference, result.case.id
@@ -210,6 +210,8 @@ def test_details_has_a_row_per_reference_step_and_per_extra_call_with_its_verdic
         assert sorted(listed) == sorted(calls)  # every call once: as the match of a step, or extra
     missed = next(row for row in steps if row["verdict"] == "missed" and row["reason"] == "not called")
     assert (missed["term name"], missed["score"], missed["term id"]) == ("sparql_query", 0.0, None)
+    failed = next(row for row in steps if row["verdict"] == "not scored (error)")  # the system answered with an error
+    assert failed["reason"].startswith("Error code: 429") and failed["score"] is None
     partial = next(row for row in steps if row["term name"] == "retrieval" and row["score"] == 0.5)
     assert partial["verdict"] == "matched" and partial["reason"].startswith("recall@2 0.50")
 

@@ -5,7 +5,8 @@ for filters and pivot tables. Each kind of target gives its own rows (`Kind.deta
 indicator selection, cases without output get one row saying why (`not scored (error)` ...), so
 every case can be found here. Reference steps give one row per reference step (dimension `steps`,
 verdict `matched` / `missed` / `not scored`, term id the call that matched, term name the tool,
-its score, and why it lost points) and one per call that matched none (`extra`).
+its score, and why it lost points) and one per call that matched none (`extra`); a case answered
+with an error gets one steps row, `not scored (error)`, with the error.
 
 Only the keys a pivot needs repeat on every row (case id, its tags, turn, dimension): names and
 user messages are in Overview, once, one click away through the case id's link; dimension scores

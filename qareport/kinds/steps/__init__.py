@@ -226,6 +226,9 @@ class ReferenceSteps(Kind):
         return "; ".join(reasons) or None
 
     def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
+        if result.status == "error" and self.has_target(result.case):  # as indicator selection says it
+            yield (None, "steps", "not scored (error)", None, None, None, None, result.error or None)
+            return
         for turn in result.turns:
             for row in turn_detail_rows(turn):
                 yield (turn.number, *row)
