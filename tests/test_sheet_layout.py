@@ -105,3 +105,14 @@ def test_statistics_notes_stay_within_the_width_of_the_tables_and_headers_keep_t
     assert headers
     for cell in headers:
         assert width.get(cell.column, 8.43) >= styles.header_units(cell.value), cell.value
+
+
+def test_why_metrics_were_not_evaluated_ends_where_the_tables_end(overviews):
+    ws = overviews["plain"].parent["Statistics"]
+    width = widths(ws)
+    rows = [row for row in ws.iter_rows(min_col=1, max_col=2, values_only=True)]
+    start = rows.index(("metrics", "why")) + 1
+    reasons = [why for _, why in rows[start:] if why]
+    assert " ".join(reasons).startswith("The LLM judge is turned off")
+    tables = sum(width[column] for column in range(1, 9))
+    assert len(reasons) >= 2 and all(width[1] + styles.text_units(why) <= tables for why in reasons)

@@ -153,11 +153,11 @@ NOTE_UNITS = 100  # the widest line of a section's note, in column-width units (
 MIN_WIDTH = 8
 
 
-def note_lines(note: str) -> list[str]:
-    """A note in lines of whole words, each at most `NOTE_UNITS` wide."""
+def note_lines(note: str, units: float = NOTE_UNITS) -> list[str]:
+    """A note in lines of whole words, each at most `units` wide."""
     lines: list[str] = []
     for word in note.split():
-        if lines and styles.text_units(f"{lines[-1]} {word}") <= NOTE_UNITS:
+        if lines and styles.text_units(f"{lines[-1]} {word}") <= units:
             lines[-1] = f"{lines[-1]} {word}"
         else:
             lines.append(word)
@@ -322,8 +322,11 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
     if run.not_evaluated:
         tables.section("Metrics not evaluated")
-        first, last = tables.table(("metrics", "why"), sorted(run.not_evaluated.items()), (None, None),
-                                   overflow_last=True)
+        reasons: list[tuple[str | None, str]] = []  # each reason in lines that end where the tables end
+        for metrics, why in sorted(run.not_evaluated.items()):
+            lines = note_lines(why, NOTE_UNITS - tables.width(1)) or [why]
+            reasons += [(metrics, lines[0]), *[(None, line) for line in lines[1:]]]
+        first, last = tables.table(("metrics", "why"), reasons, (None, None), overflow_last=True)
         for row in range(first, last + 1):  # the reason runs on to the right, at the top of its row
             tables.ws.cell(row, 2).alignment = styles.TOP
     usage = run.judge_usage
