@@ -29,7 +29,7 @@ from qareport.workbook.sheet import Sheet
 
 HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label",
            "score", "reason")
-WIDTHS = (40, 24, 6, 16, 13, 20, 60, 40, 8, 50)  # the most a column grows to
+WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50)  # the most a column grows to (term id: call ids too)
 WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason
 SCORE_COLUMN = 9
 
