@@ -230,30 +230,8 @@ def _per_line(width: float) -> int:
     return max(1, int(width * 1.05) - 1)
 
 
-def longest_fitting_start(line: str, width: float, room: int) -> int:
-    """The length of the longest start of `line` (a line without breaks) that `display_lines` puts
-    on at most `room` lines (at least 1): the lines are counted word by word as `display_lines`
-    counts them, in one pass, and only the word that crosses the limit is tried letter by letter."""
-    per_line = _per_line(width)
-    lines, used, position = 1, 0, 0  # the count after the words before `position`
-    for word in line.split(" "):
-        after = _after_word(lines, used, len(word), per_line)
-        if after[0] <= room:
-            lines, used = after
-            position += len(word) + 1
-            continue
-        fitting = -1  # not even the space before the word (it would start a line of its own)
-        for length in range(len(word)):
-            if _after_word(lines, used, length, per_line)[0] > room:
-                break
-            fitting = length
-        return position + fitting
-    return len(line)
-
-
 def _after_word(lines: int, used: int, length: int, per_line: int) -> tuple[int, int]:
-    """The count of wrapped lines (lines, characters on the last line) after one more word: the one
-    rule `display_lines` and `longest_fitting_start` both follow."""
+    """The count of wrapped lines (lines, characters on the last line) after one more word."""
     if used and used + 1 + length > per_line:
         lines, used = lines + 1, 0
     used += length + (1 if used else 0)
