@@ -61,7 +61,7 @@ REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "r
 LONG = "long"  # the place of the columns after the scanning part (test, long texts, usage)
 NO_REVIEW = Review()
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
-"""The wrapped columns whose text decides a row's height; every other wrapped text is cut to it."""
+"""The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""
 
 
 def _response_number(field: str) -> Callable[[CaseResult], float | None]:
