@@ -127,7 +127,8 @@ class TableWriter:
                 self.ws.cell(self.row, column).alignment = NUMBER_HEADER
         for column, header in enumerate(headers, start=1):
             if header:
-                self.needed[column] = max(self.needed.get(column, 0.0), styles.header_units(str(header)))
+                self.needed[column] = max(self.needed.get(column, 0.0),
+                                          styles.header_units(str(header), filter_button=False))
         self.header_rows[self.row] = tuple(headers)
         first = self.row + 1
         for offset, values in enumerate(rows, start=1):

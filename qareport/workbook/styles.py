@@ -247,6 +247,7 @@ _NARROW = dict.fromkeys("ijl|!.,:;'", 0.47) | dict.fromkeys("frtI()[]/ -\"", 0.6
 _WIDE = dict.fromkeys("mw", 1.5) | dict.fromkeys("MW", 1.73) | dict.fromkeys("DGHNOQUC", 1.26) | {"_": 1.0}
 CHARACTER_WIDTHS = {**_NARROW, **_WIDE}
 BUTTON_UNITS = 3.0  # the filter button of a header cell, and the cell's padding: room a header's text never gets
+PADDING_UNITS = 1.5  # a cell's padding alone
 
 
 def text_units(text: str, *, bold: bool = False) -> float:
@@ -255,9 +256,11 @@ def text_units(text: str, *, bold: bool = False) -> float:
     return width * 1.04 if bold else width
 
 
-def header_units(header: str) -> float:
-    """The narrowest column in which a header wraps only between words, beside its filter button."""
-    return max((text_units(word, bold=True) for word in header.split()), default=0.0) + BUTTON_UNITS
+def header_units(header: str, *, filter_button: bool = True) -> float:
+    """The narrowest column in which a header wraps only between words, beside its filter button
+    (LibreOffice keeps the button's room free on every line of the header) when it has one."""
+    longest = max((text_units(word, bold=True) for word in header.split()), default=0.0)
+    return longest + (BUTTON_UNITS if filter_button else PADDING_UNITS)
 
 
 def shorten(text: str, limit: int) -> str:
