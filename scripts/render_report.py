@@ -141,14 +141,19 @@ def render_report(report: Path, outdir: Path, *, dpi: int = 80, sheets: list[str
 
 
 def take_screenshots(report: Path, outdir: Path, *, sheets: list[str] | None, size: str) -> int:
+    """A screenshot of each chosen sheet, all on one virtual screen (`screenshot.screenshots`)."""
     import screenshot as shots  # its RenderError is the one of this module as imported, not as run
 
     with zipfile.ZipFile(report) as package:
         available = visible_sheets(package.read("xl/workbook.xml").decode("utf-8"))
-    outdir.mkdir(parents=True, exist_ok=True)
+    unknown = [s for s in sheets or () if s not in available]
+    if unknown:
+        print(f"render_report: {report}: no visible sheet {unknown[0]!r}; sheets: {', '.join(available)}",
+              file=sys.stderr)
+        return 2
     try:
-        for sheet in sheets or available:
-            print(shots.screenshot(report, sheet, outdir / f"{safe_name(sheet)}-screen.png", size=size))
+        for path in shots.screenshots(report, sheets or available, outdir, size=size):
+            print(path)
     except shots.RenderError as error:
         print(f"render_report: {error}", file=sys.stderr)
         return 2

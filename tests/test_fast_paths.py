@@ -173,13 +173,6 @@ def test_an_output_read_for_empty_bindings_without_parsing_counts_as_one_parsed(
 _lines = st.lists(st.sampled_from(["a", "bb", "word", "longerword", "x" * 23, "", " "]), max_size=14).map(" ".join)
 
 
-@settings(max_examples=500, deadline=None)
-@given(line=_lines, width=st.sampled_from([1, 3, 8, 12.5, 30, 60]), room=st.integers(1, 6))
-def test_the_longest_start_of_a_line_that_fits_is_the_one_display_lines_allows(line, width, room):
-    exp = max(k for k in range(len(line) + 1) if styles.display_lines(line[:k], width) <= room)
-    assert styles.longest_fitting_start(line, width, room) == exp
-
-
 @settings(max_examples=300, deadline=None)
 @given(line=_lines, per_line=st.integers(1, 40))
 def test_a_line_no_longer_than_the_cell_is_wide_takes_one_line(line, per_line):

@@ -128,8 +128,8 @@ def test_a_kind_registered_outside_the_package_reaches_every_output(keywords_kin
     assert overview["river"]["keyword recall"] == 1.0
 
     details = _sheet(workbook, "Details")
-    assert ("capital", "geo", 1, "keywords", "missed", "capital", None, None) in details
-    assert ("river", "geo", 1, "keywords", "found", "Nile", None, None) in details
+    assert ("capital", "geo", 1, "keywords", "missed", "capital", None, None, None, None) in details  # no score, no reason
+    assert ("river", "geo", 1, "keywords", "found", "Nile", None, None, None, None) in details
 
     statistics = _sheet(workbook, "Statistics")
     title = next(i for i, row in enumerate(statistics) if row[0] == "Keyword recall")

@@ -8,6 +8,7 @@ Without LibreOffice these tests are skipped, except in CI (`CI` set), where they
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,3 +109,45 @@ def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bund
     assert 1 <= len(list(tmp_path.glob("Overview-*.png"))) <= 4  # a handful of pages, not one row a page
     pages = list(tmp_path.glob("Changes-*.png"))
     assert pages and all(p.read_bytes().startswith(b"\x89PNG") for p in [*pages, tmp_path / "Summary-1.png"])
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), path
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_render_report_screenshots_every_chosen_sheet_in_the_libreoffice_window(bundled_report, tmp_path):
+    require("soffice")
+    require("Xvfb")
+    require("xwininfo")
+    sheets = ("Overview", "Details", "Statistics")
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_report.py"), str(bundled_report), "--screenshot",
+         "--outdir", str(tmp_path), *[arg for sheet in sheets for arg in ("--sheet", sheet)]],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert completed.returncode == 0, completed.stderr
+    shots = [tmp_path / f"{sheet}-screen.png" for sheet in sheets]
+    assert [_png_size(shot) for shot in shots] == [(1600, 1000)] * 3  # the second and third sheet too
+    assert len({shot.read_bytes() for shot in shots}) == 3  # three different screens, none blank
+    assert min(shot.stat().st_size for shot in shots) > 20_000
+
+
+def test_the_first_printed_page_of_statistics_keeps_a_readable_font(bundled_report, tmp_path):
+    """One long note used to widen the printed sheet and shrink page 1 to a tiny font. The words
+    of page 1, as LibreOffice prints them, stand at least 9 points tall (11 points at 100 %; the
+    page is one page wide, so a wider sheet prints smaller)."""
+    soffice, pdftotext = require("soffice"), require("pdftotext")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from render_report import single_sheet_copy
+
+    copy = tmp_path / "statistics.xlsx"
+    single_sheet_copy(bundled_report, "Statistics", copy)
+    subprocess.run([soffice, f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless", "--norestore",
+                    "--convert-to", "pdf", "--outdir", str(tmp_path), str(copy)], capture_output=True, timeout=300)
+    boxes = subprocess.run([pdftotext, "-bbox", "-f", "1", "-l", "1", str(tmp_path / "statistics.pdf"), "-"],
+                           capture_output=True, text=True, check=True).stdout
+    heights = sorted(float(bottom) - float(top) for top, bottom in
+                     re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)"', boxes))
+    assert len(heights) > 100 and heights[len(heights) // 2] >= 9.0

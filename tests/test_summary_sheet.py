@@ -198,7 +198,7 @@ def test_overview_has_frozen_header_and_id_filters_status_colours_colour_scales_
         assert details.cell(row=target_row, column=1).hyperlink.location == f"'Overview'!A{row}"
 
 
-def test_overview_rows_stay_compact_and_a_cut_text_keeps_every_word_after_a_marker(workbook):
+def test_overview_rows_stay_compact_and_a_cut_text_stays_whole_with_its_hidden_lines_counted_beside_it(workbook):
     overview = workbook["Overview"]
     headers = [c.value for c in overview[1]]
     id_width = overview.column_dimensions["A"].width
@@ -209,10 +209,9 @@ def test_overview_rows_stay_compact_and_a_cut_text_keeps_every_word_after_a_mark
     details = headers.index("indicator selection details") + 1
     multi_turn = next(r for r in range(2, 31) if str(overview.cell(r, details).value).startswith("Turn 1:"))
     text = overview.cell(multi_turn, details).value
-    visible, marker = text.split("\n▼ ")[0].split("\n"), text.split("\n▼ ")[1].split("\n")[0]
-    assert marker.endswith("more lines") and len(visible) + 1 <= overview.row_dimensions[multi_turn].height / 15
-    assert text.replace(f"\n▼ {marker}", "").count("\n") == text.count("\n") - 1  # the marker adds one line, no word goes
-    assert "* DEU: Germany" in text  # the last line of the full details is still in the cell
+    assert "\u25bc" not in text and text.endswith("* DEU: Germany")  # the whole text, and nothing else
+    more = overview.cell(multi_turn, details + 1)
+    assert headers[details] == "more" and more.value >= text.count("\n") + 1 - overview.row_dimensions[multi_turn].height / 15
 
 
 def test_overview_puts_who_how_good_and_why_first_and_the_long_texts_last(workbook):

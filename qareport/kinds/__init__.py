@@ -38,7 +38,8 @@ items ("found": ["COUNTRY MEX"], ...). Stored with the run (`runs.case_row`), co
 `Kind.explain_change`."""
 DetailRow = tuple[Any, ...]
 """A row of the Details sheet after the case's id and groups: (turn, dimension or aspect, verdict,
-item id, item text, note). `None` leaves a cell empty."""
+item id, item text, note[, score[, reason]]). `None` leaves a cell empty; a shorter row leaves the
+last cells empty."""
 
 
 @dataclass(frozen=True, slots=True)

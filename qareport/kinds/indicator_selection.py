@@ -241,7 +241,8 @@ def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
         for verdict in verdicts:
             selected = visible(verdict.selected_name) if verdict.label_differs and verdict.selected_name else None
             yield (visible(dimension.dimension_name), verdict.verdict, visible(verdict.term.id) or None,
-                   visible(verdict.term.name) or None, selected, verdict.matched_by)
+                   visible(verdict.term.name) or None, selected, None, None,  # no score, no reason: the verdict says it
+                   verdict.matched_by)
     if dimension.in_target and not (dimension.true_positives or dimension.false_negatives):
         yield (visible(dimension.dimension_name), None, None, None, None)
 

@@ -3,7 +3,10 @@
 One row per case, turn, dimension and term, with its verdict (TP, FP, FN, not in target): ready
 for filters and pivot tables. Each kind of target gives its own rows (`Kind.details_rows`); for
 indicator selection, cases without output get one row saying why (`not scored (error)` ...), so
-every case can be found here.
+every case can be found here. Reference steps give one row per reference step (dimension `steps`,
+verdict `matched` / `missed` / `not scored`, term id the call that matched, term name the tool,
+its score, and why it lost points) and one per call that matched none (`extra`); a case answered
+with an error gets one steps row, `not scored (error)`, with the error.
 
 Only the keys a pivot needs repeat on every row (case id, its tags, turn, dimension): names and
 user messages are in Overview, once, one click away through the case id's link; dimension scores
@@ -13,6 +16,7 @@ weight them by term count). That keeps a 10,000-case workbook small enough to ma
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -23,10 +27,12 @@ from qareport.workbook import styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
-HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label")
+HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label",
+           "score", "reason")
 MATCHED_BY = "matched by"  # a column of its own when a term was matched by its name only or its id only
-WIDTHS = (40, 24, 6, 16, 13, 20, 50, 40, 12)  # the most a column grows to
-WRAPPED = frozenset({2, 7, 8})  # tags, term name, selected label
+WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50, 12)  # the most a column grows to (term id: call ids too)
+WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason
+SCORE_COLUMN = 9
 
 
 def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
@@ -38,9 +44,9 @@ def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = 
     for kind in kinds:
         for row in kind.details_rows(result):
             given = True
-            yield (*head, *row)
+            yield (*head, *row, *[None] * (len(HEADERS) - 2 - len(row)))
     if not given:
-        yield (*head, None, "(case)", result.status, None, reason or None, None)
+        yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
 
 
 def _wraps(column: int, value: Any) -> bool:
@@ -53,7 +59,7 @@ def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
     the widths are needed before the first row is written; and the headers (`MATCHED_BY` only when
     a row has a value for it)."""
-    longest = [len(h) + 2 for h in (*HEADERS, MATCHED_BY)]
+    longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
     for result in results:
         for values in detail_rows(kinds, result, reasons.get(result.case.id)):
@@ -62,7 +68,8 @@ def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
                     longest[index] = len(value) + 2
             matched_by = matched_by or (len(values) > len(HEADERS) and values[len(HEADERS)] is not None)
     headers = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
-    return {i: min(w, max(8, longest[i - 1])) for i, w in enumerate(WIDTHS[:len(headers)], start=1)}, headers
+    return {i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
+            for i, w in enumerate(WIDTHS[:len(headers)], start=1)}, headers
 
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -89,7 +96,8 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
                     styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[result.case.id]}",
                                 tooltip="this case in Overview")
                     linked = True
-            if not linked and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
+            if not linked and values[SCORE_COLUMN - 1] is None \
+                    and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
                 ws.write_values(row, values)  # most rows: plain values, nothing to style
                 row += 1
                 continue
@@ -100,6 +108,8 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
                     continue
                 cell = write(ws, row, column, value)
                 written.append(cell)
+                if column == SCORE_COLUMN and isinstance(value, (int, float)):
+                    cell.number_format = styles.SCORE_FORMAT
                 if _wraps(column, value):
                     cell.alignment = styles.WRAP_TOP
                     tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))

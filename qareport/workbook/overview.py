@@ -11,11 +11,15 @@ A reader's eye goes left to right, so the columns come in the order of their que
     the test               comments, tags / template, user message, error
     the long texts         details cells, answers, judge texts; then tokens and time
 
+The scanning part (id to review note) fits a 1600-pixel window: the name, reason and review note
+columns give up width until it does (`column_widths`). Headers wrap only between words.
+
 Rows stay compact: a row is as tall as its name, reason and note need, at least three lines when
-it has long text and never more than `MAX_LINES` (120 points). A longer text keeps all its words
-(the formula bar shows them, the id leads to Details) and shows a marker line where it goes on
-below the row's edge (`styles.cut_to_lines`). Only the scanning columns print; the long texts are
-for the screen and for Details.
+it has long text and never more than `MAX_LINES` (120 points). A cell holds exactly its text (the
+details cell exactly the template's output): copying, searching, filtering and exporting see what
+was written. Where a text goes on below its row's edge, the narrow `more` column beside it says
+how many lines are hidden ("+13 lines", a number); the formula bar shows the whole text and the id
+leads to Details. Only the scanning columns print; the long texts are for the screen and Details.
 """
 
 from __future__ import annotations
@@ -43,12 +47,21 @@ USAGE_COLUMNS: dict[str, tuple[str, float, CellFormat]] = {  # header, width, fo
     "elapsed_sec": ("elapsed sec", 9, "seconds"),
 }
 MAX_LINES = 8  # 120 points: a row never hides more than a few of its neighbours
-MIN_LINES_WITH_TEXT = 3  # a row with long text shows at least two of its lines and the marker
+MIN_LINES_WITH_TEXT = 3  # a row with long text shows at least its first three lines
+MORE = "more"  # the header of the narrow column beside a text that goes on below its row's edge
+MORE_FORMAT = '[=1]"+1 line";"+"0" lines"'  # the lines below the edge: a number, to sort and filter by
+MORE_WIDTH = 9
+SCREEN_UNITS = 186
+"""Column-width units of a 1600-pixel LibreOffice window at 100 % (7.8 pixels each, measured on
+its screenshots) less the row numbers, the scroll bar and a margin: the scanning part's budget."""
+READING_FLOOR = 16  # the narrowest a name, reason or review note column gets to fit that budget
+"""(A cut reason's `more` column is made of the reason's own width, down to the same floor.)"""
+NUMBER_UNITS = 5  # "0.88", "1,234"
 REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
 LONG = "long"  # the place of the columns after the scanning part (test, long texts, usage)
 NO_REVIEW = Review()
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
-"""The wrapped columns whose text decides a row's height; every other wrapped text is cut to it."""
+"""The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""
 
 
 def _response_number(field: str) -> Callable[[CaseResult], float | None]:
@@ -128,29 +141,20 @@ def write_overview(
 ) -> OverviewLayout:
     """Fill the sheet row by row; returns where each case landed (for links from other sheets).
 
-    The column widths follow from the texts and are needed before the first row is written, so
-    the values of every row are computed first (values only: the rendered details are the costly
+    The column widths, the rows' heights and which texts go on below their row's edge (and get a
+    `more` column) follow from the texts and are needed before the first row is written, so the
+    values of every row are computed first (values only: the rendered details are the costly
     part, and are computed once).
 
-    A text too long for a cell is cut with a marker pointing to the Full texts sheet; `cut_texts`
-    receives (case id, column, full text) for that sheet.
+    A text longer than a cell holds (32,767 characters) is cut with a marker pointing to the Full
+    texts sheet; `cut_texts` receives (case id, column, full text) for that sheet.
     """
     results = report.results
     columns = overview_columns(report, templates_dir=templates_dir)
-    headers = [column.header for column in columns]
-    for index, header in enumerate(headers, start=1):
-        write(ws, 1, index, header)
-    styles.style_header_row(ws, 1, 1, len(columns))
-    status_column = headers.index("status") + 1
-    change_column = headers.index(VS_BASELINE) + 1 if VS_BASELINE in headers else None
-    review_column = headers.index(REVIEW) + 1
-    longest = [max(len(word) for word in c.header.split()) + 2 for c in columns]
-    longest[review_column - 1] = max(len(choice) for choice in REVIEW_CHOICES) + 4  # room for the drop-down arrow
-    longest[headers.index(REVIEW_NOTE)] = 30  # room to type a note
     table: list[list[Any]] = []
     for result in results:
         values = []
-        for index, column in enumerate(columns):
+        for column in columns:
             value = column.value(result)
             if isinstance(value, float) and not math.isfinite(value):
                 value = str(value)  # as `write` would store it: text, measured as text
@@ -159,38 +163,54 @@ def write_overview(
                 if fitted != value and fitted is not None and cut_texts is not None:
                     cut_texts.append((result.case.id, column.header, value))
                 value = fitted
-                if value is not None:
-                    longest[index] = max(longest[index], _longest_line(value) + 2)
-            elif isinstance(value, (int, float)):
-                longest[index] = max(longest[index], 6)
             values.append(value)
         table.append(values)
-    widths = {i: _width(c, longest[i - 1]) for i, c in enumerate(columns, start=1)}
-    styles.set_widths(ws, widths)
+    widths, heights, hidden = _layout(columns, table)
+    cut_columns = {index for row in hidden for index in row}
+    slots: list[tuple[int, bool]] = []  # (column, is its `more` column), in sheet order
+    for index in range(len(columns)):
+        slots.append((index, False))
+        if index in cut_columns:
+            slots.append((index, True))
+    headers = [MORE if more else columns[index].header for index, more in slots]
+    for position, header in enumerate(headers, start=1):
+        write(ws, 1, position, header)
+    styles.style_header_row(ws, 1, 1, len(headers))
+    styles.set_widths(ws, {position: MORE_WIDTH if more else widths[index]
+                           for position, (index, more) in enumerate(slots, start=1)})
     styles.fit_header_row(ws, headers)
     ws.flush()
 
+    status_column = headers.index("status") + 1
+    change_column = headers.index(VS_BASELINE) + 1 if VS_BASELINE in headers else None
+    review_column = headers.index(REVIEW) + 1
+    note_column = headers.index(REVIEW_NOTE) + 1
     rows: dict[str, int] = {}
     # the look of each column's ordinary cells; the cells with a look of their own (the linked id, the
     # status fill, the vs-baseline fill and link) are held and written at the row's flush
     looks = [ws.format_of(styles.WRAP_TOP if c.wrap else styles.TOP, NUMBER_FORMATS[c.format] if c.format else None)
              for c in columns]
+    more_look = ws.format_of(styles.TOP, MORE_FORMAT)
     held = {1, status_column, change_column}
     table.reverse()  # taken from the end as the rows are written: a written row's values can go
     for row, result in enumerate(results, start=2):
         values = table.pop()
+        below = hidden[row - 2]
         rows.setdefault(result.case.id, row)
-        text_lines = _text_lines(columns, values, widths)
-        lines = _row_lines(columns, text_lines)
-        for index, (column, value) in enumerate(zip(columns, values), start=1):
-            if value is None:
-                continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
-            if text_lines.get(index, 0) > lines:
-                value = styles.cut_to_lines(value, widths[index], lines)
-            if index not in held:  # made writable above (texts fitted, numbers finite), as `write` would
-                ws.write_now(row, index, value, looks[index - 1])
+        for position, (index, more) in enumerate(slots, start=1):
+            if more:
+                if index in below:
+                    ws.write_now(row, position, below[index], more_look)
                 continue
-            cell = ws.cell(row, index)
+            column, value = columns[index], values[index]
+            if value is None:
+                if position in (review_column, note_column):  # what the analyst types sits at the top
+                    ws.write_blank(row, position, looks[index])
+                continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
+            if position not in held:  # made writable above (texts fitted, numbers finite), as `write` would
+                ws.write_now(row, position, value, looks[index])
+                continue
+            cell = ws.cell(row, position)
             cell.value = value
             if column.format:
                 cell.number_format = NUMBER_FORMATS[column.format]
@@ -205,12 +225,12 @@ def write_overview(
             kind = str(change.value or "").split(",")[0]
             if kind in CHANGE_STYLES:
                 change.fill, change.font = CHANGE_STYLES[kind]
-        ws.set_height(row, lines * styles.LINE_HEIGHT_POINTS)
+        ws.set_height(row, heights[row - 2] * styles.LINE_HEIGHT_POINTS)
         ws.flush()
     last_row = max(1, len(results) + 1)
-    for index, column in enumerate(columns, start=1):
-        if column.score and len(results):
-            letter = ws.cell(1, index).column_letter
+    for position, (index, more) in enumerate(slots, start=1):
+        if columns[index].score and not more and len(results):
+            letter = ws.cell(1, position).column_letter
             styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
     if results:
         letter = ws.cell(1, review_column).column_letter
@@ -219,8 +239,8 @@ def write_overview(
             "error_type": "warning", "error_title": "review",
             "error_message": "Choose one of: " + ", ".join(REVIEW_CHOICES) + " (or keep what you typed).",
         })
-    scanning = headers.index(REVIEW_NOTE) + 1  # what prints: who, how good, why, the review
-    styles.finish_table_sheet(ws, columns=len(columns), rows=last_row, freeze="C2", print_columns=scanning)
+    # what prints: who, how good, why, the review
+    styles.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2", print_columns=note_column)
     return OverviewLayout(rows, ws.cell(1, review_column).column_letter,
                           ws.cell(1, change_column).column_letter if change_column else None, last_row)
 
@@ -235,19 +255,78 @@ class OverviewLayout:
     last_row: int
 
 
-def _width(column: Column, longest: int) -> float:
-    """As wide as the content, within the column's reading width; numbers and short words fit."""
+def _layout(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> tuple[list[float], list[int], list[dict[int, int]]]:
+    """The columns' widths, each row's lines and each row's lines below its edge by column (from 0).
+
+    A text of the scanning part that goes on below its row's edge (a reason longer than eight
+    lines) gets its `more` column there too, made of that column's own width: the scanning part
+    stays as wide as the screen, and no other column changes."""
+    widths = column_widths(columns, table)
+    scanning = [column.header for column in columns].index(REVIEW_NOTE) + 1
+    for attempt in range(2):
+        heights: list[int] = []
+        hidden: list[dict[int, int]] = []
+        for values in table:
+            text_lines = _text_lines(columns, values, widths)
+            lines = _row_lines(columns, text_lines)
+            heights.append(lines)
+            hidden.append({index: need - lines for index, need in text_lines.items() if need > lines})
+        cut_scanning = {index for row in hidden for index in row if index < scanning}
+        narrowed = [index for index in sorted(cut_scanning) if widths[index] - MORE_WIDTH >= READING_FLOOR]
+        if attempt or not narrowed:
+            break
+        for index in narrowed:
+            widths[index] -= MORE_WIDTH
+    return widths, heights, hidden
+
+
+def column_widths(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> list[float]:
+    """Each column's width, in characters: as wide as its content and its header's longest word
+    (a header never breaks inside a word), a wrapped text within its reading width; then the
+    reading columns of the scanning part (name, reason, review note) give up width, down to a
+    floor, until that part fits one screen (`SCREEN_UNITS`)."""
+    need = [styles.header_units(column.header) for column in columns]
+    for values in table:
+        for index, value in enumerate(values):
+            if isinstance(value, str):
+                need[index] = max(need[index], _longest_line_units(value) + 1)
+            elif isinstance(value, (int, float)):
+                need[index] = max(need[index], NUMBER_UNITS)
+    headers = [column.header for column in columns]
+    review, note = headers.index(REVIEW), headers.index(REVIEW_NOTE)
+    need[review] = max(need[review], max(styles.text_units(c) for c in REVIEW_CHOICES) + styles.BUTTON_UNITS)
+    need[note] = max(need[note], columns[note].width)  # room to type a note
+    widths = [_width(column, units) for column, units in zip(columns, need)]
+    reading = [index for index in range(note + 1) if columns[index].wrap]
+    fixed = sum(widths[index] for index in range(note + 1) if index not in reading)
+    wanted = sum(widths[index] for index in reading)
+    room = SCREEN_UNITS - fixed
+    if wanted > room:
+        share = max(0.0, room) / wanted
+        for index in reading:
+            widths[index] = max(READING_FLOOR, math.floor(widths[index] * share))
+    return widths
+
+
+def _width(column: Column, need: float) -> float:
+    """A column's width for what it needs to show: a wrapped text within its reading width,
+    numbers and words whole."""
+    need = math.ceil(need)
     if column.wrap:
-        return min(column.width, max(longest, 8))
+        return min(column.width, max(need, 8))
     if column.format is not None:
-        return max(7.0, min(max(column.width, longest), 11.0))
-    return min(max(column.width, 40), max(longest, 7))
+        return max(7, need)
+    return min(max(column.width, 40), max(need, 7))
 
 
-def _text_lines(columns: Sequence[Column], values: Sequence[Any], widths: Mapping[int, float]) -> dict[int, int]:
-    """The display lines each wrapped text of a row needs, by column number."""
+def _longest_line_units(text: str) -> float:
+    return max((styles.text_units(line) for line in text.split("\n")), default=0.0)
+
+
+def _text_lines(columns: Sequence[Column], values: Sequence[Any], widths: Sequence[float]) -> dict[int, int]:
+    """The display lines each wrapped text of a row needs, by column (from 0)."""
     return {index: styles.display_lines(value, widths[index])
-            for index, (column, value) in enumerate(zip(columns, values), start=1)
+            for index, (column, value) in enumerate(zip(columns, values))
             if column.wrap and isinstance(value, str)}
 
 
@@ -256,7 +335,7 @@ def _row_lines(columns: Sequence[Column], text_lines: Mapping[int, int]) -> int:
     start of a long text, never more than MAX_LINES."""
     need, has_long = 1, False
     for index, lines in text_lines.items():
-        column = columns[index - 1]
+        column = columns[index]
         if column.header in SIZING:
             need = max(need, lines)
         elif lines > 1:
@@ -283,5 +362,3 @@ def _change_verdicts(comparison: Comparison) -> dict[str, str]:
     return {case_id: ", ".join(found) for case_id, found in kinds.items()}
 
 
-def _longest_line(text: str) -> int:
-    return max((len(line) for line in text.split("\n")), default=0)

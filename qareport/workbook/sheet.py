@@ -100,6 +100,11 @@ class Sheet:
         (links, fills) follow at `flush`: XlsxWriter orders a row's cells itself."""
         self._put(row - 1, column - 1, value, cell_format)
 
+    def write_blank(self, row: int, column: int, cell_format: Any) -> None:
+        """An empty cell with a look of its own (`format_of`), written straight away: what the
+        analyst types into it takes that look (its alignment)."""
+        self.worksheet._write_blank(row - 1, column - 1, None, cell_format)
+
     def write_values(self, row: int, values: Sequence[Any]) -> None:
         """Write a row of plain values (no look of their own) straight away, from column 1: what
         `write` and `flush` do for such cells, without holding them."""

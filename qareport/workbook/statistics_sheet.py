@@ -6,6 +6,7 @@ beside the counts of cases it is over and of the cases that could not be evaluat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,18 +61,30 @@ class TableWriter:
         self.row = 1
         self.widths = widths
         self.longest: dict[int, int] = {}  # the longest text written by table() per column
+        self.needed: dict[int, float] = {}  # what each column's headers (whole words) and numbers need
         self.texts: list[Cell] = []  # table cells holding text, to wrap once widths are known
         self.rows_cells: dict[int, list[Cell]] = {}  # the table cells with a value, per row
+        self.header_rows: dict[int, Sequence[str]] = {}  # each table's header row, sized once widths are known
 
     def width(self, column: int) -> float:
         return self.widths.get(column, 8.43)
 
     def fitted_widths(self, *, maximum: float = 60) -> dict[int, float]:
-        """The starting widths, widened to the longest table text (within `maximum`)."""
+        """The starting widths, widened to the longest table text (within `maximum`), to the longest
+        word of every header above the column and to its widest number."""
         fitted = dict(self.widths)
+        for column, need in self.needed.items():
+            fitted[column] = max(fitted.get(column, MIN_WIDTH), math.ceil(need))
         for column, length in self.longest.items():
-            fitted[column] = max(self.width(column), min(maximum, length + 2))
+            fitted[column] = max(fitted.get(column, MIN_WIDTH), min(maximum, length + 2))
         return fitted
+
+    def size_header_rows(self, widths: Mapping[int, float]) -> None:
+        """Make each table's header row tall enough for its titles at the final widths."""
+        for row, headers in self.header_rows.items():
+            lines = max(styles.display_lines(str(h), widths.get(column, 8.43))
+                        for column, h in enumerate(headers, start=1))
+            self.ws.set_height(row, styles.row_height_for(lines))
 
     def wrap_long_texts(self, widths: Mapping[int, float]) -> None:
         """Wrap the table texts wider than their column, and make their rows tall enough."""
@@ -91,10 +104,12 @@ class TableWriter:
         self.row += 2
 
     def section(self, text: str, note: str | None = None) -> None:
+        """A section title, and its note in lines of at most `NOTE_UNITS`, one line a row: a long
+        note never runs on to the right past the tables (a printed page would shrink to hold it)."""
         write(self.ws, self.row, 1, text).font = styles.SECTION_FONT
         self.row += 1
-        if note:
-            write(self.ws, self.row, 1, note).font = styles.NOTE_FONT
+        for line in note_lines(note or ""):
+            write(self.ws, self.row, 1, line).font = styles.NOTE_FONT
             self.row += 1
 
     def table(
@@ -110,8 +125,11 @@ class TableWriter:
         for column, fmt in enumerate(formats, start=1):
             if fmt:
                 self.ws.cell(self.row, column).alignment = NUMBER_HEADER
-        lines = max(styles.display_lines(str(h), self.width(column)) for column, h in enumerate(headers, start=1))
-        self.ws.set_height(self.row, styles.row_height_for(lines))
+        for column, header in enumerate(headers, start=1):
+            if header:
+                self.needed[column] = max(self.needed.get(column, 0.0),
+                                          styles.header_units(str(header), filter_button=False))
+        self.header_rows[self.row] = tuple(headers)
         first = self.row + 1
         for offset, values in enumerate(rows, start=1):
             for column, value in enumerate(values, start=1):
@@ -121,6 +139,8 @@ class TableWriter:
                 fmt = formats[column - 1] if column - 1 < len(formats) else None
                 if fmt and isinstance(value, (int, float)):
                     cell.number_format = fmt
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self.needed[column] = max(self.needed.get(column, 0.0), _number_units(value, fmt))
                 if isinstance(value, str) and not (overflow_last and column == len(values)):
                     self.longest[column] = max(self.longest.get(column, 0), len(value))
                     self.texts.append(cell)
@@ -130,6 +150,32 @@ class TableWriter:
 
 
 NUMBER_HEADER = styles.Alignment(wrap=True, vertical="center", horizontal="right")
+NOTE_UNITS = 100  # the widest line of a section's note, in column-width units (italics run narrower)
+MIN_WIDTH = 8
+
+
+def note_lines(note: str, units: float = NOTE_UNITS) -> list[str]:
+    """A note in lines of whole words, each at most `units` wide."""
+    lines: list[str] = []
+    for word in note.split():
+        if lines and styles.text_units(f"{lines[-1]} {word}") <= units:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return lines
+
+
+def _number_units(value: float, number_format: str | None) -> float:
+    """The width of a number as its format shows it, with the cell's padding."""
+    if number_format == styles.COST_FORMAT:
+        shown = f"${value:,.4f}"
+    elif number_format == styles.INTEGER_FORMAT:
+        shown = f"{value:,.0f}"
+    elif number_format == styles.SECONDS_FORMAT:
+        shown = f"{value:,.1f}"
+    else:
+        shown = f"{value:,.2f}"
+    return styles.text_units(shown) + 1.5
 GROUP_HEADERS = ("", "test cases", "evaluated", "errors", "missing", "invalid", "macro precision", "macro recall")
 GROUP_FORMATS = (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT,
                  styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT)
@@ -279,8 +325,11 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
     if run.not_evaluated:
         tables.section("Metrics not evaluated")
-        first, last = tables.table(("metrics", "why"), sorted(run.not_evaluated.items()), (None, None),
-                                   overflow_last=True)
+        reasons: list[tuple[str | None, str]] = []  # each reason in lines that end where the tables end
+        for metrics, why in sorted(run.not_evaluated.items()):
+            lines = note_lines(why, NOTE_UNITS - tables.width(1)) or [why]
+            reasons += [(metrics, lines[0]), *[(None, line) for line in lines[1:]]]
+        first, last = tables.table(("metrics", "why"), reasons, (None, None), overflow_last=True)
         for row in range(first, last + 1):  # the reason runs on to the right, at the top of its row
             tables.ws.cell(row, 2).alignment = styles.TOP
     usage = run.judge_usage
@@ -333,7 +382,7 @@ def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None
                      [formats.get(fmt) if fmt else None for fmt in table.formats] or [None] * len(table.headers))
 
 
-WIDTHS = {1: 34, **{column: 14 for column in range(2, 20)}}
+WIDTHS = {1: 34}  # the other columns as wide as their headers' words and their numbers need
 MAX_TEXT_WIDTH = 60
 
 
@@ -357,6 +406,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
     styles.set_widths(ws, widths)
+    tables.size_header_rows(widths)
     tables.wrap_long_texts(widths)
 
     drawn = []

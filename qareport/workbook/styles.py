@@ -230,30 +230,8 @@ def _per_line(width: float) -> int:
     return max(1, int(width * 1.05) - 1)
 
 
-def longest_fitting_start(line: str, width: float, room: int) -> int:
-    """The length of the longest start of `line` (a line without breaks) that `display_lines` puts
-    on at most `room` lines (at least 1): the lines are counted word by word as `display_lines`
-    counts them, in one pass, and only the word that crosses the limit is tried letter by letter."""
-    per_line = _per_line(width)
-    lines, used, position = 1, 0, 0  # the count after the words before `position`
-    for word in line.split(" "):
-        after = _after_word(lines, used, len(word), per_line)
-        if after[0] <= room:
-            lines, used = after
-            position += len(word) + 1
-            continue
-        fitting = -1  # not even the space before the word (it would start a line of its own)
-        for length in range(len(word)):
-            if _after_word(lines, used, length, per_line)[0] > room:
-                break
-            fitting = length
-        return position + fitting
-    return len(line)
-
-
 def _after_word(lines: int, used: int, length: int, per_line: int) -> tuple[int, int]:
-    """The count of wrapped lines (lines, characters on the last line) after one more word: the one
-    rule `display_lines` and `longest_fitting_start` both follow."""
+    """The count of wrapped lines (lines, characters on the last line) after one more word."""
     if used and used + 1 + length > per_line:
         lines, used = lines + 1, 0
     used += length + (1 if used else 0)
@@ -263,36 +241,26 @@ def _after_word(lines: int, used: int, length: int, per_line: int) -> tuple[int,
     return lines, used
 
 
-MORE_MARKER = "\u25bc"  # ▼: the text goes on below the row's edge
+# Advance widths of Calibri 11 (and Carlito, its metric twin) in digit widths: the unit of a column's
+# width. Letters not listed count as wide as a digit; bold adds about 4 %.
+_NARROW = dict.fromkeys("ijl|!.,:;'", 0.47) | dict.fromkeys("frtI()[]/ -\"", 0.62) | dict.fromkeys("sczJ", 0.8)
+_WIDE = dict.fromkeys("mw", 1.5) | dict.fromkeys("MW", 1.73) | dict.fromkeys("DGHNOQUC", 1.26) | {"_": 1.0}
+CHARACTER_WIDTHS = {**_NARROW, **_WIDE}
+BUTTON_UNITS = 3.0  # the filter button of a header cell, and the cell's padding: room a header's text never gets
+PADDING_UNITS = 1.5  # a cell's padding alone
 
 
-def cut_to_lines(text: str, width: float, lines: int) -> str:
-    """The text with a marker line ("▼ 14 more lines") where it goes on beyond the first `lines`
-    display lines of a wrapped cell of this width; the rest follows the marker, so the cell keeps
-    every word (the formula bar shows it all). Text that fits is returned as it is."""
-    if lines < 1 or display_lines(text, width) <= lines:
-        return text
-    budget = lines - 1  # the marker takes the last visible line
-    source = text.split("\n")
-    shown: list[str] = []
-    used = 0
-    for line in source:
-        need = display_lines(line, width)
-        if used + need > budget:
-            break
-        shown.append(line)
-        used += need
-    rest = source[len(shown):]
-    if used < budget and rest:  # part of the next line still fits: cut it where the room ends
-        line = rest[0]
-        low = longest_fitting_start(line, width, budget - used)
-        cut = line.rfind(" ", 0, low + 1) if " " in line[:low] else low
-        cut = cut if cut > 0 else low
-        if cut > 0:
-            shown.append(line[:cut].rstrip())
-            rest = [line[cut:].lstrip(), *rest[1:]]
-    more = f"{len(rest)} more lines" if len(rest) > 1 else f"{len(rest[0]):,} more characters" if rest else "more"
-    return "\n".join([*shown, f"{MORE_MARKER} {more}", *rest])
+def text_units(text: str, *, bold: bool = False) -> float:
+    """The width of a line of text in Calibri 11, in column-width units (a digit's width)."""
+    width = sum(CHARACTER_WIDTHS.get(character, 1.0) for character in text)
+    return width * 1.04 if bold else width
+
+
+def header_units(header: str, *, filter_button: bool = True) -> float:
+    """The narrowest column in which a header wraps only between words, beside its filter button
+    (LibreOffice keeps the button's room free on every line of the header) when it has one."""
+    longest = max((text_units(word, bold=True) for word in header.split()), default=0.0)
+    return longest + (BUTTON_UNITS if filter_button else PADDING_UNITS)
 
 
 def shorten(text: str, limit: int) -> str:

@@ -17,13 +17,13 @@ to say which call matched each reference step, with what score, or why none did.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from jinja2 import Template
 
-from qareport.kinds import Column, Kind, Metric, mean_over_turns
+from qareport.kinds import Column, DetailRow, Kind, Metric, mean_over_turns
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.verdicts import StepVerdict, step_verdicts
 from qareport.records import CaseResult, TestCase, TurnOutput, TurnResult
@@ -160,6 +160,43 @@ def explain_turn(turn: TurnResult) -> str | None:
     return "; ".join((f"group {v.group_number}: " if several_groups else "") + v.describe() for v in lost)
 
 
+def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
+    """The Details rows of a turn's steps, as `ReferenceSteps.details_rows` gives them (without the
+    turn): each reference step the rules look at (`matched` with the call that matched it and its
+    score, `missed` with 0.0 and why, `not scored` when 6.x stopped before its group), then each
+    call that matched none of them (`extra`; `called` when the turn has no reference)."""
+    qa = turn.qa
+    if qa is None or ("reference_steps" not in qa and "actual_steps" not in qa):
+        return []
+    if qa.get("steps_error"):
+        return [("steps", "not scored", None, None, None, None, qa["steps_error"])]
+    groups = qa.get("reference_steps") or []
+    verdicts = turn_verdicts(turn)
+    shown = list(verdicts) if verdicts is not None else _fallback_verdicts(qa)
+    several = len(groups) > 1 and isinstance(turn.scores.get(KIND_NAME), StepsOutcome) \
+        and turn.scores[KIND_NAME].semantics == 6
+    rows: list[tuple[Any, ...]] = []
+    for verdict in shown:
+        aspect = f"steps group {verdict.group_number}" if several else "steps"
+        if not verdict.scored:
+            rows.append((aspect, "not scored", None, verdict.name, None, None, verdict.reason))
+        elif verdict.actual_id:
+            score = 1.0 if verdict.score is None else verdict.score
+            rows.append((aspect, "matched", verdict.actual_id, verdict.name, None, score, verdict.reason))
+        else:
+            rows.append((aspect, "missed", None, verdict.name, None, 0.0,
+                         verdict.reason or "no successful call matched"))
+    matched = {str(verdict.actual_id) for verdict in shown if verdict.actual_id}
+    has_reference = bool(groups) and qa.get("steps_score") is not None
+    for step in qa.get("actual_steps") or []:
+        if not isinstance(step, dict) or str(step.get("id")) in matched:
+            continue
+        why = f"failed: {step.get('error', '')}".rstrip(": ") if step.get("status") == "error" else None
+        rows.append(("steps", "extra" if has_reference else "called", step.get("id"), step.get("name"),
+                     None, None, why))
+    return rows
+
+
 class ReferenceSteps(Kind):
     """The tool calls a system made, against the reference's groups of steps (graphrag-eval's rules)."""
 
@@ -187,6 +224,14 @@ class ReferenceSteps(Kind):
             for turn in result.turns if turn.qa is not None and (reason := explain_turn(turn))
         ]
         return "; ".join(reasons) or None
+
+    def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
+        if result.status == "error" and self.has_target(result.case):  # as indicator selection says it
+            yield (None, "steps", "not scored (error)", None, None, None, None, result.error or None)
+            return
+        for turn in result.turns:
+            for row in turn_detail_rows(turn):
+                yield (turn.number, *row)
 
     def present(self, results: Sequence[CaseResult]) -> bool:
         """Reference steps in a test case, or steps in a response: either gets the columns."""
