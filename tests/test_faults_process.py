@@ -125,23 +125,27 @@ def test_a_bug_in_the_comparison_with_the_baseline_still_writes_the_workbook_wit
     assert (tmp_path / "week19.yaml").exists()  # the stages after it ran
 
 
-def test_a_bug_in_the_email_template_still_writes_the_workbook_and_exits_3(tmp_path, capsys):
+def test_an_email_template_override_that_fails_to_render_still_writes_the_workbook_and_names_the_template(
+        tmp_path, capsys):
+    """A template given with --templates is the user's input: when it fails while rendering (it compiles,
+    so the check before any work passes), the workbook is kept and the message names the template."""
     templates = tmp_path / "templates"
     templates.mkdir()
     (templates / "email.txt").write_text("{{ metrics[99].label }}\n")  # compiles; fails on rendering
     report = tmp_path / "week.xlsx"
     status = run(report, "--templates", str(templates), "--email-to", "team@example.com", "--smtp-host", "127.0.0.1",
                  "--email-from", "qa@example.com")
-    assert status == INTERNAL_ERROR
+    assert status == USAGE_ERROR
     err = capsys.readouterr().err
-    assert f"{report} was written, but the email was not sent: internal error in the email: " in err
+    assert f"{report} was written, but the email was not sent: " in err
+    assert "email.txt: the email template cannot be rendered" in err
     assert "Traceback" not in err
     assert load_workbook(report, read_only=True).sheetnames[0] == "Summary"
-    # the email command: the same bug is an internal error too, and no message file is left
+    # the email command: the same message, and no message file is left
     assert main(["email", str(report), "--to", "team@example.com", "--templates", str(templates), "--eml",
-                 str(tmp_path / "week.eml")]) == INTERNAL_ERROR
+                 str(tmp_path / "week.eml")]) == USAGE_ERROR
     err = capsys.readouterr().err
-    assert err.startswith("qareport: internal error: UndefinedError: ") and len(err.splitlines()) == 1
+    assert "email.txt: the email template cannot be rendered" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "week.eml").exists()
 
 

@@ -232,8 +232,9 @@ def test_judge_figures_agree_everywhere_on_a_mix_of_good_unusable_and_failed_rep
     summary = sheet(tmp_path, "Summary")
     headline = {row[0]: row for row in summary if row[0] in metrics}
     statistics = sheet(tmp_path, "Statistics")
-    start = next(i for i, row in enumerate(statistics) if row[0] == "LLM-judged metrics")
-    table = {row[0]: row for row in statistics[start + 3: start + 3 + len(metrics)]}
+    title = next(i for i, row in enumerate(statistics) if row[0] == "LLM-judged metrics")
+    header = next(i for i, row in enumerate(statistics) if i > title and row[0] == "metric")  # after the note's lines
+    table = {row[0]: row for row in statistics[header + 1: header + 1 + len(metrics)]}
     console = judge_line(out)
     note = next(row[0] for row in summary if isinstance(row[0], str) and row[0].startswith("LLM judge: "))
     rows = document["cases"]
