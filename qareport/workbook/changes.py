@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from qareport.comparison import CaseChange, Comparison, metric_label
 from qareport.workbook import styles
+from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write
 from qareport.workbook.sheet_names import OVERVIEW
 from qareport.workbook.sheet import Sheet
@@ -58,9 +59,9 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
                 cell.number_format = styles.DELTA_FORMAT if column == 7 else styles.SCORE_FORMAT
             if fill_font and 3 <= column <= 9:
                 cell.fill, cell.font = fill_font
-        if change.case_id in overview_rows:
-            styles.link(ws.cell(row, 1), OVERVIEW, f"A{overview_rows[change.case_id]}",
-                        tooltip="this case in Overview")
+        if change.case_id in overview_rows:  # found by id: still right after Overview is sorted
+            link_by_id(ws.cell(row, 1), OVERVIEW, change.case_id, row=overview_rows[change.case_id],
+                       tooltip="this case in Overview")
         lines = max(styles.display_lines(change.name, NAME_WIDTH),
                     styles.display_lines(change.reason or "", REASON_WIDTH))
         ws.set_height(row, styles.row_height_for(min(lines, 8)))
