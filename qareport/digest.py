@@ -222,10 +222,10 @@ def _with_verdict(digest: Digest) -> Digest:
     incomplete = next((alert for alert in digest.alerts if alert.startswith("INCOMPLETE RUN")), None)
     tail = alert_words(digest)
     room = SUBJECT_CHARS - (len(tail) + len(VERDICT_JOIN) if tail else 0)
+    parts: list[str] = []
     if incomplete:
         lead = incomplete
     else:
-        parts = []
         if digest.baseline is not None and digest.deltas:
             count = digest.regressed_total
             parts.append(f"{count} regression{'s' if count != 1 else ''}" if count else "no regression")
@@ -239,15 +239,22 @@ def _with_verdict(digest: Digest) -> Digest:
             parts.append(part)
         if digest.evaluated < digest.cases:
             parts.append(f"{digest.evaluated} of {digest.cases} cases evaluated")
-        lead = ""
-        for part in parts:
-            candidate = f"{lead}, {part}" if lead else part
-            if lead and len(candidate) > room:
-                continue  # a later, shorter part may still fit
-            lead = candidate
-        lead = lead or f"{digest.cases} test cases"
-    verdict = f"{lead}{VERDICT_JOIN}{tail}" if tail else lead
-    return replace(digest, verdict=verdict, lead=lead)
+        lead = _fit(parts, SUBJECT_CHARS) or f"{digest.cases} test cases"
+    if not tail:
+        return replace(digest, verdict=lead, lead=lead)
+    short = lead if incomplete else (_fit(parts, room) or f"{digest.cases} test cases")
+    return replace(digest, verdict=f"{short}{VERDICT_JOIN}{tail}", lead=lead)
+
+
+def _fit(parts: Sequence[str], room: int) -> str:
+    """The parts, in order, joined with commas, leaving out those that would make it longer than room."""
+    line = ""
+    for part in parts:
+        candidate = f"{line}, {part}" if line else part
+        if line and len(candidate) > room:
+            continue  # a later, shorter part may still fit
+        line = candidate
+    return line
 
 
 # --- stored with the run ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 import pytest
 from openpyxl import Workbook, load_workbook
 
+from conftest import link_by_id, link_target_row
 from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_run
 from qareport.cli import main
 from qareport.errors import BaselineError
@@ -60,10 +61,21 @@ def last_week(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def compared(last_week, tmp_path_factory):
+def compared_report(last_week, tmp_path_factory):
     report = tmp_path_factory.mktemp("this-week") / "week19.xlsx"
     assert run(report, "--baseline", str(last_week)) == 0
-    return load_workbook(report)
+    return report
+
+
+@pytest.fixture(scope="module")
+def compared(compared_report):
+    return load_workbook(compared_report)
+
+
+@pytest.fixture(scope="module")
+def compared_values(compared_report):
+    """As a reader that does not calculate sees it: links by id show their cached text."""
+    return load_workbook(compared_report, data_only=True)
 
 
 def sheet_rows(ws):
@@ -98,8 +110,8 @@ def test_the_run_sheet_holds_created_version_and_headline_metrics(last_week):
 # --- the Changes sheet ---------------------------------------------------------------------------
 
 
-def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compared):
-    ws = compared["Changes"]
+def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compared_values):
+    ws = compared_values["Changes"]
     header, *rows = sheet_rows(ws)
     assert header == ["case id", "name", "change", "metric", "old value", "new value", "delta", "old status",
                       "new status", "reason"]
@@ -117,30 +129,46 @@ def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compa
 def test_changes_and_overview_link_to_each_other(compared):
     overview = compared["Overview"]
     row = next(c.row for c in overview["A"] if c.value == REGRESSED)
-    assert compared["Changes"]["A2"].hyperlink.location == f"'Overview'!A{row}"
+    assert link_by_id(compared["Changes"]["A2"].value) == ("Overview", "A", REGRESSED, REGRESSED)  # found by id
+    assert link_target_row(compared["Changes"]["A2"].value, compared) == row
     headers = [c.value for c in overview[1]]
     verdict = overview.cell(row=row, column=headers.index("vs baseline") + 1)
     assert verdict.value == "regression" and verdict.hyperlink.location == "'Changes'!A2"
 
 
-def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_with_their_reasons(compared):
-    rows = sheet_rows(compared["Summary"])
+def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_with_their_reasons(compared_values):
+    rows = sheet_rows(compared_values["Summary"])
     header = next(r for r in rows if r[0] == "metric")
-    assert header[:9] == ["metric", "mean", "95% interval", "cases", "not scored", "baseline", "change", "vs noise",
-                          "shared cases"]
+    assert header[:11] == ["metric", "mean", "95% interval", "cases", "not scored", "last report", "cases",
+                           "last run", "this run", "change", "vs noise"]
     precision = next(r for r in rows if r[0] == "macro precision")
-    assert precision[8] == 14  # the improved case was an error last week: not shared
-    assert precision[6] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
-    assert precision[7].startswith("within noise, p ")
+    assert precision[6] == 14  # the improved case was an error last week: not shared
+    assert precision[8] - precision[7] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
+    assert precision[10].startswith("within noise, p ")
     worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
-    assert rows[worse + 1][:5] == ["case", "what moved", None, None, "reason"]
-    assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_…"
-    assert rows[worse + 2][1].startswith("macro precision 1.00 \u2192 0.83")
-    assert rows[worse + 2][4] == "extra INDICATOR NGDP_R"
+    assert [rows[worse + 1][c] for c in (0, 1, 5)] == ["case", "what moved", "reason"]
+    assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil"  # whole
+    assert rows[worse + 3][1].startswith("macro precision 1.00 \u2192 0.83")
+    assert rows[worse + 3][5] == "extra INDICATOR NGDP_R"
     better = next(i for i, r in enumerate(rows) if r[0] == "What got better (1)")
-    assert rows[better + 2][1] == "error \u2192 success"
-    verdict = compared["Summary"]["A3"].value
-    assert verdict.startswith("1 regression, macro precision 0.84 (\u22120.01), macro recall 0.84 (\u00b10.00)")
+    assert rows[better + 3][1] == "error \u2192 success"
+    verdict = compared_values["Summary"]["A3"].value  # the change as the row shows it: 0.84 - 0.82
+    assert verdict.startswith("1 regression, macro precision 0.84 (\u22120.02), macro recall 0.84 (\u00b10.00)")
+
+
+def test_the_headline_row_adds_up_last_run_this_run_and_the_change_over_the_same_cases(compared_values):
+    rows = sheet_rows(compared_values["Summary"])
+    header = next(r for r in rows if r[0] == "metric")
+    groups = rows[rows.index(header) - 1]
+    assert groups[1] == "this run, all its evaluated cases" and groups[6].startswith("like for like: the 14 cases")
+    summary = compared_values["Summary"]
+    for label in ("macro precision", "macro recall", "steps score"):
+        row = next(c.row for c in summary["A"] if c.value == label)
+        last, this, change = (summary.cell(row, column) for column in (8, 9, 10))
+        assert change.value == pytest.approx(round(this.value, 2) - round(last.value, 2))  # as shown, it adds up
+        assert {last.number_format, this.number_format} == {"0.00"} and change.number_format == "+0.00;-0.00;0.00"
+    precision = next(r for r in rows if r[0] == "macro precision")
+    assert precision[5] == pytest.approx(precision[7], abs=1e-9)  # no case of last week's left the shared set
 
 
 def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
@@ -148,7 +176,7 @@ def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
     headers = [c.value for c in overview[1]]
     review = overview.cell(1, headers.index("review") + 1).column_letter
     change = overview.cell(1, headers.index("vs baseline") + 1).column_letter
-    counts = {row[10].value: row[11] for row in summary.iter_rows() if row[10].value in (
+    counts = {row[12].value: row[13] for row in summary.iter_rows() if row[12].value in (
         "cases reviewed", "regressions reviewed", "regressions to review")}
     assert counts["cases reviewed"].value == f"=COUNTA(Overview!${review}$2:${review}$30)"
     assert counts["regressions to review"].value == (
@@ -158,7 +186,7 @@ def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
 def test_a_results_file_is_a_baseline_too(last_week, tmp_path):
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week.with_suffix(".yaml"))) == 0
-    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]
     assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
 
 
@@ -169,7 +197,7 @@ def test_a_case_whose_test_changed_is_flagged_and_not_counted_as_a_regression(la
     weo.write_text(weo.read_text().replace("- id: NGDPDPC\n", "- id: NGDPDPC_EDITED\n", 1))
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week), testcases=testcases) == 0
-    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]
     assert [(r[0], r[2]) for r in rows if r[0] == REGRESSED] == [(REGRESSED, "test changed")] * 2  # precision, recall
     assert "regression" not in [r[2] for r in rows]
 
