@@ -14,6 +14,7 @@ import pytest
 from openpyxl import Workbook, load_workbook
 
 from conftest import link_by_id, link_target_row
+from qareport.workbook.compare import NOT_KEPT
 from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_run
 from qareport.cli import main
 from qareport.errors import BaselineError
@@ -114,7 +115,7 @@ def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compa
     ws = compared_values["Changes"]
     header, *rows = sheet_rows(ws)
     assert header == ["case id", "name", "change", "metric", "old value", "new value", "delta", "old status",
-                      "new status", "reason"]
+                      "new status", "reason", "side by side"]
     assert rows[0][:4] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression", "macro precision"]
     assert rows[0][4] == 1.0 and rows[0][5] == pytest.approx(0.8333, abs=1e-4) and rows[0][6] == pytest.approx(-0.1667, abs=1e-4)
     assert rows[0][9] == "extra INDICATOR NGDP_R"  # what changed, not just that it did
@@ -123,7 +124,7 @@ def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compa
                            None, None, None, "error", "success"]
     assert rows[1][9] == "evaluated again (was: the system answered with an error)"
     assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C3"].fill.fgColor.rgb.endswith("C6EFCE")
-    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:J3"
+    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:K3"
 
 
 def test_changes_and_overview_link_to_each_other(compared):
@@ -294,3 +295,72 @@ def test_read_history_reads_named_files_and_folders(history):
     found = read_history([history])
     assert sorted(Path(r.source).name for r in found.runs) == ["week18.xlsx", "week19.xlsx", "week19.yaml"]
     assert len(found.skipped) == 1 and "qareport.yaml" in found.skipped[0]
+
+
+# --- the Compare sheet -------------------------------------------------------------------------------
+
+
+def compare_blocks(ws):
+    """The Compare sheet's blocks: case id -> {label: (last run, this run)}, from its rows."""
+    blocks: dict[str, dict] = {}
+    current = None
+    for row in ws.iter_rows(min_row=2, values_only=True):
+        label, old, new = (list(row) + [None] * 3)[:3]
+        if label is None and old is None and new is None:
+            current = None
+            continue
+        if current is None:
+            current = blocks.setdefault(label, {"name": old, "kind": new})
+            continue
+        current[label] = (old, new)
+    return blocks
+
+
+def test_a_regressed_case_shows_last_weeks_and_this_weeks_outputs_side_by_side_from_the_stored_run(compared_values):
+    blocks = compare_blocks(compared_values["Compare"])
+    assert list(blocks) == [REGRESSED, IMPROVED]  # the order of Changes
+    regressed = blocks[REGRESSED]
+    assert regressed["kind"] == "regression" and regressed["what moved"][0] == "macro precision 1.00 \u2192 0.83"
+    old, new = regressed["indicator selection"]
+    assert "NGDP_R" not in old and "NGDP_R (" in new  # the extra term it picked this week, last week's from the stored run
+    assert old.startswith("dataset ") and "INDICATOR: NGDPD (" in old
+    assert regressed["answer"][0] == regressed["answer"][1]  # the answer did not change
+    improved = blocks[IMPROVED]
+    assert improved["status"] == ("error", "success") and improved["error"][0] == "timeout"
+    assert improved["answer"][0] is None and improved["answer"][1].startswith("According to the IMF")
+
+
+def test_each_regressed_or_improved_line_in_changes_opens_its_compare_block(compared):
+    changes, compare = compared["Changes"], compared["Compare"]
+    for row in (2, 3):
+        link = changes.cell(row, 11)
+        assert link.value == "compare"
+        target = int(link.hyperlink.location.split("!A")[1])
+        assert link.hyperlink.location.startswith("'Compare'!")
+        assert link_by_id(compare.cell(target, 1).value)[2] == link_by_id(changes.cell(row, 1).value)[2]
+
+
+def test_a_baseline_that_kept_no_outputs_says_so_in_compare(last_week, tmp_path):
+    from openpyxl import load_workbook as load
+
+    old = load(last_week)
+    results = old[RESULTS_SHEET]
+    header = [c.value for c in results[1]]
+    column = header.index("outputs") + 1
+    results.delete_cols(column)  # as a workbook of an earlier qareport: no outputs column
+    older = tmp_path / "older.xlsx"
+    old.save(older)
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(older)) == 0
+    blocks = compare_blocks(load(report, data_only=True)["Compare"])
+    assert blocks[REGRESSED]["outputs"] == (NOT_KEPT, None)  # said, not left blank
+    assert blocks[REGRESSED]["indicator selection"][0] is None
+    assert blocks[REGRESSED]["indicator selection"][1].startswith("dataset ")
+
+
+def test_the_stored_run_keeps_each_cases_outputs_in_the_workbook_and_the_results_file(last_week):
+    from_workbook = {row["case_id"]: row for row in read_run(last_week).cases}
+    outputs = from_workbook[REGRESSED]["outputs"]
+    (turn,) = outputs["turns"]
+    assert turn["turn"] == 1 and turn["selection"].startswith("dataset ") and "NGDP_R" not in turn["selection"]
+    assert from_workbook[IMPROVED]["outputs"] == {"error": "timeout"}

@@ -74,6 +74,8 @@ def _write_block(ws: Sheet, row: int, pair: SideBySide, overview_rows: Mapping[s
         row = _line(ws, row, "status", pair.old_status or "", pair.new_status or "")
     if "error" in pair.old or "error" in pair.new:
         row = _line(ws, row, "error", str(pair.old.get("error") or ""), str(pair.new.get("error") or ""))
+    if not pair.old and pair.old_status == "success":
+        row = _line(ws, row, "outputs", NOT_KEPT, "", font=styles.NOTE_FONT)
     turns = pair.turns()
     for number, message, old, new in turns:
         if len(turns) > 1 or message:
@@ -90,8 +92,6 @@ def _write_block(ws: Sheet, row: int, pair: SideBySide, overview_rows: Mapping[s
                 continue
             same = before == after
             row = _line(ws, row, PART_LABELS[part], before or "", after or "", font=UNCHANGED_FONT if same else None)
-    if not turns and not pair.old and pair.old_status == "success":
-        row = _line(ws, row, "outputs", NOT_KEPT, "")
     ws.flush()
     return row
 
