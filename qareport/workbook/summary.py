@@ -253,9 +253,9 @@ def _figure(block: Block, offset: int, value: Any, number_format: str) -> Cell:
 
 
 def _key_value(block: Block, key: str, value: Any, *, number_format: str | None = None) -> None:
-    """A key and its value, the value split into lines that fit the column (no cell wraps)."""
-    lines = (textwrap.wrap(value, width=int(VALUE_WIDTH), break_on_hyphens=False) if isinstance(value, str)
-             else [value])
+    """A key and its value, the value split into lines that fit the column (no cell wraps); a value
+    made of "; "-separated items keeps each item on one line where it fits."""
+    lines = _pack(value.split("; "), int(VALUE_WIDTH)) if isinstance(value, str) else [value]
     block.cell(0, key, font=styles.BOLD)
     for line in lines or [""]:
         block.cell(1, line, number_format=number_format)
@@ -267,6 +267,19 @@ def _tail(path: str) -> str:
     hidden qareport_run sheet)."""
     limit = int(VALUE_WIDTH)
     return path if len(path) <= limit else "…" + path[-(limit - 1):]
+
+
+def _pack(items: Sequence[str], width: int) -> list[str]:
+    """Items joined with "; " into lines of at most `width` characters, an item split only when it
+    is longer than a line."""
+    lines: list[str] = []
+    for index, item in enumerate(items):
+        text = item + (";" if index < len(items) - 1 else "")
+        if lines and len(lines[-1]) + 1 + len(text) <= width:
+            lines[-1] += " " + text
+        else:
+            lines.extend(textwrap.wrap(text, width=width, break_on_hyphens=False) or [""])
+    return lines
 
 
 def _options_text(options: Mapping[str, Any]) -> str:
