@@ -364,3 +364,13 @@ def test_the_stored_run_keeps_each_cases_outputs_in_the_workbook_and_the_results
     (turn,) = outputs["turns"]
     assert turn["turn"] == 1 and turn["selection"].startswith("dataset ") and "NGDP_R" not in turn["selection"]
     assert from_workbook[IMPROVED]["outputs"] == {"error": "timeout"}
+
+
+def test_the_console_gives_the_change_the_summary_shows(last_week, tmp_path, capsys):
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week)) == 0
+    line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("since the baseline"))
+    assert "macro precision 0.84 (-0.02)" in line  # 0.84 -> 0.82 over the shared cases, as the Summary's row
+    summary = load_workbook(report, data_only=True)["Summary"]
+    row = next(c.row for c in summary["A"] if c.value == "macro precision")
+    assert summary.cell(row, 10).value == pytest.approx(-0.02)
