@@ -309,6 +309,7 @@ def test_the_headline_interval_agrees_with_a_bootstrap_computed_here_from_the_ov
 # --- a week later: names whole, links by id, long ids ------------------------------------------------
 
 LONG_ID = "case-" + "x" * 300  # longer than a tool tip, a text constant or a MATCH can hold
+WILD_ID = "ok*"  # MATCH's wildcard: found as written, never as a pattern (which "ok0" to "ok3" would match)
 SIMILAR = {  # names alike in their first 40 characters, as real test suites write them
     "no1": "List all substations within bidding zone NO1 that are connected to a DC line",
     "no2": "List all substations within bidding zone NO2 that are connected to a DC line",
@@ -334,9 +335,10 @@ def week_pair(tmp_path_factory):
     import json
 
     folder = tmp_path_factory.mktemp("week-pair")
-    cases = {**SIMILAR, LONG_ID: "a case with a very long id", **{f"ok{n}": f"steady case {n}" for n in range(4)}}
+    cases = {**SIMILAR, LONG_ID: "a case with a very long id", WILD_ID: "a case whose id MATCH reads as a pattern",
+             **{f"ok{n}": f"steady case {n}" for n in range(4)}}
     (folder / "cases.yaml").write_text("".join(week_case(i, n) for i, n in cases.items()))
-    now = {"no1": ["A", "X"], "no2": ["A"], LONG_ID: ["A", "B", "X"]}
+    now = {"no1": ["A", "X"], "no2": ["A"], LONG_ID: ["A", "B", "X"], WILD_ID: ["B"]}
     for week, picks in (("last", {}), ("this", now)):
         records = [week_response(i, picks.get(i, ["A", "B"])) for i in cases]
         (folder / f"{week}.json").write_text(json.dumps(records))
@@ -349,7 +351,7 @@ def week_pair(tmp_path_factory):
 
 def test_names_in_the_summary_are_whole_so_two_cases_never_look_alike(week_pair):
     book, shown = load_workbook(week_pair), load_workbook(week_pair, data_only=True)
-    worse = listed_cases(book["Summary"], shown["Summary"], "What got worse (3)")
+    worse = listed_cases(book["Summary"], shown["Summary"], "What got worse (4)")
     names = [line["name"] for line in worse]
     assert set(SIMILAR.values()) <= set(names) and len(set(names)) == len(names)
     assert not any("…" in line["name"] + line["what"] + (line["reason"] or "") for line in worse)
@@ -357,7 +359,7 @@ def test_names_in_the_summary_are_whole_so_two_cases_never_look_alike(week_pair)
 
 def test_every_metric_that_moved_is_shown_in_the_summary(week_pair):
     book, shown = load_workbook(week_pair), load_workbook(week_pair, data_only=True)
-    worse = listed_cases(book["Summary"], shown["Summary"], "What got worse (3)")
+    worse = listed_cases(book["Summary"], shown["Summary"], "What got worse (4)")
     both = next(line for line in worse if line["name"] == SIMILAR["no1"])
     assert "macro precision 1.00 \u2192 0.50" in both["what"] and "macro recall 1.00 \u2192 0.50" in both["what"]
 
@@ -392,7 +394,7 @@ def test_links_from_summary_and_changes_find_their_case_by_id_after_overview_is_
             target = link_target_row(cell.value, book)
             assert target is not None and book["Overview"].cell(target, 1).value == found[2]
             checked += 1
-    assert checked >= 4  # two similar cases in Summary and in Changes
+    assert checked >= 6  # the similar cases and the one with wildcards, in Summary and in Changes
 
 
 RECALCULATE_ALWAYS = """<?xml version="1.0" encoding="UTF-8"?>
@@ -432,10 +434,17 @@ def test_libreoffice_recalculates_the_links_to_the_sorted_rows_and_keeps_the_nam
                     "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(tmp_path / "lo"),
                     str(tmp_path / "sorted.xlsx")], capture_output=True, text=True, timeout=300)
     again = load_workbook(tmp_path / "lo" / "sorted.xlsx", data_only=True)
-    assert len(links) >= 4
+    assert len(links) >= 6 and any(link_by_id(formula)[2] == WILD_ID for _, _, formula in links)
     for row, (sheet, coordinate, formula) in enumerate(links, start=1):
         _, _, case_id, shown = link_by_id(formula)
         target = again["probe"].cell(row, 1).value
         assert target.startswith("#'Overview'!A"), target
         assert again["Overview"].cell(int(target.rsplit("A", 1)[1]), 1).value == case_id
         assert again[sheet][coordinate].value == shown  # the link still shows its text
+
+
+@pytest.mark.parametrize(("case_id", "exp"), [("ok*", "ok~*"), ("why?", "why~?"), ("a~b", "a~~b"), ("~*?", "~~~*~?")])
+def test_an_id_is_looked_up_as_written_its_wildcards_escaped(case_id, exp):
+    from qareport.workbook.case_links import lookup_text
+
+    assert lookup_text(case_id) == exp
