@@ -234,6 +234,14 @@ class HeadlineDelta:
         return self.shared_new - self.shared_old
 
     @property
+    def shown_delta(self) -> float | None:
+        """The change as a reader sees it beside the two shared means, each to two decimals: their
+        difference as shown (0.84 → 0.82 is −0.02), so the row adds up; None without any."""
+        if self.shared_old is None or self.shared_new is None:
+            return None
+        return round(round(self.shared_new, 2) - round(self.shared_old, 2), 2) + 0.0  # + 0.0: no -0.0
+
+    @property
     def significant(self) -> bool:
         """The change is larger than noise (p below `significance.ALPHA`)."""
         return self.p_value is not None and self.p_value < ALPHA

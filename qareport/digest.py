@@ -35,6 +35,7 @@ from qareport.records import RunInfo
 TOP_CASES = 10  # regressed and improved cases listed by name
 WEAKEST_PER_FAMILY = 5
 SUBJECT_CHARS = 78  # an email subject that a phone shows whole
+VERDICT_JOIN = " \u00b7 "  # between the verdict and its alerts
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +75,8 @@ class Digest:
     problems: int
     headline: tuple[Headline, ...]
     deltas: tuple[HeadlineDelta, ...]
-    alerts: tuple[str, ...]  # said before any number: cases not loaded, an incomplete run
-    verdict: str  # the one line: the email's subject, the console's last word
+    alerts: tuple[str, ...]  # said right after the verdict, once: cases not loaded, an incomplete run
+    verdict: str  # the one line: the email's subject (the lead, then the alerts in a few words)
     baseline: BaselineInfo | None = None
     regressed: tuple[CaseLine, ...] = ()  # the first TOP_CASES, most moved first
     improved: tuple[CaseLine, ...] = ()
@@ -86,6 +87,18 @@ class Digest:
     not_evaluated: tuple[tuple[str, str], ...] = ()  # (metrics, why, in a stakeholder's words)
     judge_model: str | None = None
     judge_cost: float | None = None
+    lead: str = ""  # the verdict without the alerts: the Summary's row 3, the email's first line
+
+    @property
+    def headline_verdict(self) -> str:
+        """What a reader sees first, with the alerts in full right below it (a digest stored before
+        qareport kept the lead has only its verdict)."""
+        return self.lead or self.verdict
+
+    @property
+    def alerts_after_verdict(self) -> tuple[str, ...]:
+        """The alerts in full, each once, leaving out the one the verdict already is (an incomplete run)."""
+        return tuple(alert for alert in dict.fromkeys(self.alerts) if alert != self.headline_verdict)
 
     @property
     def cases(self) -> int:
@@ -191,37 +204,59 @@ def signed(delta: float) -> str:
     return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}"
 
 
+def alert_words(digest: Digest) -> str | None:
+    """The alerts other than an incomplete run, in a few words for the end of the subject line:
+    "1 test case not loaded"."""
+    others = [alert for alert in digest.alerts if not alert.startswith("INCOMPLETE RUN")]
+    if not others:
+        return None
+    count = (digest.baseline.counts.get("not loaded", 0) if digest.baseline is not None else 0)
+    if count:
+        return f"{count} test case{'s' if count != 1 else ''} not loaded"
+    return "test cases not loaded"
+
+
 def _with_verdict(digest: Digest) -> Digest:
-    """"2 regressions, macro recall 0.84 (−0.05), steps score 0.73": what a subject line can hold,
-    the most important first (alerts, then regressions, then the headline metrics)."""
+    """"2 regressions, macro recall 0.84 (−0.05), steps score 0.73 · 1 test case not loaded": what a
+    subject line can hold. The verdict leads (regressions, then the headline metrics); the alerts
+    follow it in a few words, with room kept for them (the Summary and the email say them in full
+    right below the verdict). An incomplete run's verdict is that alert itself."""
     incomplete = next((alert for alert in digest.alerts if alert.startswith("INCOMPLETE RUN")), None)
+    tail = alert_words(digest)
+    room = SUBJECT_CHARS - (len(tail) + len(VERDICT_JOIN) if tail else 0)
+    parts: list[str] = []
     if incomplete:
-        return _replace_verdict(digest, incomplete)
-    parts = list(digest.alerts)
-    if digest.baseline is not None and digest.deltas:
-        count = digest.regressed_total
-        parts.append(f"{count} regression{'s' if count != 1 else ''}" if count else "no regression")
-    for item in digest.headline:
-        if item.mean is None:
-            continue
-        part = f"{item.label} {item.mean:.2f}"
-        delta = digest.delta(item.metric)
-        if delta is not None and delta.delta is not None:
-            part += f" ({signed(delta.delta)})"
-        parts.append(part)
-    if digest.evaluated < digest.cases:
-        parts.append(f"{digest.evaluated} of {digest.cases} cases evaluated")
-    verdict = ""
+        lead = incomplete
+    else:
+        if digest.baseline is not None and digest.deltas:
+            count = digest.regressed_total
+            parts.append(f"{count} regression{'s' if count != 1 else ''}" if count else "no regression")
+        for item in digest.headline:
+            if item.mean is None:
+                continue
+            part = f"{item.label} {item.mean:.2f}"
+            delta = digest.delta(item.metric)
+            if delta is not None and delta.shown_delta is not None:
+                part += f" ({signed(delta.shown_delta)})"  # as the Summary's row shows it
+            parts.append(part)
+        if digest.evaluated < digest.cases:
+            parts.append(f"{digest.evaluated} of {digest.cases} cases evaluated")
+        lead = _fit(parts, SUBJECT_CHARS) or f"{digest.cases} test cases"
+    if not tail:
+        return replace(digest, verdict=lead, lead=lead)
+    short = lead if incomplete else (_fit(parts, room) or f"{digest.cases} test cases")
+    return replace(digest, verdict=f"{short}{VERDICT_JOIN}{tail}", lead=lead)
+
+
+def _fit(parts: Sequence[str], room: int) -> str:
+    """The parts, in order, joined with commas, leaving out those that would make it longer than room."""
+    line = ""
     for part in parts:
-        candidate = f"{verdict}, {part}" if verdict else part
-        if verdict and len(candidate) > SUBJECT_CHARS:
+        candidate = f"{line}, {part}" if line else part
+        if line and len(candidate) > room:
             continue  # a later, shorter part may still fit
-        verdict = candidate
-    return _replace_verdict(digest, verdict or f"{digest.cases} test cases")
-
-
-def _replace_verdict(digest: Digest, verdict: str) -> Digest:
-    return replace(digest, verdict=verdict)
+        line = candidate
+    return line
 
 
 # --- stored with the run ----------------------------------------------------------------------------

@@ -135,7 +135,7 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
     metrics = []
     for item in digest.headline:
         delta = digest.delta(item.metric)
-        change = delta.delta if delta is not None else None
+        change = delta.shown_delta if delta is not None else None  # the difference of the two figures shown
         metrics.append({
             "label": item.label,
             "mean": _two(item.mean) or "–",
@@ -147,16 +147,19 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
             "noise": None if delta is None or delta.p_value is None else
                      ("beyond noise" if delta.significant else "within noise"),
             "shared": delta.shared_cases if delta is not None else 0,
+            # like for like, so the change reconciles: last run and this run over the shared cases
+            "shared_old": _two(delta.shared_old) if delta is not None else None,
+            "shared_new": _two(delta.shared_new) if delta is not None else None,
         })
     baseline = digest.baseline
     return {
         "file_name": file_name,
-        "verdict": digest.verdict,
+        "verdict": digest.headline_verdict,  # the subject adds the alerts in a few words; the body says them once, in full
         "created": _display_time(digest.created),
         "version": digest.qareport_version,
         "cases": digest.cases,
         "status": {status: digest.status_counts.get(status, 0) for status in ("success", "error", "missing", "invalid")},
-        "alerts": list(digest.alerts),
+        "alerts": list(digest.alerts_after_verdict),
         "metrics": metrics,
         "baseline": None if baseline is None else {
             "source": Path(baseline.source).name,

@@ -404,8 +404,8 @@ def _comparison_line(report: Report) -> str | None:
     if comparison is None:
         return None
     # + 0.0: a drop that rounds to nothing reads +0.00, not -0.00
-    deltas = [f"{delta.label} {delta.new:.2f} ({round(delta.delta, 2) + 0.0:+.2f})" for delta in comparison.headline
-              if delta.new is not None and delta.delta is not None]
+    deltas = [f"{delta.label} {delta.new:.2f} ({delta.shown_delta:+.2f})" for delta in comparison.headline
+              if delta.new is not None and delta.shown_delta is not None]  # the change as the Summary shows it
     counts = comparison.counts()
     line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
     return line + (f"; {', '.join(deltas)}" if deltas else "")

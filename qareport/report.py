@@ -31,6 +31,7 @@ from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import Kind, Table
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.runs import case_rows
+from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
 
 MIN_EVALUATED_SHARE = 0.5  # below this share of cases evaluated, a run is reported as incomplete
@@ -65,6 +66,7 @@ class Report:
     judged: tuple[JudgedMetric, ...] = ()  # when the judge ran: each judged metric's counts
     incomplete: str | None = None
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
+    side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -128,6 +130,8 @@ def build_report(
         incomplete=incomplete,
         unloaded=tuple(unloaded),
         not_loaded=not_loaded,
+        side_by_side=(side_by_side(comparison, baseline.cases, rows)
+                      if comparison is not None and baseline is not None else ()),
     )
 
 

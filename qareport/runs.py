@@ -51,6 +51,7 @@ from qareport.files import write_atomically
 from qareport.id_text import normalise_id
 from qareport.digest import Digest, digest_from_json, digest_to_json
 from qareport.records import USAGE_FIELDS, CaseResult, Location, Problem, Review, RunSnapshot
+from qareport.side_by_side import case_outputs
 from qareport.yaml_input import YamlProblem, yaml_documents
 
 if TYPE_CHECKING:
@@ -63,9 +64,9 @@ DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET)
 RUN_FORMAT = "qareport-run/1"
 CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status", "reason")
 CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file", "reason",
-                    "targets", "facts")
+                    "targets", "facts", "outputs")
 LIST_FIELDS = ("groups", "targets")
-JSON_FIELDS = ("facts",)  # mappings, kept as JSON text in a cell
+JSON_FIELDS = ("facts", "outputs")  # mappings, kept as JSON text in a cell; outputs: `side_by_side.case_outputs`
 WORKBOOK_SUFFIXES = (".xlsx",)
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
 RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
@@ -121,6 +122,7 @@ def case_row(result: CaseResult) -> dict[str, Any]:
         "reason": kinds.case_reason(result),
         "targets": [kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)],
         "facts": kinds.case_facts(result),
+        "outputs": case_outputs(result),  # what the system produced, for the next run's Compare sheet
         **kinds.case_metrics(result),
     }
     for key in USAGE_FIELDS:

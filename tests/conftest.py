@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,10 +46,39 @@ def run_qareport(*args: str, cwd: str | Path | None = None, env: dict | None = N
 
 
 REVIEW_COUNTS = ("=COUNTA(Overview!", "=SUMPRODUCT((LEFT(Overview!")
-"""The only formulas a report holds: the Summary's live counts of the analyst's reviews."""
+"""Formulas a report holds: the Summary's live counts of the analyst's reviews, and links by id."""
+
+_CONSTANT = r'(?:"(?:[^"]|"")*")(?:&"(?:[^"]|"")*")*'
+LINK_BY_ID = re.compile(
+    r"""=HYPERLINK\("#'(?P<sheet>Overview|Changes)'!(?P<column>[A-Z])"&MATCH\((?P<value>""" + _CONSTANT
+    + r"""),'(?P=sheet)'!\$(?P=column):\$(?P=column),0\),(?P<shown>""" + _CONSTANT + r""")\)$""")
+
+
+def _constant_text(constant: str) -> str:
+    return "".join(piece[1:-1].replace('""', '"') for piece in re.findall(r'"(?:[^"]|"")*"', constant))
+
+
+def link_by_id(formula: object) -> tuple[str, str, str, str] | None:
+    """(sheet, column, value looked up, text shown) of a link-by-id formula, or None for any other
+    formula or value. The looked-up value with MATCH's escapes (~*, ~?, ~~) undone."""
+    match = LINK_BY_ID.match(str(formula)) if isinstance(formula, str) else None
+    if match is None:
+        return None
+    value = re.sub(r"~([*?~])", r"\1", _constant_text(match["value"]))
+    return match["sheet"], match["column"], value, _constant_text(match["shown"])
+
+
+def link_target_row(formula: object, workbook) -> int | None:
+    """The row a link-by-id formula leads to now, found as MATCH would (the first exact match)."""
+    found = link_by_id(formula)
+    if found is None:
+        return None
+    sheet, column, value, _ = found
+    return next((cell.row for cell in workbook[sheet][column] if str(cell.value) == value), None)
 
 
 def foreign_formulas(workbook) -> list[str]:
     """Every formula cell of an openpyxl workbook that is not one of the review counts."""
     return [f"{ws.title}!{cell.coordinate}" for ws in workbook.worksheets for row in ws.iter_rows() for cell in row
-            if cell.data_type == "f" and not (ws.title == "Summary" and str(cell.value).startswith(REVIEW_COUNTS))]
+            if cell.data_type == "f" and not (ws.title == "Summary" and str(cell.value).startswith(REVIEW_COUNTS))
+            and link_by_id(cell.value) is None]

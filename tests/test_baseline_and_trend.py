@@ -13,6 +13,8 @@ from xml.etree import ElementTree
 import pytest
 from openpyxl import Workbook, load_workbook
 
+from conftest import link_by_id, link_target_row
+from qareport.workbook.compare import NOT_KEPT
 from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_report, read_run
 from qareport.cli import main
 from qareport.errors import BaselineError
@@ -60,10 +62,21 @@ def last_week(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def compared(last_week, tmp_path_factory):
+def compared_report(last_week, tmp_path_factory):
     report = tmp_path_factory.mktemp("this-week") / "week19.xlsx"
     assert run(report, "--baseline", str(last_week)) == 0
-    return load_workbook(report)
+    return report
+
+
+@pytest.fixture(scope="module")
+def compared(compared_report):
+    return load_workbook(compared_report)
+
+
+@pytest.fixture(scope="module")
+def compared_values(compared_report):
+    """As a reader that does not calculate sees it: links by id show their cached text."""
+    return load_workbook(compared_report, data_only=True)
 
 
 def sheet_rows(ws):
@@ -98,11 +111,11 @@ def test_the_run_sheet_holds_created_version_and_headline_metrics(last_week):
 # --- the Changes sheet ---------------------------------------------------------------------------
 
 
-def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compared):
-    ws = compared["Changes"]
+def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compared_values):
+    ws = compared_values["Changes"]
     header, *rows = sheet_rows(ws)
     assert header == ["case id", "name", "change", "metric", "old value", "new value", "delta", "old status",
-                      "new status", "reason"]
+                      "new status", "reason", "side by side"]
     assert rows[0][:4] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression", "macro precision"]
     assert rows[0][4] == 1.0 and rows[0][5] == pytest.approx(0.8333, abs=1e-4) and rows[0][6] == pytest.approx(-0.1667, abs=1e-4)
     assert rows[0][9] == "extra INDICATOR NGDP_R"  # what changed, not just that it did
@@ -111,36 +124,52 @@ def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compa
                            None, None, None, "error", "success"]
     assert rows[1][9] == "evaluated again (was: the system answered with an error)"
     assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C3"].fill.fgColor.rgb.endswith("C6EFCE")
-    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:J3"
+    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:K3"
 
 
 def test_changes_and_overview_link_to_each_other(compared):
     overview = compared["Overview"]
     row = next(c.row for c in overview["A"] if c.value == REGRESSED)
-    assert compared["Changes"]["A2"].hyperlink.location == f"'Overview'!A{row}"
+    assert link_by_id(compared["Changes"]["A2"].value) == ("Overview", "A", REGRESSED, REGRESSED)  # found by id
+    assert link_target_row(compared["Changes"]["A2"].value, compared) == row
     headers = [c.value for c in overview[1]]
     verdict = overview.cell(row=row, column=headers.index("vs baseline") + 1)
     assert verdict.value == "regression" and verdict.hyperlink.location == "'Changes'!A2"
 
 
-def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_with_their_reasons(compared):
-    rows = sheet_rows(compared["Summary"])
+def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_with_their_reasons(compared_values):
+    rows = sheet_rows(compared_values["Summary"])
     header = next(r for r in rows if r[0] == "metric")
-    assert header[:9] == ["metric", "mean", "95% interval", "cases", "not scored", "baseline", "change", "vs noise",
-                          "shared cases"]
+    assert header[:11] == ["metric", "mean", "95% interval", "cases", "not scored", "last report", "cases",
+                           "last run", "this run", "change", "vs noise"]
     precision = next(r for r in rows if r[0] == "macro precision")
-    assert precision[8] == 14  # the improved case was an error last week: not shared
-    assert precision[6] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
-    assert precision[7].startswith("within noise, p ")
+    assert precision[6] == 14  # the improved case was an error last week: not shared
+    assert precision[8] - precision[7] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
+    assert precision[10].startswith("within noise, p ")
     worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
-    assert rows[worse + 1][:5] == ["case", "what moved", None, None, "reason"]
-    assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_…"
-    assert rows[worse + 2][1].startswith("macro precision 1.00 \u2192 0.83")
-    assert rows[worse + 2][4] == "extra INDICATOR NGDP_R"
+    assert [rows[worse + 1][c] for c in (0, 1, 5)] == ["case", "what moved", "reason"]
+    assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil"  # whole
+    assert rows[worse + 3][1].startswith("macro precision 1.00 \u2192 0.83")
+    assert rows[worse + 3][5] == "extra INDICATOR NGDP_R"
     better = next(i for i, r in enumerate(rows) if r[0] == "What got better (1)")
-    assert rows[better + 2][1] == "error \u2192 success"
-    verdict = compared["Summary"]["A3"].value
-    assert verdict.startswith("1 regression, macro precision 0.84 (\u22120.01), macro recall 0.84 (\u00b10.00)")
+    assert rows[better + 3][1] == "error \u2192 success"
+    verdict = compared_values["Summary"]["A3"].value  # the change as the row shows it: 0.84 - 0.82
+    assert verdict.startswith("1 regression, macro precision 0.84 (\u22120.02), macro recall 0.84 (\u00b10.00)")
+
+
+def test_the_headline_row_adds_up_last_run_this_run_and_the_change_over_the_same_cases(compared_values):
+    rows = sheet_rows(compared_values["Summary"])
+    header = next(r for r in rows if r[0] == "metric")
+    groups = rows[rows.index(header) - 1]
+    assert groups[1] == "this run, all its evaluated cases" and groups[6].startswith("like for like: the 14 cases")
+    summary = compared_values["Summary"]
+    for label in ("macro precision", "macro recall", "steps score"):
+        row = next(c.row for c in summary["A"] if c.value == label)
+        last, this, change = (summary.cell(row, column) for column in (8, 9, 10))
+        assert change.value == pytest.approx(round(this.value, 2) - round(last.value, 2))  # as shown, it adds up
+        assert {last.number_format, this.number_format} == {"0.00"} and change.number_format == "+0.00;-0.00;0.00"
+    precision = next(r for r in rows if r[0] == "macro precision")
+    assert precision[5] == pytest.approx(precision[7], abs=1e-9)  # no case of last week's left the shared set
 
 
 def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
@@ -148,7 +177,7 @@ def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
     headers = [c.value for c in overview[1]]
     review = overview.cell(1, headers.index("review") + 1).column_letter
     change = overview.cell(1, headers.index("vs baseline") + 1).column_letter
-    counts = {row[10].value: row[11] for row in summary.iter_rows() if row[10].value in (
+    counts = {row[12].value: row[13] for row in summary.iter_rows() if row[12].value in (
         "cases reviewed", "regressions reviewed", "regressions to review")}
     assert counts["cases reviewed"].value == f"=COUNTA(Overview!${review}$2:${review}$30)"
     assert counts["regressions to review"].value == (
@@ -158,7 +187,7 @@ def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
 def test_a_results_file_is_a_baseline_too(last_week, tmp_path):
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week.with_suffix(".yaml"))) == 0
-    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]
     assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
 
 
@@ -169,7 +198,7 @@ def test_a_case_whose_test_changed_is_flagged_and_not_counted_as_a_regression(la
     weo.write_text(weo.read_text().replace("- id: NGDPDPC\n", "- id: NGDPDPC_EDITED\n", 1))
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week), testcases=testcases) == 0
-    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]
     assert [(r[0], r[2]) for r in rows if r[0] == REGRESSED] == [(REGRESSED, "test changed")] * 2  # precision, recall
     assert "regression" not in [r[2] for r in rows]
 
@@ -463,3 +492,82 @@ def test_a_stored_value_of_another_type_is_converted_only_when_unambiguous(got, 
 
     value = convert_value(got, expected)
     assert (value is BAD) if exp == "BAD" else (value == exp and type(value) is type(exp))
+
+
+# --- the Compare sheet -------------------------------------------------------------------------------
+
+
+def compare_blocks(ws):
+    """The Compare sheet's blocks: case id -> {label: (last run, this run)}, from its rows."""
+    blocks: dict[str, dict] = {}
+    current = None
+    for row in ws.iter_rows(min_row=2, values_only=True):
+        label, old, new = (list(row) + [None] * 3)[:3]
+        if label is None and old is None and new is None:
+            current = None
+            continue
+        if current is None:
+            current = blocks.setdefault(label, {"name": old, "kind": new})
+            continue
+        current[label] = (old, new)
+    return blocks
+
+
+def test_a_regressed_case_shows_last_weeks_and_this_weeks_outputs_side_by_side_from_the_stored_run(compared_values):
+    blocks = compare_blocks(compared_values["Compare"])
+    assert list(blocks) == [REGRESSED, IMPROVED]  # the order of Changes
+    regressed = blocks[REGRESSED]
+    assert regressed["kind"] == "regression" and regressed["what moved"][0] == "macro precision 1.00 \u2192 0.83"
+    old, new = regressed["indicator selection"]
+    assert "NGDP_R" not in old and "NGDP_R (" in new  # the extra term it picked this week, last week's from the stored run
+    assert old.startswith("dataset ") and "INDICATOR: NGDPD (" in old
+    assert regressed["answer"][0] == regressed["answer"][1]  # the answer did not change
+    improved = blocks[IMPROVED]
+    assert improved["status"] == ("error", "success") and improved["error"][0] == "timeout"
+    assert improved["answer"][0] is None and improved["answer"][1].startswith("According to the IMF")
+
+
+def test_each_regressed_or_improved_line_in_changes_opens_its_compare_block(compared):
+    changes, compare = compared["Changes"], compared["Compare"]
+    for row in (2, 3):
+        link = changes.cell(row, 11)
+        assert link.value == "compare"
+        target = int(link.hyperlink.location.split("!A")[1])
+        assert link.hyperlink.location.startswith("'Compare'!")
+        assert link_by_id(compare.cell(target, 1).value)[2] == link_by_id(changes.cell(row, 1).value)[2]
+
+
+def test_a_baseline_that_kept_no_outputs_says_so_in_compare(last_week, tmp_path):
+    from openpyxl import load_workbook as load
+
+    old = load(last_week)
+    results = old[RESULTS_SHEET]
+    header = [c.value for c in results[1]]
+    column = header.index("outputs") + 1
+    results.delete_cols(column)  # as a workbook of an earlier qareport: no outputs column
+    older = tmp_path / "older.xlsx"
+    old.save(older)
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(older)) == 0
+    blocks = compare_blocks(load(report, data_only=True)["Compare"])
+    assert blocks[REGRESSED]["outputs"] == (NOT_KEPT, None)  # said, not left blank
+    assert blocks[REGRESSED]["indicator selection"][0] is None
+    assert blocks[REGRESSED]["indicator selection"][1].startswith("dataset ")
+
+
+def test_the_stored_run_keeps_each_cases_outputs_in_the_workbook_and_the_results_file(last_week):
+    from_workbook = {row["case_id"]: row for row in read_run(last_week).cases}
+    outputs = from_workbook[REGRESSED]["outputs"]
+    (turn,) = outputs["turns"]
+    assert turn["turn"] == 1 and turn["selection"].startswith("dataset ") and "NGDP_R" not in turn["selection"]
+    assert from_workbook[IMPROVED]["outputs"] == {"error": "timeout"}
+
+
+def test_the_console_gives_the_change_the_summary_shows(last_week, tmp_path, capsys):
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(last_week)) == 0
+    line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("since the baseline"))
+    assert "macro precision 0.84 (-0.02)" in line  # 0.84 -> 0.82 over the shared cases, as the Summary's row
+    summary = load_workbook(report, data_only=True)["Summary"]
+    row = next(c.row for c in summary["A"] if c.value == "macro precision")
+    assert summary.cell(row, 10).value == pytest.approx(-0.02)

@@ -249,3 +249,63 @@ def test_the_same_run_read_twice_is_one_trend_point():
     results_file = snapshot(case("a", macro_recall=0.5), source="week1.yaml")
     got = trend_points([workbook, results_file], snapshot(case("a", macro_recall=1.0), created="2024-06-01T00:00:00+00:00"))
     assert len(got) == 2
+
+
+# --- the headline row and the side-by-side view --------------------------------------------------
+
+
+@pytest.mark.parametrize(("old", "new", "exp"), [
+    (0.8363, 0.8244, -0.02),  # 0.84 -> 0.82 as shown, although the exact change is -0.012
+    (0.834, 0.836, 0.01),  # 0.83 -> 0.84
+    (0.8361, 0.8449, 0.0),  # both show 0.84: no change as shown, although the exact change is +0.009
+])
+def test_the_change_shown_is_the_difference_of_the_two_figures_shown(old, new, exp):
+    from qareport.comparison import HeadlineDelta
+
+    delta = HeadlineDelta("macro_recall", old, new, 10, 10, shared_old=old, shared_new=new, shared_cases=10)
+    assert delta.shown_delta == pytest.approx(exp)
+    assert delta.shown_delta == pytest.approx(round(new, 2) - round(old, 2))
+    assert str(delta.shown_delta) != "-0.0"
+
+
+def test_the_steps_called_are_one_line_each_with_status_and_arguments():
+    from qareport.side_by_side import steps_text
+
+    got = steps_text([{"name": "autocomplete_search", "args": {"query": "AURLAND"}, "status": "success",
+                       "output": "a long output that is not shown"},
+                      {"name": "sparql_query", "args": '{"query": "SELECT ?x"}', "status": "error"}])
+    assert got == ('1. autocomplete_search [success] {"query": "AURLAND"}\n'
+                   '2. sparql_query [error] {"query": "SELECT ?x"}')
+    assert steps_text([]) == "(no steps)" and steps_text(None) is None
+
+
+def test_outputs_kept_with_a_run_fit_one_cell_and_say_what_was_cut():
+    import json
+
+    from qareport.side_by_side import MAX_PART, MAX_STORED, _fitted
+
+    long = "x" * (MAX_PART + 500)
+    one = _fitted({"turns": [{"turn": 1, "user_message": "q", "selection": None, "steps": None, "answer": long}]})
+    assert one["turns"][0]["answer"] == "x" * MAX_PART + " [… 500 more characters]"
+    many = _fitted({"turns": [{"turn": n, "user_message": "q", "selection": long, "steps": long, "answer": long}
+                              for n in range(1, 21)]})
+    assert len(json.dumps(many, ensure_ascii=False)) <= MAX_STORED
+    assert all(turn["answer"].startswith("xxx") and "more characters]" in turn["answer"] for turn in many["turns"])
+
+
+def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outputs():
+    from qareport.side_by_side import side_by_side
+
+    def outputs(answer):
+        return {"turns": [{"turn": 1, "user_message": "q", "selection": None, "steps": None, "answer": answer}]}
+
+    old = snapshot(case("a", macro_recall=1.0, outputs=outputs("old a")), case("b", macro_recall=0.5),
+                   case("c", macro_recall=1.0, outputs=outputs("same")))
+    new = snapshot(case("a", macro_recall=0.5, outputs=outputs("new a")),
+                   case("b", macro_recall=1.0, outputs=outputs("new b")), case("c", macro_recall=1.0, outputs=outputs("same")),
+                   created="2024-05-08T10:00:00+00:00")
+    pairs = side_by_side(compare_runs(old, new), old.cases, new.cases)
+    assert [(p.case_id, p.kind) for p in pairs] == [("a", "regression"), ("b", "improvement")]  # c did not move
+    (turn,) = pairs[0].turns()
+    assert turn[0] == 1 and turn[2]["answer"] == "old a" and turn[3]["answer"] == "new a"
+    assert pairs[1].old == {}  # a baseline that kept no outputs

@@ -109,7 +109,8 @@ def _run(folder, name: str, *extra: str) -> int:
 
 
 def _sheet(path, name: str) -> list[tuple[Any, ...]]:
-    return [row for row in load_workbook(path)[name].iter_rows(values_only=True)]
+    """A sheet's values as a reader sees them (a link that finds its case by id shows its text)."""
+    return [row for row in load_workbook(path, data_only=True)[name].iter_rows(values_only=True)]
 
 
 def test_a_kind_registered_outside_the_package_reaches_every_output(keywords_kind, tmp_path):

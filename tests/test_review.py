@@ -15,9 +15,11 @@ from openpyxl import load_workbook
 
 from qareport.records import REVIEW_CHOICES
 from qareport.runs import read_reviews
+from qareport.workbook.summary import KEY_COLUMN, VALUE_COLUMN
 from test_baseline_and_trend import REGRESSED, TESTCASES, WEEK_18, WEEK_20, last_week_responses, run
 from test_libreoffice import require
 
+KEY, VALUE = KEY_COLUMN - 1, VALUE_COLUMN - 1  # the Summary's right-hand block, counted from 0
 UNCHANGED = "2818e6c6-6d0e-49a5-86af-cc5a22b108d2"  # scored the same both weeks
 
 
@@ -86,7 +88,7 @@ def test_the_summary_counts_the_regressions_still_to_review_and_follows_the_anal
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(reviewed_last_week)) == 0
     summary = load_workbook(report)["Summary"]
-    counts = {row[10].value: row[11] for row in summary.iter_rows() if row[10].value}
+    counts = {row[KEY].value: row[VALUE] for row in summary.iter_rows() if row[KEY].value}
     assert counts["regressions to review"].value.startswith("=SUMPRODUCT(")  # a live count...
     soffice = require("soffice")
 
@@ -97,7 +99,7 @@ def test_the_summary_counts_the_regressions_still_to_review_and_follows_the_anal
                         "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76", "--outdir", str(outdir), str(path)],
                        capture_output=True, timeout=300, check=True)
         rows = list(csv.reader((outdir / f"{path.stem}.csv").read_text(encoding="utf-8").splitlines()))
-        return {row[10]: row[11] for row in rows if len(row) > 11 and row[10]}
+        return {row[KEY]: row[VALUE] for row in rows if len(row) > VALUE and row[KEY]}
 
     before = recalculated(report)
     assert (before["regressions reviewed"], before["regressions to review"]) == ("0", "1")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from conftest import foreign_formulas
+from conftest import foreign_formulas, link_by_id, link_target_row
 from qareport.cli import main
 from qareport.evaluation import evaluate_suite
 from qareport.loading import load_suite
@@ -35,6 +35,32 @@ def report(tmp_path_factory):
 @pytest.fixture(scope="module")
 def workbook(report):
     return load_workbook(report)
+
+
+@pytest.fixture(scope="module")
+def values(report):
+    """The workbook as a reader that does not calculate sees it: the cached results of formulas."""
+    return load_workbook(report, data_only=True)
+
+
+def listed_cases(ws, values_ws, title):
+    """The cases a Summary list shows under `title`: name (as shown), what, reason, link formula.
+    A case is a name row (a link) and then rows of what (B) and reason (F), each maybe several."""
+    start = next(c.row for c in values_ws["A"] if c.value == title) + 2  # past the header
+    cases = []
+    for row in range(start, values_ws.max_row + 1):
+        name, what, reason = (values_ws.cell(row, column).value for column in (1, 2, 6))
+        if link_by_id(ws.cell(row, 1).value) is not None:
+            if cases and cases[-1]["what"] == "":  # a name longer than a row goes on
+                cases[-1]["name"] += " " + name
+                continue
+            cases.append({"name": name, "what": "", "reason": "", "link": ws.cell(row, 1).value})
+        elif cases and (what is not None or reason is not None):
+            cases[-1]["what"] = " ".join(part for part in (cases[-1]["what"], what) if part)
+            cases[-1]["reason"] = " ".join(part for part in (cases[-1]["reason"], reason) if part)
+        else:
+            break
+    return cases
 
 
 def rows_of(ws):
@@ -110,22 +136,21 @@ def test_the_summary_says_what_was_run_and_what_was_not_evaluated_and_why(workbo
     assert "LLM judge is turned off" in " ".join(info["why"])
 
 
-def test_the_weakest_cases_are_listed_per_family_lowest_first_with_reasons_and_links(workbook):
+def test_the_weakest_cases_are_listed_per_family_lowest_first_with_reasons_and_links(workbook, values):
     summary, overview = workbook["Summary"], workbook["Overview"]
     titles = [c.value for c in summary["A"] if str(c.value).startswith("Weakest cases")]
     assert titles == ["Weakest cases: indicator selection", "Weakest cases: reference steps"]
     start = row_starting_index(summary, "Weakest cases: indicator selection") + 1
-    assert [summary.cell(start, c).value for c in (1, 2, 5)] == ["case", "macro recall / macro precision", "reason"]
-    lines = [[summary.cell(r, c).value for c in (1, 2, 5)] for r in range(start + 1, start + 6)]
-    recalls = [float(what.split(" / ")[0]) for _, what, _ in lines]
-    assert recalls == sorted(recalls) and recalls[0] == 0.0 and all(r < 1 or float(w.split(" / ")[1]) < 1
-                                                                    for r, (_, w, _) in zip(recalls, lines))
-    assert lines[0][2] == "selected nothing"
-    overview_ids = {c.value: c.row for c in overview["A"]}
-    for row in range(start + 1, start + 6):
-        link = summary.cell(row, 1).hyperlink
-        case_id = link.tooltip
-        assert link.location == f"'Overview'!A{overview_ids[case_id]}"
+    assert [summary.cell(start, c).value for c in (1, 2, 6)] == ["case", "macro recall / macro precision", "reason"]
+    lines = listed_cases(summary, values["Summary"], "Weakest cases: indicator selection")
+    assert len(lines) == 5
+    recalls = [float(line["what"].split(" / ")[0]) for line in lines]
+    assert recalls == sorted(recalls) and recalls[0] == 0.0 and all(r < 1 or float(line["what"].split(" / ")[1]) < 1
+                                                                    for r, line in zip(recalls, lines))
+    assert lines[0]["reason"] == "selected nothing"
+    names = {c.value: c.row for c in overview["B"]}
+    for line in lines:  # each name leads to its own case, found by id
+        assert link_target_row(line["link"], workbook) == names[line["name"]]
 
 
 def test_the_summary_fits_one_screen_without_wrapping_or_clipping(workbook):
@@ -167,9 +192,11 @@ def test_text_from_test_cases_stays_text_in_the_summary(tmp_path):
     summary = load_workbook(out)["Summary"]
     start = row_starting_index(summary, "Weakest cases: indicator selection") + 2
     name = summary.cell(row=start, column=1)
-    assert name.value == "=1+1" and name.data_type == "s"
-    assert name.hyperlink.tooltip == '=HYPERLINK("http://x")'
-    assert summary.cell(row=start, column=5).value == "INDICATOR: missed GDP, extra CPI"
+    # a link by id, the id and the name only ever inside text constants (quotes doubled)
+    assert name.value == ("""=HYPERLINK("#'Overview'!A"&MATCH("=HYPERLINK(""http://x"")",'Overview'!$A:$A,0),"=1+1")""")
+    assert link_by_id(name.value) == ("Overview", "A", '=HYPERLINK("http://x")', "=1+1")
+    assert load_workbook(out, data_only=True)["Summary"].cell(row=start, column=1).value == "=1+1"
+    assert summary.cell(row=start + 1, column=6).value == "INDICATOR: missed GDP, extra CPI"
 
 
 def test_every_sheet_holds_values_not_formulas_but_the_live_review_counts(workbook):
@@ -276,3 +303,147 @@ def test_the_headline_interval_agrees_with_a_bootstrap_computed_here_from_the_ov
     shown = row_starting(summary, "macro recall")[2]
     got_low, got_high = (float(part) for part in shown.split(" – "))
     assert got_low == pytest.approx(low, abs=0.02) and got_high == pytest.approx(high, abs=0.02)
+
+
+# --- a week later: names whole, links by id, long ids ------------------------------------------------
+
+LONG_ID = "case-" + "x" * 300  # longer than a tool tip, a text constant or a MATCH can hold
+WILD_ID = "ok*"  # MATCH's wildcard: found as written, never as a pattern (which "ok0" to "ok3" would match)
+SIMILAR = {  # names alike in their first 40 characters, as real test suites write them
+    "no1": "List all substations within bidding zone NO1 that are connected to a DC line",
+    "no2": "List all substations within bidding zone NO2 that are connected to a DC line",
+}
+
+
+def week_case(case_id: str, name: str) -> str:
+    return (f"- id: '{case_id}'\n  name: '{name}'\n  tags: [grid]\n  conversation:\n  - role: user\n"
+            "    content: which substations?\n    target:\n      indicator_selection:\n      - dataset_id: D\n"
+            "        dimensions:\n        - dimension_name: INDICATOR\n"
+            "          values: [{id: A, name: a}, {id: B, name: b}]\n")
+
+
+def week_response(case_id: str, ids: list[str]) -> dict:
+    return {"id": case_id, "indicator_selection": [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "INDICATOR", "values": [{"id": i, "name": i.lower()} for i in ids]}]}]}
+
+
+@pytest.fixture(scope="module")
+def week_pair(tmp_path_factory):
+    """Last week every case selected its target; this week the two similar ones and the one with a
+    long id lost terms (the first of them both precision and recall)."""
+    import json
+
+    folder = tmp_path_factory.mktemp("week-pair")
+    cases = {**SIMILAR, LONG_ID: "a case with a very long id", WILD_ID: "a case whose id MATCH reads as a pattern",
+             **{f"ok{n}": f"steady case {n}" for n in range(4)}}
+    (folder / "cases.yaml").write_text("".join(week_case(i, n) for i, n in cases.items()))
+    now = {"no1": ["A", "X"], "no2": ["A"], LONG_ID: ["A", "B", "X"], WILD_ID: ["B"]}
+    for week, picks in (("last", {}), ("this", now)):
+        records = [week_response(i, picks.get(i, ["A", "B"])) for i in cases]
+        (folder / f"{week}.json").write_text(json.dumps(records))
+    base = ["run", str(folder / "cases.yaml"), "--no-llm", "-q"]
+    assert main([*base, "-r", str(folder / "last.json"), "-o", str(folder / "last.xlsx")]) == 0
+    assert main([*base, "-r", str(folder / "this.json"), "-o", str(folder / "this.xlsx"),
+                 "--baseline", str(folder / "last.xlsx")]) == 0
+    return folder / "this.xlsx"
+
+
+def test_names_in_the_summary_are_whole_so_two_cases_never_look_alike(week_pair):
+    book, shown = load_workbook(week_pair), load_workbook(week_pair, data_only=True)
+    worse = listed_cases(book["Summary"], shown["Summary"], "What got worse (4)")
+    names = [line["name"] for line in worse]
+    assert set(SIMILAR.values()) <= set(names) and len(set(names)) == len(names)
+    assert not any("…" in line["name"] + line["what"] + (line["reason"] or "") for line in worse)
+
+
+def test_every_metric_that_moved_is_shown_in_the_summary(week_pair):
+    book, shown = load_workbook(week_pair), load_workbook(week_pair, data_only=True)
+    worse = listed_cases(book["Summary"], shown["Summary"], "What got worse (4)")
+    both = next(line for line in worse if line["name"] == SIMILAR["no1"])
+    assert "macro precision 1.00 \u2192 0.50" in both["what"] and "macro recall 1.00 \u2192 0.50" in both["what"]
+
+
+def test_a_case_id_longer_than_a_tool_tip_reaches_the_summary_and_changes_whole(week_pair):
+    book = load_workbook(week_pair)
+    overview_row = next(c.row for c in book["Overview"]["A"] if c.value == LONG_ID)  # the id itself is whole
+    summary_link = next(c for c in book["Summary"]["A"] if c.hyperlink is not None and c.value == "a case with a very long id")
+    assert summary_link.hyperlink.location == f"'Overview'!A{overview_row}"  # too long to look up: a plain link
+    assert len(summary_link.hyperlink.tooltip) == 255 and summary_link.hyperlink.tooltip.endswith("\u2026")
+    assert LONG_ID.startswith(summary_link.hyperlink.tooltip[:-1])
+    change = next(c for c in book["Changes"]["A"] if c.value == LONG_ID)
+    assert change.hyperlink.location == f"'Overview'!A{overview_row}"
+
+
+def test_links_from_summary_and_changes_find_their_case_by_id_after_overview_is_sorted(week_pair, tmp_path):
+    book = load_workbook(week_pair)
+    overview = book["Overview"]
+    rows = [[c.value for c in row] for row in overview.iter_rows(min_row=2)]
+    for row, values in enumerate(reversed(rows), start=2):  # the analyst sorts: the last case comes first
+        for column, value in enumerate(values, start=1):
+            overview.cell(row, column).value = value
+    sorted_path = tmp_path / "sorted.xlsx"
+    book.save(sorted_path)
+    book = load_workbook(sorted_path)
+    checked = 0
+    for sheet in ("Summary", "Changes"):
+        for cell in book[sheet]["A"]:
+            found = link_by_id(cell.value)
+            if found is None or found[0] != "Overview":
+                continue
+            target = link_target_row(cell.value, book)
+            assert target is not None and book["Overview"].cell(target, 1).value == found[2]
+            checked += 1
+    assert checked >= 6  # the similar cases and the one with wildcards, in Summary and in Changes
+
+
+RECALCULATE_ALWAYS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
+ xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse">
+<value>0</value></prop></item>
+</oor:items>
+"""
+
+
+def test_libreoffice_recalculates_the_links_to_the_sorted_rows_and_keeps_the_names_shown(week_pair, tmp_path):
+    """The analyst sorts Overview, LibreOffice recalculates every formula on load (a profile that says
+    so), and each link's target, worked out by LibreOffice itself, holds the case's id."""
+    import re
+    import subprocess
+
+    from test_libreoffice import require
+
+    soffice = require("soffice")
+    book = load_workbook(week_pair)
+    overview = book["Overview"]
+    rows = [[c.value for c in row] for row in overview.iter_rows(min_row=2)]
+    for row, values in enumerate(reversed(rows), start=2):
+        for column, value in enumerate(values, start=1):
+            overview.cell(row, column).value = value
+    probes = book.create_sheet("probe")  # each link's target as a value LibreOffice computes
+    links = [(ws.title, c.coordinate, c.value) for ws in (book["Summary"], book["Changes"]) for c in ws["A"]
+             if link_by_id(c.value) is not None and link_by_id(c.value)[0] == "Overview"]
+    for row, (_, _, formula) in enumerate(links, start=1):
+        probes.cell(row, 1).value = "=" + re.match(r"=HYPERLINK\((.*?,0\)),", formula).group(1)
+    book.save(tmp_path / "sorted.xlsx")
+    profile = tmp_path / "profile"
+    (profile / "user").mkdir(parents=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(RECALCULATE_ALWAYS)
+    subprocess.run([soffice, f"-env:UserInstallation={profile.as_uri()}", "--headless", "--norestore",
+                    "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(tmp_path / "lo"),
+                    str(tmp_path / "sorted.xlsx")], capture_output=True, text=True, timeout=300)
+    again = load_workbook(tmp_path / "lo" / "sorted.xlsx", data_only=True)
+    assert len(links) >= 6 and any(link_by_id(formula)[2] == WILD_ID for _, _, formula in links)
+    for row, (sheet, coordinate, formula) in enumerate(links, start=1):
+        _, _, case_id, shown = link_by_id(formula)
+        target = again["probe"].cell(row, 1).value
+        assert target.startswith("#'Overview'!A"), target
+        assert again["Overview"].cell(int(target.rsplit("A", 1)[1]), 1).value == case_id
+        assert again[sheet][coordinate].value == shown  # the link still shows its text
+
+
+@pytest.mark.parametrize(("case_id", "exp"), [("ok*", "ok~*"), ("why?", "why~?"), ("a~b", "a~~b"), ("~*?", "~~~*~?")])
+def test_an_id_is_looked_up_as_written_its_wildcards_escaped(case_id, exp):
+    from qareport.workbook.case_links import lookup_text
+
+    assert lookup_text(case_id) == exp

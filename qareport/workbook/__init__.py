@@ -35,6 +35,7 @@ from qareport.errors import QAReportError
 from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
 from qareport.workbook.changes import write_changes
+from qareport.workbook.compare import write_compare
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
@@ -44,6 +45,7 @@ from qareport.workbook.cells import clean_text, write
 from qareport.workbook.sheet import Book, Sheet
 from qareport.workbook.sheet_names import (
     CHANGES,
+    COMPARE,
     DETAILS,
     FULL_TEXTS,
     OVERVIEW,
@@ -81,6 +83,7 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
     details = book.add_sheet(DETAILS)
     stats_sheet = book.add_sheet(STATISTICS)
     changes = book.add_sheet(CHANGES) if comparison is not None else None
+    compare = book.add_sheet(COMPARE) if report.side_by_side else None
     trend = book.add_sheet(TREND) if report.trend else None
     problems_sheet = book.add_sheet(PROBLEMS) if problems else None
     overview_rows: dict[str, int] = {}
@@ -89,8 +92,13 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
 
     details_rows = write_details(details, report, overview_rows)
     change_rows: dict[str, int] = {}
+    compare_rows: dict[str, int] = {}
+    if compare is not None and comparison is not None:
+        compare_rows = write_compare(compare, report.side_by_side, overview_rows=overview_rows,
+                                     old_label=f"last run ({_display_time(comparison.baseline_created)})",
+                                     new_label=f"this run ({_display_time(run.created)})")
     if changes is not None and comparison is not None:
-        change_rows = write_changes(changes, comparison, overview_rows)
+        change_rows = write_changes(changes, comparison, overview_rows, compare_rows=compare_rows)
     cut_texts: list[tuple[str, str, str]] = []
     layout = write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
                             change_rows=change_rows, cut_texts=cut_texts)
@@ -163,6 +171,11 @@ def _parts(text: str) -> list[str]:
         parts.append("\n".join(lines[start:end]))
         start = end
     return parts
+
+
+def _display_time(created: str) -> str:
+    moment = parse_created(created)
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else str(created)
 
 
 def _naive_utc(created: str) -> datetime:

@@ -10,12 +10,14 @@ from collections.abc import Mapping
 
 from qareport.comparison import CaseChange, Comparison, metric_label
 from qareport.workbook import styles
+from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write
-from qareport.workbook.sheet_names import OVERVIEW
+from qareport.workbook.sheet_names import COMPARE, OVERVIEW
 from qareport.workbook.sheet import Sheet
 
 HEADERS = ("case id", "name", "change", "metric", "old value", "new value", "delta", "old status", "new status",
-           "reason")
+           "reason", "side by side")
+COMPARE_TEXT = "compare"  # links to the case's block in the Compare sheet
 NAME_WIDTH = 40
 REASON_WIDTH = 60
 NUMBER_COLUMNS = (5, 6, 7)
@@ -36,15 +38,17 @@ def _values(change: CaseChange) -> tuple:
             change.old_status, change.new_status, change.reason)
 
 
-def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str, int]) -> dict[str, int]:
+def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str, int],
+                  compare_rows: Mapping[str, int] | None = None) -> dict[str, int]:
     """Fill the sheet row by row; returns the first row of each case (for links from Overview and
-    Summary)."""
+    Summary). `compare_rows`: where each regressed or improved case's block starts in Compare."""
+    compare_rows = compare_rows or {}
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(HEADERS))
     id_width = max([len(h) for h in HEADERS[:1]] + [len(c.case_id) for c in comparison.changes]) + 2
     styles.set_widths(ws, {1: min(40, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 9, 6: 9, 7: 9, 8: 11,
-                           9: 11, 10: REASON_WIDTH})
+                           9: 11, 10: REASON_WIDTH, 11: 12})
     styles.fit_header_row(ws, HEADERS)
     ws.flush()
     first_rows: dict[str, int] = {}
@@ -58,9 +62,13 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
                 cell.number_format = styles.DELTA_FORMAT if column == 7 else styles.SCORE_FORMAT
             if fill_font and 3 <= column <= 9:
                 cell.fill, cell.font = fill_font
-        if change.case_id in overview_rows:
-            styles.link(ws.cell(row, 1), OVERVIEW, f"A{overview_rows[change.case_id]}",
-                        tooltip="this case in Overview")
+        if change.case_id in overview_rows:  # found by id: still right after Overview is sorted
+            link_by_id(ws.cell(row, 1), OVERVIEW, change.case_id, row=overview_rows[change.case_id],
+                       tooltip="this case in Overview")
+        if change.kind in ("regression", "improvement") and change.case_id in compare_rows:
+            # the Compare sheet is laid out, not sorted: its blocks stay where they were written
+            styles.link(write(ws, row, 11, COMPARE_TEXT), COMPARE, f"A{compare_rows[change.case_id]}",
+                        tooltip="last run's and this run's outputs side by side").alignment = styles.TOP
         lines = max(styles.display_lines(change.name, NAME_WIDTH),
                     styles.display_lines(change.reason or "", REASON_WIDTH))
         ws.set_height(row, styles.row_height_for(min(lines, 8)))

@@ -25,12 +25,21 @@ from qareport.workbook.cells import fit_text
 from qareport.workbook.rows_xml import RowsWorksheet
 
 MAX_LINKS = 65_530  # Excel's limit per worksheet: beyond it a cell keeps its value and look, unlinked
+MAX_TOOLTIP = 255  # Excel's limit for a link's tool tip: a longer one (a long case id) is cut, visibly
+
+
+def fit_tooltip(tooltip: str | None) -> str | None:
+    """A link's tool tip cut to what Excel accepts, ending in an ellipsis when cut."""
+    if tooltip is None or len(tooltip) <= MAX_TOOLTIP:
+        return tooltip
+    return tooltip[:MAX_TOOLTIP - 1] + "\u2026"
 
 
 class Cell:
     """One cell not yet written: its value and its look, set part by part."""
 
-    __slots__ = ("row", "column", "value", "font", "fill", "alignment", "number_format", "link", "formula")
+    __slots__ = ("row", "column", "value", "font", "fill", "alignment", "number_format", "link", "formula",
+                 "merge_to")
 
     def __init__(self, row: int, column: int):
         self.row, self.column = row, column
@@ -40,7 +49,8 @@ class Cell:
         self.alignment: styles.Alignment | None = None
         self.number_format: str | None = None
         self.link: tuple[str, str | None] | None = None  # (location, tooltip)
-        self.formula: str | None = None  # a live count the analyst's edits update; `value` is its result now
+        self.formula: str | None = None  # a live count or a link by id; `value` is its result now
+        self.merge_to: int | None = None  # the last column of a merged span starting here (this row only)
 
     @property
     def column_letter(self) -> str:
@@ -123,6 +133,9 @@ class Sheet:
         if value == "":
             value = None  # an empty text is an empty cell, as a reader would type it
         cell_format = self._formats.get(cell.font, cell.fill, cell.alignment, cell.number_format)
+        if cell.merge_to is not None and cell.merge_to > cell.column:
+            # the span first (blank, in this cell's look), then this cell's own value over its first cell
+            self.worksheet.merge_range(row, column, row, cell.merge_to - 1, None, cell_format)
         if cell.formula is not None:
             self.worksheet.write_formula(row, column, cell.formula, cell_format, value)
             return
@@ -130,7 +143,7 @@ class Sheet:
             self._links += 1
             location, tooltip = cell.link
             self.worksheet.write_url(row, column, f"internal:{location}", cell_format,
-                                     value if isinstance(value, str) else "", tooltip)
+                                     value if isinstance(value, str) else "", fit_tooltip(tooltip))
             if isinstance(value, str):
                 return
         if value is None:

@@ -10,6 +10,7 @@ OVERVIEW = "Overview"
 DETAILS = "Details"
 STATISTICS = "Statistics"
 CHANGES = "Changes"
+COMPARE = "Compare"  # with a baseline, when a case regressed or improved: both runs' outputs side by side
 TREND = "Trend"
 PROBLEMS = "Problems"
 FULL_TEXTS = "Full texts"  # only when a text was too long for its cell

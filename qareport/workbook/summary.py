@@ -3,23 +3,28 @@
 It lays out the run's digest (`qareport.digest`), the same one the email and the console use:
 
     row 3        the verdict: "2 regressions, macro recall 0.84 (−0.05), steps score 0.73"
-    left (A-I)   the headline metrics: mean, 95 % interval, cases, not scored, and against the
-                 baseline the like-for-like change and whether it is larger than noise;
+    row 4        then, once, what a reader must know before trusting it (cases not loaded)
+    left (A-K)   the headline metrics: this run's mean over its evaluated cases, 95 % interval,
+                 cases, not scored, and the last run's mean over its own; then, like for like over
+                 the cases both runs evaluated, last run, this run and the change between them (so
+                 the three reconcile on the row) and whether it is larger than noise;
                  the regressed and the improved cases, one line each with the reason (linked to
-                 Overview); the weakest cases of each kind of target, ranked by its own metrics
-    right (K-L)  test cases by status, the review so far (live counts of the Overview's review
+                 Overview by id); the weakest cases of each kind of target, ranked by its own metrics
+    right (M-N)  test cases by status, the review so far (live counts of the Overview's review
                  column), what was run, and what was not evaluated and why
 
-No cell wraps: rows keep one height, so the blocks never push each other apart. A case's line
-runs across the columns to its right (its name in A, what moved in B-D, the reason in E-I), each
-part shortened to its span; the whole text is one click away in Overview.
+No cell wraps: rows keep one height, so the blocks never push each other apart. A case keeps every
+word: its name on a row of its own (linked to Overview), then what moved (B-E) and the reason (F-K)
+side by side, each split into as many rows as it needs. Two cases never look alike and no moved
+metric is hidden. The links find the case by its id (`case_links`), so they still lead to it after
+Overview is sorted or filtered.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
@@ -27,17 +32,22 @@ from qareport.digest import CaseLine, Digest
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
+from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Cell, Sheet
 from qareport.workbook.sheet_names import CHANGES, OVERVIEW
 
-COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 9.0, 7: 9.0, 8: 21.0, 9: 12.0}
-LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-I
-KEY_COLUMN, VALUE_COLUMN = 11, 12  # K, L
+CHANGE_KIND_COLUMN = "C"  # the Changes sheet's column of the kind of change
+
+COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 11.0, 7: 8.0, 8: 9.0, 9: 9.0, 10: 9.0,
+                 11: 21.0}
+LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-K
+KEY_COLUMN, VALUE_COLUMN = 13, 14  # M, N
 KEY_WIDTH, VALUE_WIDTH = 21.0, 46.0
-NAME_CHARS = int(COLUMN_WIDTHS[1]) - 1
-WHAT_CHARS = int(COLUMN_WIDTHS[2] + COLUMN_WIDTHS[3] + COLUMN_WIDTHS[4]) - 1  # B-D
-REASON_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(5, LEFT_COLUMNS + 1))) - 1  # E-I
+WHAT_COLUMN, REASON_COLUMN = 2, 6  # B (to E) what moved or scored, F (to K) the reason
+LINE_CHARS = int(sum(COLUMN_WIDTHS.values())) - 6  # a case's name, on a row of its own
+WHAT_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(WHAT_COLUMN, REASON_COLUMN))) - 2
+REASON_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(REASON_COLUMN, LEFT_COLUMNS + 1))) - 2
 NOTE_CHARS = int(sum(COLUMN_WIDTHS.values()) * 1.1)  # italics run narrower than the column widths
 
 
@@ -52,6 +62,7 @@ class SummaryLinks:
     review_column: str | None = None  # the Overview's column letters
     change_column: str | None = None
     last_overview_row: int = 1
+    same_names: frozenset[str] = frozenset()  # names more than one listed case has (`names_shared_by_cases`)
 
 
 def display_time(created: str) -> str:
@@ -122,10 +133,19 @@ def _noise_words(delta: HeadlineDelta) -> str | None:
 
 
 def write_headline(block: Block, digest: Digest) -> None:
+    """One row per metric. Against a baseline the row reconciles: last run and this run over the same
+    shared cases, and the change between them, all to two decimals; each run's mean over all its
+    own evaluated cases (what its report said) stands apart, under its own heading."""
     block.section("How good is it")
     compared = bool(digest.deltas)
+    if compared:
+        shared = max((delta.shared_cases for delta in digest.deltas), default=0)
+        for offset, title in ((1, "this run, all its evaluated cases"),
+                              (6, f"like for like: the {shared} cases both runs evaluated")):
+            block.cell(offset, title, font=styles.BOLD)
+        block.row += 1
     block.header("metric", "mean", "95% interval", "cases", "not scored",
-                 *(("baseline", "change", "vs noise", "shared cases") if compared else ()))
+                 *(("last report", "cases", "last run", "this run", "change", "vs noise") if compared else ()))
     if not digest.headline:
         block.note("No metric could be computed: no test case was evaluated (see the status counts).")
     for item in digest.headline:
@@ -136,19 +156,22 @@ def write_headline(block: Block, digest: Digest) -> None:
         block.cell(3, item.cases, number_format=styles.INTEGER_FORMAT)
         _not_scored(block.cell(4, item.not_scored, number_format=styles.INTEGER_FORMAT), item)
         delta = digest.delta(item.metric)
-        if delta is not None and delta.delta is not None:
-            block.cell(5, delta.shared_old, number_format=styles.SCORE_FORMAT)
-            shown = round(delta.delta, 3) + 0.0  # + 0.0: no "-0.000"
-            _signed_style(block.cell(6, shown, number_format=styles.HEADLINE_DELTA_FORMAT), delta.delta,
-                          strong=delta.significant)
-            block.cell(7, _noise_words(delta))
-            block.cell(8, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
+        if delta is not None:
+            block.cell(5, delta.old, number_format=styles.SCORE_FORMAT)
+        if delta is not None and delta.shown_delta is not None:
+            block.cell(6, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
+            block.cell(7, delta.shared_old, number_format=styles.SCORE_FORMAT)
+            block.cell(8, delta.shared_new, number_format=styles.SCORE_FORMAT)
+            shown = delta.shown_delta  # the difference of the two figures beside it, as shown
+            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=delta.significant)
+            block.cell(10, _noise_words(delta))
         block.row += 1
     block.note("mean: over the evaluated cases, with its 95 % bootstrap interval; not scored: cases with such a "
                "target that failed, had no response or could not be evaluated.")
     if compared:
-        block.note("baseline and change: like for like, over the shared cases, those both runs evaluated "
-                   "whose test did not change.")
+        block.note("last report: the last run's mean over all its evaluated cases, as its report gave it. like for "
+                   "like: both runs' means over the cases both evaluated whose test did not change, and the change "
+                   "between them; a removed, new, failed or edited case never moves it.")
     if digest.judged:
         listed = sorted(digest.judged, key=lambda metric: not metric.mostly_failed)  # the alarming ones first
         text = "LLM judge: " + "; ".join(metric.describe() for metric in listed)
@@ -164,27 +187,56 @@ def _not_scored(cell: Cell, item: Headline) -> None:
 
 def write_case_lines(block: Block, title: str, lines: Sequence[CaseLine], total: int, links: SummaryLinks,
                      *, what: str, more_kind: str | None = None, colour: str | None = None) -> None:
-    """A titled list of cases, one line each: name (linked to Overview), what, reason."""
+    """A titled list of cases, every word kept: the name on a row of its own (linked to Overview by
+    id), then what moved and the reason side by side, each over as many rows as it needs."""
     block.section(f"{title} ({total})" if total else title)
     if not lines:
         block.note("None.")
         return
-    block.header("case", what, "", "", "reason", "", "", "", "")
+    header = [""] * LEFT_COLUMNS
+    header[0], header[WHAT_COLUMN - 1], header[REASON_COLUMN - 1] = "case", what, "reason"
+    block.header(*header)
+    font = {"regression": styles.REGRESSION_FONT, "improvement": styles.IMPROVEMENT_FONT}.get(colour or "")
     for line in lines:
-        name = block.cell(0, styles.shorten(line.name or line.case_id, NAME_CHARS))
-        if line.case_id in links.overview_rows:
-            styles.link(name, OVERVIEW, f"A{links.overview_rows[line.case_id]}", tooltip=line.case_id)
-        moved = block.cell(1, styles.shorten(line.what, WHAT_CHARS))
-        if colour == "regression":
-            moved.font = styles.REGRESSION_FONT
-        elif colour == "improvement":
-            moved.font = styles.IMPROVEMENT_FONT
-        block.cell(4, styles.shorten(line.reason or "", REASON_CHARS) or None)
-        block.row += 1
+        for part in _split(_shown_name(line, links.same_names), LINE_CHARS):
+            link_by_id(block.cell(0, part), OVERVIEW, line.case_id, row=links.overview_rows.get(line.case_id),
+                       tooltip=line.case_id)
+            block.row += 1
+        whats, reasons = _split(line.what, WHAT_CHARS), _split(line.reason or "", REASON_CHARS)
+        for index in range(max(len(whats), len(reasons))):
+            if index < len(whats):
+                block.cell(WHAT_COLUMN - 1, whats[index], font=font)
+            if index < len(reasons):
+                block.cell(REASON_COLUMN - 1, reasons[index] or None)
+            block.row += 1
     if total > len(lines):
         more = block.note(f"+ {total - len(lines)} more in the Changes sheet")
         if more_kind and more_kind in links.first_change_rows:
-            styles.link(more, CHANGES, f"A{links.first_change_rows[more_kind]}", tooltip="Changes")
+            link_by_id(more, CHANGES, more_kind, column=CHANGE_KIND_COLUMN,
+                       row=links.first_change_rows[more_kind], tooltip="Changes")
+
+
+def _shown_name(line: CaseLine, same_names: frozenset[str]) -> str:
+    """The case's name, with its id after it when another case shown has the same name."""
+    name = line.name or line.case_id
+    shared = " ".join(name.split()) in same_names and name != line.case_id
+    return f"{name} (id {line.case_id})" if shared else name
+
+
+def names_shared_by_cases(digest: Digest) -> frozenset[str]:
+    """Names that more than one of the cases the Summary lists carry."""
+    ids_by_name: dict[str, set[str]] = {}
+    for line in (*digest.regressed, *digest.improved, *(case for w in digest.weakest for case in w.cases)):
+        ids_by_name.setdefault(" ".join((line.name or line.case_id).split()), set()).add(line.case_id)
+    return frozenset(name for name, ids in ids_by_name.items() if len(ids) > 1)
+
+
+def _split(text: str, width: int) -> list[str]:
+    """Text in lines that fit `width`, every character kept (a word longer than a line is cut
+    across lines, never shortened)."""
+    lines = textwrap.wrap(" ".join(str(text).split()), width=width, break_on_hyphens=False,
+                          break_long_words=True)
+    return lines or [""]
 
 
 def write_weakest(block: Block, digest: Digest, links: SummaryLinks) -> None:
@@ -201,9 +253,9 @@ def _figure(block: Block, offset: int, value: Any, number_format: str) -> Cell:
 
 
 def _key_value(block: Block, key: str, value: Any, *, number_format: str | None = None) -> None:
-    """A key and its value, the value split into lines that fit the column (no cell wraps)."""
-    lines = (textwrap.wrap(value, width=int(VALUE_WIDTH), break_on_hyphens=False) if isinstance(value, str)
-             else [value])
+    """A key and its value, the value split into lines that fit the column (no cell wraps); a value
+    made of "; "-separated items keeps each item on one line where it fits."""
+    lines = _pack(value.split("; "), int(VALUE_WIDTH)) if isinstance(value, str) else [value]
     block.cell(0, key, font=styles.BOLD)
     for line in lines or [""]:
         block.cell(1, line, number_format=number_format)
@@ -215,6 +267,19 @@ def _tail(path: str) -> str:
     hidden qareport_run sheet)."""
     limit = int(VALUE_WIDTH)
     return path if len(path) <= limit else "…" + path[-(limit - 1):]
+
+
+def _pack(items: Sequence[str], width: int) -> list[str]:
+    """Items joined with "; " into lines of at most `width` characters, an item split only when it
+    is longer than a line."""
+    lines: list[str] = []
+    for index, item in enumerate(items):
+        text = item + (";" if index < len(items) - 1 else "")
+        if lines and len(lines[-1]) + 1 + len(text) <= width:
+            lines[-1] += " " + text
+        else:
+            lines.extend(textwrap.wrap(text, width=width, break_on_hyphens=False) or [""])
+    return lines
 
 
 def _options_text(options: Mapping[str, Any]) -> str:
@@ -330,12 +395,19 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     if digest.baseline is not None:
         subtitle += f" · compared with the run of {display_time(digest.baseline.created)}"
     write(ws, 2, 1, subtitle).font = styles.NOTE_FONT
-    verdict = write(ws, 3, 1, digest.verdict)
+    verdict = write(ws, 3, 1, digest.headline_verdict)
     alarming = bool(digest.alerts) or digest.regressed_total > 0
     verdict.font = styles.VERDICT_ALARM_FONT if alarming else styles.VERDICT_FONT
     ws.set_height(3, 20)
+    row = 4
+    for alert in digest.alerts_after_verdict:  # once each, right after the verdict
+        for line in textwrap.wrap(alert, width=NOTE_CHARS, break_on_hyphens=False):
+            write(ws, row, 1, line).font = styles.REGRESSION_FONT
+            row += 1
 
-    left = Block(ws, 5, 1)
+    first = max(5, row + 1)
+    links = replace(links, same_names=names_shared_by_cases(digest))
+    left = Block(ws, first, 1)
     write_headline(left, digest)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
@@ -344,7 +416,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
                          what="what moved", more_kind="improvement", colour="improvement")
     write_weakest(left, digest, links)
 
-    right = Block(ws, 5, KEY_COLUMN)
+    right = Block(ws, first, KEY_COLUMN)
     write_status(right, digest, links)
     write_review(right, digest, report, links)
     write_run_info(right, run, digest)

@@ -1,0 +1,160 @@
+"""What the system produced for a case, kept with the run, and last run's and this run's outputs of
+each regressed or improved case side by side (the Compare sheet).
+
+A run keeps, per case, its outputs as text (`case_outputs`, stored by `runs.case_row` in the case
+row's `outputs`): per turn the indicator selection, the steps called (name, status, arguments)
+and the answer. The next run, given this one as its baseline, reads them back and lays the two
+runs' outputs of every case that moved next to each other (`side_by_side`), as promptfoo's viewer
+and LangSmith's compare view do. The text is for reading, so each part is cut at `MAX_PART`
+characters with a visible marker (a case row is one cell of the stored run); the current run's
+outputs are whole in Overview.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qareport.comparison import Comparison
+from qareport.records import CaseResult, DatasetSelection
+
+MAX_PART = 3_000  # characters of one output part kept with the run
+MAX_STORED = 30_000  # characters of a case's outputs as JSON (a cell holds 32,767)
+PARTS = ("selection", "steps", "answer")
+PART_LABELS = {"selection": "indicator selection", "steps": "steps called", "answer": "answer"}
+MOVED = ("regression", "improvement")
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" [… {len(text) - limit:,} more characters]"
+
+
+def selection_text(selection: Sequence[DatasetSelection] | None) -> str | None:
+    """"IMF.WEO\nINDICATOR: NGDP_RPCH (real GDP growth), NGDPD\nCOUNTRY: IND (India)"."""
+    if selection is None:
+        return None
+    lines = []
+    for dataset in selection:
+        lines.append(f"dataset {dataset.dataset_id}")
+        for dimension in dataset.dimensions:
+            terms = ", ".join(_term(term.id, term.name) for term in dimension.values)
+            lines.append(f"{dimension.dimension_name}: {terms or '(nothing)'}")
+    return "\n".join(lines) or "(nothing selected)"
+
+
+def _term(term_id: Any, name: Any) -> str:
+    term_id, name = str(term_id or ""), str(name or "")
+    if term_id and name and name != term_id:
+        return f"{term_id} ({name})"
+    return term_id or name
+
+
+def steps_text(steps: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """One line per step called: "1. sparql_query [success] {"query": "SELECT ..."}"."""
+    if steps is None:
+        return None
+    lines = []
+    for number, step in enumerate(steps, start=1):
+        name = str(step.get("name") or "?")
+        status = step.get("status")
+        args = step.get("args")
+        line = f"{number}. {name}" + (f" [{status}]" if status else "")
+        if args not in (None, "", {}, []):
+            line += " " + (args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
+        lines.append(line)
+    return "\n".join(lines) or "(no steps)"
+
+
+def answer_text(answer: Any) -> str | None:
+    if answer is None:
+        return None
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False, default=str)
+
+
+def case_outputs(result: CaseResult) -> dict[str, Any]:
+    """What the system produced for the case, as text: {"turns": [{turn, user_message, selection,
+    steps, answer}]}, or {"error": ...} for an error response, or {} without a response."""
+    response = result.response
+    if response is None:
+        return {}
+    if response.status != "success":
+        return {"error": str(response.error or response.status)}
+    turns = []
+    for number, output in enumerate(response.turns, start=1):
+        case_turns = result.case.turns
+        turns.append({
+            "turn": number,
+            "user_message": case_turns[number - 1].user_message if number <= len(case_turns) else "",
+            "selection": selection_text(output.indicator_selection),
+            "steps": steps_text(output.actual_steps),
+            "answer": answer_text(output.actual_answer),
+        })
+    return _fitted({"turns": turns})
+
+
+def _fitted(outputs: dict[str, Any]) -> dict[str, Any]:
+    """The outputs with each part cut to what the stored run keeps (shorter for many turns)."""
+    turns = outputs["turns"]
+    limit = MAX_PART
+    while True:
+        cut = [{key: _cut(value, limit) if isinstance(value, str) else value for key, value in turn.items()}
+               for turn in turns]
+        if len(json.dumps(cut, ensure_ascii=False)) <= MAX_STORED or limit <= 100:
+            return {"turns": cut}
+        limit //= 2
+
+
+@dataclass(frozen=True, slots=True)
+class SideBySide:
+    """A case that moved, with both runs' outputs (`case_outputs` forms; {} when not kept)."""
+
+    case_id: str
+    name: str
+    kind: str  # regression or improvement
+    what: str  # "macro recall 1.00 → 0.50"
+    reason: str | None
+    old: Mapping[str, Any]
+    new: Mapping[str, Any]
+    old_status: str | None = None
+    new_status: str | None = None
+
+    def turns(self) -> list[tuple[int, str, Mapping[str, Any], Mapping[str, Any]]]:
+        """(turn, user message, last run's outputs, this run's outputs) for every turn either has."""
+        old_turns = {turn.get("turn"): turn for turn in self.old.get("turns") or () if isinstance(turn, Mapping)}
+        new_turns = {turn.get("turn"): turn for turn in self.new.get("turns") or () if isinstance(turn, Mapping)}
+        numbers = sorted({*old_turns, *new_turns}, key=lambda number: (not isinstance(number, int), str(number)))
+        found = []
+        for number in numbers:
+            old, new = old_turns.get(number) or {}, new_turns.get(number) or {}
+            message = str(new.get("user_message") or old.get("user_message") or "")
+            found.append((number if isinstance(number, int) else 0, message, old, new))
+        return found
+
+
+def side_by_side(comparison: Comparison, old_rows: Iterable[Mapping[str, Any]],
+                 new_rows: Iterable[Mapping[str, Any]]) -> tuple[SideBySide, ...]:
+    """Every regressed or improved case, in the order of the Changes sheet, with both runs' outputs."""
+    old_by_id = {str(row.get("case_id")): row for row in old_rows}
+    new_by_id = {str(row.get("case_id")): row for row in new_rows}
+    pairs = []
+    for movement in comparison.movements:
+        if movement.kind not in MOVED:
+            continue
+        old, new = old_by_id.get(movement.case_id) or {}, new_by_id.get(movement.case_id) or {}
+        pairs.append(SideBySide(
+            case_id=movement.case_id, name=movement.name, kind=movement.kind, what=movement.describe_moves(),
+            reason=movement.reason, old=_outputs(old), new=_outputs(new),
+            old_status=old.get("status"), new_status=new.get("status"),
+        ))
+    return tuple(pairs)
+
+
+def _outputs(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    outputs = row.get("outputs")
+    return outputs if isinstance(outputs, Mapping) else {}
