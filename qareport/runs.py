@@ -161,9 +161,9 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
         row[field] = [str(item) for item in raw if not isinstance(item, (list, dict))] if isinstance(raw, list) else []
     if values.get("targets") is None:
         row["targets"] = None  # stored before runs kept their targets: `comparison` falls back
-    for field in JSON_FIELDS:
-        raw = _from_json(row.get(field), fallback=lambda text: {})
-        row[field] = _facts(raw)
+    row["facts"] = _facts(_from_json(row.get("facts"), fallback=lambda text: {}))
+    outputs = _from_json(row.get("outputs"), fallback=lambda text: {})
+    row["outputs"] = outputs if isinstance(outputs, dict) else {}  # `side_by_side` reads it item by item
     row["case_id"] = stored_case_id(row["case_id"]) or ""
     for field in ("error", "reason"):
         if row[field] == "":

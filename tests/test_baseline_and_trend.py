@@ -345,7 +345,7 @@ def test_a_baseline_whose_sheets_lack_the_dimension_element_is_still_a_baseline_
     copy = resave_write_only(last_week, tmp_path / "week18-write-only.xlsx")
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(copy)) == 0
-    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]  # ids: linked by id
     assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
     assert read_run(copy).cases == read_run(last_week).cases
     assert main(["email", str(copy), "--eml", str(tmp_path / "week18.eml"), "--to", "qa@example.org"]) == 0
@@ -365,7 +365,7 @@ def test_a_baseline_whose_hidden_data_was_edited_is_read_with_each_value_convert
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(copy)) == 0
     err = capsys.readouterr().err
-    rows = sheet_rows(load_workbook(report)["Changes"])[1:]
+    rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]  # ids: linked by id
     assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
     recall = cells[(RESULTS_SHEET, "2818e6c6-6d0e-49a5-86af-cc5a22b108d2", "macro_recall")]
     errors = cells[(RUN_SHEET, "status.error", "value")]
