@@ -209,6 +209,19 @@ def test_a_judge_whose_every_call_fails_stops_after_ten_in_a_row_and_exits_4(stu
     assert metrics["answer_relevance"]["not_judged"] == EVALUATED and metrics["answer_relevance"]["judged"] == 0
 
 
+def test_a_request_the_judge_refuses_fails_that_case_only_and_the_run_exits_0(stub, tmp_path, capsys):
+    """HTTP 400 (a prompt too long, a content filter) is the server answering about one request: that
+    case's metric failed, as with an unusable reply; the judge did not fail and the other calls go on."""
+    stub.script(Fault(status=400, path="chat", message="maximum context length exceeded"))
+    assert run(tmp_path, "--judge-retries", "0") == 0
+    assert "JUDGE FAILED" not in capsys.readouterr().err
+    document = json.loads((tmp_path / "results.json").read_text())
+    metrics = {m["key"]: m for m in document["judge"]["metrics"]}
+    assert all(m["not_judged"] == 0 for m in metrics.values())
+    errors = [row["judge errors"] for row in overview(tmp_path).values() if row.get("judge errors")]
+    assert len(errors) == 1 and "the judge refused this request (HTTP 400: " in errors[0] and "maximum context length exceeded" in errors[0]
+
+
 def test_a_failed_gate_takes_precedence_over_a_failed_judge(stub, tmp_path):
     stub.api_key = "the-right-key"
     assert run(tmp_path, "-q", "--fail-under", "macro_recall=0.99") == GATE_FAILED

@@ -55,6 +55,9 @@ CORRECTIVE_RETRIES = 1
 FAILURES_IN_A_ROW_TO_STOP = 10
 """Calls failed in a row (each after the SDK's retries), with no answer between them, after which
 the judge is taken to be down: the calls not yet sent are not sent."""
+REFUSED_REQUEST = frozenset({400, 413, 422})
+"""HTTP statuses by which a server that works refuses one request (too long, filtered, malformed): that
+case's metric failed, as with a reply that cannot be used; the judge did not fail, and other calls go on."""
 
 
 class RetryCounter:
@@ -388,6 +391,8 @@ class JudgeClient:
             ledger.failed_calls += 1
             if error.status_code in (401, 403, 404):
                 raise self._abort(self._fatal_status_message(error))
+            if error.status_code in REFUSED_REQUEST:  # the judge answered: this request, not the judge, is at fault
+                raise MetricFailed(f"the judge refused this request ({self._describe(error)})") from None
             raise self._call_failed(f"judge call failed{self._attempts()}: {self._describe(error)}"
                                     f"{self._too_long_note(error)}") from None
         except openai.APIConnectionError as error:
