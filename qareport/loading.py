@@ -239,10 +239,11 @@ def _yaml_documents(path: Path, text: str, problems: _Collector, *, testcases: b
 
 def _written(container: Any, key: Any) -> Any:
     """`container[key]` as written when it is an id or a name: a YAML scalar that YAML 1.1 would
-    read as a number, a boolean or null (`010`, `1:20`, `1.10`, `NO`, `~`) is its text, and so is a
-    JSON number whose float would not give its text back (`1.10`). Other values as they are."""
+    read as a number or a boolean (`010`, `1:20`, `1.10`, `NO`) is its text, and so is a JSON number
+    whose float would not give its text back (`1.10`). A null (`~`, `null`) is no value, in YAML as in
+    JSON. Other values as they are."""
     value = container.get(key)
-    if isinstance(value, str):
+    if isinstance(value, str) or value is None:  # null (`~`, `null`, nothing) means no value, as in JSON
         return value
     text = written_text(container, key)
     if text is not None:
@@ -279,8 +280,9 @@ def _require_str(container: Any, key: str, what: str, *, optional: bool = False,
 def _item_id(container: Any, key: Any) -> str | None:
     """An id or a name in a mapping or list, as written and normalised; None when absent or not
     text (for problems and rows of cases too broken to parse)."""
-    return _as_id(_written(container, key)) if isinstance(container, dict) else _as_id(
-        written_text(container, key) or container[key])
+    if isinstance(container, dict):
+        return _as_id(_written(container, key))
+    return None if container[key] is None else _as_id(written_text(container, key) or container[key])
 
 
 def _key_texts(mapping: dict) -> dict[Any, str]:
@@ -784,9 +786,7 @@ def _ids_as_written(record: Any) -> None:
     too), before the record loses what YAML remembered."""
     if not isinstance(record, LineDict):
         return
-    for key in RESPONSE_ID_KEYS:
-        if written_text(record, key) is not None:
-            record[key] = written_text(record, key)
+    _keys_as_written(record, RESPONSE_ID_KEYS)
     turns = record.get("turns")
     for turn in [record, *(turns if isinstance(turns, list) else ())]:
         if isinstance(turn, dict):
@@ -809,7 +809,7 @@ def _selection_as_written(value: Any) -> None:
 def _keys_as_written(mapping: LineDict, keys: Sequence[str]) -> None:
     for key in keys:
         text = written_text(mapping, key)
-        if text is not None:
+        if text is not None and mapping.get(key) is not None:  # a null stays no value
             mapping[key] = text
 
 

@@ -12,7 +12,7 @@ from openpyxl import load_workbook
 from qareport.cli import main
 from qareport.id_text import visible
 
-SCALARS = ["010", "1:20", "1.10", "0x1F", "1_000", "NO", "~", "null", "2024-01-02", "1e3", ".inf", "0o17", "+12"]
+SCALARS = ["010", "1:20", "1.10", "0x1F", "1_000", "NO", "2024-01-02", "1e3", ".inf", "0o17", "+12"]
 
 
 def _case_yaml(case_id: str, term_ids: list[str], *, dimension: str = "INDICATOR", dataset: str = "WEO",
@@ -65,6 +65,17 @@ def test_a_yaml_scalar_id_scores_against_the_same_text_in_a_json_response(tmp_pa
     assert (row["status"], row["macro recall"], row["macro precision"]) == ("success", 1.0, 1.0), problems
     assert f"  * {scalar}: {scalar}" in row["indicator selection details"]
     assert not problems
+
+
+@pytest.mark.parametrize("null", ["~", "null", "Null", ""])
+def test_a_yaml_null_id_is_no_id_as_in_json_so_the_term_is_matched_by_its_name(tmp_path, null):
+    cases = _case_yaml("c", ["GDP"]).replace("- id: GDP", f"- id: {null}")
+    response = {"id": "c", "indicator_selection": [{"dataset_id": "WEO", "dimensions": [
+        {"dimension_name": "INDICATOR", "values": [{"id": None, "name": "GDP"}]}]}]}
+    rows, problems, report = _run(tmp_path, cases, json.dumps([response]))
+    assert (rows["c"]["macro recall"], rows["c"]["macro precision"]) == (1.0, 1.0), problems
+    details = list(load_workbook(report)["Details"].iter_rows(min_row=2, values_only=True))
+    assert [(row[4], row[5], row[6]) for row in details] == [("TP", None, "GDP")]  # no id "null" or "~"
 
 
 def test_tags_are_their_text_as_written(tmp_path):
