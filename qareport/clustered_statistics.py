@@ -460,11 +460,12 @@ def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[flo
 
     Verdicts, in this order: *cannot tell* when either run has fewer than `minimum_attempts`
     attempts (the test is not run, p is None: one attempt per run cannot tell a change from a flip);
-    *within noise* when the means are equal ("did not move"); *cannot tell* when no split of these
-    attempts could reach `alpha` (the smallest attainable p is the share of splits at the largest
-    difference: 2 / C(6, 3) = 0.1 for 3 attempts against 3 with distinct outcomes such as
-    1, 1, 1 against 0, 0, 0, so at the 5 % level 3 against 3 never decides; 4 against 4 reach
-    2 / 70 = 0.029); *regressed* or *improved* when p <= alpha (by the direction of the change and
+    *within noise* when the means are equal ("did not move"); *cannot tell* when attempts of these
+    numbers could not reach `alpha` whatever their values (the smallest attainable p is
+    2 / C(n_old + n_new, n_old) for equal numbers, whose most extreme split has an equally extreme
+    mirror image, and 1 / C(n_old + n_new, n_old) otherwise: 3 attempts against 3 cannot go below
+    2 / 20 = 0.1, so at the 5 % level they never decide; 4 against 4 reach 2 / 70 = 0.029, 5 against
+    5 reach 2 / 252 = 0.008); *regressed* or *improved* when p <= alpha (by the direction of the change and
     `higher_is_better`); *within noise* otherwise.
     """
     if minimum_attempts < 1:
@@ -491,12 +492,13 @@ def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[flo
         return np.abs(new_sums / after.size - (total - new_sums) / before.size)
 
     tolerance = 1e-12 * max(1.0, float(np.abs(pooled).max()))
-    smallest = 0.0  # the smallest p-value any split could give (computed when every split is enumerated)
+    # the smallest p-value these sizes allow (distinct values, the most extreme split): with equal
+    # sizes that split's mirror image is as extreme
+    smallest = (2 if before.size == after.size else 1) / splits
     if splits <= EXACT_SPLITS_UP_TO:
         chosen = np.array(list(itertools.combinations(range(pooled.size), after.size)))
         spread = differences(pooled[chosen].sum(axis=1))
         p_value = float(np.mean(spread >= observed - tolerance))
-        smallest = float(np.mean(spread >= spread.max() - tolerance))
         exact = True
     else:
         generator = np.random.default_rng(seed)
@@ -509,8 +511,8 @@ def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[flo
     if observed <= tolerance:
         return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, "did not move")
     if smallest > alpha:
-        reason = (f"moved {moved:+.3g}, but {sizes[0]} attempts before and {sizes[1]} after cannot reach the "
-                  f"{alpha:g} level (smallest attainable p {smallest:.3g}): more attempts are needed")
+        reason = (f"moved {moved:+.3g} (p = {p_value:.3g}), but {sizes[0]} attempts before and {sizes[1]} after "
+                  f"cannot reach the {alpha:g} level (smallest attainable p {smallest:.3g}): more attempts are needed")
         return CaseChange(CaseVerdict.CANNOT_TELL, p_value, old_mean, new_mean, *sizes, exact, reason)
     if p_value > alpha:
         reason = f"moved {moved:+.3g}, within what its attempts vary by (p = {p_value:.3g})"
