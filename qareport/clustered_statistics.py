@@ -39,6 +39,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import numbers
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -174,17 +175,22 @@ class CaseChange:
 # input shapes
 
 
-def _case_means(values: Sequence[CaseValue], what: str) -> np.ndarray:
-    """One number per case: the value itself, or the mean of the case's attempts."""
-    means = np.empty(len(values), dtype=float)
-    for index, value in enumerate(values):
-        if isinstance(value, (int, float)):
-            means[index] = float(value)
-            continue
-        attempts = np.asarray(value, dtype=float)
-        if attempts.ndim != 1 or attempts.size == 0:
-            raise ValueError(f"{what}: case {index} must have a value or at least one attempt (got {value!r})")
-        means[index] = float(attempts.mean())
+def _case_means(values: Sequence[CaseValue] | np.ndarray, what: str) -> np.ndarray:
+    """One number per case: the value itself, or the mean of the case's attempts (a numpy array of
+    one value per case, or of cases x attempts, is taken as it is)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf" and (
+            values.ndim == 1 or (values.ndim == 2 and values.shape[1] > 0)):
+        means = values.astype(float) if values.ndim == 1 else values.astype(float).mean(axis=1)
+    else:
+        means = np.empty(len(values), dtype=float)
+        for index, value in enumerate(values):
+            if isinstance(value, numbers.Real):
+                means[index] = float(value)
+                continue
+            attempts = np.asarray(value, dtype=float)
+            if attempts.ndim != 1 or attempts.size == 0:
+                raise ValueError(f"{what}: case {index} must have a value or at least one attempt (got {value!r})")
+            means[index] = float(attempts.mean())
     if not np.all(np.isfinite(means)):
         bad = int(np.flatnonzero(~np.isfinite(means))[0])
         raise ValueError(f"{what}: case {bad} must have finite values (got {values[bad]!r})")
@@ -213,7 +219,7 @@ def _z(probability: float) -> float:
 # 1. the interval of a mean
 
 
-def clustered_interval(values: Sequence[CaseValue], *, clusters: Sequence[ClusterLabel] | None = None,
+def clustered_interval(values: Sequence[CaseValue] | np.ndarray, *, clusters: Sequence[ClusterLabel] | None = None,
                        resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95) -> ClusteredInterval | None:
     """The mean over cases with its cluster bootstrap interval, CR1 standard error and design effect.
 
@@ -283,7 +289,7 @@ def _interval_of(means: np.ndarray, ids: np.ndarray, *, resamples: int, seed: in
 # 2. the paired change between two runs
 
 
-def clustered_paired_change(old: Sequence[CaseValue], new: Sequence[CaseValue], *,
+def clustered_paired_change(old: Sequence[CaseValue] | np.ndarray, new: Sequence[CaseValue] | np.ndarray, *,
                             clusters: Sequence[ClusterLabel] | None = None, resamples: int = RESAMPLES,
                             permutations: int = PERMUTATIONS, seed: int = SEED,
                             level: float = 0.95) -> ClusteredPairedChange | None:

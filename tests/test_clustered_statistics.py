@@ -115,6 +115,17 @@ def test_a_case_with_attempts_counts_as_the_mean_of_its_attempts_and_the_attempt
     assert got == exp
 
 
+def test_numpy_arrays_of_values_or_of_cases_by_attempts_give_the_same_figures_as_lists():
+    attempts = np.array([[1, 0, 1], [1, 1, 1], [0, 0, 1], [1, 0, 0]])
+    clusters = ["a", "a", "b", "b"]
+    exp = clustered_interval(attempts.tolist(), clusters=clusters)
+    assert clustered_interval(attempts, clusters=clusters) == exp
+    assert clustered_interval(attempts.mean(axis=1), clusters=clusters) == exp
+    assert clustered_interval([np.int64(1), np.float32(0.5)]).mean == 0.75
+    with pytest.raises(ValueError, match="values: case 1 must have finite values"):
+        clustered_interval([0.5, float("nan")])
+
+
 def test_one_cluster_gives_a_zero_width_interval_without_a_standard_error_and_no_case_gives_none():
     got = clustered_interval([0.1, 0.5, 0.9], clusters=["t", "t", "t"])
     assert (got.low, got.high, got.standard_error, got.design_effect) == (got.mean, got.mean, None, None)
