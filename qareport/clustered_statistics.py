@@ -225,17 +225,18 @@ def clustered_interval(values: Sequence[CaseValue] | np.ndarray, *, clusters: Se
 
     `values` holds one entry per case: a number, or the sequence of its attempts' values (the case's
     value is their mean). `clusters` holds one label per case (None: the case is its own cluster);
-    without it every case is its own cluster and the interval is the case bootstrap of
-    `significance.confidence_interval`.
+    without it every case is its own cluster and the interval is `significance.confidence_interval`'s
+    case bootstrap (the same draws, equal up to rounding).
 
     The interval: draw as many clusters as there are, with replacement, `resamples` times; each
     draw's mean is the sum of the drawn clusters' case values over the number of their cases; the
     interval runs from the (1 - level) / 2 to the (1 + level) / 2 quantile of those means (numpy's
     default, linear interpolation). Attempts are not resampled (see the module's docstring).
 
-    The CR1 ("sandwich") standard error of a mean of N cases in G clusters (Miller, "Adding Error
-    Bars to Evals", 2024; Cameron & Miller 2015): with residuals e_i = x_i - mean and cluster sums
-    u_g = sum of e_i over the cluster's cases,
+    The cluster-robust ("sandwich") standard error of a mean of N cases in G clusters (Miller,
+    "Adding Error Bars to Evals", 2024), with the CR1 small-sample factor G / (G - 1) (Cameron &
+    Miller, "A Practitioner's Guide to Cluster-Robust Inference", 2015): with residuals
+    e_i = x_i - mean and cluster sums u_g = sum of e_i over the cluster's cases,
 
         SE^2 = G / (G - 1) * sum_g u_g^2 / N^2.
 
