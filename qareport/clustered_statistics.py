@@ -1,0 +1,529 @@
+"""How sure is a number when cases come in clusters and with several attempts each?
+
+Pure functions, like `significance.py` beside them (whose seed, resample and permutation counts and
+exact-enumeration limit they share): the same input always gives the same output, every random draw
+coming from a generator seeded with a fixed number.
+
+The data. A suite has *cases*; a case's value for a metric is one number, or the mean of its
+*attempts* when the system was run on it several times. Cases may come in *clusters* (the template
+a graphrag-eval question was generated from, a declared group of conversation cases) whose cases
+succeed and fail together; a case without a cluster is a cluster of its own. Clusters are assumed
+independent of each other; nothing is assumed about the cases inside one cluster. Every mean
+below is a mean over cases (each case weighs the same, whatever its cluster's size or its number of
+attempts).
+
+- `clustered_interval`: the mean and its 95 % cluster bootstrap interval (whole clusters resampled
+  with replacement, each keeping all its cases and each case the mean of its attempts as observed:
+  attempts are not resampled), with the cluster-robust standard error (CR1) and the design effect.
+- `clustered_paired_change`: the mean change between two runs over shared cases, its cluster
+  bootstrap interval, and a cluster sign-flip test of "no change".
+- `minimum_detectable_change`: the smallest change a paired comparison of this size detects with
+  80 % power at the 5 % level (two-sided).
+- `benjamini_hochberg`: adjusted p-values (q-values) and the discoveries at a false discovery rate.
+- `pass_at_k`, `pass_hat_k`, `suite_pass_rates`: the unbiased estimators of pass@k and pass^k.
+- `decide_case_change`: whether one case regressed, improved or moved within noise, from the two
+  runs' attempts of it (a permutation test over the attempts).
+
+Why attempts are not resampled: a cluster's mean already varies, from suite to suite, by its
+cases' and its attempts' variation; resampling whole clusters reproduces that variation, attempt
+noise included. Resampling the attempts again inside each drawn case (a two-stage bootstrap) would
+count the attempt noise twice and widen the interval (Davison & Hinkley, *Bootstrap Methods and
+their Application*, 1997, on hierarchical data: resample at the top level).
+
+A test here is *beyond noise* at level alpha when p <= alpha: for an exact or a Monte Carlo
+p-value of the form (k + 1) / (B + 1), the chance of that under the null hypothesis is at most alpha.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+import numbers
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from statistics import NormalDist
+
+import numpy as np
+
+from qareport.significance import CHUNK, EXACT_UP_TO, LARGE, PERMUTATIONS, RESAMPLES, SEED
+
+ALPHA = 0.05
+POWER = 0.8
+MINIMUM_ATTEMPTS = 2
+EXACT_SPLITS_UP_TO = 20_000  # a case's attempts: every split enumerated up to this many splits
+
+CaseValue = float | Sequence[float]  # one value, or the values of a case's attempts
+ClusterLabel = Hashable | None  # None: the case is a cluster of its own
+
+
+# --------------------------------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True, slots=True)
+class ClusteredInterval:
+    """A mean over cases, its 95 % cluster bootstrap interval and its cluster-robust standard error.
+
+    `standard_error` is the CR1 standard error of the mean (None with fewer than two clusters);
+    `naive_standard_error` is standard_deviation / sqrt(cases), the one that treats every case as
+    independent; `design_effect` is (standard_error / naive_standard_error) ** 2 (None when either
+    is missing or the naive one is 0). `standard_deviation` is the cases' sample standard deviation
+    (n - 1 in the denominator; 0 for one case)."""
+
+    mean: float
+    low: float
+    high: float
+    cases: int
+    clusters: int
+    standard_error: float | None
+    naive_standard_error: float
+    design_effect: float | None
+    standard_deviation: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClusteredPairedChange:
+    """The mean change new - old over the shared cases, its interval, and the cluster sign-flip test.
+
+    `interval` describes the per-case differences (its mean is `delta`); `exact` says every sign
+    pattern of the clusters was enumerated (no Monte Carlo, no normal approximation)."""
+
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    exact: bool
+    interval: ClusteredInterval
+
+    @property
+    def cases(self) -> int:
+        return self.interval.cases
+
+    @property
+    def clusters(self) -> int:
+        return self.interval.clusters
+
+    def beyond_noise(self, alpha: float = ALPHA) -> bool:
+        """p <= alpha. Across the many flags of a run, decide with `benjamini_hochberg` instead."""
+        return self.p_value <= alpha
+
+
+@dataclass(frozen=True, slots=True)
+class MinimumDetectableChange:
+    """The smallest true change a two-sided test at `alpha` detects with probability `power`."""
+
+    change: float
+    standard_error: float  # of the mean change, clustered
+    cases: int
+    clusters: int
+    design_effect: float
+    alpha: float
+    power: float
+
+
+@dataclass(frozen=True, slots=True)
+class FalseDiscoveries:
+    """Benjamini-Hochberg over a list of p-values: each one's q-value, and the discoveries (indices
+    into the list, ascending) at the false discovery rate `level`."""
+
+    q_values: tuple[float, ...]
+    discoveries: tuple[int, ...]
+    level: float
+
+
+@dataclass(frozen=True, slots=True)
+class PassRates:
+    """A suite's mean pass@k and pass^k over the cases with at least k attempts."""
+
+    k: int
+    pass_at_k: float
+    pass_hat_k: float
+    cases: int
+    too_few_attempts: int  # cases left out: fewer than k attempts
+
+
+class CaseVerdict(enum.Enum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    WITHIN_NOISE = "within noise"
+    CANNOT_TELL = "cannot tell"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseChange:
+    """One case's change between two runs, judged against the spread of its own attempts."""
+
+    verdict: CaseVerdict
+    p_value: float | None  # None when the test was not run (too few attempts)
+    old_mean: float | None
+    new_mean: float | None
+    old_attempts: int
+    new_attempts: int
+    exact: bool
+    reason: str
+
+    @property
+    def delta(self) -> float | None:
+        if self.old_mean is None or self.new_mean is None:
+            return None
+        return self.new_mean - self.old_mean
+
+
+# --------------------------------------------------------------------------------------------------
+# input shapes
+
+
+def _case_means(values: Sequence[CaseValue] | np.ndarray, what: str) -> np.ndarray:
+    """One number per case: the value itself, or the mean of the case's attempts (a numpy array of
+    one value per case, or of cases x attempts, is taken as it is)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf" and (
+            values.ndim == 1 or (values.ndim == 2 and values.shape[1] > 0)):
+        means = values.astype(float) if values.ndim == 1 else values.astype(float).mean(axis=1)
+    else:
+        means = np.empty(len(values), dtype=float)
+        for index, value in enumerate(values):
+            if isinstance(value, numbers.Real):
+                means[index] = float(value)
+                continue
+            attempts = np.asarray(value, dtype=float)
+            if attempts.ndim != 1 or attempts.size == 0:
+                raise ValueError(f"{what}: case {index} must have a value or at least one attempt (got {value!r})")
+            means[index] = float(attempts.mean())
+    if not np.all(np.isfinite(means)):
+        bad = int(np.flatnonzero(~np.isfinite(means))[0])
+        raise ValueError(f"{what}: case {bad} must have finite values (got {values[bad]!r})")
+    return means
+
+
+def _cluster_ids(cases: int, clusters: Sequence[ClusterLabel] | None) -> np.ndarray:
+    """Cluster numbers 0, 1, ... in order of first appearance; a case without a label is its own."""
+    if clusters is None:
+        return np.arange(cases)
+    if len(clusters) != cases:
+        raise ValueError(f"clusters must name one cluster (or None) per case (got {len(clusters)} for {cases} cases)")
+    numbers: dict[object, int] = {}
+    ids = np.empty(cases, dtype=np.int64)
+    for index, label in enumerate(clusters):
+        key: object = ("case", index) if label is None else ("cluster", label)
+        ids[index] = numbers.setdefault(key, len(numbers))
+    return ids
+
+
+def _z(probability: float) -> float:
+    return NormalDist().inv_cdf(probability)
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. the interval of a mean
+
+
+def clustered_interval(values: Sequence[CaseValue] | np.ndarray, *, clusters: Sequence[ClusterLabel] | None = None,
+                       resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95) -> ClusteredInterval | None:
+    """The mean over cases with its cluster bootstrap interval, CR1 standard error and design effect.
+
+    `values` holds one entry per case: a number, or the sequence of its attempts' values (the case's
+    value is their mean). `clusters` holds one label per case (None: the case is its own cluster);
+    without it every case is its own cluster and the interval is `significance.confidence_interval`'s
+    case bootstrap (the same draws, equal up to rounding).
+
+    The interval: draw as many clusters as there are, with replacement, `resamples` times; each
+    draw's mean is the sum of the drawn clusters' case values over the number of their cases; the
+    interval runs from the (1 - level) / 2 to the (1 + level) / 2 quantile of those means (numpy's
+    default, linear interpolation). Attempts are not resampled (see the module's docstring).
+
+    The cluster-robust ("sandwich") standard error of a mean of N cases in G clusters (Miller,
+    "Adding Error Bars to Evals", 2024), with the CR1 small-sample factor G / (G - 1) (Cameron &
+    Miller, "A Practitioner's Guide to Cluster-Robust Inference", 2015): with residuals
+    e_i = x_i - mean and cluster sums u_g = sum of e_i over the cluster's cases,
+
+        SE^2 = G / (G - 1) * sum_g u_g^2 / N^2.
+
+    With every case its own cluster this is exactly s^2 / N, the naive standard error squared (s the
+    sample standard deviation), so the design effect SE^2 / (s^2 / N) is 1 when clustering does not
+    matter and grows with the correlation of a cluster's cases (1 + (m - 1) * rho for clusters of m).
+
+    None without any case. With one cluster the interval has zero width (there is nothing to
+    resample) and the standard error and design effect are None. Above `LARGE` clusters the interval
+    is mean +/- z * SE (normal approximation), as `significance` does above `LARGE` cases.
+    """
+    means = _case_means(values, "values")
+    if means.size == 0:
+        return None
+    ids = _cluster_ids(int(means.size), clusters)
+    return _interval_of(means, ids, resamples=resamples, seed=seed, level=level)
+
+
+def _interval_of(means: np.ndarray, ids: np.ndarray, *, resamples: int, seed: int, level: float) -> ClusteredInterval:
+    cases = int(means.size)
+    groups = int(ids.max()) + 1
+    mean = float(means.mean())
+    deviation = float(means.std(ddof=1)) if cases > 1 else 0.0
+    naive = deviation / math.sqrt(cases)
+    sums = np.bincount(ids, weights=means, minlength=groups)
+    sizes = np.bincount(ids, minlength=groups).astype(float)
+    if groups < 2:
+        return ClusteredInterval(mean, mean, mean, cases, groups, None, naive, None, deviation)
+    residual_sums = sums - sizes * mean
+    variance = groups / (groups - 1) * float(np.sum(residual_sums ** 2)) / cases ** 2
+    standard_error = math.sqrt(variance)
+    design_effect = variance / naive ** 2 if naive > 0 else None
+    tail = (1 - level) / 2
+    if np.all(means == means[0]):
+        low = high = mean
+    elif groups > LARGE:
+        margin = _z(1 - tail) * standard_error
+        low, high = mean - margin, mean + margin
+    else:
+        generator = np.random.default_rng(seed)
+        draws = []
+        for done in range(0, resamples, CHUNK):
+            chosen = generator.integers(0, groups, size=(min(CHUNK, resamples - done), groups))
+            draws.append(sums[chosen].sum(axis=1) / sizes[chosen].sum(axis=1))
+        quantiles = np.quantile(np.concatenate(draws), [tail, 1 - tail])
+        low, high = float(quantiles[0]), float(quantiles[1])
+    return ClusteredInterval(mean, low, high, cases, groups, standard_error, naive, design_effect, deviation)
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. the paired change between two runs
+
+
+def clustered_paired_change(old: Sequence[CaseValue] | np.ndarray, new: Sequence[CaseValue] | np.ndarray, *,
+                            clusters: Sequence[ClusterLabel] | None = None, resamples: int = RESAMPLES,
+                            permutations: int = PERMUTATIONS, seed: int = SEED,
+                            level: float = 0.95) -> ClusteredPairedChange | None:
+    """The change new - old over the cases both runs share (same cases, same order), clustered.
+
+    Each case's difference is its value in `new` minus its value in `old` (each the mean of its
+    attempts where attempts are given). The change is the mean difference; its interval is the
+    cluster bootstrap of the differences (`clustered_interval`).
+
+    The p-value is a cluster sign-flip (randomisation) test of "no change": under that hypothesis
+    each cluster's summed difference is as likely to have had the opposite sign, so the statistic
+    |sum over clusters of s_g * D_g| (D_g the cluster's summed difference, s_g = +1 or -1) is
+    compared with its value under every sign pattern. Assumed: clusters are independent and each
+    cluster's summed difference is symmetric about 0 under the null (a template may get better or
+    worse, equally likely); no assumption about the cases inside a cluster, which flip together.
+    Exact (all 2^G patterns) for up to `EXACT_UP_TO` clusters with a nonzero sum; above, `permutations`
+    seeded Monte Carlo patterns, p = (at least as extreme + 1) / (permutations + 1); above `LARGE`
+    clusters, the normal approximation (variance of the sum under the null: sum of D_g^2). With
+    every case its own cluster this is `significance.paired_change`'s test, draw for draw.
+    """
+    if len(old) != len(new):
+        raise ValueError(f"paired values must be as many before as after (got {len(old)} and {len(new)})")
+    differences = _case_means(new, "new") - _case_means(old, "old")
+    if differences.size == 0:
+        return None
+    ids = _cluster_ids(int(differences.size), clusters)
+    interval = _interval_of(differences, ids, resamples=resamples, seed=seed, level=level)
+    cluster_sums = np.bincount(ids, weights=differences)
+    p_value, exact = _sign_flip(cluster_sums, permutations=permutations, seed=seed)
+    return ClusteredPairedChange(interval.mean, interval.low, interval.high, p_value, exact, interval)
+
+
+def _sign_flip(sums: np.ndarray, *, permutations: int, seed: int) -> tuple[float, bool]:
+    """Two-sided p-value of |sum(sums)| under independent random signs, and whether it is exact."""
+    moved = sums[sums != 0]  # a zero sum is the same under either sign
+    if moved.size == 0:
+        return 1.0, True
+    observed = abs(float(moved.sum()))
+    if moved.size > LARGE:
+        spread = math.sqrt(float(np.sum(moved ** 2)))
+        return float(2 * (1 - NormalDist().cdf(observed / spread))), False
+    if moved.size <= EXACT_UP_TO:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=int(moved.size))))
+        return float(np.mean(np.abs(signs @ moved) >= observed - 1e-12)), True
+    generator = np.random.default_rng(seed)
+    at_least = 0
+    for done in range(0, permutations, CHUNK):
+        signs = generator.choice((1.0, -1.0), size=(min(CHUNK, permutations - done), moved.size))
+        at_least += int(np.sum(np.abs(signs @ moved) >= observed - 1e-12))
+    return float((at_least + 1) / (permutations + 1)), False
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. what a run of this size can see
+
+
+def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters: int, design_effect: float = 1.0,
+                              of: str = "differences", alpha: float = ALPHA,
+                              power: float = POWER) -> MinimumDetectableChange:
+    """The smallest true mean change a two-sided test at `alpha` detects with probability `power`:
+
+        MDE = (z_{1 - alpha/2} + z_{power}) * SE,   SE = sd_d * sqrt(design_effect / cases)
+
+    (1.96 + 0.84 = 2.80 standard errors at the defaults), where sd_d is the standard deviation of the
+    per-case differences and the design effect is that of the differences (clustered variance over
+    naive variance, as `clustered_interval` gives it; 1 without clusters). With `of="differences"`
+    `standard_deviation` is sd_d, as observed in a paired comparison. With `of="values"` it is the
+    standard deviation of one run's case values, for a comparison being planned, and sd_d is taken
+    as sqrt(2) times it: exact when a case's values in the two runs are uncorrelated, an
+    overstatement (a conservative MDE) when they correlate positively, as two runs of one system do.
+    The normal quantiles make it a large-sample figure: with few clusters the true power at the MDE
+    is somewhat below `power`.
+    """
+    if of not in ("differences", "values"):
+        raise ValueError(f"'of' must be 'differences' or 'values' (got {of!r})")
+    if cases < 1 or clusters < 1 or clusters > cases:
+        raise ValueError(f"need at least one case, and between 1 and cases clusters (got {cases} cases, {clusters} clusters)")
+    if not (standard_deviation >= 0 and design_effect > 0):
+        raise ValueError(f"the standard deviation must be >= 0 and the design effect > 0 "
+                         f"(got {standard_deviation!r} and {design_effect!r})")
+    spread = standard_deviation * (math.sqrt(2) if of == "values" else 1.0)
+    standard_error = spread * math.sqrt(design_effect / cases)
+    change = (_z(1 - alpha / 2) + _z(power)) * standard_error
+    return MinimumDetectableChange(change, standard_error, cases, clusters, design_effect, alpha, power)
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. many flags at once
+
+
+def benjamini_hochberg(p_values: Sequence[float], *, level: float = ALPHA) -> FalseDiscoveries:
+    """Benjamini-Hochberg (1995) step-up procedure over m p-values.
+
+    q-value of the i-th smallest p-value: min over j >= i of m * p_(j) / j, capped at 1 (the same
+    as `scipy.stats.false_discovery_control(p, method="bh")`). Discoveries: the k smallest p-values,
+    k the largest rank with p_(k) <= k * level / m (equivalently, the q-values <= level). Controls
+    the false discovery rate at `level` for independent or positively dependent p-values.
+    """
+    data = np.asarray(p_values, dtype=float)
+    if data.ndim != 1 or not np.all((data >= 0) & (data <= 1)):
+        raise ValueError(f"p-values must be a list of numbers from 0 to 1 (got {list(p_values)!r})")
+    count = int(data.size)
+    if count == 0:
+        return FalseDiscoveries((), (), level)
+    order = np.argsort(data, kind="stable")
+    ranked = data[order]
+    ranks = np.arange(1, count + 1)
+    adjusted = np.minimum.accumulate((ranked * count / ranks)[::-1])[::-1]
+    q_values = np.empty(count)
+    q_values[order] = np.minimum(adjusted, 1.0)
+    passing = np.flatnonzero(ranked * count <= ranks * level)
+    found = order[: int(passing[-1]) + 1] if passing.size else order[:0]
+    return FalseDiscoveries(tuple(float(q) for q in q_values), tuple(sorted(int(i) for i in found)), level)
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. pass@k and pass^k
+
+
+def _check_counts(attempts: int, passes: int, k: int) -> None:
+    if not (0 <= passes <= attempts and 1 <= k <= attempts):
+        raise ValueError(f"need 0 <= passes <= attempts and 1 <= k <= attempts "
+                         f"(got {passes} passes of {attempts} attempts, k = {k})")
+
+
+def pass_at_k(attempts: int, passes: int, k: int) -> float:
+    """The chance that at least one of k attempts drawn without replacement from a case's n
+    attempts (c of them passing) passes: 1 - C(n - c, k) / C(n, k), the unbiased estimator of
+    pass@k (Chen et al. 2021, "Evaluating Large Language Models Trained on Code"). Exact (rational
+    arithmetic, then one rounding to float)."""
+    _check_counts(attempts, passes, k)
+    return float(1 - Fraction(math.comb(attempts - passes, k), math.comb(attempts, k)))
+
+
+def pass_hat_k(attempts: int, passes: int, k: int) -> float:
+    """pass^k: the chance that all of k attempts drawn without replacement pass, C(c, k) / C(n, k)
+    (Yao et al. 2024, tau-bench), the unbiased estimator of p^k for a case that passes with
+    probability p. Exact, like `pass_at_k`."""
+    _check_counts(attempts, passes, k)
+    return float(Fraction(math.comb(passes, k), math.comb(attempts, k)))
+
+
+def suite_pass_rates(counts: Sequence[tuple[int, int]], *, k: int) -> PassRates | None:
+    """The means of pass@k and pass^k over the cases, `counts` holding (attempts, passes) per case.
+    Cases with fewer than k attempts are left out (counted in `too_few_attempts`); None when no case
+    has k attempts."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (got {k})")
+    usable = [(attempts, passes) for attempts, passes in counts if attempts >= k]
+    for attempts, passes in usable:
+        _check_counts(attempts, passes, k)
+    if not usable:
+        return None
+    at_k = sum((1 - Fraction(math.comb(n - c, k), math.comb(n, k)) for n, c in usable), Fraction(0))
+    hat_k = sum((Fraction(math.comb(c, k), math.comb(n, k)) for n, c in usable), Fraction(0))
+    return PassRates(k, float(at_k / len(usable)), float(hat_k / len(usable)), len(usable), len(counts) - len(usable))
+
+
+# --------------------------------------------------------------------------------------------------
+# 6. one case, two runs
+
+
+def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[float], *,
+                       minimum_attempts: int = MINIMUM_ATTEMPTS, alpha: float = ALPHA,
+                       higher_is_better: bool = True, permutations: int = PERMUTATIONS,
+                       seed: int = SEED) -> CaseChange:
+    """Did this case change between two runs by more than its own attempts vary?
+
+    A two-sided permutation test of the difference of means: under "no change" the two runs'
+    attempts are exchangeable, so every split of the pooled attempts into groups of the two sizes is
+    as likely as the one observed; p is the share of splits whose |difference of means| is at least
+    the observed one. Exact (every split) when there are at most `EXACT_SPLITS_UP_TO` splits, else
+    `permutations` seeded random splits, p = (at least as extreme + 1) / (permutations + 1).
+
+    Verdicts, in this order: *cannot tell* when either run has fewer than `minimum_attempts`
+    attempts (the test is not run, p is None: one attempt per run cannot tell a change from a flip);
+    *within noise* when the means are equal ("did not move"); *cannot tell* when attempts of these
+    numbers could not reach `alpha` whatever their values (the smallest attainable p is
+    2 / C(n_old + n_new, n_old) for equal numbers, whose most extreme split has an equally extreme
+    mirror image, and 1 / C(n_old + n_new, n_old) otherwise: 3 attempts against 3 cannot go below
+    2 / 20 = 0.1, so at the 5 % level they never decide; 4 against 4 reach 2 / 70 = 0.029, 5 against
+    5 reach 2 / 252 = 0.008); *regressed* or *improved* when p <= alpha (by the direction of the change and
+    `higher_is_better`); *within noise* otherwise.
+    """
+    if minimum_attempts < 1:
+        raise ValueError(f"minimum_attempts must be at least 1 (got {minimum_attempts})")
+    before = np.asarray(old_attempts, dtype=float)
+    after = np.asarray(new_attempts, dtype=float)
+    if not (np.all(np.isfinite(before)) and np.all(np.isfinite(after))):
+        raise ValueError(f"attempts must be finite numbers (got {list(old_attempts)!r} and {list(new_attempts)!r})")
+    old_mean = float(before.mean()) if before.size else None
+    new_mean = float(after.mean()) if after.size else None
+    sizes = (int(before.size), int(after.size))
+    if min(sizes) < minimum_attempts:
+        reason = (f"{sizes[0]} attempt(s) before and {sizes[1]} after, fewer than {minimum_attempts} on a side: "
+                  + ("one attempt per run cannot tell a change from a flip" if min(sizes) == 1
+                     else "too few attempts to tell a change from a flip"))
+        return CaseChange(CaseVerdict.CANNOT_TELL, None, old_mean, new_mean, *sizes, False, reason)
+    assert old_mean is not None and new_mean is not None
+    pooled = np.concatenate([before, after])
+    splits = math.comb(pooled.size, after.size)
+    observed = abs(new_mean - old_mean)
+    total = float(pooled.sum())
+
+    def differences(new_sums: np.ndarray) -> np.ndarray:
+        return np.abs(new_sums / after.size - (total - new_sums) / before.size)
+
+    tolerance = 1e-12 * max(1.0, float(np.abs(pooled).max()))
+    # the smallest p-value these sizes allow (distinct values, the most extreme split): with equal
+    # sizes that split's mirror image is as extreme
+    smallest = (2 if before.size == after.size else 1) / splits
+    if splits <= EXACT_SPLITS_UP_TO:
+        chosen = np.array(list(itertools.combinations(range(pooled.size), after.size)))
+        spread = differences(pooled[chosen].sum(axis=1))
+        p_value = float(np.mean(spread >= observed - tolerance))
+        exact = True
+    else:
+        generator = np.random.default_rng(seed)
+        at_least = 0
+        for done in range(0, permutations, CHUNK):
+            order = generator.random((min(CHUNK, permutations - done), pooled.size)).argsort(axis=1)
+            at_least += int(np.sum(differences(pooled[order[:, :after.size]].sum(axis=1)) >= observed - tolerance))
+        p_value, exact = float((at_least + 1) / (permutations + 1)), False
+    moved = new_mean - old_mean
+    if observed <= tolerance:
+        return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, "did not move")
+    if smallest > alpha:
+        reason = (f"moved {moved:+.3g} (p = {p_value:.3g}), but {sizes[0]} attempts before and {sizes[1]} after "
+                  f"cannot reach the {alpha:g} level (smallest attainable p {smallest:.3g}): more attempts are needed")
+        return CaseChange(CaseVerdict.CANNOT_TELL, p_value, old_mean, new_mean, *sizes, exact, reason)
+    if p_value > alpha:
+        reason = f"moved {moved:+.3g}, within what its attempts vary by (p = {p_value:.3g})"
+        return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, reason)
+    verdict = CaseVerdict.IMPROVED if (moved > 0) == higher_is_better else CaseVerdict.REGRESSED
+    reason = f"moved {moved:+.3g}, beyond what its attempts vary by (p = {p_value:.3g})"
+    return CaseChange(verdict, p_value, old_mean, new_mean, *sizes, exact, reason)
