@@ -44,6 +44,7 @@ DISAGREEMENT_THRESHOLD = 0.10
 """A metric is flagged when its share found wrong is above this with 95 % confidence (the whole
 Wilson interval above it)."""
 CUSTOM_KIND = "custom_evaluations"
+AGREEMENT_WORDS = "judge vs analysts (reviewed judgments found wrong)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +142,8 @@ def review_problems(reviews: Mapping[str, Review], source: str | Path, *, custom
         words = ", ".join(repr(word) for word in read.unknown)
         counted = "the other metrics it names are counted" if read.wrong else "it is not counted"
         problems.append(Problem(Location(str(source)), (
-            f"sheet 'Overview', case {case_id!r}: the review {review.verdict!r} names no judged metric as {words}; "
-            f"{counted} against the judge. {review_form_help(custom)}"), case_id=case_id))
+            f"sheet 'Overview', case {case_id!r}: the review {review.verdict!r} names {words}, which is no judged "
+            f"metric; {counted} against the judge. {review_form_help(custom)}"), case_id=case_id))
     return problems
 
 
@@ -228,12 +229,12 @@ class Agreement:
         return self.reviewed >= MIN_REVIEWED and interval is not None and interval[0] > DISAGREEMENT_THRESHOLD
 
     def describe(self) -> str:
-        """"answer correctness: 3 of 25 reviewed found wrong (12 %, 95 % 4–30 %)"."""
+        """"answer correctness 3 of 25 (12 %, 95 % 4–30 %)": found wrong of reviewed."""
         if not self.reviewed:
-            return f"{self.label}: none reviewed"
+            return f"{self.label} none reviewed"
         low, high = self.interval or (0.0, 0.0)
-        return (f"{self.label}: {self.wrong} of {self.reviewed} reviewed found wrong "
-                f"({_percent(self.share_wrong)}, 95 % {_percent(low, sign=False)}–{_percent(high)})")
+        return (f"{self.label} {self.wrong} of {self.reviewed} ({_percent(self.share_wrong)}, "
+                f"95 % {_percent(low, sign=False)}–{_percent(high)})")
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval or (None, None)
@@ -268,9 +269,9 @@ class JudgeAgreement:
 
     def lines(self) -> tuple[str, ...]:
         """The Summary's and the console's words: this run, the history, the flags."""
-        lines = ["judge vs analysts, this run: " + "; ".join(item.describe() for item in self.this_run)]
+        lines = [f"{AGREEMENT_WORDS}, this run: " + "; ".join(item.describe() for item in self.this_run)]
         if self.history is not None:
-            lines.append(f"judge vs analysts, {self.history_runs} runs: "
+            lines.append(f"{AGREEMENT_WORDS}, {self.history_runs} runs: "
                          + "; ".join(item.describe() for item in self.history))
         return (*lines, *(warning.upper()[:1] + warning[1:] for warning in self.warnings()))
 
