@@ -268,11 +268,15 @@ class JudgeAgreement:
                      for item in self.flagged())
 
     def lines(self) -> tuple[str, ...]:
-        """The Summary's and the console's words: this run, the history, the flags."""
-        lines = [f"{AGREEMENT_WORDS}, this run: " + "; ".join(item.describe() for item in self.this_run)]
+        """The Summary's words: this run, the history, the flags; none while nothing is reviewed."""
+        def listed(items: Sequence[Agreement]) -> str:
+            return "; ".join(item.describe() for item in items) if any(item.reviewed for item in items) else "none reviewed"
+
+        if not any(item.reviewed for item in (*self.this_run, *(self.history or ()))):
+            return ()  # nothing reviewed yet: the Statistics table says how to start
+        lines = [f"{AGREEMENT_WORDS}, this run: {listed(self.this_run)}"]
         if self.history is not None:
-            lines.append(f"{AGREEMENT_WORDS}, {self.history_runs} runs: "
-                         + "; ".join(item.describe() for item in self.history))
+            lines.append(f"{AGREEMENT_WORDS}, {self.history_runs} runs: {listed(self.history)}")
         return (*lines, *(warning.upper()[:1] + warning[1:] for warning in self.warnings()))
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,7 +6,8 @@ baseline, its changes. Two containers hold that format, and either can be a late
 point of its trend:
 
     the workbook's hidden sheets
-        qareport_results   one row per case: `case_fields()` (groups as a JSON list)
+        qareport_results   one row per case: `case_fields()` (groups as a JSON list; `judged`, the case's
+                           judged metrics and values, as JSON)
         qareport_run       key | value: format, created, version, headline metrics, baseline, inputs ...
         qareport_changes   one row per change against the baseline (CHANGE_FIELDS), when there was one
         qareport_reviews   case_id | field | part | text: each review the run carries, whole (a note
@@ -65,7 +66,7 @@ DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET)
 RUN_FORMAT = "qareport-run/1"
 CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status", "reason")
 CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file", "reason",
-                    "targets", "facts", "outputs", "judged")
+                    "targets", "facts", "outputs")
 LIST_FIELDS = ("groups", "targets")
 JSON_FIELDS = ("facts", "outputs", "judged")
 """Mappings, kept as JSON text in a cell; outputs: `side_by_side.case_outputs`; judged: the case's judged
@@ -107,8 +108,9 @@ class StoredTable:
 
 
 def case_fields() -> tuple[str, ...]:
-    """The columns of a case row: who the case is, every registered kind's metrics, usage."""
-    return (*CASE_HEAD_FIELDS, *kinds.case_metric_keys(), *USAGE_FIELDS)
+    """The columns of a case row: who the case is, every registered kind's metrics, usage, and the
+    case's judgments (last: a workbook written before qareport kept them just lacks the column)."""
+    return (*CASE_HEAD_FIELDS, *kinds.case_metric_keys(), *USAGE_FIELDS, "judged")
 
 
 def case_row(result: CaseResult) -> dict[str, Any]:

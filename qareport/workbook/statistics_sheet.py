@@ -337,7 +337,7 @@ def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None)
         "correctness' (wrong on the metrics named, right on the others). This run: the reviews carried onto its "
         "cases; history: every run given, each judgment once, with its latest review. Interval: Wilson 95 %. "
         f"Flagged from {MIN_REVIEWED} reviewed when the whole interval lies above "
-        f"{DISAGREEMENT_THRESHOLD:.0%}: do not gate on such a metric."))
+        f"{DISAGREEMENT_THRESHOLD * 100:.0f} %: do not gate on such a metric."))
     rows: list[tuple[Any, ...]] = []
     flags: list[bool] = []
     scopes = [("this run", agreement.this_run)]
