@@ -6,7 +6,8 @@ around words and around the colon and commas aside):
     ok                                  the judge was right on every judged metric of the case
     judge wrong                         the judge was wrong on every judged metric of the case
     judge wrong: correctness, relevance the judge was wrong on the metrics named, right on the case's
-                                        other judged metrics
+                                        other judged metrics (a review naming none of the metrics the
+                                        case was judged on is not counted)
 
 The metrics are named `correctness` (answer correctness: `answer correctness`, `answer f1` also
 read), `relevance` (`answer relevance`), `retrieval` (the retrieval answer metrics and the LLM-judged
@@ -302,7 +303,10 @@ def count_reviewed(runs: Iterable[ReviewedRun], *, custom: Iterable[str] = ()) -
             read = read_judge_review(review.verdict if review else None, names)
             if read is None or (read.unknown and not read.wrong):
                 continue
-            for metric, value in stored_judgments(row.get("judged")).items():
+            judged = stored_judgments(row.get("judged"))
+            if read.wrong and not read.all_wrong and not read.wrong & judged.keys():
+                continue  # it names only metrics the case was not judged on: nothing to say of the others
+            for metric, value in judged.items():
                 key = (case_id, str(row.get("definition_hash") or ""), metric, repr(value))
                 verdicts[key] = (metric, read.found_wrong(metric))
     counts: dict[str, tuple[int, int]] = {}

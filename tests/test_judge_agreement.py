@@ -121,6 +121,14 @@ def test_a_judgment_carried_from_week_to_week_counts_once_with_its_latest_review
     assert count_reviewed([week1, week2, week3]) == {"correctness": (2, 2), "relevance": (1, 1)}
 
 
+def test_a_review_naming_only_metrics_the_case_was_not_judged_on_says_nothing_of_the_others():
+    row = {"case_id": "a", "definition_hash": "h", "judged": {"relevance": 0.9}}
+    assert count_reviewed([([row], {"a": Review("judge wrong: retrieval")})]) == {}
+    assert count_reviewed([([row], {"a": Review("judge wrong: retrieval, relevance")})]) == {"relevance": (1, 1)}
+    assert count_reviewed([([row], {"a": Review("judge wrong: corectness")})]) == {}  # a typo: said in Problems
+    assert count_reviewed([([row], {"a": Review("known issue")})]) == {}
+
+
 @pytest.mark.parametrize(("reviewed", "wrong", "flagged"), [
     (MIN_REVIEWED, 6, True),  # 30 %, interval 14.5-51.9 %: wholly above 10 %
     (MIN_REVIEWED - 1, 6, False),  # too few reviews to say
