@@ -401,6 +401,7 @@ def _judge_line(report: Report) -> str | None:
     """"judge: answer F1: 20 judged, 20 failed; answer relevance: 0 judged, 0 failed, 40 not judged (FAILED ...)":
     the same figures as the Summary's judge line and the Statistics sheet (`report.judged`)."""
     shown = [metric.describe() for metric in report.judged if metric.judged or metric.not_scored]
+    shown += report.agreement.warnings() if report.agreement is not None else ()
     return "judge: " + "; ".join(shown) if shown else None
 
 

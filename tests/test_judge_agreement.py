@@ -258,7 +258,7 @@ def test_reviews_naming_a_metric_over_three_weeks_give_the_figures_a_hand_count_
     assert any(F in text and "'corectness'" in text and "judge wrong: METRIC" in text for text in problems)
 
 
-def test_a_metric_the_analysts_often_find_wrong_is_flagged_do_not_gate_on_it(judge, tmp_path):
+def test_a_metric_the_analysts_often_find_wrong_is_flagged_do_not_gate_on_it(judge, tmp_path, capsys):
     week1, week2 = tmp_path / "week1.xlsx", tmp_path / "week2.xlsx"
     assert run(tmp_path, week1, "--results", str(tmp_path / "week1.json"), epoch=WEEK_1) == 0
     cases = [case for case in json.loads((tmp_path / "week1.json").read_text())["cases"] if "relevance" in case["judged"]]
@@ -271,6 +271,8 @@ def test_a_metric_the_analysts_often_find_wrong_is_flagged_do_not_gate_on_it(jud
     assert table[("answer relevance", "this run")][5] == "THE JUDGE DISAGREES WITH THE ANALYSTS: do not gate on it"
     assert table[("answer correctness", "this run")][5] is None  # 0 of those reviewed found wrong
     assert "The judge disagrees with the analysts on answer relevance: do not gate on it" in summary_text(week2)
+    judge_line = [line for line in capsys.readouterr().out.splitlines() if line.startswith("judge: ")][-1]
+    assert judge_line.endswith("; the judge disagrees with the analysts on answer relevance: do not gate on it")
 
 
 def test_the_drop_down_offers_judge_wrong_per_judged_metric_and_only_warns_on_other_typing(judge, tmp_path):

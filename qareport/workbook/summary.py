@@ -182,9 +182,11 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
     if agreement is not None:  # the judge against the analysts' reviews (`judge_agreement`)
         flagged = agreement.warnings()
         for text in agreement.lines():
-            cell = block.note(text)
+            first = block.row
+            block.note(text)
             if any(text.casefold() == warning.casefold() for warning in flagged):
-                cell.font = styles.REGRESSION_FONT
+                for row in range(first, block.row):  # every line of it, in red
+                    block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:
