@@ -34,7 +34,9 @@ from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judged_metrics import count_judged_metrics
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
-from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
+from qareport.judge_agreement import review_problems
+from qareport.runs import (read_history, read_history_reviews, read_reviews, read_run, results_document,
+                           write_results_file)
 from qareport.settings import Settings, resolve_settings
 from qareport.statistics import summarize
 from qareport.workbook import write_workbook
@@ -214,6 +216,7 @@ def _run(
     faults: list[StageFault] = []
     stored: list[Problem] = []  # values of earlier runs an edit made unreadable, review columns not found
     baseline = baseline_reviews = history = None
+    history_reviews: Any = ()
     if (baseline_path := options.baseline) is not None:
         def read_baseline() -> tuple[RunSnapshot, Any]:
             on_stage("baseline")
@@ -226,10 +229,14 @@ def _run(
     if options.history:
         def read_earlier() -> Any:
             on_stage("history")
-            return read_history(options.history, exclude=(options.output,), on_problem=stored.append)
+            earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append)
+            return earlier, read_history_reviews(earlier.runs)
 
-        history = _optional_stage("reading the history", "the workbook has no Trend sheet", faults, read_earlier,
-                                  source=options.history[0])
+        history, history_reviews = _optional_stage(
+            "reading the history", "the workbook has no Trend sheet", faults, read_earlier,
+            source=options.history[0]) or (None, ())
+    if baseline_reviews and baseline_path is not None:  # `judge wrong: <metric>` naming no metric
+        stored += review_problems(baseline_reviews, baseline_path, custom=(e.name for e in settings.ge6.custom_evaluations))
     stored = list(dict.fromkeys(stored))  # the baseline in the history too: said once
     on_problems(stored)
     for skipped in history.skipped if history else ():
@@ -328,7 +335,8 @@ def _run(
                               history=history.runs if history and with_earlier else (), source=options.output,
                               min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
                               baseline_reviews=baseline_reviews if with_earlier else None,
-                              baseline_warnings=baseline_warnings if with_earlier else ())
+                              baseline_warnings=baseline_warnings if with_earlier else (),
+                              history_reviews=history_reviews if with_earlier else ())
         on_stage("writing")
         stages.start(f"writing {options.output}")
         write_workbook(report, options.output, templates_dir=templates_dir)
@@ -393,6 +401,7 @@ def _judge_line(report: Report) -> str | None:
     """"judge: answer F1: 20 judged, 20 failed; answer relevance: 0 judged, 0 failed, 40 not judged (FAILED ...)":
     the same figures as the Summary's judge line and the Statistics sheet (`report.judged`)."""
     shown = [metric.describe() for metric in report.judged if metric.judged or metric.not_scored]
+    shown += report.agreement.warnings() if report.agreement is not None else ()
     return "judge: " + "; ".join(shown) if shown else None
 
 

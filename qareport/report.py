@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from qareport import kinds
@@ -27,6 +28,7 @@ from qareport.comparison import (
     trend_points,
 )
 from qareport.digest import Digest, build_digest
+from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import Kind, Table
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
@@ -67,6 +69,7 @@ class Report:
     incomplete: str | None = None
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
     side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
+    agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -88,10 +91,12 @@ def build_report(
     unloaded: Sequence[Unloaded] = (),
     baseline_reviews: Mapping[str, Review] | None = None,
     baseline_warnings: Sequence[str] = (),
+    history_reviews: Sequence[Mapping[str, Review]] = (),
 ) -> Report:
     """Everything the writers need from one run. `baseline` adds the comparison (and, with
     `baseline_reviews`, the reviews carried over); `history` the trend (the baseline is a point of
-    the trend too)."""
+    the trend too); `history_reviews`, the reviews typed into each run of `history` (in its order), the
+    judge against the analysts over the history."""
     results = tuple(results)
     rows = tuple(case_rows(results))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
@@ -103,6 +108,13 @@ def build_report(
     headline = with_judge_failures(headline_metrics(rows), judged)
     incomplete = incomplete_run(counts, min_evaluated_share)
     not_loaded = not_loaded_note(unloaded, comparison)
+    reviews = carry_reviews(baseline_reviews or {}, comparison, rows)
+    earlier = [(run_, dict(history_reviews[index]) if index < len(history_reviews) else {})
+               for index, run_ in enumerate(history)]
+    if baseline is not None:
+        earlier.append((baseline, dict(baseline_reviews or {})))
+    agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
+                                custom=custom_metric_names())
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
         comparison=comparison, alerts=[text for text in (not_loaded, incomplete) if text], judged=judged,
@@ -125,14 +137,27 @@ def build_report(
                           for table in kind.statistics_tables(results)),
         comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
-        reviews=carry_reviews(baseline_reviews or {}, comparison, rows),
+        reviews=reviews,
         kept_reviews=keep_reviews(baseline_reviews or {}, baseline, rows) if comparison is not None else {},
         incomplete=incomplete,
         unloaded=tuple(unloaded),
         not_loaded=not_loaded,
         side_by_side=(side_by_side(comparison, baseline.cases, rows)
                       if comparison is not None and baseline is not None else ()),
+        agreement=agreement,
     )
+
+
+def reviewed_history(runs: Sequence[tuple[RunSnapshot, Mapping[str, Review]]]) -> list[ReviewedRun]:
+    """Earlier runs with their reviews, oldest first, each run once (the baseline is often in the
+    history too; a run read twice keeps the reviews of both readings)."""
+    merged: dict[tuple[str, str], tuple[RunSnapshot, dict[str, Review]]] = {}
+    for snapshot, reviews in runs:
+        key = (snapshot.created, str(Path(snapshot.source).resolve()))
+        _, kept = merged.setdefault(key, (snapshot, {}))
+        kept.update({case_id: review for case_id, review in reviews.items() if review})
+    ordered = sorted(merged.values(), key=lambda item: item[0].created or "")
+    return [(snapshot.cases, reviews) for snapshot, reviews in ordered]
 
 
 def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,

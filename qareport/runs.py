@@ -6,7 +6,8 @@ baseline, its changes. Two containers hold that format, and either can be a late
 point of its trend:
 
     the workbook's hidden sheets
-        qareport_results   one row per case: `case_fields()` (groups as a JSON list)
+        qareport_results   one row per case: `case_fields()` (groups as a JSON list; `judged`, the case's
+                           judged metrics and values, as JSON)
         qareport_run       key | value: format, created, version, headline metrics, baseline, inputs ...
         qareport_changes   one row per change against the baseline (CHANGE_FIELDS), when there was one
         qareport_reviews   case_id | field | part | text: each review the run carries, whole (a note
@@ -49,6 +50,7 @@ from qareport.comparison import (
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
 from qareport.id_text import normalise_id
+from qareport.judge_agreement import case_judgments, stored_judgments
 from qareport.digest import Digest, digest_from_json, digest_to_json
 from qareport.records import USAGE_FIELDS, CaseResult, Location, Problem, Review, RunSnapshot
 from qareport.side_by_side import case_outputs
@@ -66,7 +68,10 @@ CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "ol
 CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file", "reason",
                     "targets", "facts", "outputs")
 LIST_FIELDS = ("groups", "targets")
-JSON_FIELDS = ("facts", "outputs")  # mappings, kept as JSON text in a cell; outputs: `side_by_side.case_outputs`
+JSON_FIELDS = ("facts", "outputs", "judged")
+"""Mappings, kept as JSON text in a cell; outputs: `side_by_side.case_outputs`; judged: the case's judged
+metrics and their values (`judge_agreement.case_judgments`), so the judge can be checked against the
+reviews of earlier runs."""
 WORKBOOK_SUFFIXES = (".xlsx",)
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
 RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
@@ -103,8 +108,9 @@ class StoredTable:
 
 
 def case_fields() -> tuple[str, ...]:
-    """The columns of a case row: who the case is, every registered kind's metrics, usage."""
-    return (*CASE_HEAD_FIELDS, *kinds.case_metric_keys(), *USAGE_FIELDS)
+    """The columns of a case row: who the case is, every registered kind's metrics, usage, and the
+    case's judgments (last: a workbook written before qareport kept them just lacks the column)."""
+    return (*CASE_HEAD_FIELDS, *kinds.case_metric_keys(), *USAGE_FIELDS, "judged")
 
 
 def case_row(result: CaseResult) -> dict[str, Any]:
@@ -123,6 +129,7 @@ def case_row(result: CaseResult) -> dict[str, Any]:
         "targets": [kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)],
         "facts": kinds.case_facts(result),
         "outputs": case_outputs(result),  # what the system produced, for the next run's Compare sheet
+        "judged": case_judgments(result),
         **kinds.case_metrics(result),
     }
     for key in USAGE_FIELDS:
@@ -164,6 +171,7 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     row["facts"] = _facts(_from_json(row.get("facts"), fallback=lambda text: {}))
     outputs = _from_json(row.get("outputs"), fallback=lambda text: {})
     row["outputs"] = outputs if isinstance(outputs, dict) else {}  # `side_by_side` reads it item by item
+    row["judged"] = stored_judgments(_from_json(row.get("judged"), fallback=lambda text: {}))
     row["case_id"] = stored_case_id(row["case_id"]) or ""
     for field in ("error", "reason"):
         if row[field] == "":
@@ -470,6 +478,8 @@ def _judge_entry(report: Report) -> dict[str, Any]:
     if report.run.judge_usage is not None:
         usage = {key: value for key, value in report.run.judge_usage.items() if key != "elapsed_sec"}  # reproducible
         entry["judge"] = {"metrics": [metric.to_dict() for metric in report.judged], "usage": usage}
+        if report.agreement is not None:
+            entry["judge"]["agreement"] = report.agreement.to_dict()
     if report.run.not_evaluated:
         entry["not_evaluated"] = dict(report.run.not_evaluated)
     return entry
@@ -747,6 +757,18 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
         if review:
             reviews[case_id] = review
     return reviews
+
+
+def read_history_reviews(runs: Sequence[RunSnapshot]) -> tuple[dict[str, Review], ...]:
+    """The reviews typed into each run's workbook (`read_reviews`), in the order of `runs`; {} for a
+    results file, or for a workbook that cannot be read again (it was read a moment ago as a run)."""
+    found: list[dict[str, Review]] = []
+    for run in runs:
+        try:
+            found.append(read_reviews(run.source))
+        except QAReportError:
+            found.append({})
+    return tuple(found)
 
 
 def _typed(value: Any, whole: str | None) -> str | None:

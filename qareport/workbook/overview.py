@@ -234,15 +234,35 @@ def write_overview(
             styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
     if results:
         letter = ws.cell(1, review_column).column_letter
+        choices = review_choices(report)
         ws.worksheet.data_validation(f"{letter}2:{letter}{last_row}", {
-            "validate": "list", "source": list(REVIEW_CHOICES), "ignore_blank": True,
-            "error_type": "warning", "error_title": "review",
-            "error_message": "Choose one of: " + ", ".join(REVIEW_CHOICES) + " (or keep what you typed).",
+            "validate": "list", "source": choices, "ignore_blank": True,
+            "error_type": "warning", "error_title": "review",  # a warning: what is typed is kept
+            "error_message": styles.shorten("Choose one of: " + ", ".join(REVIEW_CHOICES) + ", or 'judge wrong: "
+                                            "METRIC[, METRIC]' (keep what you typed with OK).", 255),
         })
     # what prints: who, how good, why, the review
     styles.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2", print_columns=note_column)
     return OverviewLayout(rows, ws.cell(1, review_column).column_letter,
                           ws.cell(1, change_column).column_letter if change_column else None, last_row)
+
+
+LIST_LIMIT = 255  # characters a drop-down's inline list holds (Excel refuses the file beyond it)
+
+
+def review_choices(report: Report) -> list[str]:
+    """The drop-down's choices: `REVIEW_CHOICES`, and with a judge `judge wrong: <metric>` for each judged
+    metric of the run (after `judge wrong`), as many as the list holds. Any other form (several
+    metrics) is typed, and kept: the validation only warns."""
+    choices = list(REVIEW_CHOICES)
+    at = choices.index("judge wrong") + 1
+    named = [f"judge wrong: {item.metric}" for item in (report.agreement.this_run if report.agreement else ())]
+    for choice in named:
+        if len(",".join([*choices, choice])) + 2 > LIST_LIMIT:
+            break
+        choices.insert(at, choice)
+        at += 1
+    return choices
 
 
 @dataclass(frozen=True, slots=True)

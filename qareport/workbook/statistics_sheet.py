@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.comparison import SCORE_BINS, metric_label as headline_label
+from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
 from qareport.records import USAGE_FIELDS, RunInfo
@@ -322,6 +323,44 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
             tables.ws.cell(first + offset, 4 if metric.failed >= metric.not_judged else 5).fill = styles.REGRESSION_FILL
 
 
+AGREEMENT_TITLE = "The judge against the analysts"
+
+
+def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None) -> None:
+    """Per judged metric, the share of the judgments the analysts reviewed that they found wrong, with
+    its Wilson 95 % interval: this run, and over the history when there is one."""
+    if agreement is None:
+        return
+    tables.section(AGREEMENT_TITLE, (
+        "Judgments (a judged metric of a case) the analysts reviewed in the Overview's review column: 'ok' (the "
+        "judge was right on every judged metric of the case), 'judge wrong' (wrong on all), 'judge wrong: "
+        "correctness' (wrong on the metrics named, right on the others). This run: the reviews carried onto its "
+        "cases; history: every run given, each judgment once, with its latest review. Interval: Wilson 95 %. "
+        f"Flagged from {MIN_REVIEWED} reviewed when the whole interval lies above "
+        f"{DISAGREEMENT_THRESHOLD * 100:.0f} %: do not gate on such a metric."))
+    rows: list[tuple[Any, ...]] = []
+    flags: list[bool] = []
+    scopes = [("this run", agreement.this_run)]
+    if agreement.history is not None:
+        scopes.append((f"{agreement.history_runs} runs", agreement.history))
+    for index, item in enumerate(agreement.this_run):
+        for scope, items in scopes:
+            shown = items[index]
+            low, high = shown.interval or (None, None)
+            rows.append((shown.label, scope, shown.reviewed, shown.wrong, shown.share_wrong, low, high,
+                         "THE JUDGE DISAGREES WITH THE ANALYSTS: do not gate on it" if shown.flagged else None))
+            flags.append(shown.flagged)
+    first, _ = tables.table(
+        ("metric", "over", "reviewed", "found wrong", "share wrong", "95% low", "95% high", "note"), rows,
+        (None, None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[styles.PERCENT_FORMAT] * 3, None),
+        overflow_last=True,
+    )
+    for offset, flagged in enumerate(flags):
+        if flagged:
+            tables.ws.cell(first + offset, 8).font = styles.REGRESSION_FONT
+            tables.ws.cell(first + offset, 5).fill = styles.REGRESSION_FILL
+
+
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
     if run.not_evaluated:
         tables.section("Metrics not evaluated")
@@ -403,6 +442,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     write_kind_tables(tables, report.kind_tables)
     distribution = write_distribution(tables, report.score_distributions)
     write_judged_metrics(tables, report.judged)
+    write_judge_agreement(tables, report.agreement)
     write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
     styles.set_widths(ws, widths)

@@ -29,6 +29,7 @@ from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
 from qareport.digest import CaseLine, Digest
+from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
@@ -132,7 +133,7 @@ def _noise_words(delta: HeadlineDelta) -> str | None:
     return f"{'beyond noise' if delta.significant else 'within noise'}, {p}"
 
 
-def write_headline(block: Block, digest: Digest) -> None:
+def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | None = None) -> None:
     """One row per metric. Against a baseline the row reconciles: last run and this run over the same
     shared cases, and the change between them, all to two decimals; each run's mean over all its
     own evaluated cases (what its report said) stands apart, under its own heading."""
@@ -178,6 +179,14 @@ def write_headline(block: Block, digest: Digest) -> None:
         cell = block.note(styles.shorten(text, 110))
         if any(metric.mostly_failed for metric in digest.judged):
             cell.font = styles.REGRESSION_FONT
+    if agreement is not None:  # the judge against the analysts' reviews (`judge_agreement`)
+        flagged = agreement.warnings()
+        for text in agreement.lines():
+            first = block.row
+            block.note(text)
+            if any(text.casefold() == warning.casefold() for warning in flagged):
+                for row in range(first, block.row):  # every line of it, in red
+                    block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:
@@ -408,7 +417,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     first = max(5, row + 1)
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
-    write_headline(left, digest)
+    write_headline(left, digest, report.agreement)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
                          what="what moved", more_kind="regression", colour="regression")
