@@ -222,6 +222,10 @@ def _print_problems(problems: Sequence[Any]) -> None:
         print(f"qareport: {visible(problem)}", file=sys.stderr)
 
 
+def _print_warning(message: str) -> None:
+    print(f"qareport: {visible(message)}", file=sys.stderr)
+
+
 def command_run(args: argparse.Namespace) -> int:
     from qareport.emailing import EmailRequest
     from qareport.pipeline import RunOptions, run_pipeline
@@ -255,7 +259,7 @@ def command_run(args: argparse.Namespace) -> int:
         testcase_cache=False if args.no_cache else None,
     )
     outcome = run_pipeline(options, on_problems=_print_problems, progress=None if args.quiet else sys.stderr,
-                           verbose=args.verbose)
+                           verbose=args.verbose, on_warning=_print_warning)
     if not args.quiet:
         for notice in outcome.notices:
             print(f"qareport: {visible(notice)}", file=sys.stderr)

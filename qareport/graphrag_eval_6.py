@@ -15,13 +15,15 @@ graphrag-eval. `from qareport import run_evaluation` keeps graphrag-eval 5.x's b
 
 Unlike graphrag-eval, the inputs are not changed: the results carry copies of the reference steps
 with `matches`; pass `write_matches=True` to have `matches` written into `qa_dataset` as well.
+Notes (options of the configuration that are ignored, LLM metrics skipped) go to the "qareport"
+logger; nothing is printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,8 @@ from qareport.ge6_config import Ge6Config, read_ge6_config
 from qareport.records import USAGE_FIELDS
 
 __all__ = ["run_evaluation", "compute_aggregates"]
+
+_logger = logging.getLogger("qareport")
 
 RESULT_KEYS_6 = (
     "template_id", "question_id", "question_text", *USAGE_FIELDS, "actual_answer", "reference_answer",
@@ -75,7 +79,7 @@ def compute_aggregates(samples: list[dict], config_file_path: str | Path | None 
 def _evaluate(qa_dataset: list[dict], responses: dict, config: Ge6Config, write_matches: bool) -> list[dict]:
     results = qa.run_evaluation(qa_dataset, responses, semantics=6, write_matches=write_matches)
     for line in config.ignored:
-        print(f"qareport: {line}", file=sys.stderr)
+        _logger.warning("%s", line)
     if config.generation is not None:
         results = _judged(results, config)
     return [shaped_as_6(result, config) for result in results]
@@ -87,7 +91,7 @@ def _judged(results: list[dict], config: Ge6Config) -> list[dict]:
 
     settings, reason = resolve_ge6_judge_settings(config, options={}, config={}, environ=os.environ, semantics=6)
     if settings is None:
-        print(f"qareport: LLM metrics skipped: {reason}", file=sys.stderr)
+        _logger.warning("LLM metrics skipped: %s", reason)
         return results
     with Judge(settings) as judge:
         return judge.judge_results(results).results

@@ -11,8 +11,8 @@ into a stage.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
 from qareport.collector import run_scope
-from qareport.console import Progress, visible
+from qareport.console import Progress
 from qareport.files import cache_home, home_folder
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
@@ -156,32 +156,38 @@ def run_created_time() -> datetime:
     return datetime.now(tz=timezone.utc).replace(microsecond=0)
 
 
-def _warn(message: str) -> None:
-    """A note that does not stop the run (an optional cache that is not used)."""
-    print(f"qareport: {visible(message)}", file=sys.stderr)
+def _log_warning(message: str) -> None:
+    """Where a note that does not stop the run goes when the caller passes no `on_warning`: the
+    "qareport" logger, which is silent unless the application configures logging."""
+    logging.getLogger("qareport").warning("%s", message)
 
 
-def _make_judge(settings: Settings) -> Judge | None:
+def _make_judge(settings: Settings, on_warning: Callable[[str], None]) -> Judge | None:
     """The judge, or None when the LLM metrics are skipped (`settings.judge_off_reason` says why)."""
     if settings.judge is None:
         return None
     from qareport.judge import Judge
 
-    return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=_warn)
+    return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=on_warning)
 
 
 def run_pipeline(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
-    progress: TextIO | None = sys.stderr,
+    progress: TextIO | None = None,
     verbose: bool = False,
     on_stage: Callable[[str], None] = lambda stage: None,
+    on_warning: Callable[[str], None] = _log_warning,
 ) -> RunOutcome:
     """Run `options`; `on_problems` gets the input problems as they are found, `on_stage` the name
-    of each stage (`STAGES`) as it starts."""
+    of each stage (`STAGES`) as it starts, `on_warning` each note that does not stop the run (an
+    option of the graphrag-eval 6.x configuration that is ignored, an earlier run the history
+    skipped, a cache that is not used; by default the "qareport" logger). Progress is written to
+    `progress` when one is given. The library itself never writes to the terminal."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage)
+        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage,
+                    on_warning=on_warning)
 
 
 def _run(
@@ -191,6 +197,7 @@ def _run(
     progress: TextIO | None,
     verbose: bool,
     on_stage: Callable[[str], None],
+    on_warning: Callable[[str], None],
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
@@ -207,7 +214,7 @@ def _run(
     semantics = settings.run.steps_semantics
     check_before_any_work(options, templates_dir=templates_dir)
     for ignored in settings.ge6.ignored:
-        print(f"qareport: {ignored}", file=sys.stderr)
+        on_warning(ignored)
     use_custom_evaluations(settings.ge6.custom_evaluations)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
@@ -233,17 +240,17 @@ def _run(
     stored = list(dict.fromkeys(stored))  # the baseline in the history too: said once
     on_problems(stored)
     for skipped in history.skipped if history else ():
-        print(f"qareport: history: skipped {skipped}", file=sys.stderr)
+        on_warning(f"history: skipped {skipped}")
     if options.email is not None and settings.email is not None:
         check_email_request(options.email, settings.email)
 
     stages = Progress(progress, verbose=verbose)
     on_stage("loading")
     stages.start("loading test cases and responses")
-    cache = ParseCache(default_folder(os.environ), on_warning=_warn) if settings.run.testcase_cache else None
+    cache = ParseCache(default_folder(os.environ), on_warning=on_warning) if settings.run.testcase_cache else None
     if (settings.run.testcase_cache or (settings.judge is not None and settings.judge.use_cache)) and (
             not os.environ.get("XDG_CACHE_HOME") and home_folder(os.environ) is None):
-        _warn(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
+        on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
               f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
     suite = load_suite(options.testcases, options.responses, cache=cache)
     reused = ""
@@ -258,7 +265,7 @@ def _run(
         check_gate_tags(options.thresholds, (tag for case in suite.cases for tag in case.groups))
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
-    judge = _make_judge(settings)
+    judge = _make_judge(settings, on_warning)
     skipped_reason = settings.judge_off_reason
 
     usage = None
