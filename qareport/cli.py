@@ -18,9 +18,9 @@ from typing import Any
 
 from qareport import __version__
 from qareport.console import safe_streams, visible
-from qareport.files import remove_leftovers
-from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
 from qareport.errors import QAReportError, StrictModeError
+from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
+from qareport.files import remove_leftovers
 
 
 class _Parser(argparse.ArgumentParser):
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         remove_leftovers()
         print("qareport: interrupted; nothing half-written is left", file=sys.stderr)
         return INTERRUPTED
-    except Exception as error:  # a bug: say so in one line, unless asked for the traceback
+    except Exception as error:  # noqa: BLE001 - a bug: say so in one line, unless asked for the traceback
         _internal_error(error)
         return INTERNAL_ERROR
     finally:

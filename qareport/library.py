@@ -42,7 +42,8 @@ def run_evaluation(
     if judge is None:
         return results
     if hasattr(judge, "judge_results"):  # a qareport Judge returns judged copies
-        return judge.judge_results(results).results
+        judged: list[dict[str, Any]] = judge.judge_results(results).results
+        return judged
     judge(results)  # any other callable adds its keys in place, as graphrag-eval's judges do
     return results
 

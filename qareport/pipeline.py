@@ -16,23 +16,23 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
 from qareport.collector import run_scope
 from qareport.console import Progress
-from qareport.files import cache_home, home_folder
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
-from qareport.loading import load_suite
-from qareport.parse_cache import ParseCache, default_folder
-from qareport.kinds.custom_evaluations import use_custom_evaluations
-from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
+from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judged_metrics import count_judged_metrics
+from qareport.kinds.custom_evaluations import use_custom_evaluations
+from qareport.loading import load_suite
+from qareport.parse_cache import ParseCache, default_folder
+from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import read_history, read_reviews, read_run, results_document, write_results_file
 from qareport.settings import Settings, resolve_settings
@@ -152,8 +152,8 @@ def run_created_time() -> datetime:
     """Now, or SOURCE_DATE_EPOCH when set (reproducible reports)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch and epoch.strip().isdigit():
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
-    return datetime.now(tz=timezone.utc).replace(microsecond=0)
+        return datetime.fromtimestamp(int(epoch), tz=UTC)
+    return datetime.now(tz=UTC).replace(microsecond=0)
 
 
 def _log_warning(message: str) -> None:
@@ -277,7 +277,8 @@ def _run(
             nonlocal usage, judge_failure, not_judged
             judged = judge.judge_results(results, progress=progress)
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
-            return judged.results
+            judged_results: list[dict[str, Any]] = judged.results
+            return judged_results
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
@@ -350,7 +351,7 @@ def _run(
         report = build_and_write(earlier, noted(faults))
     except QAReportError:
         raise
-    except Exception as error:  # noqa: BLE001 - a bug in the comparison or the trend: the workbook without them
+    except Exception as error:  # a bug in the comparison or the trend: the workbook without them
         if not earlier:
             raise
         faults.append(StageFault("the comparison with the baseline and the trend", error,

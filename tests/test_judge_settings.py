@@ -130,7 +130,7 @@ def test_base_url_and_azure_endpoint_at_the_same_level_conflict():
 
 
 def test_unknown_config_key_is_an_error():
-    with pytest.raises(JudgeError, match="unknown key 'modle'.*known keys: .*model"):
+    with pytest.raises(JudgeError, match=r"unknown key 'modle'.*known keys: .*model"):
         resolve(config={"modle": "gpt-4o"}, environ={"OPENAI_API_KEY": KEY})
 
 

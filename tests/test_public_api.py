@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import subprocess
-import sys
 import typing
 from importlib import resources
 from pathlib import Path
@@ -54,7 +52,3 @@ def test_the_package_says_it_is_typed():
     assert resources.files("qareport").joinpath("py.typed").is_file()
 
 
-def test_mypy_passes_on_the_package_under_the_projects_configuration():
-    pytest.importorskip("mypy", reason="mypy comes with the test extra")
-    checked = subprocess.run([sys.executable, "-m", "mypy", "qareport"], cwd=REPO, capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stdout[-3000:]

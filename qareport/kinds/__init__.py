@@ -262,7 +262,8 @@ def case_reason(result: CaseResult) -> str | None:
     if result.status == "missing":
         return "no response"
     if result.status == "error":
-        return f"the system answered with an error: {result.error}" if result.error else "the system answered with an error"
+        return (f"the system answered with an error: {result.error}" if result.error
+                else "the system answered with an error")
     if result.status == "invalid":
         return f"not evaluated: {result.error}" if result.error else "not evaluated"
     parts = [part for part in (explain_case(result), result.error) if part]

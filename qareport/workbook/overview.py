@@ -25,8 +25,8 @@ leads to Details. Only the scanning columns print; the long texts are for the sc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from qareport import kinds as kind_registry
@@ -119,7 +119,8 @@ def overview_columns(report: Report, *, templates_dir: str | None) -> list[Colum
     ]
     if any(r.case.comments for r in results):
         columns.append(Column("comments", lambda r: r.case.comments or None, 30, wrap=True))
-    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))  # one line: filtered, not read
+    # one line: filtered, not read
+    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))
     if "conversation" in case_kinds:
         columns.append(Column("user message", _user_messages, 40, wrap=True))
     columns.append(Column("error", lambda r: r.error, 30, wrap=True))
@@ -255,7 +256,8 @@ class OverviewLayout:
     last_row: int
 
 
-def _layout(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> tuple[list[float], list[int], list[dict[int, int]]]:
+def _layout(columns: Sequence[Column],
+            table: Sequence[Sequence[Any]]) -> tuple[list[float], list[int], list[dict[int, int]]]:
     """The columns' widths, each row's lines and each row's lines below its edge by column (from 0).
 
     A text of the scanning part that goes on below its row's edge (a reason longer than eight

@@ -10,7 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.comparison import SCORE_BINS, metric_label as headline_label
+from qareport.comparison import SCORE_BINS
+from qareport.comparison import metric_label as headline_label
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
 from qareport.records import USAGE_FIELDS, RunInfo
@@ -18,9 +19,8 @@ from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
-from qareport.workbook.sheet_names import STATISTICS
 from qareport.workbook.sheet import Cell, Sheet
-
+from qareport.workbook.sheet_names import STATISTICS
 
 QA_METRICS = (
     "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
@@ -291,7 +291,7 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     return ranges
 
 
-def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list, metrics: list[str]) -> None:
+def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: list[str]) -> None:
     """Give each metric row of the micro table its own number format (tokens, seconds, dollars)."""
     labels = {metric_label(m): m for m in metrics}
     for offset, values in enumerate(stat_rows):
@@ -308,7 +308,7 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
                    "Evaluated cases; mean over the judged ones (as in the Summary); failed: the judge's reply "
                    "could not be used; not judged: the API failed or the judge was stopped; not applicable: "
                    "nothing to judge (no answer, no reference, no retrieval step).")
-    first, last = tables.table(
+    first, _last = tables.table(
         ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
         [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_judged, metric.not_applicable,
           "FAILED FOR MOST CASES: the mean rests on few cases" if metric.mostly_failed else None)

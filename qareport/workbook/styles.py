@@ -16,9 +16,7 @@ if TYPE_CHECKING:  # the sheet module imports this one
     from xlsxwriter.format import Format
     from xlsxwriter.workbook import Workbook
 
-    from qareport.workbook.sheet import Cell
-
-    from qareport.workbook.sheet import Sheet
+    from qareport.workbook.sheet import Cell, Sheet
 
 
 @dataclass(frozen=True, slots=True)

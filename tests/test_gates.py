@@ -1,0 +1,32 @@
+"""The gates run where they belong: CI runs mypy --strict and ruff as steps of their own, before
+the tests, and the configuration they read is in pyproject.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _commands() -> list[str]:
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith(("#", "echo"))]
+
+
+def test_ci_runs_mypy_strict_and_ruff_as_their_own_steps_before_the_tests():
+    commands = _commands()
+    steps = ["python -m mypy --strict qareport", "python -m ruff check", "python -m pytest"]
+    assert all(step in commands for step in steps), commands
+    assert [commands.index(step) for step in steps] == sorted(commands.index(step) for step in steps)
+    install = next(i for i, command in enumerate(commands) if "pip install" in command and ".[test]" in command)
+    assert install < commands.index(steps[0])  # inside the fresh environment, with the test extra
+
+
+def test_the_gates_are_configured_in_pyproject_and_installed_with_the_test_extra():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["tool"]["mypy"]["strict"] is True
+    assert project["tool"]["ruff"]["line-length"] == 120
+    extra = " ".join(project["project"]["optional-dependencies"]["test"])
+    assert "mypy" in extra and "ruff>=" in extra
+    assert not (REPO / "tests" / "test_public_api.py").read_text(encoding="utf-8").count("\"mypy\"")  # not in pytest
