@@ -30,3 +30,11 @@ def test_the_gates_are_configured_in_pyproject_and_installed_with_the_test_extra
     extra = " ".join(project["project"]["optional-dependencies"]["test"])
     assert "mypy" in extra and "ruff>=" in extra
     assert not (REPO / "tests" / "test_public_api.py").read_text(encoding="utf-8").count("\"mypy\"")  # not in pytest
+
+
+def test_the_docstrings_examples_run_as_doctests_with_the_suite():
+    options = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert "--doctest-modules" in options["addopts"].split()
+    assert "qareport" in options["testpaths"]
+    examples = [path for path in (REPO / "qareport").rglob("*.py") if ">>> " in path.read_text(encoding="utf-8")]
+    assert examples  # there are examples to run
