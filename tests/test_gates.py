@@ -38,3 +38,19 @@ def test_the_docstrings_examples_run_as_doctests_with_the_suite():
     assert "qareport" in options["testpaths"]
     examples = [path for path in (REPO / "qareport").rglob("*.py") if ">>> " in path.read_text(encoding="utf-8")]
     assert examples  # there are examples to run
+
+
+def test_every_exception_is_drawn_in_the_tree_and_raised_or_a_base_of_one_that_is():
+    import re
+
+    from qareport import errors
+
+    classes = {name: value for name, value in vars(errors).items()
+               if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == errors.__name__}
+    drawn = set(re.findall(r"^    [│├└─ ]*([A-Z]\w+) ", errors.__doc__ or "", re.MULTILINE))
+    assert drawn == set(classes), drawn ^ set(classes)
+    source = "\n".join(path.read_text(encoding="utf-8") for path in (REPO / "qareport").rglob("*.py")
+                       if path.name != "errors.py")
+    used = {name for name in classes if re.search(rf"\b{name}\(", source)}
+    bases = {base.__name__ for cls in classes.values() for base in cls.__mro__[1:]}
+    assert set(classes) <= used | bases, set(classes) - used - bases

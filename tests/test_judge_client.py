@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-import os
 import re
 import socket
 import time
@@ -21,13 +20,6 @@ from qareport.retrieval_context import average_precision_of_verdicts as average_
 from qareport.retrieval_context import with_retrieval_context_scores
 
 KEY = "sk-test-LEAKCHECK-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def clean_openai_environ(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "AZURE_OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture

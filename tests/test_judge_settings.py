@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from qareport.errors import JudgeError
@@ -16,13 +14,6 @@ from qareport.judge.settings import (
 from qareport.settings import resolve_judge_settings
 
 KEY = "sk-test-settings-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def clean_openai_environ(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "AZURE_OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 def resolve(options=None, config=None, environ=None):

@@ -58,7 +58,6 @@ READING_FLOOR = 16  # the narrowest a name, reason or review note column gets to
 """(A cut reason's `more` column is made of the reason's own width, down to the same floor.)"""
 NUMBER_UNITS = 5  # "0.88", "1,234"
 REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
-LONG = "long"  # the place of the columns after the scanning part (test, long texts, usage)
 NO_REVIEW = Review()
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
 """The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""

@@ -113,12 +113,10 @@ LEFT = Alignment(horizontal="left")
 CENTRED_LINE = Alignment(vertical="center")
 
 SCORE_FORMAT = "0.00"
-PERCENT_FORMAT = "0.0%"
 INTEGER_FORMAT = "#,##0"
 SECONDS_FORMAT = "0.0"
 COST_FORMAT = "$#,##0.0000"
 DELTA_FORMAT = "+0.00;-0.00;0.00"
-HEADLINE_DELTA_FORMAT = "+0.000;-0.000;0.000"  # a headline moves by less than 0.01 and still matters
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
 
 # Excel's own "bad" and "good" cell styles, so the colours read the way analysts already know.
