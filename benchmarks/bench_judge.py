@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from openai_stub import serve_stub  # noqa: E402
+from openai_stub import serve_stub
 
-from qareport.judge import Judge, JudgeSettings  # noqa: E402
+from qareport.judge import Judge, JudgeSettings
 
 
 def make_results(count: int) -> list[dict]:

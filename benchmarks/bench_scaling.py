@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_workbook  # noqa: E402
-from measuring import peak_rss_mb, pipeline_scope  # noqa: E402
+import bench_workbook
+from measuring import peak_rss_mb, pipeline_scope
 
 
 def child_parse(testcases: Path, responses: Path) -> dict:

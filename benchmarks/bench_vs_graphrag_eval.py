@@ -40,19 +40,20 @@ import sys
 import time
 import tracemalloc
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ge6_suite import ge6_inputs  # noqa: E402
-from graphrag_eval_wheels import import_graphrag_eval  # noqa: E402
-from synthetic_suite import WIDTHS, generate_suite  # noqa: E402
+from ge6_suite import ge6_inputs
+from graphrag_eval_wheels import import_graphrag_eval
+from synthetic_suite import WIDTHS, generate_suite
 
-from qareport.aggregates import compute_aggregates  # noqa: E402
-from qareport.kinds.steps import tables  # noqa: E402
-from qareport.qa import run_evaluation  # noqa: E402
+from qareport.aggregates import compute_aggregates
+from qareport.kinds.steps import tables
+from qareport.qa import run_evaluation
 
 VERSIONS = ("5.2.0", "6.6.1")
 
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         reference_qas, responses = generate_suite(args.questions, args.seed, widths=widths)
         print(f"\n{widths} input: {args.questions} questions, seed {args.seed}; Python {sys.version.split()[0]}")
         texts = compared_outputs(reference_qas, responses)
-        _, floor = best_time(parse_alone, lambda: texts, args.repeat)
+        _, floor = best_time(parse_alone, lambda texts=texts: texts, args.repeat)
         print(f"  parsing the {len(texts)} outputs compared, once each (orjson): {floor:.4f} s")
         for version, module in modules.items():
             problems, ours, theirs = measure(module, version, reference_qas, responses, args)

@@ -18,16 +18,15 @@ import json
 import os
 import random
 import sys
-import threading
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import yaml
 
 DIMENSIONS = ("INDICATOR", "COUNTRY", "FREQ", "UNIT", "SECTOR")
-WORDS = ("gross domestic product current prices constant prices per capita inflation consumer price index "
-         "unemployment rate current account balance general government debt exchange rate population").split()
+WORDS = ["gross", "domestic", "product", "current", "prices", "constant", "prices", "per", "capita", "inflation", "consumer", "price", "index", "unemployment", "rate", "current", "account", "balance", "general", "government", "debt", "exchange", "rate", "population"]
 
 
 def term(rng: random.Random, dimension: str, number: int) -> dict:
@@ -142,10 +141,10 @@ def timed(label: str, function, *args, **kwargs):
 
 
 def run_once(testcases: Path, responses: Path, output: Path, *, baseline: Path | None = None) -> None:
-    from qareport.runs import read_run
     from qareport.evaluation import evaluate_suite
     from qareport.loading import load_suite
     from qareport.records import RunInfo
+    from qareport.runs import read_run
     from qareport.statistics import summarize
     from qareport.workbook import write_workbook
 

@@ -28,7 +28,7 @@ import copy
 import json
 import random
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,10 @@ SPARQL = "application/sparql-results+json"
 JSON = "application/json"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 QUESTIONS_PER_TEMPLATE = 6
-NAMES = "ARENDAL BLAFALLI STAVANGER KVILLDAL SANDEFJORD HALDEN OSLO ASKER SKIEN TRETTEN".split()
+NAMES = ["ARENDAL", "BLAFALLI", "STAVANGER", "KVILLDAL", "SANDEFJORD", "HALDEN", "OSLO", "ASKER", "SKIEN", "TRETTEN"]
 KINDS = ("sparql", "sparql_other_name", "json", "retrieval", "retrieval_empty", "text", "lookup",
          "time_series", "data_points", "iri")
-ANCHOR = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+ANCHOR = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def generate_ge6_suite(questions: int, seed: int) -> tuple[list[dict], dict[str, dict]]:

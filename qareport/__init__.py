@@ -10,10 +10,15 @@ Names are imported on first use, so `qareport --help` does not pay for pandas an
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
+
+# the library never writes to the terminal: its notes go to the "qareport" logger, which stays
+# silent (no "last resort" output on stderr) unless the application configures logging
+logging.getLogger("qareport").addHandler(logging.NullHandler())
 
 _EXPORTS = {
     # graphrag-eval 5.x's entry points, and its retrieval metrics

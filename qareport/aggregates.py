@@ -120,8 +120,8 @@ class _TemplateTally:
 
 
 def compute_aggregates(
-    results: list[dict], *, semantics: Semantics = DEFAULT_SEMANTICS, custom_metrics: Sequence[str] = ()
-) -> dict:
+    results: list[dict[str, Any]], *, semantics: Semantics = DEFAULT_SEMANTICS, custom_metrics: Sequence[str] = ()
+) -> dict[str, Any]:
     """Aggregate Q&A result dicts (as `run_evaluation` returns them) into
     `{"per_template": {...}, "micro": {...}, "macro": {...}}`, by graphrag-eval 5.2's rules or, with
     `semantics=6`, 6.6's (see the module docstring); `custom_metrics` are further per-result keys."""

@@ -94,7 +94,8 @@ def _utf8(data: bytes, path: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[:error.start].count(b"\n") + 1
-        raise UsageError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); save the file as UTF-8") from None
+        raise UsageError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); "
+                         "save the file as UTF-8") from None
 
 
 def read_input(path: str) -> tuple[list[str], list[dict[str, str]]]:
@@ -199,7 +200,7 @@ def judged_fields(result: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _writer(handle: TextIO, header: list[str]) -> csv.DictWriter:
+def _writer(handle: TextIO, header: list[str]) -> csv.DictWriter[str]:
     return csv.DictWriter(handle, fieldnames=header, delimiter="\t", extrasaction="ignore",
                           lineterminator="\n")
 
@@ -208,11 +209,11 @@ def write_output(path: str, header: list[str], rows: Sequence[dict[str, str]]) -
     """The whole output file, written atomically: an interrupted run leaves the previous one."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(target, what="the output file") as temporary:
-        with open(temporary, "w", encoding="utf-8", newline="") as handle:
-            writer = _writer(handle, header)
-            writer.writeheader()
-            writer.writerows(rows)
+    with atomic_path(target, what="the output file") as temporary, \
+            open(temporary, "w", encoding="utf-8", newline="") as handle:
+        writer = _writer(handle, header)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def judge_settings(args: argparse.Namespace, environ: dict[str, str]) -> tuple[JudgeSettings | None, str | None]:

@@ -18,9 +18,9 @@ from typing import Any
 
 from qareport import __version__
 from qareport.console import safe_streams, visible
-from qareport.files import remove_leftovers
-from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
 from qareport.errors import QAReportError, StrictModeError
+from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
+from qareport.files import remove_leftovers
 
 
 class _Parser(argparse.ArgumentParser):
@@ -222,6 +222,10 @@ def _print_problems(problems: Sequence[Any]) -> None:
         print(f"qareport: {visible(problem)}", file=sys.stderr)
 
 
+def _print_warning(message: str) -> None:
+    print(f"qareport: {visible(message)}", file=sys.stderr)
+
+
 def command_run(args: argparse.Namespace) -> int:
     from qareport.emailing import EmailRequest
     from qareport.pipeline import RunOptions, run_pipeline
@@ -255,7 +259,7 @@ def command_run(args: argparse.Namespace) -> int:
         testcase_cache=False if args.no_cache else None,
     )
     outcome = run_pipeline(options, on_problems=_print_problems, progress=None if args.quiet else sys.stderr,
-                           verbose=args.verbose)
+                           verbose=args.verbose, on_warning=_print_warning)
     if not args.quiet:
         for notice in outcome.notices:
             print(f"qareport: {visible(notice)}", file=sys.stderr)
@@ -361,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         remove_leftovers()
         print("qareport: interrupted; nothing half-written is left", file=sys.stderr)
         return INTERRUPTED
-    except Exception as error:  # a bug: say so in one line, unless asked for the traceback
+    except Exception as error:  # noqa: BLE001 - a bug: say so in one line, unless asked for the traceback
         _internal_error(error)
         return INTERNAL_ERROR
     finally:

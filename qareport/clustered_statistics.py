@@ -367,7 +367,8 @@ def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters
     if of not in ("differences", "values"):
         raise ValueError(f"'of' must be 'differences' or 'values' (got {of!r})")
     if cases < 1 or clusters < 1 or clusters > cases:
-        raise ValueError(f"need at least one case, and between 1 and cases clusters (got {cases} cases, {clusters} clusters)")
+        raise ValueError(f"need at least one case, and between 1 and cases clusters "
+                         f"(got {cases} cases, {clusters} clusters)")
     if not (standard_deviation >= 0 and design_effect > 0):
         raise ValueError(f"the standard deviation must be >= 0 and the design effect > 0 "
                          f"(got {standard_deviation!r} and {design_effect!r})")

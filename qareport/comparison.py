@@ -26,11 +26,12 @@ Rules, in the words an analyst would use:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from qareport import kinds
@@ -117,11 +118,13 @@ def _could_have(rows: Sequence[Mapping[str, Any]], metric: str) -> list[Mapping[
     kind = kinds.kind_of_metric(metric)
     if kind is not None and all("targets" in row and row.get("targets") is not None for row in rows):
         return [row for row in rows if kind.name in (row.get("targets") or ())]
-    case_kinds = {row.get("kind") for row in rows if row.get("status") == "success" and _number(row.get(metric)) is not None}
+    case_kinds = {row.get("kind") for row in rows
+                  if row.get("status") == "success" and _number(row.get(metric)) is not None}
     return [row for row in rows if row.get("kind") in case_kinds]
 
 
-def weakest_cases(rows: Sequence[Mapping[str, Any]], ranking: Sequence[str], *, limit: int = 5) -> list[Mapping[str, Any]]:
+def weakest_cases(
+        rows: Sequence[Mapping[str, Any]], ranking: Sequence[str], *, limit: int = 5) -> list[Mapping[str, Any]]:
     """The evaluated cases that lost points on `ranking` (metric keys, compared in turn), lowest
     first; ties keep the input order. Cases without the first metric are not ranked, and a case
     with full marks is never among the weakest."""
@@ -298,7 +301,8 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
     if test_changed(old, new):
         changes = metric_changes(lambda delta: "test changed")
         if old_status != new_status:
-            changes.insert(0, CaseChange("test changed", case_id, name, "status", old_status, new_status, None, **statuses))
+            changes.insert(0, CaseChange("test changed", case_id, name, "status", old_status, new_status, None,
+                                         **statuses))
         return changes or [CaseChange("test changed", case_id, name, None, None, None, None, **statuses)]
     if old_status == "success" and new_status != "success":
         return [CaseChange("regression", case_id, name, "status", old_status, new_status, None, **statuses)]
@@ -525,7 +529,7 @@ def parse_created(text: str) -> datetime | None:
         moment = datetime.fromisoformat(str(text).strip())
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _point(snapshot: RunSnapshot, *, current: bool) -> TrendPoint:
@@ -566,7 +570,7 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
     The same run read twice (say its workbook and its results file, or a re-saved copy: `same_run`)
     appears once; runs whose date cannot be read sort first, in the order given.
     """
-    earliest = datetime.min.replace(tzinfo=timezone.utc)
+    earliest = datetime.min.replace(tzinfo=UTC)
     runs: list[tuple[TrendPoint, RunSnapshot]] = []
     for snapshot in history:
         point = _point(snapshot, current=False)
@@ -576,7 +580,7 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
     runs.sort(key=lambda pair: parse_created(pair[0].created) or earliest)
     runs.append((_point(current, current=True), current))
     points = [runs[0][0]]
-    for (_, before), (point, after) in zip(runs, runs[1:]):
+    for (_, before), (point, after) in itertools.pairwise(runs):
         counts = compare_runs(before, after).counts()
         points.append(replace(point, regressions=counts["regression"], improvements=counts["improvement"]))
     return tuple(points)

@@ -17,7 +17,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from qareport import kinds
 from qareport.comparison import (
@@ -271,7 +271,7 @@ def digest_from_json(text: str) -> Digest:
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("the stored digest is not an object")
-    return _build(Digest, data)
+    return cast(Digest, _build(Digest, data))
 
 
 def _plain(value: Any) -> Any:

@@ -18,7 +18,6 @@ a log.
 from __future__ import annotations
 
 import smtplib
-import socket
 import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +28,10 @@ from typing import Any, Literal
 
 from qareport.comparison import parse_created
 from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
+from qareport.errors import EmailError
 from qareport.records import Problem, RunInfo
 from qareport.redaction import register_secret, scrub, secret_forms
 from qareport.runs import read_report
-from qareport.errors import EmailError
 from qareport.settings import DEFAULT_PORTS, EmailSettings
 from qareport.templating import template_environment
 
@@ -154,11 +153,13 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
     baseline = digest.baseline
     return {
         "file_name": file_name,
-        "verdict": digest.headline_verdict,  # the subject adds the alerts in a few words; the body says them once, in full
+        # the subject adds the alerts in a few words; the body says them once, in full
+        "verdict": digest.headline_verdict,
         "created": _display_time(digest.created),
         "version": digest.qareport_version,
         "cases": digest.cases,
-        "status": {status: digest.status_counts.get(status, 0) for status in ("success", "error", "missing", "invalid")},
+        "status": {status: digest.status_counts.get(status, 0)
+                   for status in ("success", "error", "missing", "invalid")},
         "alerts": list(digest.alerts_after_verdict),
         "metrics": metrics,
         "baseline": None if baseline is None else {
@@ -290,9 +291,11 @@ def _send(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[st
     except smtplib.SMTPException as error:
         raise EmailError(f"{where} did not accept the message: {_reply(error)}") from None
     except ssl.SSLError as error:
-        raise EmailError(f"{where}: TLS failed ({error.reason or error}); check --smtp-security and --smtp-port") from None
-    except (socket.timeout, TimeoutError):
-        raise EmailError(f"{where} did not answer within {settings.timeout:g} s; check --smtp-host and --smtp-port") from None
+        raise EmailError(f"{where}: TLS failed ({error.reason or error}); "
+                         "check --smtp-security and --smtp-port") from None
+    except TimeoutError:
+        raise EmailError(f"{where} did not answer within {settings.timeout:g} s; "
+                         "check --smtp-host and --smtp-port") from None
     except OSError as error:
         raise EmailError(
             f"cannot reach {where} ({error.strerror or error}); check --smtp-host and --smtp-port, "

@@ -2,8 +2,6 @@
 
     QAReportError                 anything qareport reports as one line on stderr
     ├── InputError                a file a user gave cannot be used (path, line, what to fix)
-    │   ├── TestCaseError         a test-case file
-    │   ├── ResponseFileError     a responses file
     │   └── ShapeError            a value inside a record has the wrong shape (becomes a Problem)
     ├── StrictModeError           --strict and at least one input problem
     ├── SettingsError             a setting is wrong: says where (option, environment variable, or
@@ -45,16 +43,6 @@ class InputError(QAReportError):
         if where and self.line is not None:
             where = f"{where}:{self.line}"
         return f"{where}: {self.message}" if where else self.message
-
-
-class TestCaseError(InputError):
-    """A test-case file is unusable."""
-
-    __test__ = False  # not a pytest class, despite the name
-
-
-class ResponseFileError(InputError):
-    """A responses file is unusable."""
 
 
 class StrictModeError(QAReportError):

@@ -15,7 +15,8 @@ from qareport import qa
 from qareport.collector import collector_paused
 from qareport.kinds import TurnInput, extra_kinds
 from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
-from qareport.kinds.steps import KIND_NAME as STEPS_KIND, with_verdicts
+from qareport.kinds.steps import KIND_NAME as STEPS_KIND
+from qareport.kinds.steps import with_verdicts
 from qareport.kinds.steps.matching import StepsOutcome, six_only_steps_advice
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics

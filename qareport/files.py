@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -243,7 +243,7 @@ class TrustedFolder:
     are not checked: then files are reached by path). Use `name(entry)` with `dir_fd=descriptor`;
     close it (or use it as a context manager)."""
 
-    __slots__ = ("path", "descriptor")
+    __slots__ = ("descriptor", "path")
 
     def __init__(self, path: str, descriptor: int | None) -> None:
         self.path = path

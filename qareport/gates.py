@@ -101,7 +101,8 @@ def check_gates(report: Report, *, fail_on_regression: bool = False,
         regressed = report.comparison.cases_with("regression") if report.comparison is not None else 0
         verdicts.append(GateVerdict(
             "--fail-on-regression", regressed == 0,
-            f"{regressed} case(s) regressed since the baseline" if regressed else "no case regressed since the baseline",
+            f"{regressed} case(s) regressed since the baseline" if regressed
+            else "no case regressed since the baseline",
         ))
     for threshold in thresholds:
         mean, cases = metric_mean(report.rows, threshold.metric, tag=threshold.tag)

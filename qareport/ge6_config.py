@@ -138,7 +138,8 @@ def read_ge6_config(path: str | Path | None) -> Ge6Config:
     return parse_ge6_config(data, path=str(target), lines=_lines(root))
 
 
-def parse_ge6_config(data: Any, *, path: str = "the configuration", lines: Mapping[str, int] | None = None) -> Ge6Config:
+def parse_ge6_config(
+        data: Any, *, path: str = "the configuration", lines: Mapping[str, int] | None = None) -> Ge6Config:
     """Check a configuration mapping (as `yaml.safe_load` gives it); `lines` maps dotted keys to
     1-based lines for messages."""
     place = _Place(path, lines or {})

@@ -15,13 +15,15 @@ graphrag-eval. `from qareport import run_evaluation` keeps graphrag-eval 5.x's b
 
 Unlike graphrag-eval, the inputs are not changed: the results carry copies of the reference steps
 with `matches`; pass `write_matches=True` to have `matches` written into `qa_dataset` as well.
+Notes (options of the configuration that are ignored, LLM metrics skipped) go to the "qareport"
+logger; nothing is printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,9 @@ from qareport.aggregates import compute_aggregates as aggregate
 from qareport.ge6_config import Ge6Config, read_ge6_config
 from qareport.records import USAGE_FIELDS
 
-__all__ = ["run_evaluation", "compute_aggregates"]
+__all__ = ["compute_aggregates", "run_evaluation"]
+
+_logger = logging.getLogger("qareport")
 
 RESULT_KEYS_6 = (
     "template_id", "question_id", "question_text", *USAGE_FIELDS, "actual_answer", "reference_answer",
@@ -53,44 +57,46 @@ RENAMED = {"answer_eval_error": "answer_correctness_error"}
 
 
 async def run_evaluation(
-    qa_dataset: list[dict],
-    responses_dict: dict,
+    qa_dataset: list[dict[str, Any]],
+    responses_dict: dict[str, Any],
     config_file_path: str | Path | None = None,
     *,
     write_matches: bool = False,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Evaluate every question of every template, by graphrag-eval 6.6's rules; one result dict per
     question, in dataset order. The work runs in a thread, so the event loop stays free."""
     config = read_ge6_config(config_file_path)
     return await asyncio.to_thread(_evaluate, qa_dataset, responses_dict, config, write_matches)
 
 
-def compute_aggregates(samples: list[dict], config_file_path: str | Path | None = None) -> dict:
+def compute_aggregates(samples: list[dict[str, Any]], config_file_path: str | Path | None = None) -> dict[str, Any]:
     """Per-template, micro and macro aggregates by graphrag-eval 6.6's rules, the outputs of the
     configuration's custom metrics among the aggregated metrics."""
     config = read_ge6_config(config_file_path)
     return aggregate(samples, semantics=6, custom_metrics=config.custom_metric_keys)
 
 
-def _evaluate(qa_dataset: list[dict], responses: dict, config: Ge6Config, write_matches: bool) -> list[dict]:
+def _evaluate(qa_dataset: list[dict[str, Any]], responses: dict[str, Any], config: Ge6Config,
+              write_matches: bool) -> list[dict[str, Any]]:
     results = qa.run_evaluation(qa_dataset, responses, semantics=6, write_matches=write_matches)
     for line in config.ignored:
-        print(f"qareport: {line}", file=sys.stderr)
+        _logger.warning("%s", line)
     if config.generation is not None:
         results = _judged(results, config)
     return [shaped_as_6(result, config) for result in results]
 
 
-def _judged(results: list[dict], config: Ge6Config) -> list[dict]:
+def _judged(results: list[dict[str, Any]], config: Ge6Config) -> list[dict[str, Any]]:
     from qareport.judge import Judge
     from qareport.settings import resolve_ge6_judge_settings
 
     settings, reason = resolve_ge6_judge_settings(config, options={}, config={}, environ=os.environ, semantics=6)
     if settings is None:
-        print(f"qareport: LLM metrics skipped: {reason}", file=sys.stderr)
+        _logger.warning("LLM metrics skipped: %s", reason)
         return results
     with Judge(settings) as judge:
-        return judge.judge_results(results).results
+        judged: list[dict[str, Any]] = judge.judge_results(results).results
+        return judged
 
 
 def shaped_as_6(result: Mapping[str, Any], config: Ge6Config) -> dict[str, Any]:
@@ -123,5 +129,6 @@ def _step_as_6(step: Any) -> Any:
     if not isinstance(step, Mapping) or not any(key in step for key in STEP_KEYS_6):
         return step
     judged = [key for key in STEP_KEYS_6 if key in step]
-    kept = {key: value for key, value in step.items() if not key.startswith(("retrieval_answer_", "retrieval_context_"))}
+    kept = {key: value for key, value in step.items()
+            if not key.startswith(("retrieval_answer_", "retrieval_context_"))}
     return {**kept, **{key: step[key] for key in judged}}

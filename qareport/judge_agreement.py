@@ -271,7 +271,9 @@ class JudgeAgreement:
     def lines(self) -> tuple[str, ...]:
         """The Summary's words: this run, the history, the flags; none while nothing is reviewed."""
         def listed(items: Sequence[Agreement]) -> str:
-            return "; ".join(item.describe() for item in items) if any(item.reviewed for item in items) else "none reviewed"
+            if not any(item.reviewed for item in items):
+                return "none reviewed"
+            return "; ".join(item.describe() for item in items)
 
         if not any(item.reviewed for item in (*self.this_run, *(self.history or ()))):
             return ()  # nothing reviewed yet: the Statistics table says how to start

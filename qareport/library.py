@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from typing import Any
 
 from qareport import qa
@@ -22,7 +22,8 @@ def run_evaluation(
     `judge="auto"` uses the LLM judge when OPENAI_API_KEY (or OPENAI_BASE_URL) is set, as
     graphrag-eval does; `judge=None` never calls an LLM; a `qareport.judge.Judge` is used as is.
     `write_matches=True` also sets `matches` in the caller's reference steps, as graphrag-eval
-    does; by default the input is left as it was.
+    does; by default the input is left as it was. Why the LLM metrics were skipped, if they were,
+    goes to the "qareport" logger; nothing is printed.
     """
     if judge == "auto":
         from qareport.judge import Judge
@@ -31,7 +32,7 @@ def run_evaluation(
         settings, reason = resolve_judge_settings(options={}, config={}, environ=os.environ)
         if settings is None:
             if _has_answers(chat_responses):
-                print(f"qareport: LLM metrics skipped: {reason}", file=sys.stderr)
+                logging.getLogger("qareport").warning("LLM metrics skipped: %s", reason)
             return run_evaluation(reference_qas, chat_responses, judge=None, write_matches=write_matches)
         with Judge(settings) as owned_judge:
             return run_evaluation(reference_qas, chat_responses, judge=owned_judge, write_matches=write_matches)
@@ -41,7 +42,8 @@ def run_evaluation(
     if judge is None:
         return results
     if hasattr(judge, "judge_results"):  # a qareport Judge returns judged copies
-        return judge.judge_results(results).results
+        judged: list[dict[str, Any]] = judge.judge_results(results).results
+        return judged
     judge(results)  # any other callable adds its keys in place, as graphrag-eval's judges do
     return results
 

@@ -20,10 +20,9 @@ from qareport import kinds
 from qareport.collector import collector_paused
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
+from qareport.id_text import normalise_id
 from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
 from qareport.parse_cache import ParseCache, ParsedItem
-from qareport.id_text import normalise_id
-from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, written_text, yaml_documents
 from qareport.records import (
     USAGE_FIELDS,
     DatasetSelection,
@@ -40,6 +39,7 @@ from qareport.records import (
     TurnOutput,
     Unloaded,
 )
+from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, written_text, yaml_documents
 
 TESTCASE_SUFFIXES = (".yaml", ".yml")
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
@@ -285,7 +285,7 @@ def _item_id(container: Any, key: Any) -> str | None:
     return None if container[key] is None else _as_id(written_text(container, key) or container[key])
 
 
-def _key_texts(mapping: dict) -> dict[Any, str]:
+def _key_texts(mapping: dict[str, Any]) -> dict[Any, str]:
     """The key of a YAML mapping as written, for keys YAML read as something else than a string
     (an id-keyed response file: `010:`). Keys keep the order of their text in `key_lines`."""
     if isinstance(mapping, LineDict) and len(mapping.key_lines) == len(mapping):
@@ -293,7 +293,7 @@ def _key_texts(mapping: dict) -> dict[Any, str]:
     return {}
 
 
-def _require_list(container: Any, key: str, what: str) -> list:
+def _require_list(container: Any, key: str, what: str) -> list[Any]:
     value = container.get(key)
     if not isinstance(value, list):
         raise ShapeError(
@@ -392,7 +392,7 @@ def _shape_problems(error: ShapeError, line: int | None) -> list[tuple[int | Non
     return [(error.line or line, str(error))]
 
 
-def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ...], ...]:
+def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict[str, Any], ...], ...]:
     if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
         raise ShapeError(
             "'reference_steps' must be a list of groups, each a list of steps "
@@ -412,7 +412,7 @@ def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict, ..
     return tuple(groups)
 
 
-def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict, ...]:
+def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict[str, Any], ...]:
     if not isinstance(value, list):
         raise ShapeError(f"'actual_steps' must be a list of steps (got {describe_value(value)})", line)
     for index, step in enumerate(value):
@@ -433,7 +433,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _optional_text(container: dict, key: str) -> str | None:
+def _optional_text(container: dict[str, Any], key: str) -> str | None:
     """A text (a message, a reference answer) as written: `NO` stays NO (see `_written`)."""
     value = _written(container, key)
     if value is None:
@@ -490,7 +490,7 @@ def _keys_as_text(value: Any) -> Any:
     return value
 
 
-def _parse_conversation_case(raw: dict, path: str) -> TestCase:
+def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
     case_id = _require_str(raw, "id", "test case")
     assert case_id is not None
     name = _require_str(raw, "name", "test case", optional=True) or case_id
@@ -536,7 +536,7 @@ def _parse_conversation_case(raw: dict, path: str) -> TestCase:
     )
 
 
-def _parse_question(raw: dict, template_id: str, path: str) -> TestCase:
+def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCase:
     question_id = _require_str(raw, "id", f"a question of template '{template_id}'")
     assert question_id is not None
     text = _require_str(raw, "question_text", f"question '{question_id}'", identifier=False) or ""
@@ -593,7 +593,7 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
         yield case
 
 
-def _count_unknown_target_keys(item: dict, case_id: str, problems: _Collector) -> None:
+def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: _Collector) -> None:
     """Keys of a case's targets that no kind reads (statgpt's fuller ground truth has several)."""
     known = {*TARGET_KEYS, *(kind.name for kind in kinds.extra_kinds())}
     for message in item.get("conversation") or []:
@@ -604,7 +604,7 @@ def _count_unknown_target_keys(item: dict, case_id: str, problems: _Collector) -
                     problems.unknown_key("target", key, line_of(target, key) or line_of(target), case_id)
 
 
-def _count_unknown_response_keys(record: dict, case_id: str, line: int | None, problems: _Collector) -> None:
+def _count_unknown_response_keys(record: dict[str, Any], case_id: str, line: int | None, problems: _Collector) -> None:
     """Keys of a response record (or of one of its turns) that nothing reads."""
     extra = tuple(kind.name for kind in kinds.extra_kinds())
     raw_turns = record.get("turns")
@@ -616,7 +616,7 @@ def _count_unknown_response_keys(record: dict, case_id: str, line: int | None, p
                     problems.unknown_key("response", key, line, case_id)
 
 
-def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestCase:
+def _invalid_case(item: dict[str, Any], path: str, reason: str, line: int | None) -> TestCase:
     """A case too broken to evaluate still gets its row, so it is never silently dropped."""
     raw_tags = item.get("tags")
     tags = raw_tags if isinstance(raw_tags, list) else []
@@ -633,7 +633,7 @@ def _invalid_case(item: dict, path: str, reason: str, line: int | None) -> TestC
     )
 
 
-def _declared_targets(item: dict) -> tuple[str, ...]:
+def _declared_targets(item: dict[str, Any]) -> tuple[str, ...]:
     """The kinds of target a case that could not be read declares: the keys of its messages'
     targets (a question's `reference_answer` / `reference_steps`), so that Statistics and the
     Summary count it among the cases that could have had those metrics."""
@@ -650,7 +650,7 @@ def _declared_targets(item: dict) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _questions_of_template(template: dict, path: str, problems: _Collector) -> Iterator[TestCase]:
+def _questions_of_template(template: dict[str, Any], path: str, problems: _Collector) -> Iterator[TestCase]:
     try:
         template_id = _require_str(template, "template_id", "Q&A template")
         questions = _require_list(template, "questions", f"template '{template_id}'")
@@ -759,7 +759,7 @@ def _drained(found: _Collector) -> Iterator[Problem | Unloaded]:
 # --- responses ---------------------------------------------------------------------------------
 
 
-def _record_id(record: dict) -> str | None:
+def _record_id(record: dict[str, Any]) -> str | None:
     """The case a record names, as written (see `_written`), normalised."""
     for key in RESPONSE_ID_KEYS:
         found = _as_id(_written(record, key))
@@ -768,7 +768,7 @@ def _record_id(record: dict) -> str | None:
     return None
 
 
-def _records_in_json_value(value: Any) -> list[tuple[dict | Any, str | None]]:
+def _records_in_json_value(value: Any) -> list[tuple[dict[str, Any] | Any, str | None]]:
     """(record, id from a mapping key) pairs of a list, an id-keyed mapping, or one record."""
     if isinstance(value, list):
         return [(item, None) for item in value]
@@ -884,7 +884,7 @@ def _json_value(text: str, path: Path, problems: _Collector, *, line: int | None
 MAX_COUNT = 2**53  # a token count or a number of seconds beyond this is not a measurement
 
 
-def _number(record: dict, key: str, notes: list[str]) -> int | float | None:
+def _number(record: dict[str, Any], key: str, notes: list[str]) -> int | float | None:
     """A token count or a time; one too large for a number (or not finite) is left out, with a note,
     and stays in the record as text."""
     value = record.get(key)
@@ -905,7 +905,7 @@ def _number(record: dict, key: str, notes: list[str]) -> int | float | None:
     return value
 
 
-def _turn_output(raw: dict, *, line: int | None) -> TurnOutput:
+def _turn_output(raw: dict[str, Any], *, line: int | None) -> TurnOutput:
     selection = None
     if raw.get("indicator_selection") is not None:
         selection = parse_indicator_selection(raw["indicator_selection"], line=line)
@@ -938,7 +938,8 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
         )
     tokens = {key: _number(record, key, notes) for key in USAGE_FIELDS}
     unusable = {key: str(record[key]) for key in USAGE_FIELDS if record.get(key) is not None and tokens[key] is None}
-    extra = {k: v for k, v in record.items() if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")}
+    extra = {k: v for k, v in record.items()
+             if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
         try:  # graphrag-eval 6.x scores the steps an error response still carries
@@ -1052,7 +1053,8 @@ def load_suite(
             continue
         if case_id in lost_ids:
             message = (f"response for case id '{case_id}', whose test case is in the part of "
-                       f"{lost_ids[case_id].path} that could not be read (line {lost_ids[case_id].line}); fix that file")
+                       f"{lost_ids[case_id].path} that could not be read (line {lost_ids[case_id].line}); "
+                       "fix that file")
         elif lost_files:
             message = (f"response for case id '{case_id}', which no loaded test case has; its test case may be in "
                        f"{', '.join(sorted({u.path for u in lost_files}))}, which could not be read")

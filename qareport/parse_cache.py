@@ -9,9 +9,9 @@ edited or moved file, or another version of qareport, is a new key, never a stal
 
 An entry is plain JSON data (lists, strings, numbers), one item a line and their count on the last
 line, written and read a line at a time with orjson, and the typed records are rebuilt from it field
-by field (`_encoded_item`, `_decoded_item`): reading an entry runs no code of the entry's. What would not come back equal and of the same type (a value JSON cannot
-hold, such as a tuple in a plugged-in kind's target, a date or a NaN) is not kept: the file is
-parsed each time.
+by field (`_encoded_item`, `_decoded_item`): reading an entry runs no code of the entry's. What
+would not come back equal and of the same type (a value JSON cannot hold, such as a tuple in a
+plugged-in kind's target, a date or a NaN) is not kept: the file is parsed each time.
 
 Only files of at least `MIN_CACHED_BYTES` are kept (a small file parses faster than a cache file
 is found). Entries of other code versions are removed when an entry is written, then the least
@@ -32,15 +32,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import orjson
 
 from qareport import kinds
-from qareport.files import (CLOSE_ON_EXEC, NO_FOLLOW, TrustedFolder, UntrustedCacheError, cache_home,
-                            open_trusted_folder)
-from qareport.records import (DatasetSelection, DimensionTerms, Location, Problem, Target, Term, TestCase, Turn,
-                              Unloaded)
+from qareport.files import CLOSE_ON_EXEC, NO_FOLLOW, TrustedFolder, UntrustedCacheError, cache_home, open_trusted_folder
+from qareport.records import DatasetSelection, DimensionTerms, Location, Problem, Target, Term, TestCase, Turn, Unloaded
 
 CACHE_FORMAT = 2  # raised when what an entry holds changes shape (1: pickles)
 MIN_CACHED_BYTES = 1 << 20
@@ -52,7 +50,7 @@ TEMPORARY_SUFFIX = ".tmp"
 TEMPORARY_AGE_SEC = 3600  # a temporary entry this old was left by a run that stopped
 DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS  # refused, never converted
 
-ParsedItem = Union[TestCase, Problem, Unloaded]
+ParsedItem = TestCase | Problem | Unloaded
 """What parsing a file gives, in order: its test cases, interleaved with its problems and the parts
 that could not be read, so that a cached file reports exactly as a parsed one does."""
 

@@ -11,32 +11,38 @@ into a stage.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
 from qareport.collector import run_scope
-from qareport.console import Progress, visible
-from qareport.files import cache_home, home_folder
+from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
 from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
+from qareport.files import cache_home, home_folder
+from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
+from qareport.judge_agreement import review_problems
+from qareport.judged_metrics import count_judged_metrics
+from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
-from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
-from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
-from qareport.judged_metrics import count_judged_metrics
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
-from qareport.judge_agreement import review_problems
-from qareport.runs import (read_history, read_history_reviews, read_reviews, read_run, results_document,
-                           write_results_file)
+from qareport.runs import (
+    read_history,
+    read_history_reviews,
+    read_reviews,
+    read_run,
+    results_document,
+    write_results_file,
+)
 from qareport.settings import Settings, resolve_settings
 from qareport.statistics import summarize
 from qareport.workbook import write_workbook
@@ -154,36 +160,42 @@ def run_created_time() -> datetime:
     """Now, or SOURCE_DATE_EPOCH when set (reproducible reports)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch and epoch.strip().isdigit():
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
-    return datetime.now(tz=timezone.utc).replace(microsecond=0)
+        return datetime.fromtimestamp(int(epoch), tz=UTC)
+    return datetime.now(tz=UTC).replace(microsecond=0)
 
 
-def _warn(message: str) -> None:
-    """A note that does not stop the run (an optional cache that is not used)."""
-    print(f"qareport: {visible(message)}", file=sys.stderr)
+def _log_warning(message: str) -> None:
+    """Where a note that does not stop the run goes when the caller passes no `on_warning`: the
+    "qareport" logger, which is silent unless the application configures logging."""
+    logging.getLogger("qareport").warning("%s", message)
 
 
-def _make_judge(settings: Settings) -> Judge | None:
+def _make_judge(settings: Settings, on_warning: Callable[[str], None]) -> Judge | None:
     """The judge, or None when the LLM metrics are skipped (`settings.judge_off_reason` says why)."""
     if settings.judge is None:
         return None
     from qareport.judge import Judge
 
-    return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=_warn)
+    return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=on_warning)
 
 
 def run_pipeline(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
-    progress: TextIO | None = sys.stderr,
+    progress: TextIO | None = None,
     verbose: bool = False,
     on_stage: Callable[[str], None] = lambda stage: None,
+    on_warning: Callable[[str], None] = _log_warning,
 ) -> RunOutcome:
     """Run `options`; `on_problems` gets the input problems as they are found, `on_stage` the name
-    of each stage (`STAGES`) as it starts."""
+    of each stage (`STAGES`) as it starts, `on_warning` each note that does not stop the run (an
+    option of the graphrag-eval 6.x configuration that is ignored, an earlier run the history
+    skipped, a cache that is not used; by default the "qareport" logger). Progress is written to
+    `progress` when one is given. The library itself never writes to the terminal."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage)
+        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage,
+                    on_warning=on_warning)
 
 
 def _run(
@@ -193,6 +205,7 @@ def _run(
     progress: TextIO | None,
     verbose: bool,
     on_stage: Callable[[str], None],
+    on_warning: Callable[[str], None],
 ) -> RunOutcome:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
@@ -209,7 +222,7 @@ def _run(
     semantics = settings.run.steps_semantics
     check_before_any_work(options, templates_dir=templates_dir)
     for ignored in settings.ge6.ignored:
-        print(f"qareport: {ignored}", file=sys.stderr)
+        on_warning(ignored)
     use_custom_evaluations(settings.ge6.custom_evaluations)
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
@@ -236,21 +249,22 @@ def _run(
             "reading the history", "the workbook has no Trend sheet", faults, read_earlier,
             source=options.history[0]) or (None, ())
     if baseline_reviews and baseline_path is not None:  # `judge wrong: <metric>` naming no metric
-        stored += review_problems(baseline_reviews, baseline_path, custom=(e.name for e in settings.ge6.custom_evaluations))
+        custom = (evaluation.name for evaluation in settings.ge6.custom_evaluations)
+        stored += review_problems(baseline_reviews, baseline_path, custom=custom)
     stored = list(dict.fromkeys(stored))  # the baseline in the history too: said once
     on_problems(stored)
     for skipped in history.skipped if history else ():
-        print(f"qareport: history: skipped {skipped}", file=sys.stderr)
+        on_warning(f"history: skipped {skipped}")
     if options.email is not None and settings.email is not None:
         check_email_request(options.email, settings.email)
 
     stages = Progress(progress, verbose=verbose)
     on_stage("loading")
     stages.start("loading test cases and responses")
-    cache = ParseCache(default_folder(os.environ), on_warning=_warn) if settings.run.testcase_cache else None
+    cache = ParseCache(default_folder(os.environ), on_warning=on_warning) if settings.run.testcase_cache else None
     if (settings.run.testcase_cache or (settings.judge is not None and settings.judge.use_cache)) and (
             not os.environ.get("XDG_CACHE_HOME") and home_folder(os.environ) is None):
-        _warn(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
+        on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
               f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
     suite = load_suite(options.testcases, options.responses, cache=cache)
     reused = ""
@@ -265,7 +279,7 @@ def _run(
         check_gate_tags(options.thresholds, (tag for case in suite.cases for tag in case.groups))
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
-    judge = _make_judge(settings)
+    judge = _make_judge(settings, on_warning)
     skipped_reason = settings.judge_off_reason
 
     usage = None
@@ -277,7 +291,8 @@ def _run(
             nonlocal usage, judge_failure, not_judged
             judged = judge.judge_results(results, progress=progress)
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
-            return judged.results
+            judged_results: list[dict[str, Any]] = judged.results
+            return judged_results
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
@@ -351,7 +366,7 @@ def _run(
         report = build_and_write(earlier, noted(faults))
     except QAReportError:
         raise
-    except Exception as error:  # noqa: BLE001 - a bug in the comparison or the trend: the workbook without them
+    except Exception as error:  # a bug in the comparison or the trend: the workbook without them
         if not earlier:
             raise
         faults.append(StageFault("the comparison with the baseline and the trend", error,

@@ -11,7 +11,8 @@ What is checked:
   that is an input problem, reported with the rest);
 - the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; the name
   and the path are not longer than the file system takes (the temporary file written first gets a
-  name that fits whenever the final one does); their folders exist and can be written; neither is one of the inputs (a report never overwrites data);
+  name that fits whenever the final one does); their folders exist and can be written; neither is
+  one of the inputs (a report never overwrites data);
 - a `--templates` folder exists, and every template in it compiles (syntax, encoding, a template
   that includes itself);
 - an email's subject and addresses hold no line break or other control character (a header cannot

@@ -74,13 +74,13 @@ Judge = Callable[[list[dict[str, Any]]], None]
 
 
 def run_evaluation(
-    reference_qas: list[dict],
-    chat_responses: Mapping[str, dict] | list[dict],
+    reference_qas: list[dict[str, Any]],
+    chat_responses: Mapping[str, dict[str, Any]] | list[dict[str, Any]],
     *,
     judge: Judge | None = None,
     semantics: Semantics = DEFAULT_SEMANTICS,
     write_matches: bool = False,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Evaluate every question of every template, in order; one result dict per question.
 
     `chat_responses` maps question ids to response records (as graphrag-eval takes them), or is a
@@ -130,7 +130,7 @@ def write_matches_into(question: Any, result: Mapping[str, Any]) -> None:
                     step["matches"] = annotated_step["matches"]
 
 
-def index_responses(chat_responses: Mapping[str, dict] | list[dict]) -> dict[Any, Any]:
+def index_responses(chat_responses: Mapping[str, dict[str, Any]] | list[dict[str, Any]]) -> dict[Any, Any]:
     """Response records by question id, from a mapping (kept as is) or a list of records."""
     if isinstance(chat_responses, Mapping):
         return dict(chat_responses)
@@ -152,8 +152,9 @@ def index_responses(chat_responses: Mapping[str, dict] | list[dict]) -> dict[Any
 
 
 def evaluate_question(
-    *, template_id: Any, question: dict, response: dict | None, semantics: Semantics = DEFAULT_SEMANTICS
-) -> dict:
+    *, template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,
+    semantics: Semantics = DEFAULT_SEMANTICS,
+) -> dict[str, Any]:
     """The graphrag-eval result dict of one question (see the module docstring)."""
     return evaluate_question_outcome(
         template_id=template_id, question=question, response=response, semantics=semantics
@@ -161,8 +162,9 @@ def evaluate_question(
 
 
 def evaluate_question_outcome(
-    *, template_id: Any, question: dict, response: dict | None, semantics: Semantics = DEFAULT_SEMANTICS
-) -> tuple[dict, StepsOutcome | None]:
+    *, template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,
+    semantics: Semantics = DEFAULT_SEMANTICS,
+) -> tuple[dict[str, Any], StepsOutcome | None]:
     """`evaluate_question`, and how its steps score came about (None when steps were not scored)."""
     if not isinstance(question, Mapping) or "id" not in question or "question_text" not in question:
         raise ValueError(
@@ -249,7 +251,7 @@ def _add_reference(result: dict[str, Any], question: Mapping[str, Any], *, annot
         )
 
 
-def _as_list(value: Any, what: str) -> list:
+def _as_list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise ValueError(f"{what} must be a list (got {_short(value)}).")
     return value

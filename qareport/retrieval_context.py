@@ -210,7 +210,7 @@ def parse_contexts(output: Any) -> list[dict[str, Any]]:
         try:
             value = json.loads(output)
         except ValueError as error:
-            raise ValueError(f"retrieval output must be a JSON list of {{id, text}} (not JSON: {error})")
+            raise ValueError(f"retrieval output must be a JSON list of {{id, text}} (not JSON: {error})") from None
     else:
         value = output
     if not isinstance(value, list):
@@ -240,7 +240,7 @@ def retrieval_context_scores(
     }
 
 
-def matched_reference_retrieval_steps(result: Mapping[str, Any]) -> list[tuple[dict, dict]]:
+def matched_reference_retrieval_steps(result: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(reference step, actual step) pairs of matched retrieval steps of the last reference group.
 
     A reference step is matched when step matching set its `matches` to an actual step's id.

@@ -29,7 +29,8 @@ import math
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from dataclasses import field as dataclass_field  # "field" names a case row's field here
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,11 @@ from qareport.comparison import (
     headline_metrics,
     status_counts,
 )
+from qareport.digest import Digest, digest_from_json, digest_to_json
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import case_judgments, stored_judgments
-from qareport.digest import Digest, digest_from_json, digest_to_json
 from qareport.records import USAGE_FIELDS, CaseResult, Location, Problem, Review, RunSnapshot
 from qareport.side_by_side import case_outputs
 from qareport.yaml_input import YamlProblem, yaml_documents
@@ -85,7 +86,7 @@ class ReportRecord:
     metadata: dict[str, Any]  # the qareport_run sheet, key -> value
     comparison: Comparison | None  # against the baseline the report was made with, if any
     headline: tuple[Headline, ...] = ()  # as the report stated them
-    status_counts: dict[str, int] = field(default_factory=dict)
+    status_counts: dict[str, int] = dataclass_field(default_factory=dict)
     digest: Digest | None = None  # None in workbooks written before qareport kept one
 
 
@@ -164,7 +165,8 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     """A case row from cells (or from a results file), with every `case_fields()` key present."""
     row = {field: values.get(field) for field in case_fields()}
     for field in LIST_FIELDS:
-        raw = _from_json(row.get(field), fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
+        raw = _from_json(row.get(field),
+                         fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
         row[field] = [str(item) for item in raw if not isinstance(item, (list, dict))] if isinstance(raw, list) else []
     if values.get("targets") is None:
         row["targets"] = None  # stored before runs kept their targets: `comparison` falls back
@@ -302,7 +304,8 @@ def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str],
 _METADATA_COUNTS = re.compile(r"(cases|status\..+|metric\..+\.(cases|errors|missing|invalid)"
                               r"|baseline\.metric\..+\.(cases|shared_cases)|judged\..+\.(judged|failed|not_applicable)"
                               r"|judge\.calls|changes\..+|input\.\d+\.(files|records))")
-_METADATA_NUMBERS = re.compile(r"(metric\..+\.(mean|low|high)|baseline\.metric\..+\.(mean|shared_old|shared_new|p_value)"
+_METADATA_NUMBERS = re.compile(r"(metric\..+\.(mean|low|high)"
+                               r"|baseline\.metric\..+\.(mean|shared_old|shared_new|p_value)"
                                r"|judged\..+\.mean|judge\.cost_usd)")
 _METADATA_TEXTS = re.compile(r"(format|created|qareport_version|baseline\.(source|created|qareport_version|warning\..+)"
                              r"|alert\..+|digest\.\d+|not_evaluated\..+|judge\.(model|embedding_model)|judged\..+\.label)")
@@ -546,7 +549,8 @@ def read_results_file(path: str | Path) -> dict[str, Any]:
     header = document.get("qareport")
     if not isinstance(header, dict) or not header.get("version"):
         raise QAReportError(f"{target}: not a qareport results file (no 'qareport:' header with its version, "
-                            "which 'qareport run --results' writes first); give a results file or workbook qareport wrote")
+                            "which 'qareport run --results' writes first); "
+                            "give a results file or workbook qareport wrote")
     return document
 
 
@@ -579,7 +583,8 @@ def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
     stated = document.get("qareport")
     about: dict[str, Any] = stated if isinstance(stated, dict) else {}
     if not isinstance(cases, list) or not all(isinstance(c, dict) and "case_id" in c for c in cases):
-        raise BaselineError(f"{target}: 'cases' must be a list of case rows with a 'case_id' (got {type(cases).__name__})")
+        raise BaselineError(f"{target}: 'cases' must be a list of case rows with a 'case_id' "
+                            f"(got {type(cases).__name__})")
     rows = []
     for index, case in enumerate(cases, start=1):
         def where(field: str, index: int = index) -> str:
@@ -665,7 +670,8 @@ def _read_changes(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
                 value = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
             else:
                 value = convert_value(value, expected)
-            where = f"sheet '{CHANGES_SHEET}', cell {_letter(names.index(field) + 1 if field in names else index)}{number}"
+            column = names.index(field) + 1 if field in names else index
+            where = f"sheet '{CHANGES_SHEET}', cell {_letter(column)}{number}"
             if value is BAD:
                 on_problem(_dropped(target, where, f"'{field}'", expected or "number", row.get(field)))
                 value = None
@@ -686,7 +692,8 @@ LAST_SEEN = "last seen"  # a reviewed case absent from the run: its row when it 
 HEADER_SEARCH_ROWS = 10  # the Overview's header is looked for in its first rows (an analyst may add a title)
 REVIEW_PART = 30_000  # characters a stored part holds (a cell holds 32,767)
 REVIEW_PART_LINES = 250  # line breaks a stored part holds (a cell holds 253)
-_OWN_MARKS = re.compile(r"^\u25bc [\d,]+ more (lines|characters|)$|\n?\[\u2026 [\d,]+ more (lines|characters) cut[^\]]*\]$",
+_OWN_MARKS = re.compile(r"^\u25bc [\d,]+ more (lines|characters|)$"
+                        r"|\n?\[\u2026 [\d,]+ more (lines|characters) cut[^\]]*\]$",
                         re.MULTILINE)
 """What qareport itself adds to a cell's text (a cut marker): not part of what the analyst typed."""
 
@@ -738,7 +745,8 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
                 continue
             listed.add(case_id)
             kept = stored.get(case_id, {})
-            verdict, note = (_typed(values[columns[name]], kept.get(name)) if name in columns else kept.get(name) or None
+            verdict, note = (_typed(values[columns[name]], kept.get(name)) if name in columns
+                             else kept.get(name) or None
                              for name in ("review", "review note"))
             review = Review(verdict, note)
             if review:
@@ -841,8 +849,12 @@ def _stated_headline(metadata: Mapping[str, Any]) -> tuple[Headline, ...]:
         value = metadata.get(f"{prefix}{metric}.{what}")
         return int(value) if isinstance(value, (int, float)) else 0
 
+    def mean(metric: str) -> float | None:
+        value = metadata.get(f"{prefix}{metric}.mean")
+        return value if isinstance(value, (int, float)) else None
+
     return tuple(
-        Headline(metric=metric, mean=mean if isinstance(mean := metadata.get(f"{prefix}{metric}.mean"), (int, float)) else None,
+        Headline(metric=metric, mean=mean(metric),
                  cases=count(metric, "cases"), errors=count(metric, "errors"), missing=count(metric, "missing"),
                  invalid=count(metric, "invalid"))
         for metric in keys
@@ -859,7 +871,8 @@ def _stated_status_counts(metadata: Mapping[str, Any]) -> dict[str, int]:
             if key.startswith(prefix) and isinstance(value, (int, float))}
 
 
-def _comparison(metadata: Mapping[str, Any], records: list[CaseChange], cases: Sequence[Mapping[str, Any]]) -> Comparison | None:
+def _comparison(metadata: Mapping[str, Any], records: list[CaseChange],
+                cases: Sequence[Mapping[str, Any]]) -> Comparison | None:
     if not metadata.get("baseline.source"):
         return None
     current = {h.metric: h for h in headline_metrics(cases)}
@@ -918,7 +931,8 @@ def _read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any
     except BaselineError:
         raise
     except Exception as error:  # a damaged or foreign file can fail anywhere inside openpyxl
-        raise BaselineError(f"{target}: cannot read it as an Excel workbook ({type(error).__name__}: {error})") from error
+        raise BaselineError(f"{target}: cannot read it as an Excel workbook "
+                            f"({type(error).__name__}: {error})") from error
 
 
 def _even_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from statistics import fmean
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Item = TypeVar("Item", bound=Hashable)
 
@@ -18,9 +18,9 @@ Item = TypeVar("Item", bound=Hashable)
 class SetScore:
     """Overlap of expected and predicted items (order of first appearance kept)."""
 
-    true_positives: tuple
-    false_positives: tuple
-    false_negatives: tuple
+    true_positives: tuple[Any, ...]
+    false_positives: tuple[Any, ...]
+    false_negatives: tuple[Any, ...]
 
     @property
     def precision(self) -> float:

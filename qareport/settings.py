@@ -32,19 +32,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from qareport.errors import EmailSettingsError, JudgeSettingsError, SettingsError
-from qareport.judge.prices import ModelPrice, parse_prices
 from qareport.files import home_folder
-from qareport.preflight import header_text_problem
+from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
+from qareport.judge.prices import ModelPrice, parse_prices
 from qareport.judge.settings import (
     CONFIG_KEYS as JUDGE_CONFIG_KEYS,
 )
-from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.settings import (
     CONTEXT_METRICS,
     DEFAULT_AZURE_API_VERSION,
-    DEFAULT_OPENAI_BASE_URL,
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_MODEL,
+    DEFAULT_OPENAI_BASE_URL,
     METRICS,
     PLACEHOLDER_API_KEY,
     RESPONSE_FORMATS,
@@ -53,6 +52,7 @@ from qareport.judge.settings import (
     default_cache_path,
     public_url,
 )
+from qareport.preflight import header_text_problem
 
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -253,7 +253,7 @@ def _choice(value: Any, where: str, choices: tuple[str, ...], *,
             error: type[SettingsError] = SettingsError) -> str:
     if value not in choices:
         raise error(f"{where} must be one of {', '.join(choices)} (got {value!r})")
-    return value
+    return str(value)
 
 
 def _flag(value: Any, where: str, *, error: type[SettingsError] = SettingsError) -> bool:
@@ -520,7 +520,8 @@ def resolve_ge6_judge_settings(
             given["api_key"] = generation.option("api_key")
     else:
         require_litellm(generation.provider, where)
-        litellm_chat = LiteLLMRoute(f"{generation.provider}/{generation.model}", MappingProxyType(dict(generation.options)))
+        litellm_chat = LiteLLMRoute(f"{generation.provider}/{generation.model}",
+                                    MappingProxyType(dict(generation.options)))
         given.update(model=generation.model, api_key=PLACEHOLDER_API_KEY, base_url=None)
     embedding = ge6.embedding
     if embedding is not None:

@@ -47,10 +47,10 @@ def selection_text(selection: Sequence[DatasetSelection] | None) -> str | None:
 
 
 def _term(term_id: Any, name: Any) -> str:
-    term_id, name = str(term_id or ""), str(name or "")
-    if term_id and name and name != term_id:
-        return f"{term_id} ({name})"
-    return term_id or name
+    shown_id, shown_name = str(term_id or ""), str(name or "")
+    if shown_id and shown_name and shown_name != shown_id:
+        return f"{shown_id} ({shown_name})"
+    return shown_id or shown_name
 
 
 def steps_text(steps: Sequence[Mapping[str, Any]] | None) -> str | None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 

@@ -58,9 +58,10 @@ class LineDict(dict[Any, Any]):
     text as written of each value that YAML read as something else than a string (`010` read as 8,
     `NO` as false, `~` as null), so that ids and names can be taken as written."""
 
+    # the class's empty containers are read-only fallbacks: the reader gives each instance its own
     line: int | None = None
-    key_lines: dict[Any, int] = {}
-    texts: dict[Any, str] = {}
+    key_lines: dict[Any, int] = {}  # noqa: RUF012
+    texts: dict[Any, str] = {}  # noqa: RUF012
 
 
 class LineList(list[Any]):
@@ -68,8 +69,8 @@ class LineList(list[Any]):
     the text as written of each item read as something else than a string (by index)."""
 
     line: int | None = None
-    item_lines: list[int] = []
-    texts: dict[int, str] = {}
+    item_lines: list[int] = []  # noqa: RUF012 - a read-only fallback, as in LineDict
+    texts: dict[int, str] = {}  # noqa: RUF012
 
 
 def written_text(container: Any, key: Any) -> str | None:
@@ -113,7 +114,7 @@ _PLAIN_TAGS: dict[str, str] = {}  # the tag of a plain scalar, by its text (for 
 _PLAIN_TAGS_KEPT = 10_000
 
 
-class _LineLoader(_BaseLoader):
+class _LineLoader(_BaseLoader):  # type: ignore[misc]  # the C loader has no type information
     """libyaml's safe loader, building LineDict / LineList with lines counted in the whole file."""
 
     def __init__(self, text: str, line_offset: int = 0):
@@ -205,7 +206,8 @@ def line_of(value: Any, key: Any = None) -> int | None:
     return None
 
 
-_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp"))
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}"
+                         for name in ("null", "bool", "int", "float", "binary", "timestamp"))
 
 
 class _Unusual(Exception):
@@ -544,7 +546,8 @@ class _Built:
     value: Any
 
 
-_COLLECTION_TAGS = {yaml.MappingStartEvent: (_MAP_TAG, yaml.MappingNode), yaml.SequenceStartEvent: (_SEQ_TAG, yaml.SequenceNode)}
+_COLLECTION_TAGS = {yaml.MappingStartEvent: (_MAP_TAG, yaml.MappingNode),
+                    yaml.SequenceStartEvent: (_SEQ_TAG, yaml.SequenceNode)}
 
 
 def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None:

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from ge6_suite import (  # noqa: E402
     CUSTOM_CONFIG,
     compact_result,
-    generate_ge6_suite,
     ge6_inputs,
+    generate_ge6_suite,
     inputs_digest,
     trap_suite,
     with_custom_outputs,

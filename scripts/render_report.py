@@ -51,7 +51,8 @@ def visible_sheets(workbook_xml: str) -> list[str]:
 
 
 def _unescape(text: str) -> str:
-    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'").replace("&amp;", "&")
+    return (text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'")
+            .replace("&amp;", "&"))
 
 
 def only_sheet_visible(workbook_xml: str, keep: str, *, hide_others: bool = True) -> str:
@@ -96,7 +97,8 @@ def convert_to_pdf(files: list[Path], outdir: Path, *, profile: Path, timeout: f
     for file in files:
         pdf = outdir / f"{file.stem}.pdf"
         if not pdf.is_file() or pdf.stat().st_size == 0:
-            raise RenderError(f"LibreOffice made no PDF of {file.name}: {completed.stderr.strip() or completed.stdout.strip()}")
+            shown = completed.stderr.strip() or completed.stdout.strip()
+            raise RenderError(f"LibreOffice made no PDF of {file.name}: {shown}")
         pdfs.append(pdf)
     return pdfs
 
@@ -113,7 +115,8 @@ def safe_name(sheet: str) -> str:
     return re.sub(r"[^\w.-]+", "_", sheet).strip("_") or "sheet"
 
 
-def render_report(report: Path, outdir: Path, *, dpi: int = 80, sheets: list[str] | None = None) -> dict[str, list[Path]]:
+def render_report(report: Path, outdir: Path, *, dpi: int = 80,
+                  sheets: list[str] | None = None) -> dict[str, list[Path]]:
     """Render the chosen (default: all visible) sheets; returns the PNG pages of each."""
     with zipfile.ZipFile(report) as package:
         workbook_xml = package.read("xl/workbook.xml").decode("utf-8")

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from render_report import RenderError, safe_name, single_sheet_copy  # noqa: E402
+from render_report import RenderError, safe_name, single_sheet_copy
 
 
 def _need(program: str) -> str:
@@ -183,7 +183,7 @@ def screenshots(report: Path, sheets: Sequence[str], outdir: Path, *, size: str 
                         env={**os.environ, "DISPLAY": display}, stdout=output, stderr=output,
                         start_new_session=True)
                 try:  # a busy machine starts LibreOffice slowly
-                    _wait_until(lambda: _window_shown(display, copy.name) or _ended(office, log),
+                    _wait_until(lambda: _window_shown(display, copy.name) or _ended(office, log),  # noqa: B023 - called now
                                 f"no LibreOffice window showing {copy.name} appeared", timeout=240)
                     _wait_for_stillness(screen, still=still, timeout=60)
                     out = outdir / f"{safe_name(sheet)}-screen.png"

@@ -24,17 +24,6 @@ def clean_environ(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
 
 
-@pytest.fixture
-def run_cli(monkeypatch):
-    """Run `qareport ...` in-process; returns (exit status, stdout, stderr)."""
-    from qareport.cli import main
-
-    def run(*args: str, capsys=None) -> int:
-        return main([str(a) for a in args])
-
-    return run
-
-
 def run_qareport(*args: str, cwd: str | Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the installed command in a child process, as a user would."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_"))}

@@ -52,12 +52,11 @@ ROWS = [
 
 def test_judges_every_row_and_keeps_the_input_columns(server, tmp_path, capsys):
     source, target = tmp_path / "in.tsv", tmp_path / "out" / "out.tsv"
-    write_tsv(source, HEADER + ["Notes"], [row + [f"note {n}"] for n, row in enumerate(ROWS)])
+    write_tsv(source, [*HEADER, "Notes"], [[*row, f"note {n}"] for n, row in enumerate(ROWS)])
     status = cli.main(["-i", str(source), "-o", str(target)])
     assert status == 1  # one row has an error
     rows = read_tsv(target)
-    assert list(rows[0]) == HEADER + ["Notes", "#Reference", "#PTarget", "#Matching", "Reasoning", "Error",
-                                      "Recall", "Precision", "F1", "Cost"]
+    assert list(rows[0]) == [*HEADER, "Notes", "#Reference", "#PTarget", "#Matching", "Reasoning", "Error", "Recall", "Precision", "F1", "Cost"]
     assert [r["Question"] for r in rows] == [r[0] for r in ROWS]
     assert [r["Notes"] for r in rows] == ["note 0", "note 1", "note 2", "note 3"]
     first, second, empty, multi = rows

@@ -11,13 +11,13 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from conftest import link_by_id, link_target_row
 from openpyxl import Workbook, load_workbook
 
-from conftest import link_by_id, link_target_row
-from qareport.workbook.compare import NOT_KEPT
-from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_report, read_run
 from qareport.cli import main
 from qareport.errors import BaselineError
+from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_report, read_run
+from qareport.workbook.compare import NOT_KEPT
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -280,7 +280,7 @@ def test_the_trend_sheet_has_a_line_chart_of_the_headline_metrics(history, tmp_p
     assert all(s.find("c:dLbls/c:showVal", NS).get("val") == "1" for s in series)  # each point says its value
     axis = line.find(".//c:valAx/c:scaling", NS)
     low, high = float(axis.find("c:min", NS).get("val")), float(axis.find("c:max", NS).get("val"))
-    assert 0 < low and high - low <= 0.6  # the axis fits the values, not a fixed 0-1
+    assert low > 0 and high - low <= 0.6  # the axis fits the values, not a fixed 0-1
     assert {s.find("c:cat//c:f", NS).text for s in series} == {"'Trend'!$A$2:$A$4"}  # the dates
     assert "".join(t.text for t in line.find("c:chart/c:title", NS).iter(f"{{{NS['a']}}}t")) == "Headline metrics per run"
 

@@ -130,7 +130,7 @@ def test_one_cluster_gives_a_zero_width_interval_without_a_standard_error_and_no
     got = clustered_interval([0.1, 0.5, 0.9], clusters=["t", "t", "t"])
     assert (got.low, got.high, got.standard_error, got.design_effect) == (got.mean, got.mean, None, None)
     assert clustered_interval([]) is None
-    with pytest.raises(ValueError, match="one cluster .or None. per case"):
+    with pytest.raises(ValueError, match=r"one cluster .or None. per case"):
         clustered_interval([0.1, 0.2], clusters=["a"])
     with pytest.raises(ValueError, match="case 1 must have a value or at least one attempt"):
         clustered_interval([[0.1], []])

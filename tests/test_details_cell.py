@@ -2,11 +2,18 @@
 
 import textwrap
 
-from qareport.kinds.indicator_selection import score_indicator_selection
+from qareport.kinds.indicator_selection import render_indicator_details, score_indicator_selection
 from qareport.records import (
-    CaseResult, DatasetSelection, DimensionTerms, Location, Target, Term, TestCase, Turn, TurnResult,
+    CaseResult,
+    DatasetSelection,
+    DimensionTerms,
+    Location,
+    Target,
+    Term,
+    TestCase,
+    Turn,
+    TurnResult,
 )
-from qareport.kinds.indicator_selection import render_indicator_details
 
 GDP = Term("GDP", "gross domestic product")
 GDPPC = Term("GDPPC", "GDP per capita")

@@ -237,7 +237,7 @@ def test_run_with_email_to_writes_the_workbook_and_sends_it(reports, smtp_server
     assert out.is_file()
     (message,) = inbox.messages()
     assert message["Subject"] == "QA week 19"
-    assert list(message.iter_attachments())[0].get_content() == out.read_bytes()
+    assert next(iter(message.iter_attachments())).get_content() == out.read_bytes()
 
 
 def test_an_unreachable_smtp_server_is_one_clear_line_and_exit_status_2(reports, capsys):

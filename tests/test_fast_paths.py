@@ -13,23 +13,22 @@ import sys
 from dataclasses import replace
 
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
 from qareport import aggregates
 from qareport.collector import run_scope
 from qareport.evaluation import EvaluationOptions, evaluate_suite
-from qareport.kinds.steps import KIND_NAME, turn_verdicts
-from qareport.kinds.steps import tables
+from qareport.kinds.steps import KIND_NAME, tables, turn_verdicts
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
 from qareport.workbook import cells, styles
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-import ge6_suite  # noqa: E402
-import synthetic_suite  # noqa: E402
+import ge6_suite
+import synthetic_suite
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 from openpyxl import load_workbook
+from test_email import Inbox, free_port, last_week_responses
 
 from qareport import kinds
 from qareport.cli import main
@@ -31,7 +32,6 @@ from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, TERMINATED, USAGE_
 from qareport.kinds import Facts, Kind
 from qareport.pipeline import RunOptions, run_pipeline
 from qareport.redaction import register_secret
-from test_email import Inbox, free_port, last_week_responses
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -164,7 +164,7 @@ def test_a_bug_in_an_optional_stage_leaves_out_that_stage_only(last_week, tmp_pa
                          history=(str(last_week),), judge_options={"enabled": False})
     outcome = run_pipeline(options, progress=None, on_stage=fail_in)
     assert outcome.exit_status == INTERNAL_ERROR
-    assert [(fault.stage, str(fault.error)) for fault in outcome.faults][0][1] == f"bug in {stage}"
+    assert next((fault.stage, str(fault.error)) for fault in outcome.faults)[1] == f"bug in {stage}"
     assert left_out in outcome.faults[0].left_out
     assert len(outcome.faults) == 1
     sheets = load_workbook(tmp_path / "w.xlsx", read_only=True).sheetnames

@@ -5,25 +5,24 @@ answer-correctness command's configuration file."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import email
 import email.policy
-import csv
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from openpyxl import load_workbook
-from openai_stub import serve_stub
-
 from conftest import RESPONSES, TESTCASES
-from qareport import graphrag_eval_6
-from qareport import answer_correctness_cli
+from openai_stub import serve_stub
+from openpyxl import load_workbook
+
+from qareport import answer_correctness_cli, graphrag_eval_6
 from qareport.cli import main
 from qareport.kinds import REGISTRY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from ge6_suite import write_suite  # noqa: E402
+from ge6_suite import write_suite
 
 KEY = "sk-test-ge6-0123456789"
 

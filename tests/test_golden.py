@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, TESTCASES
 from openai_stub import serve_stub
-from qareport.cli import main
 from workbook_snapshot import first_difference, snapshot_workbook
 
+from qareport.cli import main
+
 sys.path.insert(0, str(REPO / "benchmarks"))
-import bench_workbook  # noqa: E402
-import synthetic_suite  # noqa: E402
+import bench_workbook
+import synthetic_suite
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("QAREPORT_UPDATE_GOLDEN") == "1"

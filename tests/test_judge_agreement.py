@@ -10,10 +10,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from openpyxl import load_workbook
-
 from conftest import RESPONSES, TESTCASES
 from openai_stub import serve_stub
+from openpyxl import load_workbook
+from test_libreoffice import require
+
 from qareport.cli import main
 from qareport.judge_agreement import (
     DISAGREEMENT_THRESHOLD,
@@ -27,7 +28,6 @@ from qareport.judge_agreement import (
 )
 from qareport.records import Review
 from qareport.runs import decode_case_row, read_reviews
-from test_libreoffice import require
 
 WEEK_1, WEEK_2, WEEK_3 = "1714557600", "1715162400", "1715767200"
 A = "c10bbc8dce98a4b8832d125134a16153"  # judged: correctness, relevance, retrieval

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from openpyxl import load_workbook
-
 from conftest import RESPONSES, TESTCASES, run_qareport
 from openai_stub import serve_stub
+from openpyxl import load_workbook
+
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.cache import LOCK_WAIT_SEC, JudgeCache
 

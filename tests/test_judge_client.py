@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 import io
 import json
-import os
 import re
 import socket
 import time
+from datetime import UTC
 
 import pytest
 from openai_stub import Fault, generated_questions, serve_stub, stub_embedding
@@ -16,16 +16,10 @@ from openai_stub import Fault, generated_questions, serve_stub, stub_embedding
 from qareport.errors import JudgeError
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.answer_relevance import cosine_similarity
-from qareport.retrieval_context import average_precision_of_verdicts as average_precision, with_retrieval_context_scores
+from qareport.retrieval_context import average_precision_of_verdicts as average_precision
+from qareport.retrieval_context import with_retrieval_context_scores
 
 KEY = "sk-test-LEAKCHECK-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def clean_openai_environ(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "AZURE_OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture
@@ -415,7 +409,7 @@ def test_a_broken_template_is_a_judge_error(server, tmp_path):
     custom = tmp_path / "templates" / "judge"
     custom.mkdir(parents=True)
     (custom / "answer_relevance.txt").write_text("{{ no_such_variable }}")
-    with pytest.raises(JudgeError, match="judge/answer_relevance.txt"):
+    with pytest.raises(JudgeError, match=r"judge/answer_relevance\.txt"):
         Judge(settings_for(server, tmp_path), templates_dir=str(tmp_path / "templates"))
 
 
@@ -588,8 +582,8 @@ def test_a_retry_after_too_long_is_not_waited_for(server, tmp_path):
 
 
 def test_retry_after_header_forms():
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
-    from datetime import datetime, timedelta, timezone
 
     from qareport.judge.client import retry_after as _retry_after
 
@@ -597,7 +591,7 @@ def test_retry_after_header_forms():
     assert _retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert _retry_after({}) is None
     assert _retry_after({"retry-after": "soon"}) is None
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 < _retry_after({"retry-after": when}) <= 30
 
 

@@ -11,8 +11,6 @@ import math
 import socket
 
 import pytest
-from openpyxl import load_workbook
-
 from conftest import RESPONSES, TESTCASES
 from openai_stub import (
     Fault,
@@ -27,6 +25,8 @@ from openai_stub import (
     stub_embedding,
     zero_vectors,
 )
+from openpyxl import load_workbook
+
 from qareport.cli import main
 from qareport.comparison import headline_metrics, score_distribution
 from qareport.errors import JudgeOutputError
@@ -239,7 +239,8 @@ def test_judge_figures_agree_everywhere_on_a_mix_of_good_unusable_and_failed_rep
     out = capsys.readouterr().out
     document = json.loads((tmp_path / "results.json").read_text())
     metrics = {m["label"]: m for m in document["judge"]["metrics"]}
-    f1, relevance = metrics["answer F1"], metrics["answer relevance"]
+    f1 = metrics["answer F1"]
+    assert "answer relevance" in metrics
     assert sum(m["failed"] for m in metrics.values()) >= 1 and sum(m["not_judged"] for m in metrics.values()) >= 1
 
     summary = sheet(tmp_path, "Summary")

@@ -4,10 +4,10 @@ real OpenAI-compatible server on loopback, with faults injected."""
 from __future__ import annotations
 
 import pytest
-from openpyxl import load_workbook
-
 from conftest import RESPONSES, TESTCASES
 from openai_stub import Fault, serve_stub
+from openpyxl import load_workbook
+
 from qareport.cli import main
 from qareport.exit_status import JUDGE_FAILED
 

@@ -16,6 +16,8 @@ from qareport.judge.prices import DEFAULT_PRICES, ModelPrice, PriceTable, parse_
 from qareport.judge.retrieval_answer import attributed_fraction, f1_keys
 from qareport.retrieval_context import (
     average_precision_of_verdicts as average_precision,
+)
+from qareport.retrieval_context import (
     context_overlap,
     f1_score,
     levenshtein_distance,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from qareport.errors import JudgeError
@@ -16,13 +14,6 @@ from qareport.judge.settings import (
 from qareport.settings import resolve_judge_settings
 
 KEY = "sk-test-settings-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def clean_openai_environ(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "AZURE_OPENAI_")):
-            monkeypatch.delenv(name)
 
 
 def resolve(options=None, config=None, environ=None):
@@ -130,7 +121,7 @@ def test_base_url_and_azure_endpoint_at_the_same_level_conflict():
 
 
 def test_unknown_config_key_is_an_error():
-    with pytest.raises(JudgeError, match="unknown key 'modle'.*known keys: .*model"):
+    with pytest.raises(JudgeError, match=r"unknown key 'modle'.*known keys: .*model"):
         resolve(config={"modle": "gpt-4o"}, environ={"OPENAI_API_KEY": KEY})
 
 

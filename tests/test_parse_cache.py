@@ -11,13 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import TESTCASES, run_qareport
+from test_kinds import ExpectedKeywords
 
 from qareport import kinds
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
-
-from conftest import TESTCASES, run_qareport
-from test_kinds import ExpectedKeywords
 
 CASE = """\
 - id: {id}

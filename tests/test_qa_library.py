@@ -116,7 +116,7 @@ def test_responses_may_be_a_list_of_records(reference_qas, chat_responses):
 def test_two_responses_for_one_question_are_refused(reference_qas, chat_responses):
     records = list(chat_responses.values())
     with pytest.raises(ValueError, match="second response for question"):
-        run_evaluation(reference_qas, records + [records[0]])
+        run_evaluation(reference_qas, [*records, records[0]])
 
 
 def test_inputs_are_not_modified(reference_qas, chat_responses):

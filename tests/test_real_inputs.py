@@ -14,7 +14,6 @@ import pytest
 from qareport import qa
 from qareport.retrieval_context import ragas_average_precision, with_context_scores
 
-
 # --- RAGAS's 1e-10 (item 5) --------------------------------------------------------------------------
 
 
@@ -58,9 +57,9 @@ def test_a_perfect_retrieval_context_scores_as_graphrag_eval_5_2_scores_it():
 # --- structured answers (item 3) ---------------------------------------------------------------------
 
 import yaml  # noqa: E402
+from openai_stub import serve_stub  # noqa: E402
 from openpyxl import load_workbook  # noqa: E402
 
-from openai_stub import serve_stub  # noqa: E402
 from qareport.cli import main  # noqa: E402
 from qareport.kinds.answers import answer_text  # noqa: E402
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from test_baseline_and_trend import REGRESSED, TESTCASES, WEEK_18, WEEK_20, last_week_responses, run
+from test_libreoffice import require
 
 from qareport.records import REVIEW_CHOICES
 from qareport.runs import read_reviews
 from qareport.workbook.summary import KEY_COLUMN, VALUE_COLUMN
-from test_baseline_and_trend import REGRESSED, TESTCASES, WEEK_18, WEEK_20, last_week_responses, run
-from test_libreoffice import require
 
 KEY, VALUE = KEY_COLUMN - 1, VALUE_COLUMN - 1  # the Summary's right-hand block, counted from 0
 UNCHANGED = "2818e6c6-6d0e-49a5-86af-cc5a22b108d2"  # scored the same both weeks
@@ -195,7 +195,7 @@ def _replace_text(path: Path, placeholder: str, text: str) -> None:
     with zipfile.ZipFile(path) as package:
         parts = {name: package.read(name) for name in package.namelist()}
     (name,) = [name for name, data in parts.items() if f">{placeholder}<".encode() in data]
-    parts[name] = parts[name].replace(f">{placeholder}<".encode(), f">{escape(text)}<".encode("utf-8"))
+    parts[name] = parts[name].replace(f">{placeholder}<".encode(), f">{escape(text)}<".encode())
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
         for name, data in parts.items():
             package.writestr(name, data)

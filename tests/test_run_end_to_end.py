@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from conftest import RESPONSES, TESTCASES, run_qareport
 from openpyxl import load_workbook
 
-from conftest import RESPONSES, TESTCASES, run_qareport
 from qareport.cli import main
 
 SEED_CASE = "c540d28c-31cc-40fa-930a-4380d76fd1e7"  # the methodology's worked example

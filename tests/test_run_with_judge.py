@@ -4,10 +4,10 @@ import json
 import zipfile
 
 import pytest
-from openpyxl import load_workbook
-
 from conftest import RESPONSES, TESTCASES
 from openai_stub import Fault, serve_stub
+from openpyxl import load_workbook
+
 from qareport.cli import main
 
 API_KEY = "sk-test-DO-NOT-LEAK-1234567890"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from test_email import REGRESSED_CASE, last_week_responses, sender, smtp_args, smtp_server  # noqa: F401 (fixtures)
 
 from qareport.cli import main
-from test_email import REGRESSED_CASE, last_week_responses, sender, smtp_args, smtp_server  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"

@@ -52,7 +52,7 @@ def test_config_option_names_the_file_and_must_exist(tmp_path):
     other.write_text("strict: true\n")
     (tmp_path / "qareport.yaml").write_text("strict: false\n")
     assert resolve(tmp_path, config_path=str(other)).run.strict is True
-    with pytest.raises(SettingsError, match="missing.yaml: no such configuration file; check --config"):
+    with pytest.raises(SettingsError, match=r"missing\.yaml: no such configuration file; check --config"):
         resolve(tmp_path, config_path=str(tmp_path / "missing.yaml"))
 
 

@@ -11,10 +11,10 @@ Widths are checked in LibreOffice's pixels as measured on its screenshots at 100
 from __future__ import annotations
 
 import pytest
-from openpyxl import load_workbook
-
 from conftest import RESPONSES, TESTCASES
 from openai_stub import serve_stub
+from openpyxl import load_workbook
+
 from qareport.cli import main
 from qareport.workbook import styles
 

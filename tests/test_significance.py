@@ -83,7 +83,7 @@ def test_the_monte_carlo_p_value_is_close_to_the_exact_one():
     old = [generator.random() for _ in range(EXACT_UP_TO)]
     new = [value + generator.gauss(0.05, 0.2) for value in old]
     exact = paired_change(old, new)
-    sampled = paired_change(old + [0.5], new + [0.5 + 1e-9])  # one more moved case: Monte Carlo
+    sampled = paired_change([*old, 0.5], [*new, 0.5 + 1e-09])  # one more moved case: Monte Carlo
     assert exact.exact and not sampled.exact
     assert sampled.p_value == pytest.approx(exact.p_value, abs=0.03)
 

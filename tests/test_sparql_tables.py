@@ -390,7 +390,7 @@ def test_six_of_ten_columns_on_a_thousand_rows_well_under_a_second(options, spoi
     if not options.get("ordered"):
         rng.shuffle(rows)
     if spoil:
-        rows[500] = (lit("spoiled"),) + rows[500][1:]
+        rows[500] = (lit("spoiled"), *rows[500][1:])
     actual = table([f"a{i}" for i in range(10)], *rows)
     start = time.perf_counter()
     got = verdict(reference, actual, required, **options)

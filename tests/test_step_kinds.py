@@ -7,7 +7,7 @@ compared with 6.6.1 itself in test_graphrag_eval_6.py).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -159,7 +159,7 @@ def test_relative_times_follow_the_calls_execution_timestamp_not_the_clock():
 
 
 def test_a_yaml_timestamp_is_read_like_its_iso_text():
-    stamp = datetime(2025, 3, 1, 12, tzinfo=timezone.utc)
+    stamp = datetime(2025, 3, 1, 12, tzinfo=UTC)
     assert score6(POINTS, [points_call(stamp=stamp, start="2025-02-26T12:00:30Z")]) == 1.0
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import foreign_formulas, link_by_id, link_target_row
 from openpyxl import load_workbook
 
-from conftest import foreign_formulas, link_by_id, link_target_row
 from qareport.cli import main
 from qareport.evaluation import evaluate_suite
 from qareport.loading import load_suite

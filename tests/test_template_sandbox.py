@@ -12,10 +12,10 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from conftest import RESPONSES, TESTCASES
 from jinja2 import meta
 from jinja2.sandbox import SecurityError
 
-from conftest import RESPONSES, TESTCASES
 from qareport.cli import main
 from qareport.templating import packaged_templates_dir, template_environment
 

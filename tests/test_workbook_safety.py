@@ -4,9 +4,9 @@ import json
 
 import pytest
 import xlsxwriter
+from conftest import foreign_formulas
 from openpyxl import load_workbook
 
-from conftest import foreign_formulas
 from qareport.cli import main
 from qareport.workbook.cells import MAX_CELL_CHARS, MAX_LINE_BREAKS, fit_text
 

@@ -53,7 +53,7 @@ def _cell(cell: Any) -> dict[str, Any] | None:
         entry["wrap"] = True
     if cell.hyperlink is not None:
         link = cell.hyperlink
-        entry["link"] = link.location and f"#{link.location}" or link.target
+        entry["link"] = (link.location and f"#{link.location}") or link.target
     if not entry:
         return None
     return entry

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from qareport.judge.checks import ClaimCounts, check_answer_correctness, claim_count_problem
 from qareport.errors import MetricFailed
+from qareport.judge.checks import ClaimCounts, check_answer_correctness, claim_count_problem
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport.judge.checks import check_generated_questions, vector_problem
 from qareport.errors import MetricFailed
+from qareport.judge.checks import check_generated_questions, vector_problem
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger

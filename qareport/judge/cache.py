@@ -158,7 +158,7 @@ class JudgeCache:
         with self._lock:
             if self._connection is None:
                 return 0
-            return self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            return int(self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:

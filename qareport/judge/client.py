@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 
 import openai
 
-
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, JudgeOutputError, MetricFailed
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
@@ -196,7 +195,8 @@ class JudgeClient:
                 embedding_model=embedding.model if embedding else None,
                 embedding_options=embedding.options if embedding else {},
                 timeout=settings.timeout, max_retries=settings.max_retries)
-        if settings.litellm_chat is None or (settings.litellm_embedding is None and settings.embedding_base_url is None):
+        if settings.litellm_chat is None or (
+                settings.litellm_embedding is None and settings.embedding_base_url is None):
             self._client = make_openai_client(settings, self._retries)
         if settings.litellm_embedding is not None:
             self._embedding_client = self._litellm
@@ -266,11 +266,9 @@ class JudgeClient:
         except MetricFailed as error:
             self._remember_failure(metric, messages, str(error))
             raise
-        for attempt in range(1, CORRECTIVE_RETRIES + 1):
-            conversation = messages + [
-                {"role": "assistant", "content": problem.content or ""},
-                {"role": "user", "content": retry_prompt(problem.problem)},
-            ]
+        for _ in range(CORRECTIVE_RETRIES):
+            conversation = [*messages, {"role": "assistant", "content": problem.content or ""},
+                            {"role": "user", "content": retry_prompt(problem.problem)}]
             try:
                 return self._chat(metric, conversation, check, ledger, also_for=messages)
             except JudgeOutputError as again:
@@ -390,7 +388,7 @@ class JudgeClient:
             ledger.retries += self._retries.retries
             ledger.failed_calls += 1
             if error.status_code in (401, 403, 404):
-                raise self._abort(self._fatal_status_message(error))
+                raise self._abort(self._fatal_status_message(error)) from None
             if error.status_code in REFUSED_REQUEST:  # the judge answered: this request, not the judge, is at fault
                 raise MetricFailed(f"the judge refused this request ({self._describe(error)})") from None
             raise self._call_failed(f"judge call failed{self._attempts()}: {self._describe(error)}"
@@ -403,7 +401,7 @@ class JudgeClient:
                 raise self._abort(
                     f"cannot reach the judge at {self.settings.endpoint} "
                     f"({self._describe(error)}); check the base URL and the network"
-                )
+                ) from None
             what = f"timed out after {self.settings.timeout:g} s" if timeout else self._describe(error)
             raise self._call_failed(f"judge call failed{self._attempts()}: {what}") from None
         except openai.OpenAIError as error:

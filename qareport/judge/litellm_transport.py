@@ -60,7 +60,8 @@ class LiteLLMClient:
         response = self._litellm.embedding(**{**request, "model": model or request["model"]}, **options,
                                            **self._common)
         data = [item if hasattr(item, "embedding") else SimpleNamespace(**item) for item in response.data]
-        return SimpleNamespace(data=data, usage=getattr(response, "usage", None), model=getattr(response, "model", None))
+        return SimpleNamespace(data=data, usage=getattr(response, "usage", None),
+                               model=getattr(response, "model", None))
 
     def close(self) -> None:
         """Nothing to close: litellm keeps its own connections."""

@@ -32,7 +32,6 @@ from qareport.kinds.answers import answer_text
 from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
 
-
 ERROR_KEYS = {
     answer_correctness.METRIC: answer_correctness.ERROR_KEY,
     answer_relevance.METRIC: answer_relevance.ERROR_KEY,
@@ -207,7 +206,7 @@ class Judge:
         try:
             for outcome in ready:
                 settle(outcome)
-            running: dict[futures.Future, str] = {executor.submit(task): "task" for task in tasks}
+            running: dict[futures.Future[Any], str] = {executor.submit(task): "task" for task in tasks}
             waiting: list[_Outcome] = []
             waiting_inputs = 0
             tasks_left = len(tasks)
@@ -263,7 +262,8 @@ class Judge:
 
     # -- planning: which metrics each case gets
 
-    def _plan(self, index: int, result: Mapping[str, Any], metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+    def _plan(self, index: int, result: Mapping[str, Any],
+              metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
         client, prompts = self._client, self._prompts
         question = result.get("question_text") or ""
         reference = result.get("reference_answer")

@@ -97,10 +97,7 @@ class JudgeUsage:
     def summary(self) -> str:
         """One line for stderr: requests and cost (how many cases were judged is the judge line's
         to say, from `qareport.judged_metrics`, so that one figure has one source)."""
-        if self.cost_usd is None:
-            cost = self.cost_note or "cost unknown"
-        else:
-            cost = f"${self.cost_usd:.4f}"
+        cost = (self.cost_note or "cost unknown") if self.cost_usd is None else f"${self.cost_usd:.4f}"
         return (
             f"judge {self.model}: {self.calls} API calls "
             f"({self.cached_calls} cached, {self.failed_calls} calls failed, {self.retries} retried), "
@@ -114,8 +111,19 @@ class JudgeUsage:
 class Ledger:
     """Counters of one unit of work, filled in by the thread doing it (never shared while open)."""
 
-    __slots__ = ("calls", "cached_calls", "failed_calls", "retries", "tried_again", "input_tokens",
-                 "output_tokens", "cost", "unpriced", "share", "share_unpriced")
+    __slots__ = (
+        "cached_calls",
+        "calls",
+        "cost",
+        "failed_calls",
+        "input_tokens",
+        "output_tokens",
+        "retries",
+        "share",
+        "share_unpriced",
+        "tried_again",
+        "unpriced",
+    )
 
     def __init__(self) -> None:
         self.calls = self.cached_calls = self.failed_calls = self.retries = self.tried_again = 0

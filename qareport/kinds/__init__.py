@@ -8,7 +8,8 @@ downstream (the case rows of the results file and of a stored run, the compariso
 the headline metrics, the workbook's columns) asks `REGISTRY` instead of naming kinds.
 
 Adding a kind means writing one module with a `Kind` subclass (and, if it renders a details cell, one
-template) and calling `register(...)`: no other module changes.
+template) and calling `register(...)`: no other module changes. Everything such a module needs is
+exported here (`__all__`).
 
 Every metric a kind declares lies in [0, 1] and higher is better, so a drop is a regression.
 
@@ -25,7 +26,40 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Literal
 
+from qareport.errors import ShapeError
 from qareport.records import CaseResult, TestCase, TurnOutput
+
+# what a kind's author needs, in one import: the protocol, the records it reads and returns, the
+# error that a malformed part raises (it becomes a Problem with file and line), and the registry
+__all__ = [
+    "REGISTRY",
+    "CaseResult",
+    "CellFormat",
+    "Column",
+    "ColumnPlace",
+    "DetailRow",
+    "Facts",
+    "Kind",
+    "Metric",
+    "ShapeError",
+    "Table",
+    "TurnInput",
+    "all_metrics",
+    "case_facts",
+    "case_metric_keys",
+    "case_metrics",
+    "case_reason",
+    "explain_case",
+    "explain_change",
+    "extra_kinds",
+    "headline_metric_keys",
+    "kind_of_metric",
+    "mean_over_turns",
+    "metric_label",
+    "register",
+    "register_kind",
+    "unregister",
+]
 
 CellFormat = Literal["score", "integer", "seconds"]
 ColumnPlace = Literal["score", "number", "text"]
@@ -262,7 +296,8 @@ def case_reason(result: CaseResult) -> str | None:
     if result.status == "missing":
         return "no response"
     if result.status == "error":
-        return f"the system answered with an error: {result.error}" if result.error else "the system answered with an error"
+        return (f"the system answered with an error: {result.error}" if result.error
+                else "the system answered with an error")
     if result.status == "invalid":
         return f"not evaluated: {result.error}" if result.error else "not evaluated"
     parts = [part for part in (explain_case(result), result.error) if part]

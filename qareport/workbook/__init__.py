@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +34,14 @@ from qareport.comparison import Comparison, parse_created
 from qareport.errors import QAReportError
 from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
+from qareport.workbook import styles
+from qareport.workbook.cells import clean_text, write
 from qareport.workbook.changes import write_changes
 from qareport.workbook.compare import write_compare
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
-from qareport.workbook import styles
-from qareport.workbook.cells import clean_text, write
 from qareport.workbook.sheet import Book, Sheet
 from qareport.workbook.sheet_names import (
     CHANGES,
@@ -57,7 +57,6 @@ from qareport.workbook.sheet_names import (
 from qareport.workbook.statistics_sheet import write_statistics
 from qareport.workbook.summary import SummaryLinks, write_summary
 from qareport.workbook.trend import write_trend
-
 
 
 def _first_rows_by_kind(comparison: Comparison) -> dict[str, int]:
@@ -179,8 +178,8 @@ def _display_time(created: str) -> str:
 
 
 def _naive_utc(created: str) -> datetime:
-    moment = parse_created(created) or datetime.now(tz=timezone.utc)
-    return moment.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
+    moment = parse_created(created) or datetime.now(tz=UTC)
+    return moment.astimezone(UTC).replace(tzinfo=None, microsecond=0)
 
 
 class _OutputFile(io.BufferedWriter):

@@ -38,7 +38,7 @@ def fit_text(text: str, *, where_full: str = "") -> str:
     if len(lines) > MAX_LINE_BREAKS + 1:
         kept = lines[:MAX_LINE_BREAKS]  # leaves room for the marker line
         marker = f"[… {len(lines) - len(kept)} more lines cut{suffix}]"
-        text = "\n".join(kept + [marker])
+        text = "\n".join([*kept, marker])
     if len(text) > MAX_CELL_CHARS:
         cut_at = MAX_CELL_CHARS - 80
         marker = f"\n[… {len(text) - cut_at:,} more characters cut{suffix}]"

@@ -7,13 +7,14 @@ changed, so a different score is not a regression), then new and removed cases.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from qareport.comparison import CaseChange, Comparison, metric_label
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write
-from qareport.workbook.sheet_names import COMPARE, OVERVIEW
 from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet_names import COMPARE, OVERVIEW
 
 HEADERS = ("case id", "name", "change", "metric", "old value", "new value", "delta", "old status", "new status",
            "reason", "side by side")
@@ -29,7 +30,7 @@ KIND_STYLES: dict[str, tuple[styles.Fill, styles.Font]] = {
 }
 
 
-def _values(change: CaseChange) -> tuple:
+def _values(change: CaseChange) -> tuple[Any, ...]:
     """One line: numbers only in the value columns (so they filter and pivot as numbers), the
     statuses in their own columns."""
     numeric = change.metric not in (None, "status")

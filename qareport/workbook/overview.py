@@ -25,8 +25,8 @@ leads to Details. Only the scanning columns print; the long texts are for the sc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from qareport import kinds as kind_registry
@@ -58,7 +58,6 @@ READING_FLOOR = 16  # the narrowest a name, reason or review note column gets to
 """(A cut reason's `more` column is made of the reason's own width, down to the same floor.)"""
 NUMBER_UNITS = 5  # "0.88", "1,234"
 REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
-LONG = "long"  # the place of the columns after the scanning part (test, long texts, usage)
 NO_REVIEW = Review()
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
 """The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""
@@ -119,7 +118,8 @@ def overview_columns(report: Report, *, templates_dir: str | None) -> list[Colum
     ]
     if any(r.case.comments for r in results):
         columns.append(Column("comments", lambda r: r.case.comments or None, 30, wrap=True))
-    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))  # one line: filtered, not read
+    # one line: filtered, not read
+    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))
     if "conversation" in case_kinds:
         columns.append(Column("user message", _user_messages, 40, wrap=True))
     columns.append(Column("error", lambda r: r.error, 30, wrap=True))
@@ -275,7 +275,8 @@ class OverviewLayout:
     last_row: int
 
 
-def _layout(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> tuple[list[float], list[int], list[dict[int, int]]]:
+def _layout(columns: Sequence[Column],
+            table: Sequence[Sequence[Any]]) -> tuple[list[float], list[int], list[dict[int, int]]]:
     """The columns' widths, each row's lines and each row's lines below its edge by column (from 0).
 
     A text of the scanning part that goes on below its row's edge (a reason longer than eight

@@ -22,7 +22,7 @@ from xlsxwriter.worksheet import CellNumberTuple, CellStringTuple, Worksheet
 from xlsxwriter.xmlwriter import re_control_chars_1, re_control_chars_2
 
 
-class RowsWorksheet(Worksheet):
+class RowsWorksheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type information
     """An XlsxWriter worksheet (constant-memory mode) whose text and number cells are written in
     one step each."""
 

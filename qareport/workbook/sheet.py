@@ -38,8 +38,18 @@ def fit_tooltip(tooltip: str | None) -> str | None:
 class Cell:
     """One cell not yet written: its value and its look, set part by part."""
 
-    __slots__ = ("row", "column", "value", "font", "fill", "alignment", "number_format", "link", "formula",
-                 "merge_to")
+    __slots__ = (
+        "alignment",
+        "column",
+        "fill",
+        "font",
+        "formula",
+        "link",
+        "merge_to",
+        "number_format",
+        "row",
+        "value",
+    )
 
     def __init__(self, row: int, column: int):
         self.row, self.column = row, column
@@ -54,7 +64,7 @@ class Cell:
 
     @property
     def column_letter(self) -> str:
-        return xl_col_to_name(self.column - 1)
+        return str(xl_col_to_name(self.column - 1))
 
 
 class Sheet:
@@ -96,7 +106,7 @@ class Sheet:
             if row in self._heights:
                 # in pixels of 0.75 point: set_row would round a height of 409 points down to 408.75
                 self.worksheet.set_row_pixels(row - 1, self._heights.pop(row) / 0.75)
-            for column, cell in sorted(self._pending.pop(row, {}).items()):
+            for _column, cell in sorted(self._pending.pop(row, {}).items()):
                 self._write(cell)
             self.rows_written = max(self.rows_written, row)
 

@@ -10,7 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.comparison import SCORE_BINS, metric_label as headline_label
+from qareport.comparison import SCORE_BINS
+from qareport.comparison import metric_label as headline_label
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
@@ -19,9 +20,8 @@ from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
-from qareport.workbook.sheet_names import STATISTICS
 from qareport.workbook.sheet import Cell, Sheet
-
+from qareport.workbook.sheet_names import STATISTICS
 
 QA_METRICS = (
     "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
@@ -292,7 +292,7 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     return ranges
 
 
-def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list, metrics: list[str]) -> None:
+def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: list[str]) -> None:
     """Give each metric row of the micro table its own number format (tokens, seconds, dollars)."""
     labels = {metric_label(m): m for m in metrics}
     for offset, values in enumerate(stat_rows):
@@ -309,7 +309,7 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
                    "Evaluated cases; mean over the judged ones (as in the Summary); failed: the judge's reply "
                    "could not be used; not judged: the API failed or the judge was stopped; not applicable: "
                    "nothing to judge (no answer, no reference, no retrieval step).")
-    first, last = tables.table(
+    first, _last = tables.table(
         ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
         [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_judged, metric.not_applicable,
           "FAILED FOR MOST CASES: the mean rests on few cases" if metric.mostly_failed else None)
@@ -343,7 +343,7 @@ def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None)
     scopes = [("this run", agreement.this_run)]
     if agreement.history is not None:
         scopes.append((f"{agreement.history_runs} runs", agreement.history))
-    for index, item in enumerate(agreement.this_run):
+    for index in range(len(agreement.this_run)):
         for scope, items in scopes:
             shown = items[index]
             low, high = shown.interval or (None, None)

@@ -16,9 +16,7 @@ if TYPE_CHECKING:  # the sheet module imports this one
     from xlsxwriter.format import Format
     from xlsxwriter.workbook import Workbook
 
-    from qareport.workbook.sheet import Cell
-
-    from qareport.workbook.sheet import Sheet
+    from qareport.workbook.sheet import Cell, Sheet
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +118,6 @@ INTEGER_FORMAT = "#,##0"
 SECONDS_FORMAT = "0.0"
 COST_FORMAT = "$#,##0.0000"
 DELTA_FORMAT = "+0.00;-0.00;0.00"
-HEADLINE_DELTA_FORMAT = "+0.000;-0.000;0.000"  # a headline moves by less than 0.01 and still matters
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
 
 # Excel's own "bad" and "good" cell styles, so the colours read the way analysts already know.

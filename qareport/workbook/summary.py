@@ -129,7 +129,8 @@ def _signed_style(cell: Cell, delta: float | None, *, strong: bool = True) -> No
 def _noise_words(delta: HeadlineDelta) -> str | None:
     if delta.p_value is None:
         return None
-    p = f"p {delta.p_value:.2f}" if delta.p_value >= 0.01 else f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p<0.001"
+    p = (f"p {delta.p_value:.2f}" if delta.p_value >= 0.01
+         else f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p<0.001")
     return f"{'beyond noise' if delta.significant else 'within noise'}, {p}"
 
 
@@ -339,7 +340,8 @@ def write_review(block: Block, digest: Digest, report: Report, links: SummaryLin
     block.row += 1
     if links.change_column is not None and digest.baseline is not None:
         changes = f"{OVERVIEW}!${links.change_column}$2:${links.change_column}${links.last_overview_row}"
-        regressed = {movement.case_id for movement in report.comparison.moved("regression")} if report.comparison else set()
+        regressed = ({movement.case_id for movement in report.comparison.moved("regression")}
+                     if report.comparison else set())
         reviewed = sum(1 for case_id in regressed if (review := report.reviews.get(case_id)) and review.verdict)
         block.cell(0, "regressions reviewed")
         cell = _figure(block, 1, reviewed, styles.INTEGER_FORMAT)
@@ -400,7 +402,8 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     status = ", ".join(f"{counts.get(s, 0)} {word}" for s, word in
                        (("success", "evaluated"), ("error", "error"), ("missing", "missing"), ("invalid", "invalid"))
                        if counts.get(s, 0) or s == "success")
-    subtitle = f"Run of {display_time(run.created)} · qareport {run.qareport_version} · {digest.cases} test cases: {status}"
+    subtitle = (f"Run of {display_time(run.created)} · qareport {run.qareport_version} · "
+                f"{digest.cases} test cases: {status}")
     if digest.baseline is not None:
         subtitle += f" · compared with the run of {display_time(digest.baseline.created)}"
     write(ws, 2, 1, subtitle).font = styles.NOTE_FONT

@@ -4,7 +4,7 @@ headline metrics over time."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 from qareport import kinds
@@ -29,7 +29,7 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
         moment = parse_created(point.created)
         if moment is not None:  # a real date (not text) so it sorts and filters as one
             date = ws.cell(row, 1)
-            date.value = moment.astimezone(timezone.utc).replace(tzinfo=None)
+            date.value = moment.astimezone(UTC).replace(tzinfo=None)
             date.number_format = styles.DATETIME_FORMAT
         else:
             write(ws, row, 1, point.created)

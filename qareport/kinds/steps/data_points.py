@@ -25,7 +25,8 @@ The actual step needs an output and an `execution_timestamp`, and both steps nee
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from dateutil import parser as date_parser
@@ -33,10 +34,10 @@ from dateutil import parser as date_parser
 from qareport.kinds.steps.step_kind import (
     MATCH,
     Comparison,
+    ReferenceStepsError,
     Semantics,
     Step,
     StepPair,
-    ReferenceStepsError,
     StepsError,
     actual_output,
     short,
@@ -80,7 +81,7 @@ class RetrieveDataPoints:
         ids = [normalized_ids(args["external_id"], pair, "external_id") for args in (expected, got)]
         granularities = [normalized_granularity(args.get("granularity"), pair) for args in (expected, got)]
         aggregates = [normalized_ids(args.get("aggregates"), pair, "aggregates") for args in (expected, got)]
-        checks = (
+        checks: tuple[tuple[str, Callable[[], bool]], ...] = (
             ("external_id", lambda: ids[0] == ids[1]),
             ("granularity", lambda: granularities[0] == granularities[1]),
             ("aggregates", lambda: aggregates[0] == aggregates[1]),
@@ -146,8 +147,8 @@ def normalized_granularity(granularity: Any, pair: StepPair) -> Any:
 def in_utc(moment: datetime) -> datetime:
     """A time without a zone is UTC."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def resolve_time(value: Any, anchor: datetime) -> Any:
@@ -194,9 +195,9 @@ def same_time(anchor: datetime, expected: Any, got: Any, pair: StepPair) -> bool
         raise StepsError(
             f"a relative time of {pair.reference_label} or {pair.actual_label} reaches beyond the calendar."
         ) from None
-    if isinstance(expected_time, datetime) and isinstance(got_time, datetime):
-        if expected_relative and not got_relative:
-            return abs((expected_time - got_time).total_seconds()) <= TOLERANCE_SECONDS
+    if (isinstance(expected_time, datetime) and isinstance(got_time, datetime)
+            and expected_relative and not got_relative):
+        return abs((expected_time - got_time).total_seconds()) <= TOLERANCE_SECONDS
     return bool(expected_time == got_time)
 
 

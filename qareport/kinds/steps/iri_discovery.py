@@ -21,10 +21,10 @@ from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
     Comparison,
+    ReferenceStepsError,
     Semantics,
     Step,
     StepPair,
-    ReferenceStepsError,
     StepsError,
     actual_output,
 )

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from qareport.describing import describe_value
 from qareport.kinds.steps.parsed_outputs import question_scope
@@ -312,7 +312,7 @@ def _groups_list(reference_groups: Any) -> Sequence[Any]:
             "'reference_steps' is empty; give at least one group of steps, the last group being the "
             "steps whose outputs the answer comes from."
         )
-    return reference_groups
+    return cast(Sequence[Any], reference_groups)
 
 
 def _checked_group(group: Any, what: str, in_group: str) -> Sequence[Mapping[str, Any]]:
@@ -330,7 +330,7 @@ def _checked_group(group: Any, what: str, in_group: str) -> Sequence[Mapping[str
             raise ReferenceStepsError(f"reference step {index + 1} {in_group} has no 'name'; name the tool the step "
                                       "calls.")
         _require_hashable(step["name"], f"the 'name' of reference step {index + 1} {in_group}", ReferenceStepsError)
-    return group
+    return cast(Sequence[Mapping[str, Any]], group)
 
 
 def _last_group(reference_groups: Any) -> Sequence[Mapping[str, Any]]:

@@ -26,7 +26,7 @@ T = TypeVar("T")
 class _Kept:
     """What one question's scope keeps."""
 
-    __slots__ = ("texts", "columns")
+    __slots__ = ("columns", "texts")
 
     def __init__(self) -> None:
         self.texts: dict[str, Any] = {}  # output text -> its parsed JSON

@@ -78,7 +78,7 @@ def context_ids(output: Any, label: str, side: str) -> list[Any]:
     if isinstance(documents, (list, dict, str)) and all(
         isinstance(document, dict) and "id" in document for document in documents
     ):
-        return [cast(dict, document)["id"] for document in documents]
+        return [cast(dict[str, Any], document)["id"] for document in documents]
     raise StepsError(
         f"{label} has an 'output' that is not a JSON list of documents, each with an 'id'; fix the "
         f"{side} retrieval output."

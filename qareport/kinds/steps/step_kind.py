@@ -26,7 +26,6 @@ from qareport.kinds.steps.parsed_outputs import parsed_json
 Semantics = Literal[5, 6]
 """Which graphrag-eval's steps rules apply: 5 (5.2: the last group, candidates by name) or 6
 (6.6: every group, every successful call a candidate, the new step kinds)."""
-SEMANTICS: tuple[Semantics, ...] = (5, 6)
 DEFAULT_SEMANTICS: Semantics = 5
 
 Step = Mapping[str, Any]
@@ -55,7 +54,6 @@ class Comparison:
 
 
 MATCH = Comparison(1.0)
-NO_MATCH = Comparison(0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,8 +167,8 @@ def cell_key(term: Any) -> Hashable:
 
 
 def compare_sparql_results(
-    reference: dict,
-    actual: dict | str,
+    reference: dict[str, Any],
+    actual: dict[str, Any] | str,
     required_columns: Sequence[str],
     *,
     ordered: bool = False,
@@ -281,7 +281,7 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
-def _reference_bindings(reference: Any) -> list:
+def _reference_bindings(reference: Any) -> list[Any]:
     try:
         bindings = reference["results"]["bindings"]
     except (TypeError, KeyError, IndexError) as error:
@@ -297,7 +297,7 @@ def _reference_bindings(reference: Any) -> list:
     return bindings
 
 
-def _required_columns(required_columns: Any) -> list:
+def _required_columns(required_columns: Any) -> list[Any]:
     if type(required_columns) is list:
         return required_columns
     if isinstance(required_columns, (str, bytes)) or not isinstance(required_columns, Sequence):
@@ -308,7 +308,7 @@ def _required_columns(required_columns: Any) -> list:
     return list(required_columns)
 
 
-def _read_actual(actual: Any) -> tuple[list, list] | None:
+def _read_actual(actual: Any) -> tuple[list[Any], list[Any]] | None:
     """(variables, bindings) of an actual result, or None when it is not shaped like one."""
     if not isinstance(actual, dict):
         return None
@@ -331,14 +331,14 @@ Cell = Hashable
 Column = tuple[Cell, ...]
 
 
-def _column(var: Any, bindings: list) -> Column:
+def _column(var: Any, bindings: list[Any]) -> Column:
     """The cells of `var` down the rows (see `cell_key`), read once per question: a reference
     result is compared with each call, an actual result with each reference step
     (`parsed_outputs.column_once`)."""
     return column_once(bindings, var, _read_column)
 
 
-def _read_column(var: Any, bindings: list) -> Column:
+def _read_column(var: Any, bindings: list[Any]) -> Column:
     """The cells of `var` down the rows. A column of one kind of term, as nearly all are, is read
     a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
     column = _read_uniform_column(var, bindings)
@@ -348,7 +348,7 @@ def _read_column(var: Any, bindings: list) -> Column:
 _item, _get = dict.__getitem__, dict.get
 
 
-def _read_uniform_column(var: Any, bindings: list) -> Column | None:
+def _read_uniform_column(var: Any, bindings: list[Any]) -> Column | None:
     """The column, read by the built-in `map` (a few passes in C instead of a Python loop over the
     cells), when every binding is an object and every term of `var` in them is either unbound
     (missing, or null) or an object with a text `value` and either no datatype or the same text
@@ -368,7 +368,7 @@ def _read_uniform_column(var: Any, bindings: list) -> Column | None:
     return tuple([UNBOUND if term is None else next(bound) for term in terms])
 
 
-def _uniform_keys(terms: list) -> list[Cell] | None:
+def _uniform_keys(terms: list[Any]) -> list[Cell] | None:
     """The cells of bound terms of one kind (see `_read_uniform_column`), else None."""
     try:
         datatypes = set(map(_get, terms, repeat("datatype")))  # TypeError: a term that is not an object
@@ -389,12 +389,12 @@ def _uniform_keys(terms: list) -> list[Cell] | None:
     return _typed_keys.keys(kind, datatype, values)
 
 
-def _read_cells(var: Any, bindings: list) -> Column:
+def _read_cells(var: Any, bindings: list[Any]) -> Column:
     """The cells of `var` down the rows, one by one, whatever the bindings hold (see `cell_key`)."""
     cells: list[Cell] = []
     append = cells.append
     for binding in bindings:
-        term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)
+        term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)  # noqa: SIM401 - a mapping may have no get()
         if term is _ABSENT:
             append(UNBOUND)
             continue
@@ -687,7 +687,7 @@ def _project(rows: list[int], column: Column, pair_ids: dict[tuple[int, Cell], i
     return projected
 
 
-_SIGNATURES = {
+_SIGNATURES: dict[str, Callable[[Any], Hashable]] = {
     "ordered": lambda column: column,
     "set": frozenset,
     "multiset": lambda column: frozenset(Counter(column).items()),

@@ -19,10 +19,10 @@ from typing import Any
 from qareport.kinds.steps.step_kind import (
     MATCH,
     Comparison,
+    ReferenceStepsError,
     Semantics,
     Step,
     StepPair,
-    ReferenceStepsError,
     StepsError,
     actual_output,
     short,
