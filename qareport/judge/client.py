@@ -34,6 +34,7 @@ import openai
 
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, JudgeOutputError, MetricFailed
 from qareport.judge.cache import JudgeCache, cache_key
+from qareport.judge.cost import CallGuard, estimate_call
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.prices import PriceTable
 from qareport.judge.settings import (
@@ -212,6 +213,8 @@ class JudgeClient:
         self._fatal: JudgeError | None = None
         self._answered = 0
         self._failed_in_a_row = 0
+        self.guard: CallGuard | None = None
+        """Asked before each request is sent (`cost.Budget`, `cost.Recorder`); None: every request is sent."""
 
     def _close_clients(self) -> None:
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
@@ -319,7 +322,12 @@ class JudgeClient:
                         self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
                                         model=self.chat_model, value=hit)
                     return checked
-        completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
+        reserved = self._admit("chat", metric, request)
+        try:
+            completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
+        except BaseException:
+            self._settle(reserved, 0.0)
+            raise
         usage = completion.usage
         if usage is None:
             cost = None
@@ -328,6 +336,7 @@ class JudgeClient:
             input_tokens = usage.prompt_tokens or 0
             output_tokens = usage.completion_tokens or 0
             cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens)
+        self._settle(reserved, cost)
         ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
         choice = completion.choices[0] if completion.choices else None
         content = choice.message.content if choice is not None else None
@@ -367,12 +376,35 @@ class JudgeClient:
         says whether they can be used), and its cost (None: unpriced)."""
         request: dict[str, Any] = {"model": self.embedding_request_model, "input": inputs,
                                    "encoding_format": "float"}
-        response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
+        reserved = self._admit("embeddings", "answer_relevance", request)
+        try:
+            response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
+        except BaseException:
+            self._settle(reserved, 0.0)
+            raise
         tokens = response.usage.prompt_tokens if response.usage is not None else None
         cost = None if tokens is None else self._prices.cost(
             (self.settings.embedding_model, response.model), tokens)
+        self._settle(reserved, cost)
         ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
         return list(response.data or []), cost
+
+    # -- the guard: a budget, or the estimate
+
+    def _admit(self, kind: str, metric: str, request: Mapping[str, Any]) -> float:
+        """What the guard reserves for a request about to be sent (it may refuse: BudgetReached, NotSent)."""
+        if self.guard is None:
+            return 0.0
+        model = self.settings.embedding_model if kind == "embeddings" else self.settings.model
+        return self.guard.admit(estimate_call(kind, metric, request, prices=self._prices, models=(model,),
+                                              questions=self.settings.relevance_questions))
+
+    def _settle(self, reserved: float, cost: float | None) -> None:
+        if self.guard is not None:
+            self.guard.settle(reserved, cost)
+
+    def price_known(self, model: str) -> bool:
+        return self._prices.price(model) is not None
 
     # -- one request, retried by the SDK
 
