@@ -10,12 +10,13 @@ while the questions are unknown, within a factor of two of the stub's questions 
 import json
 
 import pytest
+from openpyxl import load_workbook
 
 from conftest import RESPONSES, TESTCASES
-from openai_stub import chars_prompt_tokens, chars_tokens, serve_stub
+from openai_stub import chars_prompt_tokens, chars_tokens, metric_of, serve_stub
 from qareport.cli import main
 from qareport.exit_status import JUDGE_FAILED, REPORT_WRITTEN
-from qareport.judge.cost import estimate_call
+from qareport.judge.cost import estimate_call, output_allowance
 from qareport.judge.prices import PriceTable
 from qareport.pipeline import RunOptions, estimate_pipeline, run_pipeline
 
@@ -168,11 +169,29 @@ def test_with_concurrency_the_spend_never_passes_the_budget(stub, tmp_path, caps
     printed = capsys.readouterr()
     assert code == JUDGE_FAILED and out.exists()
     document = json.loads((tmp_path / "results.json").read_text())
-    assert 0 < document["judge"]["usage"]["cost_usd"] <= budget
+    # the documented bound: the budget, plus what replies used beyond the output they were allowed
+    # (the stub's answer-relevance questions repeat the whole answer, longer than the allowance)
+    excess = 0.0
+    prices = PriceTable()
+    for request in stub.requests:
+        if request.kind == "chat":
+            allowed = output_allowance(metric_of(request.body), request.body)
+            excess += max(0, chars_tokens(request.reply) - allowed) * prices.price("gpt-4o-mini").output_per_million / 1e6
+    assert 0 < document["judge"]["usage"]["cost_usd"] <= budget + excess
     stopped = sum(m["not_judged_budget_reached"] for m in document["judge"]["metrics"])
     assert stopped > 0
     assert all(m["not_judged"] == m["not_judged_budget_reached"] for m in document["judge"]["metrics"])
     assert "budget reached" in printed.out  # the console's judge line counts them
+    assert "the judge budget ended the judging" in printed.err
+    workbook = load_workbook(out)
+    for sheet in ("Summary", "Statistics"):
+        text = " ".join(str(c) for row in workbook[sheet].iter_rows(values_only=True) for c in row if c)
+        assert "budget reached" in text, sheet
+    statistics = list(workbook["Statistics"].iter_rows(values_only=True))
+    header = next(row for row in statistics if "not judged" in row)
+    (relevance,) = [row for row in statistics if row[0] == "answer relevance" and row is not header]
+    (counted,) = [m for m in document["judge"]["metrics"] if m["key"] == "answer_relevance"]
+    assert relevance[header.index("not judged")] == counted["not_judged"]
 
 
 def test_a_budget_needs_the_models_price(stub, tmp_path, capsys):

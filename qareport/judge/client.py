@@ -213,6 +213,7 @@ class JudgeClient:
         self._fatal: JudgeError | None = None
         self._answered = 0
         self._failed_in_a_row = 0
+        self._longest_reply: dict[str, int] = {}  # output tokens of the longest reply so far, per metric
         self.guard: CallGuard | None = None
         """Asked before each request is sent (`cost.Budget`, `cost.Recorder`); None: every request is sent."""
 
@@ -337,6 +338,8 @@ class JudgeClient:
             output_tokens = usage.completion_tokens or 0
             cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens)
         self._settle(reserved, cost)
+        with self._lock:
+            self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
         ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
         choice = completion.choices[0] if completion.choices else None
         content = choice.message.content if choice is not None else None
@@ -396,8 +399,10 @@ class JudgeClient:
         if self.guard is None:
             return 0.0
         model = self.settings.embedding_model if kind == "embeddings" else self.settings.model
+        with self._lock:
+            longest = self._longest_reply.get(metric, 0) if kind == "chat" else 0
         return self.guard.admit(estimate_call(kind, metric, request, prices=self._prices, models=(model,),
-                                              questions=self.settings.relevance_questions))
+                                              questions=self.settings.relevance_questions, longest_reply=longest))
 
     def _settle(self, reserved: float, cost: float | None) -> None:
         if self.guard is not None:

@@ -19,7 +19,8 @@ Two guards use the rule, each installed on a `JudgeClient` (`JudgeClient.guard`)
 guard before it sends any request and tells it what the reply cost:
 
 - `Budget`: `--judge-budget DOLLARS` / `judge.budget`. Before a request is sent, its estimated cost is
-  reserved; a request whose reservation would take the spent plus the reserved (the requests in
+  reserved (its reply allowed the metric's allowance, or the longest reply of the metric so far in
+  the run when that was longer); a request whose reservation would take the spent plus the reserved (the requests in
   flight) past the budget is not sent, and from then on no request is sent (`BudgetReached`): the
   judgments left are "not judged: budget reached". As replies come in, the reservation is replaced by
   the cost the reply reports. Replies from the cache cost nothing and are always used.
@@ -116,15 +117,16 @@ class CallEstimate:
 
 
 def estimate_call(kind: str, metric: str, request: Mapping[str, Any], *, prices: PriceTable,
-                  models: tuple[str | None, ...], questions: int = 3) -> CallEstimate:
-    """The tokens and the cost of one request before it is sent."""
+                  models: tuple[str | None, ...], questions: int = 3, longest_reply: int = 0) -> CallEstimate:
+    """The tokens and the cost of one request before it is sent. `longest_reply`: the most output
+    tokens a reply for this metric used so far in the run; a reply is allowed at least that many."""
     if kind == "embeddings":
         inputs = request.get("input") or ()
         input_tokens = embedding_input_tokens([str(text) for text in inputs])
         output_tokens = 0
     else:
         input_tokens = chat_input_tokens(request)
-        output_tokens = output_allowance(metric, request, questions=questions)
+        output_tokens = max(output_allowance(metric, request, questions=questions), longest_reply)
     return CallEstimate(kind, metric, input_tokens, output_tokens,
                         prices.cost(models, input_tokens, output_tokens))
 
@@ -182,7 +184,7 @@ class Budget:
             return self.describe_locked()
 
     def describe_locked(self) -> str:
-        return f"the judge budget of ${self.limit_usd:.4f} was reached (${self.spent:.4f} spent)"
+        return f"${self.spent:.4f} of the ${self.limit_usd:.4f} judge budget spent"
 
 
 @dataclass

@@ -306,12 +306,13 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
         return
     tables.section("LLM-judged metrics",
                    "Evaluated cases; mean over the judged ones (as in the Summary); failed: the judge's reply "
-                   "could not be used; not judged: the API failed or the judge was stopped; not applicable: "
+                   "could not be used; not judged: the API failed, the judge was stopped or its budget was reached; "
+                   "not applicable: "
                    "nothing to judge (no answer, no reference, no retrieval step).")
     first, last = tables.table(
         ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
         [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_judged, metric.not_applicable,
-          "FAILED FOR MOST CASES: the mean rests on few cases" if metric.mostly_failed else None)
+          _judged_note(metric))
          for metric in judged],
         (None, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4, None),
         overflow_last=True,
@@ -320,6 +321,15 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
         if metric.mostly_failed:
             tables.ws.cell(first + offset, 7).font = styles.REGRESSION_FONT
             tables.ws.cell(first + offset, 4 if metric.failed >= metric.not_judged else 5).fill = styles.REGRESSION_FILL
+
+
+def _judged_note(metric: JudgedMetric) -> str | None:
+    notes = []
+    if metric.mostly_failed:
+        notes.append("FAILED FOR MOST CASES: the mean rests on few cases")
+    if metric.budget_reached:
+        notes.append(f"{metric.budget_reached} not judged: budget reached")
+    return "; ".join(notes) or None
 
 
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
