@@ -208,3 +208,19 @@ def test_a_budget_must_be_a_number(tmp_path, capsys):
                  "--config", str(tmp_path / "qareport.yaml")])
     assert code == 2
     assert "judge.budget" in capsys.readouterr().err
+
+
+def test_a_budget_reserves_the_calls_in_flight_and_counts_what_replies_cost():
+    from qareport.judge.cost import Budget, BudgetReached, CallEstimate
+
+    budget = Budget(1.0)
+    call = CallEstimate("chat", "answer_correctness", 100, 10, 0.4)
+    first, second = budget.admit(call), budget.admit(call)  # two in flight: 0.8 reserved
+    with pytest.raises(BudgetReached):
+        budget.admit(call)  # 0.8 + 0.4 would pass 1.0
+    budget.settle(first, 0.1)
+    budget.settle(second, 0.1)
+    assert budget.spent == pytest.approx(0.2) and budget.reserved == pytest.approx(0.0)
+    with pytest.raises(BudgetReached):  # once reached, nothing more is sent
+        budget.admit(CallEstimate("chat", "answer_correctness", 1, 1, 0.01))
+    assert "$0.2000 of the $1.0000 judge budget spent" in budget.describe()

@@ -306,8 +306,7 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
         return
     tables.section("LLM-judged metrics",
                    "Evaluated cases; mean over the judged ones (as in the Summary); failed: the judge's reply "
-                   "could not be used; not judged: the API failed, the judge was stopped or its budget was reached; "
-                   "not applicable: "
+                   "could not be used; not judged: the API failed or the judge was stopped; not applicable: "
                    "nothing to judge (no answer, no reference, no retrieval step).")
     first, last = tables.table(
         ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
