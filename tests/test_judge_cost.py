@@ -104,9 +104,11 @@ def test_cached_judgments_are_counted_as_cached(stub, tmp_path):
     assert rows["answer_relevance"].cached == rows["answer_relevance"].judgments > 0
 
 
-def cost_of(request, prices=PriceTable()):
-    """(estimated, actual) cost of one recorded chat request (actual: the stub's own count)."""
-    estimated = estimate_call("chat", "answer_correctness", request.body, prices=prices, models=("gpt-4o-mini",))
+def cost_of(request, longest_reply, prices=PriceTable()):
+    """(estimated, actual) cost of one recorded chat request (actual: the stub's own count), the
+    estimate allowing the reply at least the longest reply before it."""
+    estimated = estimate_call("chat", "answer_correctness", request.body, prices=prices, models=("gpt-4o-mini",),
+                              longest_reply=longest_reply)
     actual = prices.cost(("gpt-4o-mini",), chars_prompt_tokens(request.body), chars_tokens(request.reply))
     return estimated.cost_usd, actual
 
@@ -128,7 +130,8 @@ def test_a_budget_that_runs_out_mid_run_stops_the_judging_and_a_rerun_judges_the
     (tmp_path / "qareport.yaml").write_text(CORRECTNESS_ONLY)
     code, _ = run_cli(tmp_path, "unlimited.sqlite3")
     assert code == REPORT_WRITTEN
-    costs = [cost_of(request) for request in stub.requests]  # in the order a single worker sends them
+    costs = [cost_of(request, max((chars_tokens(r.reply) for r in stub.requests[:i]), default=0))
+             for i, request in enumerate(stub.requests)]  # in the order a single worker sends them
     n = len(costs)
     assert n >= 6
     half = n // 2
@@ -224,3 +227,17 @@ def test_a_budget_reserves_the_calls_in_flight_and_counts_what_replies_cost():
     with pytest.raises(BudgetReached):  # once reached, nothing more is sent
         budget.admit(CallEstimate("chat", "answer_correctness", 1, 1, 0.01))
     assert "$0.2000 of the $1.0000 judge budget spent" in budget.describe()
+
+
+def test_a_failed_call_and_the_budget_are_each_counted_and_told_apart(stub, tmp_path, capsys):
+    from openai_stub import Fault
+
+    (tmp_path / "qareport.yaml").write_text(CORRECTNESS_ONLY + "  budget: 0.0005\n")
+    stub.script(Fault(status=500))  # the first call fails (no retry)
+    code, document = run_cli(tmp_path, "cache.sqlite3", "--judge-retries", "0")
+    err = capsys.readouterr().err
+    assert code == JUDGE_FAILED
+    counts = correctness_counts(document)
+    assert counts["not_judged"] == counts["not_judged_budget_reached"] + 1
+    assert counts["not_judged_budget_reached"] > 0 and counts["judged"] > 0
+    assert "JUDGE FAILED: 1 judgment(s) could not be obtained" in err and "judge budget reached" in err

@@ -342,9 +342,10 @@ class Judge:
         elif budget_reached and over_budget == len(not_judged):
             failure = budget_reached
         elif not_judged:
-            first = not_judged[0].removeprefix(NOT_JUDGED)
-            failure = (f"{len(not_judged)} judgment(s) could not be obtained: the API failed after its retries "
-                       f"(the first: {first})")
+            lost = [text for text in not_judged if not text.startswith(NOT_JUDGED + BUDGET_WORDS)]
+            first = lost[0].removeprefix(NOT_JUDGED)
+            failure = (f"{len(lost)} judgment(s) could not be obtained: the API failed after its retries "
+                       f"(the first: {first})" + (f"; {budget_reached}" if budget_reached else ""))
         usage = summarize_usage(
             ledgers, model=self.settings.model, embedding_model=self.settings.embedding_model,
             metrics=chosen, errors=errors, cases=len(pending_by_case),
