@@ -240,4 +240,4 @@ def test_a_failed_call_and_the_budget_are_each_counted_and_told_apart(stub, tmp_
     counts = correctness_counts(document)
     assert counts["not_judged"] == counts["not_judged_budget_reached"] + 1
     assert counts["not_judged_budget_reached"] > 0 and counts["judged"] > 0
-    assert "JUDGE FAILED: 1 judgment(s) could not be obtained" in err and "judge budget reached" in err
+    assert "JUDGE FAILED: 1 judgment(s) could not be obtained" in err and "budget reached: $" in err

@@ -336,7 +336,7 @@ class Judge:
         failure = budget_reached = None
         over_budget = sum(1 for text in not_judged if text.startswith(NOT_JUDGED + BUDGET_WORDS))
         if budget is not None and budget.reached:
-            budget_reached = f"the judge {BUDGET_WORDS}: {budget.describe()}; {over_budget} judgment(s) not made"
+            budget_reached = f"{BUDGET_WORDS}: {budget.describe()}; {over_budget} judgment(s) not made"
         if self._client.fatal is not None:
             failure = str(self._client.fatal)
         elif budget_reached and over_budget == len(not_judged):
