@@ -184,6 +184,11 @@ def test_with_concurrency_the_spend_never_passes_the_budget(stub, tmp_path, caps
     stopped = sum(m["not_judged_budget_reached"] for m in document["judge"]["metrics"])
     assert stopped > 0
     assert all(m["not_judged"] == m["not_judged_budget_reached"] for m in document["judge"]["metrics"])
+    # every answer-relevance chat the budget paid for got its embeddings: its judgment was made
+    (relevance,) = [m for m in document["judge"]["metrics"] if m["key"] == "answer_relevance"]
+    asked = sum(1 for r in stub.requests if r.kind == "chat" and metric_of(r.body) == "answer_relevance")
+    embedded = sum(len(r.body["input"]) for r in stub.requests if r.kind == "embeddings")
+    assert relevance["judged"] > 0 and embedded == asked * (3 + 1)  # the real question and 3 generated
     assert "budget reached" in printed.out  # the console's judge line counts them
     assert "the judge budget ended the judging" in printed.err
     workbook = load_workbook(out)
@@ -241,3 +246,16 @@ def test_a_failed_call_and_the_budget_are_each_counted_and_told_apart(stub, tmp_
     assert counts["not_judged"] == counts["not_judged_budget_reached"] + 1
     assert counts["not_judged_budget_reached"] > 0 and counts["judged"] > 0
     assert "JUDGE FAILED: 1 judgment(s) could not be obtained" in err and "budget reached: $" in err
+
+
+def test_a_budget_holds_the_embeddings_of_relevance_chats_it_admitted():
+    from qareport.judge.cost import Budget, BudgetReached, CallEstimate
+
+    budget = Budget(1.0)
+    chat = CallEstimate("chat", "answer_relevance", 100, 10, 0.5, hold_usd=0.2)
+    budget.settle(budget.admit(chat), 0.5)  # 0.5 spent, 0.2 held for its embeddings
+    with pytest.raises(BudgetReached):  # 0.5 + 0.2 + 0.4 would pass 1.0
+        budget.admit(CallEstimate("chat", "answer_correctness", 100, 10, 0.4))
+    embeddings = CallEstimate("embeddings", "answer_relevance", 50, 0, 0.3)
+    budget.settle(budget.admit(embeddings), 0.3)  # reached, but it completes a judgment paid for, and fits
+    assert budget.spent == pytest.approx(0.8) and budget.held == pytest.approx(0.0)

@@ -26,6 +26,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
@@ -34,7 +35,7 @@ import openai
 
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, JudgeOutputError, MetricFailed
 from qareport.judge.cache import JudgeCache, cache_key
-from qareport.judge.cost import CallGuard, estimate_call
+from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.prices import PriceTable
 from qareport.judge.settings import (
@@ -401,8 +402,12 @@ class JudgeClient:
         model = self.settings.embedding_model if kind == "embeddings" else self.settings.model
         with self._lock:
             longest = self._longest_reply.get(metric, 0) if kind == "chat" else 0
-        return self.guard.admit(estimate_call(kind, metric, request, prices=self._prices, models=(model,),
-                                              questions=self.settings.relevance_questions, longest_reply=longest))
+        call = estimate_call(kind, metric, request, prices=self._prices, models=(model,),
+                             questions=self.settings.relevance_questions, longest_reply=longest)
+        if kind == "chat" and metric == "answer_relevance":  # its embeddings come later, in a batch
+            embedded = (self.settings.relevance_questions + 1) * QUESTION_TOKENS
+            call = replace(call, hold_usd=self._prices.cost((self.settings.embedding_model,), embedded) or 0.0)
+        return self.guard.admit(call)
 
     def _settle(self, reserved: float, cost: float | None) -> None:
         if self.guard is not None:

@@ -20,9 +20,12 @@ guard before it sends any request and tells it what the reply cost:
 
 - `Budget`: `--judge-budget DOLLARS` / `judge.budget`. Before a request is sent, its estimated cost is
   reserved (its reply allowed the metric's allowance, or the longest reply of the metric so far in
-  the run when that was longer); a request whose reservation would take the spent plus the reserved (the requests in
-  flight) past the budget is not sent, and from then on no request is sent (`BudgetReached`): the
-  judgments left are "not judged: budget reached". As replies come in, the reservation is replaced by
+  the run when that was longer); a request whose reservation would take the spent plus the reserved
+  (the requests in flight) past the budget is not sent, and from then on no chat request is sent
+  (`BudgetReached`): the judgments left are "not judged: budget reached". Answer relevance's chat
+  also holds what its embeddings will cost ((questions + 1) x QUESTION_TOKENS tokens) until they
+  are asked; an embeddings request, which completes judgments already paid for, is sent whenever
+  it fits. As replies come in, the reservation is replaced by
   the cost the reply reports. Replies from the cache cost nothing and are always used.
 - `Recorder`: `--estimate`. Records each request that would be sent and sends none (`NotSent`).
 """
@@ -114,6 +117,8 @@ class CallEstimate:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    hold_usd: float = 0.0
+    """Answer relevance's chat: what its embeddings will cost (held by a budget until they are asked)."""
 
 
 def estimate_call(kind: str, metric: str, request: Mapping[str, Any], *, prices: PriceTable,
@@ -160,6 +165,7 @@ class Budget:
         self.limit_usd = limit_usd
         self.spent = 0.0
         self.reserved = 0.0
+        self.held = 0.0  # for the embeddings of answer relevance's chats already admitted
         self.reached = False
         self.refused = 0
         self._lock = threading.Lock()
@@ -167,10 +173,18 @@ class Budget:
     def admit(self, call: CallEstimate) -> float:
         amount = call.cost_usd or 0.0
         with self._lock:
-            if self.reached or self.spent + self.reserved + amount > self.limit_usd:
+            if call.kind == "embeddings":  # completes judgments already paid for: sent while it fits
+                release = min(self.held, amount)
+                refused = self.spent + self.reserved + self.held - release + amount > self.limit_usd
+            else:
+                release = 0.0
+                refused = self.reached or (self.spent + self.reserved + self.held + amount + call.hold_usd
+                                           > self.limit_usd)
+            if refused:
                 self.reached = True
                 self.refused += 1
                 raise BudgetReached(self.describe_locked())
+            self.held += call.hold_usd - release
             self.reserved += amount
         return amount
 
