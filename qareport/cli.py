@@ -49,6 +49,13 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                             "and timeouts (default 4)")
     group.add_argument("--cache-path", metavar="FILE",
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
+    group.add_argument("--judge-budget", type=float, metavar="DOLLARS",
+                       help="stop sending judgments before the judge's spend would pass DOLLARS; the rest are "
+                            f"'not judged: budget reached' (exit status {JUDGE_FAILED}; default judge.budget, "
+                            "no limit)")
+    group.add_argument("--estimate", action="store_true",
+                       help="load and evaluate, then print the judgments needed, how many are cached, their tokens "
+                            "and cost (direct and in batches); no API request, nothing written, exit status 0")
 
 
 def _add_message_options(parser: Any, *, prefix: str, to_help: str) -> None:
@@ -213,6 +220,7 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_retries": args.judge_retries,
         "use_cache": False if args.no_cache else None,
         "cache_path": args.cache_path,
+        "budget": args.judge_budget,
     }
     return {key: value for key, value in options.items() if value is not None}
 
@@ -235,6 +243,7 @@ def command_run(args: argparse.Namespace) -> int:
         email = EmailRequest(to=tuple(args.email_to), cc=tuple(args.email_cc or ()), subject=args.email_subject,
                              sender=args.email_from, smtp=_smtp_options(args))
     from qareport.gates import parse_threshold
+    from qareport.pipeline import estimate_pipeline
     from qareport.report import MIN_EVALUATED_SHARE
 
     options = RunOptions(
@@ -258,12 +267,24 @@ def command_run(args: argparse.Namespace) -> int:
         thresholds=tuple(parse_threshold(text) for text in args.fail_under),
         testcase_cache=False if args.no_cache else None,
     )
+    if args.estimate:
+        estimated = estimate_pipeline(options, on_problems=_print_problems, progress=None)
+        if estimated.estimate is None:
+            print(f"qareport: nothing to estimate: {visible(estimated.skipped_reason or 'the judge has no work')}")
+        else:
+            for line in estimated.estimate.lines():
+                print(visible(line))
+        return 0
     outcome = run_pipeline(options, on_problems=_print_problems, progress=None if args.quiet else sys.stderr,
                            verbose=args.verbose, on_warning=_print_warning)
     if not args.quiet:
         for notice in outcome.notices:
             print(f"qareport: {visible(notice)}", file=sys.stderr)
-    if outcome.judge_failure:
+    if outcome.judge_budget and outcome.judge_failure == outcome.judge_budget:
+        print(f"qareport: the judge budget ended the judging: {visible(outcome.judge_budget)}; these judgments are "
+              f"'not judged: budget reached' in {visible(options.output)}; a rerun with a larger budget reuses the "
+              f"judge cache (exit status {JUDGE_FAILED})", file=sys.stderr)
+    elif outcome.judge_failure:
         print(f"qareport: JUDGE FAILED: {visible(outcome.judge_failure)}; the judgments not obtained are marked "
               f"not evaluated in {visible(options.output)} (exit status {JUDGE_FAILED})", file=sys.stderr)
     print(visible(outcome.summary_line))

@@ -107,6 +107,9 @@ class JudgeCallFailed(MetricFailed):
 NOT_JUDGED = "not judged: "
 """How the error text of a metric starts when the judgment could not be obtained (the API failed,
 or the judge was stopped), as opposed to a reply the judge gave that could not be used."""
+BUDGET_REACHED = "budget reached"
+"""What follows NOT_JUDGED in the error text of a judgment the judge budget stopped
+("not judged: budget reached: ...")."""
 
 
 class JudgeAborted(QAReportError):

@@ -8,7 +8,9 @@
     4  JUDGE_FAILED     the report was written, but judgments could not be obtained (the API refused,
                         could not be reached, or failed after the SDK's retries): the judged metrics
                         they cover are marked not judged / not evaluated. Replies that came but could
-                        not be used are per-case failures, not this. A failed gate's 1 comes first.
+                        not be used are per-case failures, not this. Also when the judge budget
+                        (--judge-budget) ended the judging: the report was written but not all
+                        judgments were made. A failed gate's 1 comes first.
   130  INTERRUPTED      SIGINT: what was half written is removed
   143  TERMINATED       SIGTERM: the same clean-up as SIGINT
 """

@@ -18,7 +18,10 @@ success; the others are counted as errors, missing or invalid), a metric is, for
 - *not judged* when it has none and a judgment of it could not be obtained: the API failed after
   the SDK's retries, or the judge was stopped (a rejected key, an unknown model, a server that
   cannot be reached). Its error text starts with `errors.NOT_JUDGED`. Any such judgment makes
-  the run's exit status JUDGE_FAILED;
+  the run's exit status JUDGE_FAILED. Among them, *not judged: budget reached* are the judgments
+  the judge budget stopped (`--judge-budget`; their error text starts with
+  `errors.NOT_JUDGED + errors.BUDGET_REACHED`): counted in `not_judged`, and also in
+  `budget_reached`;
 - *not applicable* otherwise (no answer to judge, no reference, no retrieval step).
 
 Failed and not judged cases are among the headline's "not scored" cases.
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from qareport.errors import NOT_JUDGED
+from qareport.errors import BUDGET_REACHED, NOT_JUDGED
 from qareport.records import CaseResult
 
 
@@ -74,6 +77,7 @@ class JudgedMetric:
     failed: int
     not_applicable: int
     not_judged: int = 0
+    budget_reached: int = 0  # of the not judged, those the judge budget stopped
 
     @property
     def not_scored(self) -> int:
@@ -90,16 +94,22 @@ class JudgedMetric:
         text = f"{self.label}: {self.judged} judged, {self.failed} failed"
         if self.not_judged:
             text += f", {self.not_judged} not judged"
+            if self.budget_reached == self.not_judged:
+                text += f": {BUDGET_REACHED}"
+            elif self.budget_reached:
+                text += f" ({self.budget_reached} {BUDGET_REACHED})"
         if self.not_applicable:
             text += f", {self.not_applicable} not applicable"
         return text + (" (FAILED FOR MOST CASES)" if self.mostly_failed else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "label": self.label, "mean": self.mean, "judged": self.judged,
-                "failed": self.failed, "not_judged": self.not_judged, "not_applicable": self.not_applicable}
+                "failed": self.failed, "not_judged": self.not_judged, "not_judged_budget_reached": self.budget_reached,
+                "not_applicable": self.not_applicable}
 
 
 JUDGED, FAILED, NOT_JUDGED_VERDICT, NOT_APPLICABLE = "judged", "failed", "not judged", "not applicable"
+BUDGET_VERDICT = f"not judged: {BUDGET_REACHED}"
 
 
 def count_judged_metrics(results: Sequence[CaseResult]) -> tuple[JudgedMetric, ...]:
@@ -107,7 +117,7 @@ def count_judged_metrics(results: Sequence[CaseResult]) -> tuple[JudgedMetric, .
     counted = []
     for spec in JUDGED_METRICS:
         values: list[float] = []
-        counts = dict.fromkeys((FAILED, NOT_JUDGED_VERDICT, NOT_APPLICABLE), 0)
+        counts = dict.fromkeys((FAILED, NOT_JUDGED_VERDICT, BUDGET_VERDICT, NOT_APPLICABLE), 0)
         seen = False
         for result in results:
             if result.status != "success":
@@ -121,7 +131,8 @@ def count_judged_metrics(results: Sequence[CaseResult]) -> tuple[JudgedMetric, .
         if spec.mark is not None and not seen:
             continue  # the judge never computed it (5.x rules: no LLM context metrics)
         counted.append(JudgedMetric(spec.key, spec.label, fmean(values) if values else None, len(values),
-                                    counts[FAILED], counts[NOT_APPLICABLE], counts[NOT_JUDGED_VERDICT]))
+                                    counts[FAILED], counts[NOT_APPLICABLE],
+                                    counts[NOT_JUDGED_VERDICT] + counts[BUDGET_VERDICT], counts[BUDGET_VERDICT]))
     return tuple(counted)
 
 
@@ -135,7 +146,7 @@ def _combine(verdicts: Sequence[tuple[str, float | None]]) -> tuple[str, float |
     values = [value for verdict, value in verdicts if verdict == JUDGED and value is not None]
     if values:
         return JUDGED, fmean(values)
-    for verdict in (FAILED, NOT_JUDGED_VERDICT):
+    for verdict in (FAILED, NOT_JUDGED_VERDICT, BUDGET_VERDICT):
         if any(found == verdict for found, _ in verdicts):
             return verdict, None
     return NOT_APPLICABLE, None
@@ -176,5 +187,7 @@ def _one(container: Mapping[str, Any], spec: JudgedMetricSpec) -> tuple[str, flo
         return FAILED, None  # a number that is not finite is never a score
     error = container.get(spec.error_key)
     if error:
+        if str(error).startswith(NOT_JUDGED + BUDGET_REACHED):
+            return BUDGET_VERDICT, None
         return (NOT_JUDGED_VERDICT if str(error).startswith(NOT_JUDGED) else FAILED), None
     return NOT_APPLICABLE, None

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -49,6 +49,7 @@ from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:
     from qareport.judge import Judge
+    from qareport.judge.runner import JudgeEstimate
 
 STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
 """The stages `on_stage` is told of, in order; baseline, history, results and email are optional (each
@@ -81,6 +82,7 @@ class RunOptions:
     fail_on_regression: bool = False  # a gate: needs `baseline`
     thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
     testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
+    estimate: bool = False  # load and evaluate, estimate the judge's work and cost; no request, nothing written
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,7 @@ class RunOutcome:
     judge_failure: str | None = None  # why judgments could not be obtained (`JudgeRun.failure`)
     notices: tuple[str, ...] = ()  # routine notes for the console ("LLM metrics skipped: ..."), not problems
     faults: tuple[StageFault, ...] = ()  # bugs in optional stages, which were left out
+    judge_budget: str | None = None  # how the judge budget ended the judging, when it did
 
     @property
     def exit_status(self) -> int:
@@ -118,6 +121,14 @@ class RunOutcome:
         if any(not verdict.passed for verdict in self.verdicts):
             return GATE_FAILED
         return JUDGE_FAILED if self.judge_failure else REPORT_WRITTEN
+
+
+@dataclass(frozen=True, slots=True)
+class RunEstimate:
+    """What `estimate_pipeline` found: the judge's estimate, or why there is none."""
+
+    estimate: JudgeEstimate | None
+    skipped_reason: str | None = None
 
 
 def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: Callable[[], Any], *,
@@ -194,8 +205,31 @@ def run_pipeline(
     skipped, a cache that is not used; by default the "qareport" logger). Progress is written to
     `progress` when one is given. The library itself never writes to the terminal."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        return _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage,
-                    on_warning=on_warning)
+        outcome = _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage,
+                       on_warning=on_warning)
+    assert isinstance(outcome, RunOutcome)
+    return outcome
+
+
+def estimate_pipeline(
+    options: RunOptions,
+    *,
+    on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
+    progress: TextIO | None = None,
+    on_warning: Callable[[str], None] = _log_warning,
+) -> RunEstimate:
+    """Load and evaluate `options` as `run_pipeline` does, then estimate what judging would take
+    (`Judge.estimate_results`) without sending a request or writing anything (a judge cache that
+    does not exist yet is not made; no API key is needed)."""
+    from qareport.judge.settings import PLACEHOLDER_API_KEY
+
+    options = replace(options, estimate=True,
+                      judge_options={"api_key": PLACEHOLDER_API_KEY, **options.judge_options})
+    with run_scope():
+        outcome = _run(options, on_problems=on_problems, progress=progress, verbose=False,
+                       on_stage=lambda stage: None, on_warning=on_warning)
+    assert isinstance(outcome, RunEstimate)
+    return outcome
 
 
 def _run(
@@ -206,7 +240,7 @@ def _run(
     verbose: bool,
     on_stage: Callable[[str], None],
     on_warning: Callable[[str], None],
-) -> RunOutcome:
+) -> RunOutcome | RunEstimate:
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
                      "strict": options.strict or None, "steps_semantics": options.steps_semantics,
@@ -279,18 +313,29 @@ def _run(
         check_gate_tags(options.thresholds, (tag for case in suite.cases for tag in case.groups))
     if strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
+    if options.estimate and settings.judge is not None and settings.judge.use_cache and (
+            not settings.judge.cache_path or not os.path.exists(settings.judge.cache_path)):
+        settings = settings.model_copy(update={"judge": replace(settings.judge, use_cache=False)})  # not made
     judge = _make_judge(settings, on_warning)
     skipped_reason = settings.judge_off_reason
+    estimate = None
+    judge_budget: str | None = None
 
     usage = None
     judge_failure: str | None = None
     not_judged = 0
     judge_callable = None
-    if judge is not None:
+    if judge is not None and options.estimate:
         def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            nonlocal usage, judge_failure, not_judged
+            nonlocal estimate
+            estimate = judge.estimate_results(results)
+            return results
+    elif judge is not None:
+        def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            nonlocal usage, judge_failure, not_judged, judge_budget
             judged = judge.judge_results(results, progress=progress)
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
+            judge_budget = judged.budget_reached
             judged_results: list[dict[str, Any]] = judged.results
             return judged_results
     try:
@@ -306,6 +351,8 @@ def _run(
     problems = (*suite.problems, *evaluation.problems, *stored)
     if strict and evaluation.problems:
         raise StrictModeError(f"{len(evaluation.problems)} evaluation problem(s) and --strict: nothing written")
+    if options.estimate:
+        return RunEstimate(estimate, skipped_reason)
 
     statistics = summarize(evaluation.results, steps_semantics=semantics,
                            custom_metrics=settings.ge6.custom_metric_keys)
@@ -326,7 +373,8 @@ def _run(
     if judge_failure:
         lost = [metric.label for metric in count_judged_metrics(evaluation.results) if metric.not_judged]
         what = ", ".join(lost) if lost else LLM_METRICS
-        not_evaluated[f"{what} ({not_judged} judgment(s) not obtained)"] = f"{JUDGE_FAILED_WORDS}: {judge_failure}"
+        why = judge_failure if judge_failure == judge_budget else f"{JUDGE_FAILED_WORDS}: {judge_failure}"
+        not_evaluated[f"{what} ({not_judged} judgment(s) not obtained)"] = why
     run = RunInfo(
         created=run_created_time().isoformat(),
         qareport_version=__version__,
@@ -398,7 +446,7 @@ def _run(
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
                       _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
-                      faults=tuple(faults))
+                      faults=tuple(faults), judge_budget=judge_budget)
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:

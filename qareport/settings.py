@@ -416,6 +416,9 @@ def resolve_judge_settings(
     questions = _number(*src.get("relevance_questions", 3), integer=True, minimum=1, maximum=20, error=error)
     temperature = _number(*src.get("temperature", 0.0), integer=False, minimum=0.0, maximum=2.0, error=error)
     response_format = _choice(*src.get("response_format", "json_schema"), RESPONSE_FORMATS, error=error)
+    budget, where = src.get("budget", None)
+    if budget is not None:
+        budget = _number(budget, where, integer=False, minimum=0.0, error=error)
 
     metrics_value, where = src.get("metrics", METRICS)
     if isinstance(metrics_value, str):
@@ -476,6 +479,7 @@ def resolve_judge_settings(
             temperature=temperature,
             response_format=response_format,
             metrics=metrics,
+            budget_usd=budget,
         ),
         None,
     )

@@ -34,7 +34,10 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
 - `latency` seconds before every reply; `requests` records every request (path, JSON body,
   headers); `max_in_flight` is the largest number of requests handled at once.
 - `usage`: (prompt_tokens, completion_tokens) reported for every chat reply, or None to count words;
-  embeddings report `embedding_tokens_per_input` tokens per input.
+  embeddings report `embedding_tokens_per_input` tokens per input. `usage="chars"` counts as the
+  README's estimate rule does (`chars_tokens`): a text is ceil(characters / 4) tokens; a chat
+  request is 3 + per message (4 + its content's tokens) + the tokens of its JSON schema; a reply's
+  content, its tokens; an embeddings request, the tokens of its inputs.
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
   (whose message repeats the key received, worse than the real API, to test that it is scrubbed).
 """
@@ -65,6 +68,19 @@ def stub_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[fl
     while len(digest) < dimensions:
         digest += hashlib.sha256(digest).digest()
     return [(byte - 128) / 128 for byte in digest[:dimensions]]
+
+
+def chars_tokens(text: str) -> int:
+    """Tokens of a text as `usage="chars"` counts them: ceil(characters / 4)."""
+    return -(-len(text) // 4)
+
+
+def chars_prompt_tokens(body: dict[str, Any]) -> int:
+    tokens = 3 + sum(4 + chars_tokens(str(m.get("content") or "")) for m in body.get("messages") or [])
+    schema = (body.get("response_format") or {}).get("json_schema")
+    if schema is not None:
+        tokens += chars_tokens(json.dumps(schema, separators=(",", ":")))
+    return tokens
 
 
 def claims(text: str) -> list[str]:
@@ -284,6 +300,7 @@ class RecordedRequest:
     headers: dict[str, str]
     started: float
     status: int = 0
+    reply: str | None = None  # the content of a chat reply the stub sent
 
     @property
     def kind(self) -> str:
@@ -291,7 +308,7 @@ class RecordedRequest:
 
 
 class StubOpenAI:
-    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | None = None):
+    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None):
         self.latency = latency
         self.usage = usage
         self.embedding_tokens_per_input = 5
@@ -474,12 +491,12 @@ class _Handler(BaseHTTPRequestHandler):
         record = RecordedRequest(path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
         stub._enter(record)
         try:
-            status = self._answer(stub, path, body)
+            status = self._answer(stub, path, body, record)
             record.status = status
         finally:
             stub._leave()
 
-    def _answer(self, stub: StubOpenAI, path: str, body: dict[str, Any]) -> int:
+    def _answer(self, stub: StubOpenAI, path: str, body: dict[str, Any], record: RecordedRequest) -> int:
         kind = "embeddings" if path.endswith("/embeddings") else "chat"
         if not (path.endswith("/chat/completions") or path.endswith("/embeddings")):
             self._error(404, f"stub: no route {path}")
@@ -517,11 +534,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return 400
             reply = stub.rules[metric](first_user_message(body), body)
             content = reply if isinstance(reply, str) else json.dumps(reply)
+        record.reply = content
         self._send(200, self._completion(stub, body, content))
         return 200
 
     def _completion(self, stub: StubOpenAI, body: dict[str, Any], content: str) -> dict[str, Any]:
-        if stub.usage is not None:
+        if stub.usage == "chars":
+            prompt_tokens, completion_tokens = chars_prompt_tokens(body), chars_tokens(content)
+        elif isinstance(stub.usage, tuple):
             prompt_tokens, completion_tokens = stub.usage
         else:
             prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
@@ -557,6 +577,8 @@ class _Handler(BaseHTTPRequestHandler):
                 embedding = vector
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         tokens = stub.embedding_tokens_per_input * len(data)
+        if stub.usage == "chars":
+            tokens = sum(chars_tokens(str(text)) for text in inputs or [])
         return {
             "object": "list",
             "data": data,

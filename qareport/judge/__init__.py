@@ -5,6 +5,7 @@
                            retry counting, the key scrubbed, cache, costs, replies checked
     cache.py  prices.py    the SQLite reply cache; prices per model
     usage.py               calls, tokens, retries and costs (Ledger per unit, JudgeUsage per run)
+    cost.py                tokens counted before sending (characters / 4), the budget, the estimate
     checks.py  prompts.py  what a reply must be; the Jinja2 prompt templates
     runner.py              Judge: the thread pool, embeddings batched over cases, progress
     answer_correctness.py  answer_relevance.py  retrieval_answer.py   one module per metric

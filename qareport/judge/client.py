@@ -26,6 +26,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
@@ -34,6 +35,7 @@ import openai
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, JudgeOutputError, MetricFailed
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
+from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
 from qareport.judge.prices import PriceTable
 from qareport.judge.settings import (
     DEFAULT_AZURE_API_VERSION,
@@ -215,6 +217,9 @@ class JudgeClient:
         self._fatal: JudgeError | None = None
         self._answered = 0
         self._failed_in_a_row = 0
+        self._longest_reply: dict[str, int] = {}  # output tokens of the longest reply so far, per metric
+        self.guard: CallGuard | None = None
+        """Asked before each request is sent (`cost.Budget`, `cost.Recorder`); None: every request is sent."""
 
     def _close_clients(self) -> None:
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
@@ -320,7 +325,12 @@ class JudgeClient:
                         self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
                                         model=self.chat_model, value=hit)
                     return checked
-        completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
+        reserved = self._admit("chat", metric, request)
+        try:
+            completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
+        except BaseException:
+            self._settle(reserved, 0.0)
+            raise
         usage = completion.usage
         if usage is None:
             cost = None
@@ -329,6 +339,9 @@ class JudgeClient:
             input_tokens = usage.prompt_tokens or 0
             output_tokens = usage.completion_tokens or 0
             cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens)
+        self._settle(reserved, cost)
+        with self._lock:
+            self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
         ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
         choice = completion.choices[0] if completion.choices else None
         content = choice.message.content if choice is not None else None
@@ -368,12 +381,41 @@ class JudgeClient:
         says whether they can be used), and its cost (None: unpriced)."""
         request: dict[str, Any] = {"model": self.embedding_request_model, "input": inputs,
                                    "encoding_format": "float"}
-        response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
+        reserved = self._admit("embeddings", "answer_relevance", request)
+        try:
+            response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
+        except BaseException:
+            self._settle(reserved, 0.0)
+            raise
         tokens = response.usage.prompt_tokens if response.usage is not None else None
         cost = None if tokens is None else self._prices.cost(
             (self.settings.embedding_model, response.model), tokens)
+        self._settle(reserved, cost)
         ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
         return list(response.data or []), cost
+
+    # -- the guard: a budget, or the estimate
+
+    def _admit(self, kind: str, metric: str, request: Mapping[str, Any]) -> float:
+        """What the guard reserves for a request about to be sent (it may refuse: BudgetReached, NotSent)."""
+        if self.guard is None:
+            return 0.0
+        model = self.settings.embedding_model if kind == "embeddings" else self.settings.model
+        with self._lock:
+            longest = self._longest_reply.get(metric, 0) if kind == "chat" else 0
+        call = estimate_call(kind, metric, request, prices=self._prices, models=(model,),
+                             questions=self.settings.relevance_questions, longest_reply=longest)
+        if kind == "chat" and metric == "answer_relevance":  # its embeddings come later, in a batch
+            embedded = (self.settings.relevance_questions + 1) * QUESTION_TOKENS
+            call = replace(call, hold_usd=self._prices.cost((self.settings.embedding_model,), embedded) or 0.0)
+        return self.guard.admit(call)
+
+    def _settle(self, reserved: float, cost: float | None) -> None:
+        if self.guard is not None:
+            self.guard.settle(reserved, cost)
+
+    def price_known(self, model: str) -> bool:
+        return self._prices.price(model) is not None
 
     # -- one request, retried by the SDK
 

@@ -25,6 +25,18 @@ from qareport.judge import answer_correctness, answer_relevance, custom_metric, 
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors
 from qareport.judge.checks import check_embeddings
 from qareport.judge.client import JudgeClient
+from qareport.judge.cost import (
+    BATCH_DISCOUNT,
+    BUDGET_WORDS,
+    QUESTION_TOKENS,
+    Budget,
+    BudgetReached,
+    CallEstimate,
+    NotSent,
+    Recorder,
+    text_tokens,
+)
+from qareport.judge.prices import PRICES_CHECKED, PriceTable
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
@@ -53,6 +65,72 @@ class JudgeRun:
     """Why judgments could not be obtained (the API refused, could not be reached or failed after
     its retries), when any could not; None when every judgment was obtained or the reply used."""
     not_judged: int = 0  # judgments (a metric of a case or of a retrieval step) not obtained
+    budget_reached: str | None = None
+    """How the budget ended the judging (`failure` says it too), when it did; None otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricEstimate:
+    """What one judged metric will need (`Judge.estimate_results`). `judgments`: judgments that
+    need the judge (a metric of a case or of a retrieval step; for the embeddings row, the cases
+    whose generated questions need embeddings); `cached`: those the cache answers; `calls`: the
+    requests to send; tokens by `judge.cost`'s rule; `cost_usd` at standard prices (None: no
+    known price)."""
+
+    metric: str
+    judgments: int = 0
+    cached: int = 0
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    @property
+    def batch_cost_usd(self) -> float | None:
+        return None if self.cost_usd is None else self.cost_usd * BATCH_DISCOUNT
+
+    def describe(self) -> str:
+        cost = "cost unknown (no price)" if self.cost_usd is None else (
+            f"${self.cost_usd:.4f} direct, ${self.batch_cost_usd:.4f} in batches")
+        what = "case(s)" if self.metric.endswith(EMBEDDINGS_ROW) else "judgment(s)"
+        return (f"{self.metric}: {self.judgments} {what}, {self.cached} cached; {self.calls} call(s), "
+                f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens, {cost}")
+
+
+EMBEDDINGS_ROW = " embeddings"
+"""The estimate's row of answer relevance's embeddings requests: "answer_relevance embeddings"."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeEstimate:
+    """What judging a run will take, before any request is sent (`--estimate`)."""
+
+    model: str
+    embedding_model: str
+    metrics: tuple[MetricEstimate, ...]
+
+    @property
+    def total(self) -> MetricEstimate:
+        costs = [m.cost_usd for m in self.metrics]
+        return MetricEstimate(
+            "total", sum(m.judgments for m in self.metrics if not m.metric.endswith(EMBEDDINGS_ROW)),
+            sum(m.cached for m in self.metrics if not m.metric.endswith(EMBEDDINGS_ROW)),
+            sum(m.calls for m in self.metrics), sum(m.input_tokens for m in self.metrics),
+            sum(m.output_tokens for m in self.metrics), None if None in costs else sum(c or 0.0 for c in costs))
+
+    def lines(self) -> list[str]:
+        """The estimate for the console: one line per metric, then the total."""
+        head = (f"judge estimate ({self.model}, embeddings {self.embedding_model}; prices checked "
+                f"{PRICES_CHECKED}; tokens counted as characters / 4, replies by a per-metric allowance); "
+                "no request was sent")
+        return [head, *(f"  {m.describe()}" for m in self.metrics), f"  {self.total.describe()}"]
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = [*self.metrics, self.total]
+        return {"model": self.model, "embedding_model": self.embedding_model, "metrics": {
+            m.metric: {"judgments": m.judgments, "cached": m.cached, "calls": m.calls,
+                       "input_tokens": m.input_tokens, "output_tokens": m.output_tokens,
+                       "cost_usd": m.cost_usd, "batch_cost_usd": m.batch_cost_usd} for m in rows}}
 
 
 @dataclass
@@ -69,6 +147,18 @@ class _Outcome:
     not_judged: bool = False  # the error is that the judgment could not be obtained
     waiting: GeneratedQuestions | None = None  # answer relevance waiting for its embeddings
     retry_waiting: GeneratedQuestions | None = None  # kept while its embeddings may be asked again
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """One metric of one case, to be run by a worker."""
+
+    case: int
+    metric: str
+    run: Callable[[], _Outcome]
+
+    def __call__(self) -> _Outcome:
+        return self.run()
 
 
 class _Progress:
@@ -128,6 +218,16 @@ class Judge:
         self._prompts = Prompts(templates_dir)
         self._client = JudgeClient(settings, on_warning=on_warning)
         self._custom: dict[str, Any] = {}
+        if settings.budget_usd is not None:
+            models = [settings.model]
+            if answer_relevance.METRIC in settings.metrics:
+                models.append(settings.embedding_model)
+            unpriced = [model for model in models if not self._client.price_known(model)]
+            if unpriced:
+                self._client.close()
+                raise JudgeError(f"a judge budget needs the price of {unpriced[0]}, which qareport does not know; "
+                                 f"add judge.prices.{unpriced[0]}.input_per_million and output_per_million to "
+                                 "the configuration")
 
     def close(self) -> None:
         self._client.close()
@@ -154,14 +254,10 @@ class Judge:
         Raises JudgeError only for a configuration that cannot work.
         """
         started = time.monotonic()
-        chosen = tuple(self.settings.metrics if metrics is None else metrics)
-        unknown = [m for m in chosen if m not in ALL_METRICS]
-        if unknown:
-            raise JudgeError(f"unknown judge metric {unknown[0]!r}; known: {', '.join(ALL_METRICS)}")
-        customs = self.settings.custom_evaluations if metrics is None else ()
-        self._custom = {custom_metric.metric_name(evaluation): evaluation for evaluation in customs}
-        chosen = (*chosen, *self._custom)
+        chosen = self._chosen(metrics)
         self._client.start_run()
+        budget = None if self.settings.budget_usd is None else Budget(self.settings.budget_usd)
+        self._client.guard = budget
         judged: list[dict[str, Any]] = [dict(result) for result in results]
 
         ready: list[_Outcome] = []
@@ -241,20 +337,101 @@ class Judge:
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
 
-        failure = None
+        self._client.guard = None
+        failure = budget_reached = None
+        over_budget = sum(1 for text in not_judged if text.startswith(NOT_JUDGED + BUDGET_WORDS))
+        if budget is not None and budget.reached:
+            budget_reached = f"{BUDGET_WORDS}: {budget.describe()}; {over_budget} judgment(s) not made"
         if self._client.fatal is not None:
             failure = str(self._client.fatal)
+        elif budget_reached and over_budget == len(not_judged):
+            failure = budget_reached
         elif not_judged:
-            first = not_judged[0].removeprefix(NOT_JUDGED)
-            failure = (f"{len(not_judged)} judgment(s) could not be obtained: the API failed after its retries "
-                       f"(the first: {first})")
+            lost = [text for text in not_judged if not text.startswith(NOT_JUDGED + BUDGET_WORDS)]
+            first = lost[0].removeprefix(NOT_JUDGED)
+            failure = (f"{len(lost)} judgment(s) could not be obtained: the API failed after its retries "
+                       f"(the first: {first})" + (f"; {budget_reached}" if budget_reached else ""))
         usage = summarize_usage(
             ledgers, model=self.settings.model, embedding_model=self.settings.embedding_model,
             metrics=chosen, errors=errors, cases=len(pending_by_case),
             elapsed_sec=round(time.monotonic() - started, 3),
         )
         progress_bar.finish(usage)
-        return JudgeRun(judged, usage, failure, len(not_judged))
+        return JudgeRun(judged, usage, failure, len(not_judged), budget_reached)
+
+    def _chosen(self, metrics: Iterable[str] | None) -> tuple[str, ...]:
+        """The metrics to judge (the settings' by default), custom evaluations last."""
+        chosen = tuple(self.settings.metrics if metrics is None else metrics)
+        unknown = [m for m in chosen if m not in ALL_METRICS]
+        if unknown:
+            raise JudgeError(f"unknown judge metric {unknown[0]!r}; known: {', '.join(ALL_METRICS)}")
+        customs = self.settings.custom_evaluations if metrics is None else ()
+        self._custom = {custom_metric.metric_name(evaluation): evaluation for evaluation in customs}
+        return (*chosen, *self._custom)
+
+    # -- the estimate: what judging will take, without sending a request
+
+    def estimate_results(self, results: Sequence[Mapping[str, Any]], *,
+                         metrics: Iterable[str] | None = None) -> JudgeEstimate:
+        """What `judge_results` would ask for the same results, per metric, without sending a
+        request: the same prompts are rendered and looked up in the cache (which is not written),
+        and the requests that would be sent are counted (`judge.cost`). Answer relevance's
+        embeddings are estimated from the generated questions when the cache holds them, else
+        from QUESTION_TOKENS per question; their requests are counted as the runner batches them."""
+        chosen = self._chosen(metrics)
+        self._client.start_run()
+        recorder = Recorder()
+        self._client.guard = recorder
+        asked = dict.fromkeys(chosen, 0)
+        cached = dict.fromkeys(chosen, 0)
+        waiting: list[tuple[int, int, int]] = []  # (inputs, characters, tokens) of each case's embeddings
+        embeddings_cached = 0
+        count = self.settings.relevance_questions
+        try:
+            for index, result in enumerate(results):
+                if result.get("status") != "success":
+                    continue
+                for item in self._plan(index, result, chosen):
+                    if not isinstance(item, _Task):
+                        continue
+                    try:
+                        outcome = item()
+                    except NotSent:
+                        asked[item.metric] += 1
+                        if item.metric == answer_relevance.METRIC:
+                            question = str(result.get("question_text") or "")
+                            waiting.append((1 + count, len(question) + count * QUESTION_TOKENS * 4,
+                                            text_tokens(question) + count * QUESTION_TOKENS))
+                        continue
+                    if not outcome.ledger.cached_calls:
+                        continue  # nothing to ask (an empty answer, no contexts)
+                    cached[item.metric] += 1
+                    generated = outcome.waiting
+                    if generated is None:
+                        continue
+                    if decode_vectors(self._client.cached_value(generated.key), len(generated.inputs)) is not None:
+                        embeddings_cached += 1
+                    else:
+                        waiting.append((len(generated.inputs), sum(len(text) for text in generated.inputs),
+                                        sum(text_tokens(text) for text in generated.inputs)))
+        finally:
+            self._client.guard = None
+        prices = PriceTable(self.settings.prices)
+        rows = []
+        for metric in chosen:
+            calls = [call for call in recorder.calls if call.metric == metric]
+            rows.append(_metric_estimate(metric, asked[metric] + cached[metric], cached[metric], calls))
+            if metric == answer_relevance.METRIC:
+                tokens = sum(tokens for _, _, tokens in waiting)
+                rows.append(MetricEstimate(
+                    metric + EMBEDDINGS_ROW, len(waiting) + embeddings_cached, embeddings_cached,
+                    _embedding_batches([(inputs, chars) for inputs, chars, _ in waiting]), tokens, 0,
+                    prices.cost((self.settings.embedding_model,), tokens)))
+        return JudgeEstimate(self.settings.model, self.settings.embedding_model, tuple(rows))
+
+    def _over_budget(self, error: BudgetReached) -> str:
+        """The error text of a judgment the budget stopped."""
+        return f"{NOT_JUDGED}{BUDGET_WORDS} ({error})"
 
     def _stopped(self) -> str:
         """The error text of a judgment not asked because the judge was stopped."""
@@ -342,7 +519,7 @@ class Judge:
         return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
 
     def _task(self, index: int, metric: str, step: int | None,
-              compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> Callable[[], _Outcome]:
+              compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> _Task:
         def work() -> _Outcome:
             outcome = _Outcome(index, metric, step)
             try:
@@ -360,6 +537,9 @@ class Judge:
             except JudgeAborted:
                 outcome.updates = self._failed(metric, self._stopped())
                 outcome.error = outcome.not_judged = True
+            except BudgetReached as error:
+                outcome.updates = self._failed(metric, self._over_budget(error))
+                outcome.error = outcome.not_judged = True
             else:
                 if isinstance(produced, GeneratedQuestions):
                     outcome.waiting = produced
@@ -368,7 +548,7 @@ class Judge:
             outcome.updates[self._cost_key(metric)] = outcome.ledger.cost_usd
             return outcome
 
-        return work
+        return _Task(index, metric, work)
 
     # -- answer relevance's embeddings
 
@@ -390,7 +570,8 @@ class Judge:
         """
         ledger, finished = self._embed_once(batch)
         failed = [outcome for outcome in finished if outcome.error]
-        if not failed or self._client.fatal is not None:
+        if not failed or self._client.fatal is not None or (isinstance(self._client.guard, Budget) and \
+                self._client.guard.reached):
             return ledger, finished
         if len(batch) == 1 and tries_left <= 0:
             return ledger, finished
@@ -425,6 +606,10 @@ class Judge:
         except JudgeAborted:
             for outcome in batch:
                 _fail_relevance(outcome, self._stopped(), not_judged=True)
+            return ledger, batch
+        except BudgetReached as error:
+            for outcome in batch:
+                _fail_relevance(outcome, self._over_budget(error), not_judged=True)
             return ledger, batch
         except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # a malformed reply
             for outcome in batch:
@@ -517,3 +702,38 @@ def _take_batch(waiting: list[_Outcome]) -> tuple[list[_Outcome], list[_Outcome]
         inputs += size
         chars += length
     return batch, []
+
+
+def _metric_estimate(metric: str, judgments: int, cached: int, calls: Sequence[CallEstimate]) -> MetricEstimate:
+    costs = [call.cost_usd for call in calls]
+    return MetricEstimate(metric, judgments, cached, len(calls), sum(call.input_tokens for call in calls),
+                          sum(call.output_tokens for call in calls),
+                          None if None in costs else sum(cost or 0.0 for cost in costs))
+
+
+def _embedding_batches(sizes: Sequence[tuple[int, int]]) -> int:
+    """How many embeddings requests the runner sends for cases waiting with these (inputs,
+    characters), in this order: a batch is taken as soon as EMBEDDING_BATCH_INPUTS inputs wait,
+    the rest at the end (as `judge_results` and `_take_batch` do)."""
+    batches = 0
+    waiting: list[tuple[int, int]] = []
+    for size in sizes:
+        waiting.append(size)
+        while sum(inputs for inputs, _ in waiting) >= EMBEDDING_BATCH_INPUTS:
+            waiting = waiting[_batch_length(waiting):]
+            batches += 1
+    while waiting:
+        waiting = waiting[_batch_length(waiting):]
+        batches += 1
+    return batches
+
+
+def _batch_length(waiting: Sequence[tuple[int, int]]) -> int:
+    """How many of the waiting cases `_take_batch` puts in one batch."""
+    inputs = chars = 0
+    for position, (size, length) in enumerate(waiting):
+        if position and (inputs + size > EMBEDDING_BATCH_INPUTS or chars + length > EMBEDDING_BATCH_CHARS):
+            return position
+        inputs += size
+        chars += length
+    return len(waiting)

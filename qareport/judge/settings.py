@@ -80,6 +80,7 @@ class JudgeSettings:
     litellm_chat: LiteLLMRoute | None = None  # chat through litellm instead of the openai package
     litellm_embedding: LiteLLMRoute | None = None
     source: str | None = None  # the configuration file the model came from, for messages
+    budget_usd: float | None = None  # stop sending judgments before the spend passes it (judge.cost.Budget)
 
     @property
     def is_azure(self) -> bool:
@@ -114,6 +115,8 @@ class JudgeSettings:
             described["api_version"] = self.api_version
         if self.max_tokens is not None:
             described["max_tokens"] = self.max_tokens
+        if self.budget_usd is not None:
+            described["budget_usd"] = self.budget_usd
         if self.custom_evaluations:
             described["custom_evaluations"] = [evaluation.name for evaluation in self.custom_evaluations]
         if self.correctness_prompt is not None:
@@ -170,4 +173,5 @@ CONFIG_KEYS = {
     "response_format": "json_schema (default) or json_object, for servers without JSON schemas",
     "retry_base_delay": "no longer used: the openai SDK's backoff applies (0.5 s doubling to 8 s)",
     "metrics": f"which LLM metrics to compute (default all: {', '.join(METRICS)})",
+    "budget": "US dollars the judge may spend in a run at most (default: no limit; --judge-budget)",
 }

@@ -312,7 +312,7 @@ def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) ->
     first, _last = tables.table(
         ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
         [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_judged, metric.not_applicable,
-          "FAILED FOR MOST CASES: the mean rests on few cases" if metric.mostly_failed else None)
+          _judged_note(metric))
          for metric in judged],
         (None, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4, None),
         overflow_last=True,
@@ -359,6 +359,15 @@ def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None)
         if flagged:
             tables.ws.cell(first + offset, 8).font = styles.REGRESSION_FONT
             tables.ws.cell(first + offset, 5).fill = styles.REGRESSION_FILL
+
+
+def _judged_note(metric: JudgedMetric) -> str | None:
+    notes = []
+    if metric.mostly_failed:
+        notes.append("FAILED FOR MOST CASES: the mean rests on few cases")
+    if metric.budget_reached:
+        notes.append(f"{metric.budget_reached} not judged: budget reached")
+    return "; ".join(notes) or None
 
 
 def write_judge(tables: TableWriter, run: RunInfo) -> None:
