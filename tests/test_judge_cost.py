@@ -199,8 +199,9 @@ def test_with_concurrency_the_spend_never_passes_the_budget(stub, tmp_path, caps
         text = " ".join(str(c) for row in workbook[sheet].iter_rows(values_only=True) for c in row if c)
         assert "budget reached" in text, sheet
     statistics = list(workbook["Statistics"].iter_rows(values_only=True))
-    header = next(row for row in statistics if "not judged" in row)
-    (relevance,) = [row for row in statistics if row[0] == "answer relevance" and row is not header]
+    at = next(i for i, row in enumerate(statistics) if "not judged" in row)  # the LLM-judged metrics table
+    header = statistics[at]
+    relevance = next(row for row in statistics[at + 1:] if row[0] == "answer relevance")
     (counted,) = [m for m in document["judge"]["metrics"] if m["key"] == "answer_relevance"]
     assert relevance[header.index("not judged")] == counted["not_judged"]
 
