@@ -20,6 +20,9 @@ Rules, in the words an analyst would use:
 - A headline delta is computed like for like: over the cases both runs evaluated whose test did
   not change, paired case by case, with a sign-flip test of "no change" (`significance`), so a
   removed, new, failed or edited case never moves it.
+- A case's grade (`Kind.grades`, kept with its facts) that moved between two evaluated runs is a
+  change line of its own ("indicator selection grade ideal → problematic"): a regression when it
+  got worse, an improvement when it got better.
 - Every changed case also gets one line (`CaseMovement`): how it moved and why, in the words of
   its kinds (`kinds.explain_change`: "lost COUNTRY MEX", "target edited: COUNTRY +KEN").
 """
@@ -293,6 +296,9 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
                 continue
             changes.append(CaseChange(kind_of(after - before), case_id, name, metric, before, after,
                                       after - before, **statuses))
+        for move in kinds.grade_moves(_facts(old), _facts(new)):  # "indicator selection grade ideal → acceptable"
+            changes.append(CaseChange(kind_of(-1.0 if move.worse else 1.0), case_id, name, move.metric,
+                                      move.old, move.new, None, **statuses))
         return changes
 
     if test_changed(old, new):
@@ -326,10 +332,12 @@ def _display_order(change: CaseChange) -> tuple[Any, ...]:
     if change.kind == "not loaded":
         return (-1,)
     rank = CHANGE_KINDS.index(change.kind)
+    # status changes first, then metrics by how far they moved, then grades (which have no delta)
+    place = 1 if change.delta is not None else 0 if change.metric in ("status", None) else 2
     if change.kind == "regression":
-        return (rank, change.delta is not None, change.delta or 0.0)
+        return (rank, place, change.delta or 0.0)
     if change.kind == "improvement":
-        return (rank, change.delta is not None, -(change.delta or 0.0))
+        return (rank, place, -(change.delta or 0.0))
     return (rank,)
 
 

@@ -67,6 +67,8 @@ class Report:
     incomplete: str | None = None
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
     side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
+    grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -132,6 +134,7 @@ def build_report(
         not_loaded=not_loaded,
         side_by_side=(side_by_side(comparison, baseline.cases, rows)
                       if comparison is not None and baseline is not None else ()),
+        grades=kinds.grade_counts(results),
     )
 
 

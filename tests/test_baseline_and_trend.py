@@ -119,12 +119,15 @@ def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compa
     assert rows[0][:4] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression", "macro precision"]
     assert rows[0][4] == 1.0 and rows[0][5] == pytest.approx(0.8333, abs=1e-4) and rows[0][6] == pytest.approx(-0.1667, abs=1e-4)
     assert rows[0][9] == "extra INDICATOR NGDP_R"  # what changed, not just that it did
+    # its grade moved too: a line of its own, after its metrics, text values and no delta
+    assert rows[1][:7] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression",
+                           "indicator selection grade", "ideal", "acceptable", None]
     # a status change keeps the value columns for numbers: the statuses have columns of their own
-    assert rows[1][:9] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status",
+    assert rows[2][:9] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status",
                            None, None, None, "error", "success"]
-    assert rows[1][9] == "evaluated again (was: the system answered with an error)"
-    assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C3"].fill.fgColor.rgb.endswith("C6EFCE")
-    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:K3"
+    assert rows[2][9] == "evaluated again (was: the system answered with an error)"
+    assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C4"].fill.fgColor.rgb.endswith("C6EFCE")
+    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:K4"
 
 
 def test_changes_and_overview_link_to_each_other(compared):
