@@ -108,6 +108,7 @@ class Kind:
     """The grades the kind gives a case, best first (none: it does not grade). A case's grade is
     kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
     runs is a change (a regression when it gets worse)."""
+    grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -308,8 +309,8 @@ class GradeMove:
 
     @property
     def metric(self) -> str:
-        """How a change line names it: "indicator_selection_grade" ("indicator selection grade")."""
-        return f"{self.kind.name}_grade"
+        """How a change line names it (`Kind.grade_key`)."""
+        return self.kind.grade_key
 
 
 def stored_grade(kind: Kind, facts: Mapping[str, Any]) -> str | None:
