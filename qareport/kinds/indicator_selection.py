@@ -234,14 +234,16 @@ def case_grade(result: CaseResult) -> str | None:
 
 
 def grade_why(indicator: IndicatorScore) -> str | None:
-    """Why a turn is not ideal, in a few words ("wrong dataset X", "2 terms missed", "3 extra terms")."""
+    """Why a turn is not ideal, in a few words ("wrong dataset: IFS, expected WEO", "2 target terms
+    missed", "3 extra terms"); None when it is."""
     parts = []
     target, selected = set(indicator.target_datasets), set(indicator.selected_datasets)
+    chosen = ", ".join(visible(d) for d in indicator.selected_datasets) or "none"
+    expected = ", ".join(visible(d) for d in indicator.target_datasets)
     if target and not target & selected:
-        parts.append(f"dataset {', '.join(indicator.selected_datasets) or 'none'}, expected "
-                     f"{', '.join(indicator.target_datasets)}")
+        parts.append(f"wrong dataset: {chosen}, expected {expected}")
     elif target and selected != target:
-        parts.append(f"datasets {', '.join(indicator.selected_datasets)}, expected {', '.join(indicator.target_datasets)}")
+        parts.append(f"datasets {chosen}, expected {expected}")
     if (missed := missed_terms(indicator)):
         parts.append(f"{missed} target term{'s' if missed > 1 else ''} missed")
     if (extras := extra_terms(indicator)):
