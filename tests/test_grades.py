@@ -300,12 +300,12 @@ def test_grades_and_dataset_scores_are_read_back_from_the_workbook(tmp_path):
     assert table["b"]["dataset precision"] == pytest.approx(2 / 3) and table["b"]["cases with a dataset target"] == 3
 
     details = list(book["Details"].iter_rows(values_only=True))
-    multi = [(row[2], row[3], row[4], row[5], row[9]) for row in details if row[0] == "multi" and row[3] in ("dataset", "grade")]
-    assert multi == [(1, "dataset", "TP", "WEO", None), (1, "grade", "ideal", None, None),
-                     (2, "dataset", "TP", "WEO", None), (2, "grade", "acceptable", None, "1 extra term")]
-    wrong = [(row[3], row[4], row[5], row[9]) for row in details if row[0] == "wrong-dataset" and row[3] in ("dataset", "grade")]
-    assert wrong == [("dataset", "FP", "IFS", None), ("dataset", "FN", "WEO", None),
-                     ("grade", "failure", None, "wrong dataset: IFS, expected WEO")]
+    multi = [(row[2], row[3], row[4], row[5], row[9]) for row in details if row[0] == "multi" and row[3] in ("(dataset)", "(grade)")]
+    assert multi == [(1, "(dataset)", "TP", "WEO", None), (1, "(grade)", "ideal", None, None),
+                     (2, "(dataset)", "TP", "WEO", None), (2, "(grade)", "acceptable", None, "1 extra term")]
+    wrong = [(row[3], row[4], row[5], row[9]) for row in details if row[0] == "wrong-dataset" and row[3] in ("(dataset)", "(grade)")]
+    assert wrong == [("(dataset)", "FP", "IFS", None), ("(dataset)", "FN", "WEO", None),
+                     ("(grade)", "failure", None, "wrong dataset: IFS, expected WEO")]
 
 
 def test_the_grade_extras_option_changes_the_grades_and_is_stated(tmp_path):

@@ -581,7 +581,8 @@ class IndicatorSelection(Kind):
         return [grades_table(results)]
 
 
-DATASET_ROW, GRADE_ROW = "dataset", "grade"  # the Details sheet's "dimension" of these rows
+DATASET_ROW, GRADE_ROW = "(dataset)", "(grade)"  # the Details sheet's "dimension" of these rows (never a
+# dimension's name: in parentheses, as the "(case)" row of a case without rows)
 
 
 def _dataset_rows(turn_number: int, indicator: IndicatorScore) -> Iterator[DetailRow]:
