@@ -553,7 +553,9 @@ class IndicatorSelection(Kind):
         return [
             Column("macro recall", lambda r: r.macro_recall, 9, "score", score=True, place="score"),
             Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),
-            Column("grade", case_grade, 11, place="score"),
+            # the first column after the review: the scanning part (id to review note) must fit a
+            # 1600-pixel window with a baseline and a judge too
+            Column("grade", case_grade, 11, place="number"),
             Column("dataset precision", lambda r: dataset_scores(r)[0], 9, "score", score=True, place="number"),
             Column("dataset recall", lambda r: dataset_scores(r)[1], 9, "score", score=True, place="number"),
             *per_dimension,
