@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--match-terms-by", choices=("id_and_name", "id"), default=None,
                      help="identify a term by id and name together (default) or by id alone, "
                           "showing label differences")
+    run.add_argument("--grade-extras", type=int, metavar="N", default=None,
+                     help="extra terms an 'acceptable' indicator-selection grade allows (default 2; more "
+                          "is 'problematic')")
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")
     run.add_argument("--config", metavar="FILE",
@@ -256,6 +259,7 @@ def command_run(args: argparse.Namespace) -> int:
         config_path=args.config,
         strict=args.strict,
         steps_semantics=args.steps_semantics,
+        acceptable_extras=args.grade_extras,
         config_ge6=args.config_ge6,
         judge_options=_judge_options(args),
         baseline=args.baseline,

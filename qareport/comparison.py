@@ -20,6 +20,9 @@ Rules, in the words an analyst would use:
 - A headline delta is computed like for like: over the cases both runs evaluated whose test did
   not change, paired case by case, with a sign-flip test of "no change" (`significance`), so a
   removed, new, failed or edited case never moves it.
+- A case's grade (`Kind.grades`, kept with its facts) that moved between two evaluated runs of an
+  unchanged test is a change line of its own ("grade ideal → problematic"): a regression when it
+  got worse, an improvement when it got better.
 - Every changed case also gets one line (`CaseMovement`): how it moved and why, in the words of
   its kinds (`kinds.explain_change`: "lost COUNTRY MEX", "target edited: COUNTRY +KEN").
 """
@@ -288,7 +291,7 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
     old_status, new_status = old.get("status"), new.get("status")
     statuses = {"old_status": old_status, "new_status": new_status}
 
-    def metric_changes(kind_of: Any) -> list[CaseChange]:
+    def metric_changes(kind_of: Any, *, grades: bool = True) -> list[CaseChange]:
         changes = []
         for metric in kinds.case_metric_keys():
             before, after = _number(old.get(metric)), _number(new.get(metric))
@@ -296,10 +299,13 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
                 continue
             changes.append(CaseChange(kind_of(after - before), case_id, name, metric, before, after,
                                       after - before, **statuses))
+        for move in kinds.grade_moves(_facts(old), _facts(new)) if grades else ():  # "grade ideal → acceptable"
+            changes.append(CaseChange(kind_of(-1.0 if move.worse else 1.0), case_id, name, move.metric,
+                                      move.old, move.new, None, **statuses))
         return changes
 
     if test_changed(old, new):
-        changes = metric_changes(lambda delta: "test changed")
+        changes = metric_changes(lambda delta: "test changed", grades=False)  # an edited target regrades
         if old_status != new_status:
             changes.insert(0, CaseChange("test changed", case_id, name, "status", old_status, new_status, None,
                                          **statuses))
@@ -330,10 +336,12 @@ def _display_order(change: CaseChange) -> tuple[Any, ...]:
     if change.kind == "not loaded":
         return (-1,)
     rank = CHANGE_KINDS.index(change.kind)
+    # status changes first, then metrics by how far they moved, then grades (which have no delta)
+    place = 1 if change.delta is not None else 0 if change.metric in ("status", None) else 2
     if change.kind == "regression":
-        return (rank, change.delta is not None, change.delta or 0.0)
+        return (rank, place, change.delta or 0.0)
     if change.kind == "improvement":
-        return (rank, change.delta is not None, -(change.delta or 0.0))
+        return (rank, place, -(change.delta or 0.0))
     return (rank,)
 
 

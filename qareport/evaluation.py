@@ -14,7 +14,7 @@ from typing import Any
 from qareport import qa
 from qareport.collector import collector_paused
 from qareport.kinds import TurnInput, extra_kinds
-from qareport.kinds.indicator_selection import MatchBy, score_indicator_selection
+from qareport.kinds.indicator_selection import DEFAULT_ACCEPTABLE_EXTRAS, MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND
 from qareport.kinds.steps import with_verdicts
 from qareport.kinds.steps.matching import StepsOutcome, six_only_steps_advice
@@ -41,6 +41,7 @@ from qareport.set_metrics import mean_or_none
 class EvaluationOptions:
     match_by: MatchBy = "id_and_name"
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5 or 6
+    acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS  # extra terms an `acceptable` grade allows
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +236,7 @@ def _evaluate_turn(
             turn.target.indicator_selection,
             output.indicator_selection if output else None,
             match_by=options.match_by,
+            acceptable_extras=options.acceptable_extras,
         )
     qa_result = None
     outcome = None

@@ -83,6 +83,7 @@ class RunOptions:
     thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
     testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
     estimate: bool = False  # load and evaluate, estimate the judge's work and cost; no request, nothing written
+    acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +245,8 @@ def _run(
     settings = resolve_settings(
         run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
                      "strict": options.strict or None, "steps_semantics": options.steps_semantics,
-                     "config_ge6": options.config_ge6, "testcase_cache": options.testcase_cache},
+                     "config_ge6": options.config_ge6, "testcase_cache": options.testcase_cache,
+                     "acceptable_extras": options.acceptable_extras},
         judge_options=options.judge_options,
         email_options=email_options(options.email) if options.email is not None else None,
         config_path=options.config_path,
@@ -341,8 +343,9 @@ def _run(
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=EvaluationOptions(match_by=match_by, steps_semantics=semantics),
-                                    judge=judge_callable)
+        evaluation = evaluate_suite(suite, options=EvaluationOptions(
+            match_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras),
+            judge=judge_callable)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:
@@ -385,6 +388,7 @@ def _run(
             "config": settings.config_file,
             "strict": strict,
             "steps_semantics": semantics,
+            "acceptable_extras": settings.run.acceptable_extras,
             "config_ge6": settings.ge6.path,
             "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },

@@ -70,6 +70,8 @@ class Report:
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
     side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
     agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
+    grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -145,6 +147,7 @@ def build_report(
         side_by_side=(side_by_side(comparison, baseline.cases, rows)
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
+        grades=kinds.grade_counts(results),
     )
 
 

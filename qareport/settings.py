@@ -58,7 +58,8 @@ DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
 RUN_CONFIG_KEYS = {"match_terms_by": str, "templates": str, "strict": bool, "steps_semantics": int,
                    "config_ge6": str, "testcase_cache": bool}
-SECTION_KEYS = {"judge": dict, "email": dict}
+SECTION_KEYS = {"judge": dict, "email": dict, "indicator_selection": dict}
+INDICATOR_SELECTION_KEYS = ("acceptable_extras",)  # the keys of the configuration's indicator_selection section
 JUDGE_ENVIRONMENT = {
     "base_url": "OPENAI_BASE_URL",
     "azure_endpoint": "AZURE_OPENAI_ENDPOINT",
@@ -278,11 +279,13 @@ class RunSettings(BaseModel):
     steps_semantics: Literal[5, 6] = 5  # graphrag-eval's steps rules: 5.x (the default) or 6.x
     config_ge6: str | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
     testcase_cache: bool = True  # keep large test-case files parsed between runs (`parse_cache`)
+    acceptable_extras: int = 2  # extra terms an `acceptable` grade allows (`kinds.indicator_selection.GRADES`)
 
 
 def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunSettings:
     """Options `match_terms_by`, `templates`, `strict`, `steps_semantics`, `config_ge6`,
-    `testcase_cache`; no environment variables."""
+    `testcase_cache`, `acceptable_extras` (`indicator_selection.acceptable_extras` in the
+    configuration); no environment variables."""
     layers = Layers(section=None, options=options, environ={}, environment_names={}, config=config,
                     config_values={k: v for k, v in config.values.items() if k in RUN_CONFIG_KEYS})
     match_by, where = layers.get("match_terms_by", "id_and_name")
@@ -290,6 +293,13 @@ def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunS
     strict, strict_where = layers.get("strict", False)
     ge6, ge6_where = layers.get("config_ge6", None)
     testcase_cache, cache_where = layers.get("testcase_cache", True)
+    grading = config.section("indicator_selection")
+    unknown = sorted(set(grading) - set(INDICATOR_SELECTION_KEYS))
+    if unknown:
+        raise SettingsError(f"{config.at('indicator_selection')}: unknown key '{config.prefix}indicator_selection."
+                            f"{unknown[0]}'; known keys: {', '.join(INDICATOR_SELECTION_KEYS)}")
+    extras = Layers(section="indicator_selection", options={"acceptable_extras": options.get("acceptable_extras")},
+                    environ={}, environment_names={}, config=config, config_values=grading)
     return RunSettings(
         match_terms_by=_choice(match_by, where, ("id_and_name", "id")),  # type: ignore[arg-type]
         templates=None if templates is None else _text(templates, templates_where),
@@ -297,6 +307,7 @@ def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunS
         steps_semantics=_semantics(layers, config),
         config_ge6=None if ge6 is None else _text(ge6, ge6_where),
         testcase_cache=_flag(testcase_cache, cache_where),
+        acceptable_extras=_number(*extras.get("acceptable_extras", 2), integer=True, minimum=0),
     )
 
 

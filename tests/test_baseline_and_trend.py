@@ -119,12 +119,15 @@ def test_changes_lists_regressions_first_in_red_then_improvements_in_green(compa
     assert rows[0][:4] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression", "macro precision"]
     assert rows[0][4] == 1.0 and rows[0][5] == pytest.approx(0.8333, abs=1e-4) and rows[0][6] == pytest.approx(-0.1667, abs=1e-4)
     assert rows[0][9] == "extra INDICATOR NGDP_R"  # what changed, not just that it did
+    # its grade moved too: a line of its own, after its metrics, text values and no delta
+    assert rows[1][:7] == [REGRESSED, "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil", "regression",
+                           "grade", "ideal", "acceptable", None]
     # a status change keeps the value columns for numbers: the statuses have columns of their own
-    assert rows[1][:9] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status",
+    assert rows[2][:9] == [IMPROVED, "could_you_give_me_the_population_numbers_for_mexico", "improvement", "status",
                            None, None, None, "error", "success"]
-    assert rows[1][9] == "evaluated again (was: the system answered with an error)"
-    assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C3"].fill.fgColor.rgb.endswith("C6EFCE")
-    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:K3"
+    assert rows[2][9] == "evaluated again (was: the system answered with an error)"
+    assert ws["C2"].fill.fgColor.rgb.endswith("FFC7CE") and ws["C4"].fill.fgColor.rgb.endswith("C6EFCE")
+    assert ws.freeze_panes == "B2" and ws.auto_filter.ref == "A1:K4"
 
 
 def test_changes_and_overview_link_to_each_other(compared):
@@ -188,7 +191,9 @@ def test_a_results_file_is_a_baseline_too(last_week, tmp_path):
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week.with_suffix(".yaml"))) == 0
     rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]
-    assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
+    assert [(r[0], r[2], r[3]) for r in rows] == [(REGRESSED, "regression", "macro precision"),
+                                                  (REGRESSED, "regression", "grade"),  # ideal → acceptable
+                                                  (IMPROVED, "improvement", "status")]
 
 
 def test_a_case_whose_test_changed_is_flagged_and_not_counted_as_a_regression(last_week, tmp_path):
@@ -346,7 +351,9 @@ def test_a_baseline_whose_sheets_lack_the_dimension_element_is_still_a_baseline_
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(copy)) == 0
     rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]  # ids: linked by id
-    assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
+    assert [(r[0], r[2], r[3]) for r in rows] == [(REGRESSED, "regression", "macro precision"),
+                                                  (REGRESSED, "regression", "grade"),  # ideal → acceptable
+                                                  (IMPROVED, "improvement", "status")]
     assert read_run(copy).cases == read_run(last_week).cases
     assert main(["email", str(copy), "--eml", str(tmp_path / "week18.eml"), "--to", "qa@example.org"]) == 0
     assert (tmp_path / "week18.eml").stat().st_size > 1000
@@ -366,7 +373,9 @@ def test_a_baseline_whose_hidden_data_was_edited_is_read_with_each_value_convert
     assert run(report, "--baseline", str(copy)) == 0
     err = capsys.readouterr().err
     rows = sheet_rows(load_workbook(report, data_only=True)["Changes"])[1:]  # ids: linked by id
-    assert [(r[0], r[2]) for r in rows] == [(REGRESSED, "regression"), (IMPROVED, "improvement")]
+    assert [(r[0], r[2], r[3]) for r in rows] == [(REGRESSED, "regression", "macro precision"),
+                                                  (REGRESSED, "regression", "grade"),  # ideal → acceptable
+                                                  (IMPROVED, "improvement", "status")]
     recall = cells[(RESULTS_SHEET, "2818e6c6-6d0e-49a5-86af-cc5a22b108d2", "macro_recall")]
     errors = cells[(RUN_SHEET, "status.error", "value")]
     assert (f"qareport: {copy}: sheet '{RESULTS_SHEET}', cell {recall}: 'macro_recall' must be a number "
@@ -517,7 +526,8 @@ def test_a_regressed_case_shows_last_weeks_and_this_weeks_outputs_side_by_side_f
     blocks = compare_blocks(compared_values["Compare"])
     assert list(blocks) == [REGRESSED, IMPROVED]  # the order of Changes
     regressed = blocks[REGRESSED]
-    assert regressed["kind"] == "regression" and regressed["what moved"][0] == "macro precision 1.00 \u2192 0.83"
+    assert regressed["kind"] == "regression"
+    assert regressed["what moved"][0] == "macro precision 1.00 \u2192 0.83, grade ideal \u2192 acceptable"
     old, new = regressed["indicator selection"]
     assert "NGDP_R" not in old and "NGDP_R (" in new  # the extra term it picked this week, last week's from the stored run
     assert old.startswith("dataset ") and "INDICATOR: NGDPD (" in old

@@ -148,7 +148,7 @@ def test_the_html_body_shows_headline_metrics_deltas_and_top_regressions_without
     text = inbox.messages()[0].get_body(("plain",)).get_content()
     assert "WHAT GOT WORSE (1)" in text
     assert ("  - show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil: extra INDICATOR NGDP_R "
-            "(macro precision 1.00 \u2192 0.83)") in text
+            "(macro precision 1.00 \u2192 0.83, grade ideal \u2192 acceptable)") in text
     for body in (html, text):  # written for a stakeholder, not for whoever runs the tool
         assert "OPENAI_API_KEY" not in body and "--" not in body.replace("<!--", "")
 

@@ -168,7 +168,8 @@ def test_two_kinds_cannot_share_a_name_or_a_metric(keywords_kind):
 
 
 def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
-    assert kinds.case_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_recall",
-                                        "answer_precision", "answer_f1", "answer_relevance")
+    assert kinds.case_metric_keys() == ("macro_precision", "macro_recall", "dataset_precision", "dataset_recall",
+                                        "steps_score", "answer_recall", "answer_precision", "answer_f1",
+                                        "answer_relevance")
     assert kinds.headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
                                             "answer_relevance")

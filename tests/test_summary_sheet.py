@@ -244,7 +244,7 @@ def test_overview_rows_stay_compact_and_a_cut_text_stays_whole_with_its_hidden_l
 def test_overview_puts_who_how_good_and_why_first_and_the_long_texts_last(workbook):
     headers = [c.value for c in workbook["Overview"][1]]
     assert headers[:7] == ["id", "name / question", "status", "macro recall", "macro precision", "steps score", "reason"]
-    assert headers[7:9] == ["review", "review note"]
+    assert headers[7:10] == ["review", "review note", "grade"]
     assert headers.index("INDICATOR recall") < headers.index("comments") < headers.index("user message") \
         < headers.index("indicator selection details")
     assert "answer F1" not in headers and "judge reason" not in headers  # no judge ran: no empty judge columns

@@ -138,6 +138,11 @@ class Kind:
     rank_metrics: tuple[str, ...] = ()
     """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
     kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
+    grades: tuple[str, ...] = ()
+    """The grades the kind gives a case, best first (none: it does not grade). A case's grade is
+    kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
+    runs is a change (a regression when it gets worse)."""
+    grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -178,6 +183,10 @@ class Kind:
 
     def explain(self, result: CaseResult) -> str | None:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
+        return None
+
+    def case_grade(self, result: CaseResult) -> str | None:
+        """The case's grade, one of `grades` (None: not graded, e.g. not evaluated)."""
         return None
 
     def ranking(self) -> tuple[str, ...]:
@@ -304,9 +313,77 @@ def case_reason(result: CaseResult) -> str | None:
     return "; ".join(parts) or None
 
 
+GRADE_FACT = "grade"  # the key of a graded kind's facts that holds the case's grade, as a one-item list
+
+
 def case_facts(result: CaseResult) -> dict[str, dict[str, list[str]]]:
-    """Every kind's facts of one case, by kind name (kinds with nothing to remember left out)."""
-    return {kind.name: facts for kind in REGISTRY if (facts := kind.case_facts(result))}
+    """Every kind's facts of one case, by kind name (kinds with nothing to remember left out), with
+    the case's grade for the kinds that grade."""
+    facts: dict[str, dict[str, list[str]]] = {}
+    for kind in REGISTRY:
+        found = dict(kind.case_facts(result))
+        grade = kind.case_grade(result) if kind.grades else None
+        if grade is not None:
+            found[GRADE_FACT] = [grade]
+        if found:
+            facts[kind.name] = found
+    return facts
+
+
+@dataclass(frozen=True, slots=True)
+class GradeMove:
+    """A case's grade of one kind in two runs; `worse` when it moved down the kind's scale."""
+
+    kind: Kind
+    old: str
+    new: str
+
+    @property
+    def worse(self) -> bool:
+        return self.kind.grades.index(self.new) > self.kind.grades.index(self.old)
+
+    @property
+    def metric(self) -> str:
+        """How a change line names it (`Kind.grade_key`)."""
+        return self.kind.grade_key
+
+
+def stored_grade(kind: Kind, facts: Mapping[str, Any]) -> str | None:
+    """A kind's grade as a stored run keeps it (None when absent, or not one of the kind's grades:
+    an older run, or an edit)."""
+    items = (facts.get(kind.name) or {}).get(GRADE_FACT) if isinstance(facts.get(kind.name), Mapping) else None
+    grade = items[0] if isinstance(items, (list, tuple)) and items else None
+    return grade if isinstance(grade, str) and grade in kind.grades else None
+
+
+def grade_moves(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[GradeMove]:
+    """The grades that differ between two runs' facts of a case (both known), kind by kind."""
+    moves = []
+    for kind in REGISTRY:
+        if not kind.grades:
+            continue
+        before, after = stored_grade(kind, old), stored_grade(kind, new)
+        if before is not None and after is not None and before != after:
+            moves.append(GradeMove(kind, before, after))
+    return moves
+
+
+def grade_counts(results: Sequence[CaseResult]) -> dict[str, dict[str, int]]:
+    """Per kind that grades and is present (by its label): the cases per grade, best first, then
+    those with a target of the kind that were not graded ("not graded")."""
+    counts: dict[str, dict[str, int]] = {}
+    for kind in REGISTRY:
+        if not kind.grades or not kind.present(results):
+            continue
+        tally = dict.fromkeys((*kind.grades, NOT_GRADED), 0)
+        for result in results:
+            if kind.has_target(result.case):
+                tally[kind.case_grade(result) or NOT_GRADED] += 1
+        counts[kind.label] = tally
+    return counts
+
+
+NOT_GRADED = "not graded"
 
 
 def explain_change(old: Mapping[str, Facts], new: Mapping[str, Facts]) -> str | None:

@@ -4,16 +4,21 @@ averages, the details cell, the Details rows and the reason a case lost points.
 Terms of all datasets of one turn are pooled per dimension. A term is identified by its id and
 name together (the methodology's rule) or, with `match_by="id"`, by its id alone, in which case a
 true positive keeps the system's label so the report can show where labels differ.
+
+Each turn also gets statgpt's grade (`grade_turn`), a case the worst grade of its turns, and each
+case its dataset precision and recall (`dataset_counts`): the dataset choice scored in its own right,
+beside and never inside the macro averages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from statistics import fmean
 from typing import Any, Literal
 
 from qareport.id_text import visible
-from qareport.kinds import Column, DetailRow, Facts, Kind, Metric
+from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, Table
 from qareport.records import (
     CaseResult,
     DatasetSelection,
@@ -25,11 +30,22 @@ from qareport.records import (
     TurnOutput,
     TurnResult,
 )
-from qareport.set_metrics import SetScore
+from qareport.set_metrics import SetScore, ratio
 from qareport.templating import template_environment
 
 MatchBy = Literal["id_and_name", "id"]
 DETAILS_TEMPLATE = "indicator_selection_details.txt"
+
+GRADES = ("ideal", "acceptable", "problematic", "failure")
+"""statgpt's grades of a turn, best first (a case gets the worst grade of its turns):
+
+- failure: the target names datasets and the system selected none of them (a wrong dataset);
+- problematic: a target term missed, or more extra terms than `acceptable_extras`;
+- acceptable: every target term found, with at most `acceptable_extras` extra terms (false positives
+  and terms of dimensions not in the target), or the datasets not exactly the target's;
+- ideal: every target term found, nothing extra, and exactly the target's datasets.
+"""
+DEFAULT_ACCEPTABLE_EXTRAS = 2
 
 
 def pool_dimensions(datasets: Iterable[DatasetSelection]) -> dict[str, list[Term]]:
@@ -137,8 +153,9 @@ def score_indicator_selection(
     selected: Iterable[DatasetSelection] | None,
     *,
     match_by: MatchBy = "id_and_name",
+    acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS,
 ) -> IndicatorScore:
-    """Score one turn (SPEC section 2).
+    """Score one turn (SPEC section 2) and grade it (`grade_turn`).
 
     Macro precision and recall are the means over the target dimensions (those with at least one
     target term). A turn whose target has no dimension scores recall 1.0, and precision 1.0 if
@@ -164,7 +181,7 @@ def score_indicator_selection(
         anything_selected = any(selected_terms.values())
         macro_recall = 1.0
         macro_precision = 0.0 if anything_selected else 1.0
-    return IndicatorScore(
+    score = IndicatorScore(
         dimensions=dimensions,
         not_in_target=not_in_target,
         macro_precision=macro_precision,
@@ -172,6 +189,99 @@ def score_indicator_selection(
         target_datasets=tuple(dict.fromkeys(d.dataset_id for d in target if d.dataset_id)),
         selected_datasets=tuple(dict.fromkeys(d.dataset_id for d in selected if d.dataset_id)),
     )
+    return replace(score, grade=grade_turn(score, acceptable_extras=acceptable_extras))
+
+
+# --- statgpt's grades and the dataset choice ---------------------------------------------------------
+
+
+def extra_terms(indicator: IndicatorScore) -> int:
+    """The terms a turn selected beyond its target: false positives, and the terms of dimensions
+    not in the target."""
+    return sum(len(d.false_positives) for d in (*indicator.dimensions, *indicator.not_in_target))
+
+
+def missed_terms(indicator: IndicatorScore) -> int:
+    return sum(len(d.false_negatives) for d in indicator.dimensions)
+
+
+def grade_turn(indicator: IndicatorScore, *, acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS) -> str:
+    """statgpt's grade of one turn (see `GRADES`). A target that names no dataset cannot be failed on
+    the dataset, and does not hold a selection that names one back from `ideal`."""
+    target, selected = set(indicator.target_datasets), set(indicator.selected_datasets)
+    if target and not target & selected:
+        return "failure"
+    extras = extra_terms(indicator)
+    if missed_terms(indicator) or extras > acceptable_extras:
+        return "problematic"
+    if extras or (target and selected != target):
+        return "acceptable"
+    return "ideal"
+
+
+def worst_grade(grades: Iterable[str | None]) -> str | None:
+    """The worst of some grades (None among them ignored); None without any."""
+    known = [grade for grade in grades if grade in GRADES]
+    return max(known, key=GRADES.index) if known else None
+
+
+def case_grade(result: CaseResult) -> str | None:
+    """A case's grade: the worst of its scored turns' grades; None when it was not evaluated or has
+    no indicator-selection target."""
+    if result.status != "success":
+        return None
+    return worst_grade(turn.indicator.grade for turn in result.turns if turn.indicator is not None)
+
+
+def grade_why(indicator: IndicatorScore) -> str | None:
+    """Why a turn is not ideal, in a few words ("wrong dataset: IFS, expected WEO", "2 target terms
+    missed", "3 extra terms"); None when it is."""
+    parts = []
+    target, selected = set(indicator.target_datasets), set(indicator.selected_datasets)
+    chosen = ", ".join(visible(d) for d in indicator.selected_datasets) or "none"
+    expected = ", ".join(visible(d) for d in indicator.target_datasets)
+    if target and not target & selected:
+        parts.append(f"wrong dataset: {chosen}, expected {expected}")
+    elif target and selected != target:
+        parts.append(f"datasets {chosen}, expected {expected}")
+    if (missed := missed_terms(indicator)):
+        parts.append(f"{missed} target term{'s' if missed > 1 else ''} missed")
+    if (extras := extra_terms(indicator)):
+        parts.append(f"{extras} extra term{'s' if extras > 1 else ''}")
+    return "; ".join(parts) or None
+
+
+def dataset_counts(result: CaseResult) -> SetScore | None:
+    """The case's dataset choice as counts pooled over its turns: each scored turn's selected
+    dataset ids against its own target's (turns whose target names no dataset left out); None when
+    no scored turn's target names a dataset."""
+    true_positives: list[tuple[int, str]] = []
+    false_positives: list[tuple[int, str]] = []
+    false_negatives: list[tuple[int, str]] = []
+    scored = False
+    for turn in result.turns:
+        if turn.indicator is None or not turn.indicator.target_datasets:
+            continue
+        scored = True
+        target, selected = turn.indicator.target_datasets, turn.indicator.selected_datasets
+        true_positives += [(turn.number, d) for d in selected if d in target]
+        false_positives += [(turn.number, d) for d in selected if d not in target]
+        false_negatives += [(turn.number, d) for d in target if d not in selected]
+    if not scored:
+        return None
+    return SetScore(tuple(true_positives), tuple(false_positives), tuple(false_negatives))
+
+
+def dataset_scores(result: CaseResult) -> tuple[float | None, float | None]:
+    """(dataset precision, dataset recall) of a case: from `dataset_counts`; precision 0.0 when no
+    dataset was selected (as for a dimension, SPEC section 2); (None, None) when the case was not
+    evaluated or no target of it names a dataset."""
+    counts = dataset_counts(result) if result.status == "success" else None
+    if counts is None:
+        return None, None
+    found = len(counts.true_positives)
+    return (ratio(found, found + len(counts.false_positives), zero_division=0.0),
+            ratio(found, found + len(counts.false_negatives), zero_division=0.0))
 
 
 # --- the details cell ----------------------------------------------------------------------------
@@ -398,8 +508,11 @@ class IndicatorSelection(Kind):
     metrics = (
         Metric("macro_precision", "macro precision", headline=True),
         Metric("macro_recall", "macro recall", headline=True),
+        Metric("dataset_precision", "dataset precision"),  # beside the macro averages, never inside
+        Metric("dataset_recall", "dataset recall"),
     )
     rank_metrics = ("macro_recall", "macro_precision")  # missing terms weigh more than extra ones
+    grades = GRADES
 
     def target_of(self, case: TestCase, turn_index: int) -> Any:
         return case.turns[turn_index].target.indicator_selection
@@ -411,7 +524,12 @@ class IndicatorSelection(Kind):
         return result.turns[turn_index].indicator if turn_index < len(result.turns) else None
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
-        return {"macro_precision": result.macro_precision, "macro_recall": result.macro_recall}
+        dataset_precision, dataset_recall = dataset_scores(result)
+        return {"macro_precision": result.macro_precision, "macro_recall": result.macro_recall,
+                "dataset_precision": dataset_precision, "dataset_recall": dataset_recall}
+
+    def case_grade(self, result: CaseResult) -> str | None:
+        return case_grade(result)
 
     def explain(self, result: CaseResult) -> str | None:
         scored = [t for t in result.turns if t.indicator is not None]
@@ -435,6 +553,11 @@ class IndicatorSelection(Kind):
         return [
             Column("macro recall", lambda r: r.macro_recall, 9, "score", score=True, place="score"),
             Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),
+            # the first column after the review: the scanning part (id to review note) must fit a
+            # 1600-pixel window with a baseline and a judge too
+            Column("grade", case_grade, 11, place="number"),
+            Column("dataset precision", lambda r: dataset_scores(r)[0], 9, "score", score=True, place="number"),
+            Column("dataset recall", lambda r: dataset_scores(r)[1], 9, "score", score=True, place="number"),
             *per_dimension,
             Column("indicator selection details",
                    lambda r: render_indicator_details(r, templates_dir=templates_dir), 60, wrap=True),
@@ -450,9 +573,63 @@ class IndicatorSelection(Kind):
                 for row in _dimension_rows(dimension):
                     produced = True
                     yield (turn.number, *row)
+            yield from _dataset_rows(turn.number, turn.indicator)
+            yield (turn.number, GRADE_ROW, turn.indicator.grade, None, None, None, None, grade_why(turn.indicator))
         if not produced and self.has_target(result.case):
             why = result.error or ("no response" if result.status == "missing" else "nothing to score")
             yield (None, None, f"not scored ({result.status})", None, why, None)
+
+    def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
+        return [grades_table(results)]
+
+
+DATASET_ROW, GRADE_ROW = "(dataset)", "(grade)"  # the Details sheet's "dimension" of these rows (never a
+# dimension's name: in parentheses, as the "(case)" row of a case without rows)
+
+
+def _dataset_rows(turn_number: int, indicator: IndicatorScore) -> Iterator[DetailRow]:
+    """A turn's datasets in the Details sheet: TP selected and in the target, FP selected only, FN
+    in the target only (a target that names no dataset gives no row)."""
+    if not indicator.target_datasets:
+        return
+    target, selected = indicator.target_datasets, indicator.selected_datasets
+    for dataset_id in selected:
+        yield (turn_number, DATASET_ROW, "TP" if dataset_id in target else "FP", visible(dataset_id))
+    for dataset_id in target:
+        if dataset_id not in selected:
+            yield (turn_number, DATASET_ROW, "FN", visible(dataset_id))
+
+
+def grades_table(results: Sequence[CaseResult]) -> Table:
+    """statgpt's grades and the dataset choice, over all cases and per tag (a case counts in every
+    tag it has): cases per grade, those not graded, and the mean dataset precision and recall over
+    the graded cases whose target names a dataset."""
+    groups: dict[str, list[CaseResult]] = {"all cases": []}
+    for result in results:
+        if not result.has_indicator_target:
+            continue
+        groups["all cases"].append(result)
+        for group in result.case.groups or ("(no tag)",):
+            groups.setdefault(group, []).append(result)
+    rows = []
+    for group, members in groups.items():
+        grades = [case_grade(result) or NOT_GRADED for result in members]
+        scores = [dataset_scores(result) for result in members]
+        precisions = [p for p, _ in scores if p is not None]
+        recalls = [r for _, r in scores if r is not None]
+        rows.append((group, len(members), *(grades.count(grade) for grade in (*GRADES, NOT_GRADED)),
+                     fmean(precisions) if precisions else None, fmean(recalls) if recalls else None,
+                     len(precisions)))
+    return Table(
+        "Indicator selection grades and dataset choice per tag",
+        ("tag", "cases", *GRADES, NOT_GRADED, "dataset precision", "dataset recall", "cases with a dataset target"),
+        tuple(rows),
+        (None, *_COUNTS, "score", "score", "integer"),
+    )
+
+
+_INTEGER: CellFormat = "integer"
+_COUNTS: tuple[CellFormat, ...] = (_INTEGER,) * (len(GRADES) + 2)  # cases, each grade, not graded
 
 
 INDICATOR_SELECTION = IndicatorSelection()

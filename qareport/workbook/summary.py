@@ -10,8 +10,9 @@ It lays out the run's digest (`qareport.digest`), the same one the email and the
                  the three reconcile on the row) and whether it is larger than noise;
                  the regressed and the improved cases, one line each with the reason (linked to
                  Overview by id); the weakest cases of each kind of target, ranked by its own metrics
-    right (M-N)  test cases by status, the review so far (live counts of the Overview's review
-                 column), what was run, and what was not evaluated and why
+    right (M-N)  test cases by status, their grades (indicator selection: statgpt's ideal /
+                 acceptable / problematic / failure), the review so far (live counts of the
+                 Overview's review column), what was run, and what was not evaluated and why
 
 No cell wraps: rows keep one height, so the blocks never push each other apart. A case keeps every
 word: its name on a row of its own (linked to Overview), then what moved (B-E) and the reason (F-K)
@@ -326,6 +327,16 @@ def write_status(block: Block, digest: Digest, links: SummaryLinks) -> None:
     block.row += 1
 
 
+def write_grades(block: Block, grades: Mapping[str, Mapping[str, int]]) -> None:
+    """Cases per grade, best first, for each kind that grades (`Report.grades`)."""
+    for label, counts in grades.items():
+        block.section(f"Grades: {label}")
+        for grade, count in counts.items():
+            block.cell(0, grade)
+            _figure(block, 1, count, styles.INTEGER_FORMAT)
+            block.row += 1
+
+
 def write_review(block: Block, digest: Digest, report: Report, links: SummaryLinks) -> None:
     """Live counts of the Overview's review column: they follow the analyst's typing."""
     if links.review_column is None or links.last_overview_row < 2:
@@ -430,6 +441,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
 
     right = Block(ws, first, KEY_COLUMN)
     write_status(right, digest, links)
+    write_grades(right, report.grades)
     write_review(right, digest, report, links)
     write_run_info(right, run, digest)
 
