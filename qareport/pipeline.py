@@ -15,11 +15,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
+from qareport.clusters import cluster_by_tag
 from qareport.collector import run_scope
 from qareport.console import Progress, visible
 from qareport.files import cache_home, home_folder
@@ -73,6 +74,7 @@ class RunOptions:
     fail_on_regression: bool = False  # a gate: needs `baseline`
     thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
     testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
+    cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +248,9 @@ def _run(
         _warn(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
               f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
     suite = load_suite(options.testcases, options.responses, cache=cache)
+    if options.cluster_by_tag:
+        clustered, cluster_problems = cluster_by_tag(suite.cases, options.cluster_by_tag)
+        suite = replace(suite, cases=clustered, problems=(*suite.problems, *cluster_problems))
     reused = ""
     if cache is not None and cache.hits:
         reused = f" ({cache.hits} file{'s' if cache.hits > 1 else ''} read back from the parse cache)"
@@ -315,6 +320,7 @@ def _run(
             "config": settings.config_file,
             "strict": strict,
             "steps_semantics": semantics,
+            "cluster_by_tag": options.cluster_by_tag,
             "config_ge6": settings.ge6.path,
             "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },

@@ -129,7 +129,7 @@ def _noise_words(delta: HeadlineDelta) -> str | None:
     if delta.p_value is None:
         return None
     p = f"p {delta.p_value:.2f}" if delta.p_value >= 0.01 else f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p<0.001"
-    return f"{'beyond noise' if delta.significant else 'within noise'}, {p}"
+    return f"{delta.noise}, {p}"
 
 
 def write_headline(block: Block, digest: Digest) -> None:
@@ -163,7 +163,7 @@ def write_headline(block: Block, digest: Digest) -> None:
             block.cell(7, delta.shared_old, number_format=styles.SCORE_FORMAT)
             block.cell(8, delta.shared_new, number_format=styles.SCORE_FORMAT)
             shown = delta.shown_delta  # the difference of the two figures beside it, as shown
-            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=delta.significant)
+            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=bool(delta.beyond_noise))
             block.cell(10, _noise_words(delta))
         block.row += 1
     block.note("mean: over the evaluated cases, with its 95 % bootstrap interval; not scored: cases with such a "
