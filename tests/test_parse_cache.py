@@ -500,7 +500,7 @@ def test_every_field_of_the_records_an_entry_holds_is_kept():
 
     kept = {
         records.TestCase: ["id", "kind", "name", "groups", "turns", "location", "comments", "definition_hash",
-                           "declared_targets"],
+                           "declared_targets", "cluster"],
         records.Turn: ["number", "user_message", "target"],
         records.Target: ["indicator_selection", "reference_answer", "reference_steps", "parts",
                          "reference_steps_line"],
