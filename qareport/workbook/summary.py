@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
-from qareport.digest import CaseLine, Digest
+from qareport.digest import CaseLine, Digest, detectable_words, mattering
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
@@ -125,11 +125,68 @@ def _signed_style(cell: Cell, delta: float | None, *, strong: bool = True) -> No
         cell.fill = styles.IMPROVEMENT_FILL if strong else None
 
 
+def _probability(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.3f}" if value >= 0.001 else "<0.001"
+
+
 def _noise_words(delta: HeadlineDelta) -> str | None:
+    """"beyond noise, q 0.01": the decision and the figure it rests on (the q-value; a digest stored
+    before qareport controlled the false discovery rate has only p)."""
     if delta.p_value is None:
         return None
-    p = f"p {delta.p_value:.2f}" if delta.p_value >= 0.01 else f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p<0.001"
-    return f"{delta.noise}, {p}"
+    which, value = ("q", delta.q_value) if delta.q_value is not None else ("p", delta.p_value)
+    shown = _probability(value)
+    return f"{delta.noise}, {which}{' ' if not shown.startswith('<') else ''}{shown}"
+
+
+def write_how_sure(block: Block, digest: Digest) -> None:
+    """The change of each headline metric with its clustered interval, p and q, and the cases and
+    clusters it rests on; then what the run can see: the minimum detectable change per metric."""
+    tested = [(item, delta) for item in digest.headline
+              if (delta := digest.delta(item.metric)) is not None and delta.p_value is not None]
+    if not digest.headline or all(item.mean is None for item in digest.headline):
+        return
+    block.section("How sure is it")
+    if tested:
+        block.header("metric", "change", "95% interval", "p", "q", "cases", "clusters")
+        for item, delta in tested:
+            block.cell(0, item.label)
+            shown = delta.shown_delta
+            _signed_style(block.cell(1, shown, number_format=styles.DELTA_FORMAT), shown,
+                          strong=bool(delta.beyond_noise))
+            if delta.low is not None and delta.high is not None:
+                block.cell(2, f"{signed_figure(delta.low)} – {signed_figure(delta.high)}")
+            assert delta.p_value is not None
+            block.cell(3, _probability(delta.p_value))
+            if delta.q_value is not None:
+                block.cell(4, _probability(delta.q_value))
+            block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
+            block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
+            block.row += 1
+    for item in digest.headline:
+        if item.mean is None:
+            continue
+        delta = digest.delta(item.metric)
+        effect = mattering(delta.design_effect if delta is not None and delta.p_value is not None
+                           else item.design_effect)
+        text = f"{item.label}: {detectable_words(item, delta)}"
+        if effect is not None:
+            text += f"; design effect {effect:.1f} (clustering mattered: the interval is as wide as with {effect:.1f} times fewer independent cases)"
+        block.note(text + ".")
+    how = ("Intervals and tests resample and flip whole clusters: a Q&A question's template, a conversation "
+           "case's declared cluster, else the case itself; design effect: clustered over naive variance, "
+           "shown above 1.2. Smallest change told from noise: at 80 % power and the 5 % level.")
+    if digest.tests:
+        how += (f" q: p adjusted (Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline "
+                f"metrics, tags, templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: "
+                f"{digest.beyond_noise} of them.")
+    block.note(how)
+
+
+def signed_figure(value: float) -> str:
+    """A bound of a change's interval to two decimals, with its sign (a real minus)."""
+    rounded = round(value, 2) + 0.0
+    return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}" if rounded < 0 else "0.00"
 
 
 def write_headline(block: Block, digest: Digest) -> None:
@@ -166,7 +223,7 @@ def write_headline(block: Block, digest: Digest) -> None:
             _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=bool(delta.beyond_noise))
             block.cell(10, _noise_words(delta))
         block.row += 1
-    block.note("mean: over the evaluated cases, with its 95 % bootstrap interval; not scored: cases with such a "
+    block.note("mean: over the evaluated cases, with its 95 % cluster bootstrap interval; not scored: cases with such a "
                "target that failed, had no response or could not be evaluated.")
     if compared:
         block.note("last report: the last run's mean over all its evaluated cases, as its report gave it. like for "
@@ -178,6 +235,7 @@ def write_headline(block: Block, digest: Digest) -> None:
         cell = block.note(styles.shorten(text, 110))
         if any(metric.mostly_failed for metric in digest.judged):
             cell.font = styles.REGRESSION_FONT
+    write_how_sure(block, digest)
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:
