@@ -414,7 +414,10 @@ def _comparison_line(report: Report) -> str | None:
               if delta.new is not None and delta.shown_delta is not None]  # the change as the Summary shows it
     counts = comparison.counts()
     line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
-    return line + (f"; {', '.join(deltas)}" if deltas else "")
+    line += f"; {', '.join(deltas)}" if deltas else ""
+    if comparison.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
+        line += f"; {comparison.beyond_noise} of {comparison.tests} changes beyond noise (false discovery rate 5%)"
+    return line
 
 
 def _has_answers(results: Sequence[CaseResult]) -> bool:
