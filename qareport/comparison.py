@@ -648,7 +648,8 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
     if len(before) < minimum_cases:
         return []
     change = _paired(before, after, clusters, within_one=True)
-    return [BreakdownChange(by, group, metric, change.cases, change.clusters, sum(before) / len(before),
+    distinct = len({label for label in clusters if label is not None}) + sum(label is None for label in clusters)
+    return [BreakdownChange(by, group, metric, change.cases, distinct, sum(before) / len(before),
                             sum(after) / len(after), change.low, change.high, change.p_value,
                             change.interval.design_effect)]
 

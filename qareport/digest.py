@@ -185,7 +185,7 @@ def detectable_words(item: Headline, delta: HeadlineDelta | None) -> str:
     size = f"with {cases} case{'s' if cases != 1 else ''} in {clusters} cluster{'s' if clusters != 1 else ''}"
     if clusters < fewest_clusters_to_decide():
         return (f"{size}, no change can be told from noise (a sign-flip test over fewer than "
-                f"{fewest_clusters_to_decide()} clusters cannot reach p 0.05)")
+                f"{fewest_clusters_to_decide()} clusters never reaches p 0.05)")
     if change is None:
         return f"{size}, the smallest change that could be told from noise cannot be estimated (no spread)"
     return f"{size}, a change smaller than {change:.2f} cannot be told from noise"

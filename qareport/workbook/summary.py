@@ -140,14 +140,13 @@ def _noise_words(delta: HeadlineDelta) -> str | None:
 
 
 def write_how_sure(block: Block, digest: Digest) -> None:
-    """The change of each headline metric with its clustered interval, p and q, and the cases and
-    clusters it rests on; then what the run can see: the minimum detectable change per metric."""
+    """Against a baseline, the change of each headline metric with its clustered interval, p and q,
+    and the cases and clusters it rests on; then, always, what the run can see: the minimum
+    detectable change per metric (one line each, so the Summary keeps to one screen)."""
     tested = [(item, delta) for item in digest.headline
               if (delta := digest.delta(item.metric)) is not None and delta.p_value is not None]
-    if not digest.headline or all(item.mean is None for item in digest.headline):
-        return
-    block.section("How sure is it")
     if tested:
+        block.section("How sure is it")
         block.header("metric", "change", "95% interval", "p", "q", "cases", "clusters")
         for item, delta in tested:
             block.cell(0, item.label)
@@ -163,6 +162,9 @@ def write_how_sure(block: Block, digest: Digest) -> None:
             block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
             block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
             block.row += 1
+        block.note(f"change: like for like, its 95 % interval and p resampling and flipping whole clusters; q: p adjusted "
+                   f"(Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline metrics, tags, "
+                   f"templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: {digest.beyond_noise} of them.")
     for item in digest.headline:
         if item.mean is None:
             continue
@@ -170,17 +172,7 @@ def write_how_sure(block: Block, digest: Digest) -> None:
         effect = mattering(delta.design_effect if delta is not None and delta.p_value is not None
                            else item.design_effect)
         text = f"{item.label}: {detectable_words(item, delta)}"
-        if effect is not None:
-            text += f"; design effect {effect:.1f} (clustering mattered: the interval is as wide as with {effect:.1f} times fewer independent cases)"
-        block.note(text + ".")
-    how = ("Intervals and tests resample and flip whole clusters: a Q&A question's template, a conversation "
-           "case's declared cluster, else the case itself; design effect: clustered over naive variance, "
-           "shown above 1.2. Smallest change told from noise: at 80 % power and the 5 % level.")
-    if digest.tests:
-        how += (f" q: p adjusted (Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline "
-                f"metrics, tags, templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: "
-                f"{digest.beyond_noise} of them.")
-    block.note(how)
+        block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
 
 
 def signed_figure(value: float) -> str:
@@ -223,8 +215,8 @@ def write_headline(block: Block, digest: Digest) -> None:
             _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=bool(delta.beyond_noise))
             block.cell(10, _noise_words(delta))
         block.row += 1
-    block.note("mean: over the evaluated cases, with its 95 % cluster bootstrap interval; not scored: cases with such a "
-               "target that failed, had no response or could not be evaluated.")
+    block.note("mean: over the evaluated cases, 95 % interval by cluster bootstrap; not scored: cases with such a "
+               "target that failed or had no usable response.")
     if compared:
         block.note("last report: the last run's mean over all its evaluated cases, as its report gave it. like for "
                    "like: both runs' means over the cases both evaluated whose test did not change, and the change "
