@@ -189,3 +189,41 @@ def test_a_stored_row_without_a_cluster_falls_back_to_its_template():
     assert row_cluster({"kind": "qa", "groups": ["t1"], "cluster": "t1"}) == "t1"
     assert row_cluster({"kind": "conversation", "groups": ["weo"], "cluster": None}) is None
     assert row_cluster({"kind": "conversation", "groups": ["weo"], "cluster": 3}) is None
+
+
+def _conversation_suite(folder: Path, *, dropped: set[str]) -> None:
+    cases, responses = [], []
+    for family in "abc":
+        for number in range(4):
+            case_id = f"{family}{number}"
+            target = [{"dataset_id": "D", "dimensions": [{"dimension_name": "COUNTRY", "values": [
+                {"id": "MEX", "name": "Mexico"}, {"id": "KEN", "name": "Kenya"}]}]}]
+            cases.append({"id": case_id, "tags": ["weo", f"family:{family}"],
+                          "conversation": [{"role": "user", "content": "q", "target": {"indicator_selection": target}}]})
+            values = target[0]["dimensions"][0]["values"][:1 if case_id in dropped else 2]
+            responses.append({"id": case_id, "indicator_selection": [
+                {"dataset_id": "D", "dimensions": [{"dimension_name": "COUNTRY", "values": values}]}]})
+    (folder / "cases.yaml").write_text(yaml.safe_dump(cases), encoding="utf-8")
+    name = "this.json" if dropped else "last.json"
+    (folder / name).write_text(json.dumps(responses), encoding="utf-8")
+
+
+def test_clusters_named_by_tags_are_what_the_summary_counts_and_the_stored_run_keeps(tmp_path, monkeypatch):
+    _conversation_suite(tmp_path, dropped=set())
+    _conversation_suite(tmp_path, dropped={"a0", "a1", "a2", "a3"})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1714557600")
+    common = ["cases.yaml", "--no-llm", "-q", "--cluster-by-tag", "family:"]
+    assert main(["run", *common, "--responses", "last.json", "--output", "last.xlsx"]) == 0
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1715162400")
+    assert main(["run", *common, "--responses", "this.json", "--output", "report.xlsx", "--baseline", "last.xlsx"]) == 0
+    workbook = load_workbook(tmp_path / "report.xlsx")
+    how_sure = _table_after(_rows(workbook["Summary"]), ["metric", "change", "95% interval", "p", "q", "cases"])
+    recall = next(row for row in how_sure if row[0] == "macro recall")
+    assert recall[5:7] == [12, 3]  # twelve cases, three families
+    stored = _rows(workbook["qareport_results"])
+    column = stored[0].index("cluster")
+    assert sorted({row[column] for row in stored[1:]}) == ["family:a", "family:b", "family:c"]
+    changes = _table_after(_rows(workbook["Statistics"]), ["of", "group", "metric", "cases", "clusters"])
+    country = next(row for row in changes if row[:3] == ["dimension", "COUNTRY", "recall"])
+    assert country[3:5] == [12, 3] and country[7] == pytest.approx(-1 / 6)  # 4 of 12 cases lost half their recall
