@@ -577,19 +577,30 @@ def shared_values(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[s
 
 
 def _shared(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
-            value: Callable[[Mapping[str, Any]], Any],
-            keep: Callable[[Mapping[str, Any]], bool] | None = None) -> tuple[list[float], list[float], list[str | None]]:
-    """Paired values (and each case's cluster: this run's, else the baseline's) over the cases both
-    runs evaluated whose test did not change and that `keep` keeps (tested on this run's row)."""
-    before: list[float] = []
-    after: list[float] = []
-    clusters: list[str | None] = []
+            value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
+    """Paired values (and each case's cluster) over the cases both runs evaluated whose test did not change."""
+    return _values(_shared_pairs(old_rows, new_rows), value)
+
+
+def _shared_pairs(old_rows: Mapping[str, Mapping[str, Any]],
+                  new_rows: Mapping[str, Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(old, new) rows of the cases both runs evaluated whose test did not change, in this run's order."""
+    pairs = []
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
         if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
             continue
-        if keep is not None and not keep(new):
-            continue
+        pairs.append((old, new))
+    return pairs
+
+
+def _values(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+            value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
+    """The pairs' values where both runs have one, and each case's cluster (this run's, else the baseline's)."""
+    before: list[float] = []
+    after: list[float] = []
+    clusters: list[str | None] = []
+    for old, new in pairs:
         old_value, new_value = _number(value(old)), _number(value(new))
         if old_value is not None and new_value is not None:
             before.append(old_value)
@@ -616,31 +627,33 @@ def breakdown_changes(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mappi
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
     (Q&A questions), and of precision and recall per dimension, each over at least `minimum_cases`
     shared cases; sorted by tag, template and dimension name."""
-    groups: dict[tuple[BreakdownBy, str], None] = {}
-    dimensions: dict[str, None] = {}
-    for row in new_rows.values():
-        by: BreakdownBy = "template" if row.get("kind") == "qa" else "tag"
-        for group in row.get("groups") or ():
-            groups[(by, str(group))] = None
-        scores = row.get("dimensions")
-        if isinstance(scores, Mapping):
-            dimensions.update((str(name), None) for name in scores)
+    Pair = tuple[Mapping[str, Any], Mapping[str, Any]]
+    groups: dict[tuple[BreakdownBy, str], list[Pair]] = {}
+    dimensions: dict[str, list[Pair]] = {}
+    for old, new in _shared_pairs(old_rows, new_rows):
+        by: BreakdownBy = "template" if new.get("kind") == "qa" else "tag"
+        for group in dict.fromkeys(str(item) for item in new.get("groups") or ()):
+            groups.setdefault((by, group), []).append((old, new))
+        scores = new.get("dimensions")
+        for name in scores if isinstance(scores, Mapping) else ():
+            dimensions.setdefault(str(name), []).append((old, new))
     found: list[BreakdownChange] = []
-    for by, group in sorted(groups, key=lambda key: (key[0] != "tag", key[1])):
-        def keep(row: Mapping[str, Any], by: BreakdownBy = by, group: str = group) -> bool:
-            in_by = (row.get("kind") == "qa") == (by == "template")
-            return in_by and group in [str(item) for item in row.get("groups") or ()]
+    for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", item[0][1])):
         for metric in kinds.headline_metric_keys():
-            found += _breakdown(by, group, metric, *_shared(old_rows, new_rows, _value_of(metric), keep),
-                                minimum_cases)
-    for dimension in sorted(dimensions):
+            found += _breakdown(by, group, metric, *_values(pairs, _value_of(metric)), minimum_cases)
+    for dimension, pairs in sorted(dimensions.items()):
         for which in ("precision", "recall"):
-            def value(row: Mapping[str, Any], name: str = dimension, which: str = which) -> Any:
-                scores = row.get("dimensions")
-                entry = scores.get(name) if isinstance(scores, Mapping) else None
-                return entry.get(which) if isinstance(entry, Mapping) else None
-            found += _breakdown("dimension", dimension, which, *_shared(old_rows, new_rows, value), minimum_cases)
+            found += _breakdown("dimension", dimension, which, *_values(pairs, _dimension_value(dimension, which)),
+                                minimum_cases)
     return tuple(found)
+
+
+def _dimension_value(name: str, which: str) -> Callable[[Mapping[str, Any]], Any]:
+    def value(row: Mapping[str, Any]) -> Any:
+        scores = row.get("dimensions")
+        entry = scores.get(name) if isinstance(scores, Mapping) else None
+        return entry.get(which) if isinstance(entry, Mapping) else None
+    return value
 
 
 def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], after: list[float],
