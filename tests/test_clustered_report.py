@@ -227,3 +227,33 @@ def test_clusters_named_by_tags_are_what_the_summary_counts_and_the_stored_run_k
     changes = _table_after(_rows(workbook["Statistics"]), ["of", "group", "metric", "cases", "clusters"])
     country = next(row for row in changes if row[:3] == ["dimension", "COUNTRY", "recall"])
     assert country[3:5] == [12, 3] and country[7] == pytest.approx(-1 / 6)  # 4 of 12 cases lost half their recall
+
+
+def test_the_verdict_and_the_email_count_the_changes_beyond_noise_from_the_same_decision(clustered_run, tmp_path):
+    from qareport.emailing import email_context
+
+    from qareport.runs import read_report
+
+    rows = _rows(clustered_run["workbook"]["Statistics"])
+    changes = _table_after(rows, ["of", "group", "metric", "cases", "clusters"])
+    beyond = sum(row[12] == "beyond noise" for row in changes)
+    assert beyond == 1
+    summary = _rows(clustered_run["workbook"]["Summary"])
+    assert summary[2][0].endswith(", 1 change beyond noise")  # the verdict, row 3
+    path = tmp_path / "report.xlsx"
+    clustered_run["workbook"].save(path)
+    digest = read_report(path).digest
+    assert digest is not None and (digest.beyond_noise, digest.tests) == (beyond, len(changes))
+    context = email_context(digest, file_name="report.xlsx")
+    assert context["noise_count"].startswith(f"1 of {len(changes)} changes tested")
+    assert [metric["noise"] for metric in context["metrics"]] == ["within noise"]
+
+
+def test_a_digest_stored_before_the_false_discovery_rate_was_controlled_decides_by_its_p_value():
+    from qareport.comparison import HeadlineDelta
+
+    stored = HeadlineDelta("macro_recall", 0.8, 0.7, 20, 20, 0.8, 0.7, 20, p_value=0.01)  # no q, no decision
+    assert stored.noise == "beyond noise"
+    assert HeadlineDelta("macro_recall", 0.8, 0.7, 20, 20, 0.8, 0.7, 20, p_value=0.01, q_value=0.2,
+                         beyond_noise=False).noise == "within noise"
+    assert HeadlineDelta("macro_recall", 0.8, None, 20, 0).noise is None
