@@ -138,7 +138,8 @@ def test_the_summary_states_the_smallest_change_the_run_can_detect(clustered_run
     expected = minimum_detectable_change(change.interval.standard_deviation, cases=80, clusters=8,
                                          design_effect=change.interval.design_effect).change
     notes = [str(row[0]) for row in _rows(clustered_run["workbook"]["Summary"]) if row[0]]
-    sentence = f"steps score: with 80 cases in 8 clusters, a change smaller than {expected:.2f} cannot be told from noise"
+    sentence = (f"steps score: with 80 cases in 8 clusters, a change smaller than {expected:.2f} "
+                "cannot be told from noise")
     assert any(note.startswith(sentence) for note in notes), notes
     assert any("design effect" in note and note.startswith("steps score:") for note in notes)  # clustering mattered
 
@@ -199,7 +200,8 @@ def _conversation_suite(folder: Path, *, dropped: set[str]) -> None:
             target = [{"dataset_id": "D", "dimensions": [{"dimension_name": "COUNTRY", "values": [
                 {"id": "MEX", "name": "Mexico"}, {"id": "KEN", "name": "Kenya"}]}]}]
             cases.append({"id": case_id, "tags": ["weo", f"family:{family}"],
-                          "conversation": [{"role": "user", "content": "q", "target": {"indicator_selection": target}}]})
+                          "conversation": [{"role": "user", "content": "q",
+                                            "target": {"indicator_selection": target}}]})
             values = target[0]["dimensions"][0]["values"][:1 if case_id in dropped else 2]
             responses.append({"id": case_id, "indicator_selection": [
                 {"dataset_id": "D", "dimensions": [{"dimension_name": "COUNTRY", "values": values}]}]})

@@ -162,9 +162,10 @@ def write_how_sure(block: Block, digest: Digest) -> None:
             block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
             block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
             block.row += 1
-        block.note(f"change: like for like, its 95 % interval and p resampling and flipping whole clusters; q: p adjusted "
-                   f"(Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline metrics, tags, "
-                   f"templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: {digest.beyond_noise} of them.")
+        block.note(f"change: like for like, its 95 % interval and p resampling and flipping whole clusters; q: p "
+                   f"adjusted (Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline metrics, "
+                   f"tags, templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: "
+                   f"{digest.beyond_noise} of them.")
     for item in digest.headline:
         if item.mean is None:
             continue
@@ -212,7 +213,8 @@ def write_headline(block: Block, digest: Digest) -> None:
             block.cell(7, delta.shared_old, number_format=styles.SCORE_FORMAT)
             block.cell(8, delta.shared_new, number_format=styles.SCORE_FORMAT)
             shown = delta.shown_delta  # the difference of the two figures beside it, as shown
-            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=bool(delta.beyond_noise))
+            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown,
+                          strong=bool(delta.beyond_noise))
             block.cell(10, _noise_words(delta))
         block.row += 1
     block.note("mean: over the evaluated cases, 95 % interval by cluster bootstrap; not scored: cases with such a "
