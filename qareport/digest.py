@@ -242,6 +242,12 @@ def signed(delta: float) -> str:
     return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}"
 
 
+def signed_bound(value: float) -> str:
+    """A bound of a change's interval to two decimals, with its sign (a real minus): "−0.11", "+0.01"."""
+    rounded = round(value, 2) + 0.0
+    return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}" if rounded < 0 else "0.00"
+
+
 def alert_words(digest: Digest) -> str | None:
     """The alerts other than an incomplete run, in a few words for the end of the subject line:
     "1 test case not loaded"."""

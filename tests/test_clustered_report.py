@@ -26,7 +26,7 @@ from qareport.comparison import compare_runs
 from qareport.loading import load_suite
 from qareport.records import RunSnapshot
 from qareport.significance import paired_change
-from qareport.workbook.summary import signed_figure
+from qareport.digest import signed_bound
 
 TEMPLATES, QUESTIONS, STEPS = 8, 10, 4
 SHIFTED = "template_3"  # the one template whose questions all got worse
@@ -107,7 +107,7 @@ def test_a_shift_of_one_template_is_a_change_to_a_naive_test_but_not_to_the_clus
     expected = clustered_paired_change(old, new, clusters=clusters)
     assert expected is not None and expected.p_value > 0.05
     assert steps[3] == f"{expected.p_value:.2f}" and steps[5:7] == [80, 8]
-    assert steps[2] == f"{signed_figure(expected.low)} – {signed_figure(expected.high)}"
+    assert steps[2] == f"{signed_bound(expected.low)} – {signed_bound(expected.high)}"
     headline = next(row for row in rows if row[0] == "steps score" and row[10] is not None)
     assert headline[10].startswith("within noise")
     interval = clustered_interval(new, clusters=clusters)
@@ -117,16 +117,16 @@ def test_a_shift_of_one_template_is_a_change_to_a_naive_test_but_not_to_the_clus
 
 def test_the_one_template_that_moved_is_beyond_noise_in_the_statistics_changes(clustered_run):
     rows = _rows(clustered_run["workbook"]["Statistics"])
-    changes = _table_after(rows, ["of", "group", "metric", "cases", "clusters"])
-    verdicts = {(row[0], row[1]): row[12] for row in changes}
-    assert verdicts[("all", "all test cases")] == "within noise"
-    assert verdicts[("template", SHIFTED)] == "beyond noise"
-    assert [group for (of, group), verdict in verdicts.items() if verdict == "beyond noise"] == [SHIFTED]
-    shifted = next(row for row in changes if row[1] == SHIFTED)
+    changes = _table_after(rows, ["change of", "metric", "cases", "clusters"])
+    verdicts = {row[0]: row[10] for row in changes}
+    assert verdicts["all test cases"] == "within noise"
+    assert verdicts[f"template {SHIFTED}"] == "beyond noise"
+    assert [group for group, verdict in verdicts.items() if verdict == "beyond noise"] == [f"template {SHIFTED}"]
+    shifted = next(row for row in changes if row[0] == f"template {SHIFTED}")
     before = [value for value, cluster in zip(clustered_run["old"], clustered_run["clusters"]) if cluster == SHIFTED]
-    assert shifted[3:5] == [10, 1] and shifted[7] == pytest.approx(-sum(before) / len(before))  # all went to 0
-    p_values = [row[10] for row in changes]
-    assert [row[11] for row in changes] == pytest.approx(list(benjamini_hochberg(p_values).q_values))
+    assert shifted[2:4] == [10, 1] and shifted[6] == pytest.approx(-sum(before) / len(before))  # all went to 0
+    p_values = [row[8] for row in changes]
+    assert [row[9] for row in changes] == pytest.approx(list(benjamini_hochberg(p_values).q_values))
     notes = " ".join(str(row[0]) for row in rows if row[0])
     assert "(Benjamini-Hochberg) over all" in notes and "beyond noise only when q ≤ 0.05" in notes
 
@@ -226,9 +226,9 @@ def test_clusters_named_by_tags_are_what_the_summary_counts_and_the_stored_run_k
     stored = _rows(workbook["qareport_results"])
     column = stored[0].index("cluster")
     assert sorted({row[column] for row in stored[1:]}) == ["family:a", "family:b", "family:c"]
-    changes = _table_after(_rows(workbook["Statistics"]), ["of", "group", "metric", "cases", "clusters"])
-    country = next(row for row in changes if row[:3] == ["dimension", "COUNTRY", "recall"])
-    assert country[3:5] == [12, 3] and country[7] == pytest.approx(-1 / 6)  # 4 of 12 cases lost half their recall
+    changes = _table_after(_rows(workbook["Statistics"]), ["change of", "metric", "cases", "clusters"])
+    country = next(row for row in changes if row[:2] == ["dimension COUNTRY", "recall"])
+    assert country[2:4] == [12, 3] and country[6] == pytest.approx(-1 / 6)  # 4 of 12 cases lost half their recall
 
 
 def test_the_verdict_and_the_email_count_the_changes_beyond_noise_from_the_same_decision(clustered_run, tmp_path):
@@ -237,8 +237,8 @@ def test_the_verdict_and_the_email_count_the_changes_beyond_noise_from_the_same_
     from qareport.runs import read_report
 
     rows = _rows(clustered_run["workbook"]["Statistics"])
-    changes = _table_after(rows, ["of", "group", "metric", "cases", "clusters"])
-    beyond = sum(row[12] == "beyond noise" for row in changes)
+    changes = _table_after(rows, ["change of", "metric", "cases", "clusters"])
+    beyond = sum(row[10] == "beyond noise" for row in changes)
     assert beyond == 1
     summary = _rows(clustered_run["workbook"]["Summary"])
     assert summary[2][0].endswith(", 1 change beyond noise")  # the verdict, row 3

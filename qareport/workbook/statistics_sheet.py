@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.comparison import SCORE_BINS, metric_label as headline_label, noise_words
+from qareport.digest import signed_bound
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
 from qareport.records import USAGE_FIELDS, RunInfo
@@ -396,24 +397,31 @@ def write_changes(tables: TableWriter, report: Report) -> None:
     for delta in comparison.headline:
         if delta.p_value is None or delta.shared_old is None or delta.shared_new is None:
             continue
-        rows.append(("all", "all test cases", delta.label, delta.shared_cases, delta.clusters, delta.shared_old,
-                     delta.shared_new, delta.shared_new - delta.shared_old, delta.low, delta.high, delta.p_value,
-                     delta.q_value, delta.noise))
+        rows.append(("all test cases", delta.label, delta.shared_cases, delta.clusters, delta.shared_old,
+                     delta.shared_new, delta.shared_new - delta.shared_old, _interval(delta.low, delta.high),
+                     delta.p_value, delta.q_value, delta.noise))
     for item in comparison.breakdown:
-        rows.append((item.by, item.group, item.label, item.cases, item.clusters, item.shared_old, item.shared_new,
-                     item.delta, item.low, item.high, item.p_value, item.q_value, noise_words(item.beyond_noise,
-                                                                                                item.p_value)))
+        rows.append((f"{item.by} {item.group}", item.label, item.cases, item.clusters, item.shared_old,
+                     item.shared_new, item.delta, _interval(item.low, item.high), item.p_value, item.q_value,
+                     noise_words(item.beyond_noise, item.p_value)))
     first, _ = tables.table(
-        ("of", "group", "metric", "cases", "clusters", "last run", "this run", "change", "95% low", "95% high",
-         "p", "q", "verdict"),
+        ("change of", "metric", "cases", "clusters", "last run", "this run", "change", "95% interval", "p", "q",
+         "verdict"),
         rows,
-        (None, None, None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT,
-         styles.DELTA_FORMAT, styles.DELTA_FORMAT, styles.DELTA_FORMAT, P_FORMAT, P_FORMAT, None),
+        (None, None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT,
+         styles.DELTA_FORMAT, None, P_FORMAT, P_FORMAT, None),
     )
     for offset, row in enumerate(rows):
         if row[-1] == "beyond noise":
-            cell = tables.ws.cell(first + offset, 13)
-            cell.font = styles.REGRESSION_FONT if row[7] < 0 else styles.IMPROVEMENT_FONT
+            cell = tables.ws.cell(first + offset, len(row))
+            cell.font = styles.REGRESSION_FONT if row[6] < 0 else styles.IMPROVEMENT_FONT
+
+
+def _interval(low: float | None, high: float | None) -> str | None:
+    """"−0.11 – +0.01": a change's interval, each bound with its sign."""
+    if low is None or high is None:
+        return None
+    return f"{signed_bound(low)} – {signed_bound(high)}"
 
 
 def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
-from qareport.digest import CaseLine, Digest, detectable_words, mattering
+from qareport.digest import CaseLine, Digest, detectable_words, mattering, signed_bound
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.workbook import styles
@@ -154,7 +154,7 @@ def write_how_sure(block: Block, digest: Digest) -> None:
             _signed_style(block.cell(1, shown, number_format=styles.DELTA_FORMAT), shown,
                           strong=bool(delta.beyond_noise))
             if delta.low is not None and delta.high is not None:
-                block.cell(2, f"{signed_figure(delta.low)} – {signed_figure(delta.high)}")
+                block.cell(2, f"{signed_bound(delta.low)} – {signed_bound(delta.high)}")
             assert delta.p_value is not None
             block.cell(3, _probability(delta.p_value))
             if delta.q_value is not None:
@@ -174,12 +174,6 @@ def write_how_sure(block: Block, digest: Digest) -> None:
                            else item.design_effect)
         text = f"{item.label}: {detectable_words(item, delta)}"
         block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
-
-
-def signed_figure(value: float) -> str:
-    """A bound of a change's interval to two decimals, with its sign (a real minus)."""
-    rounded = round(value, 2) + 0.0
-    return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}" if rounded < 0 else "0.00"
 
 
 def write_headline(block: Block, digest: Digest) -> None:
