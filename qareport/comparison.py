@@ -140,8 +140,9 @@ DESIGN_EFFECT_SHOWN = 1.2  # above it, clustering mattered: the Summary shows th
 def detectable_change(interval: ClusteredInterval | None, *, of: str) -> float | None:
     """The minimum detectable change (80 % power, 5 % level) from an interval's spread and design
     effect; None with fewer than two clusters or no spread (nothing to estimate it from)."""
-    if interval is None or interval.clusters < 2 or interval.design_effect is None or interval.standard_deviation <= 0:
-        return None
+    if (interval is None or interval.clusters < 2 or interval.design_effect is None
+            or interval.design_effect <= 0 or interval.standard_deviation <= 0):
+        return None  # a design effect of 0: every cluster has the same mean, no spread between clusters
     return minimum_detectable_change(interval.standard_deviation, cases=interval.cases, clusters=interval.clusters,
                                      design_effect=interval.design_effect, of=of).change
 

@@ -259,3 +259,12 @@ def test_a_digest_stored_before_the_false_discovery_rate_was_controlled_decides_
     assert HeadlineDelta("macro_recall", 0.8, 0.7, 20, 20, 0.8, 0.7, 20, p_value=0.01, q_value=0.2,
                          beyond_noise=False).noise == "within noise"
     assert HeadlineDelta("macro_recall", 0.8, None, 20, 0).noise is None
+
+
+def test_clusters_whose_means_are_all_equal_leave_the_smallest_detectable_change_unestimated():
+    from qareport.comparison import headline_metrics
+
+    rows = [{"case_id": f"q{t}{i}", "kind": "qa", "groups": [f"t{t}"], "cluster": f"t{t}", "status": "success",
+             "steps_score": value} for t in range(3) for i, value in enumerate((0.0, 1.0))]
+    (steps,) = headline_metrics(rows)  # each template's mean is 0.5: no spread between clusters
+    assert steps.clusters == 3 and steps.design_effect == 0.0 and steps.detectable is None
