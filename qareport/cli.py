@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config-ge6", metavar="FILE",
                      help="a graphrag-eval 6.x configuration file: its llm section configures the judge, "
                           "its custom prompt and custom_evaluations are used")
+    run.add_argument("--cluster-by-tag", metavar="PREFIX", default=None,
+                     help="a conversation case's tag starting with PREFIX names its cluster (cases that succeed "
+                          "and fail together), for the intervals and tests; a 'cluster' key in the case wins")
     run.add_argument("--no-cache", action="store_true",
                      help="neither read nor write a cache: the judge's answers, the parsed test cases")
     talk = run.add_mutually_exclusive_group()
@@ -270,6 +273,7 @@ def command_run(args: argparse.Namespace) -> int:
         fail_on_regression=args.fail_on_regression,
         thresholds=tuple(parse_threshold(text) for text in args.fail_under),
         testcase_cache=False if args.no_cache else None,
+        cluster_by_tag=args.cluster_by_tag,
     )
     if args.estimate:
         estimated = estimate_pipeline(options, on_problems=_print_problems, progress=None)

@@ -18,8 +18,13 @@ Rules, in the words an analyst would use:
   could not be loaded this time (their file, or their item of it, could not be read): then they
   are *not loaded*, listed first, and never counted as removed or regressed.
 - A headline delta is computed like for like: over the cases both runs evaluated whose test did
-  not change, paired case by case, with a sign-flip test of "no change" (`significance`), so a
-  removed, new, failed or edited case never moves it.
+  not change, paired case by case, so a removed, new, failed or edited case never moves it. Its
+  interval and its test of "no change" resample and flip whole clusters (`clustered_statistics`:
+  the template of a Q&A question, a conversation case's declared cluster, else the case itself).
+- The same change is computed per tag, per template and per dimension (`BreakdownChange`). A change
+  is *beyond noise* when its Benjamini-Hochberg q-value over every test of the run (headline metrics,
+  tags, templates, dimensions) is at most 0.05 (`decide_noise`): the one decision the Summary, the
+  Statistics sheet, the email and the console all read.
 - A case's grade (`Kind.grades`, kept with its facts) that moved between two evaluated runs of an
   unchanged test is a change line of its own ("grade ideal → problematic"): a regression when it
   got worse, an improvement when it got better.
@@ -38,8 +43,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from qareport import kinds
+from qareport.clustered_statistics import (
+    ClusteredInterval,
+    benjamini_hochberg,
+    clustered_interval,
+    clustered_paired_change,
+    minimum_detectable_change,
+)
+from qareport.clusters import row_cluster
 from qareport.records import RunSnapshot, Unloaded
-from qareport.significance import ALPHA, confidence_interval, paired_change
+from qareport.significance import ALPHA
 
 NOT_SCORED_STATUSES = ("error", "missing", "invalid")
 STATUSES = ("success", *NOT_SCORED_STATUSES)
@@ -74,8 +87,13 @@ class Headline:
     errors: int = 0  # cases with a target of the metric's kind, not scored because of their status
     missing: int = 0
     invalid: int = 0
-    low: float | None = None  # the 95 % bootstrap interval of the mean over cases
+    low: float | None = None  # the 95 % cluster bootstrap interval of the mean over cases
     high: float | None = None
+    clusters: int = 0  # the clusters the cases come in (a case without one is its own)
+    design_effect: float | None = None  # clustered variance over naive variance (1: clustering did not matter)
+    detectable: float | None = None
+    """The smallest change a comparison with a run of this size could tell from noise (80 % power,
+    5 % level; `minimum_detectable_change` of the values); None when it cannot be estimated."""
 
     @property
     def label(self) -> str:
@@ -101,7 +119,9 @@ def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
         if not values:
             continue
         not_scored = Counter(row.get("status") for row in _could_have(rows, metric) if row.get("status") != "success")
-        interval = confidence_interval(values)
+        clusters = [row_cluster(row) for row in rows
+                    if row.get("status") == "success" and _number(row.get(metric)) is not None]
+        interval = clustered_interval(values, clusters=clusters)
         headlines.append(Headline(
             metric=metric,
             mean=sum(values) / len(values),
@@ -111,8 +131,32 @@ def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
             invalid=not_scored.get("invalid", 0),
             low=interval.low if interval else None,
             high=interval.high if interval else None,
+            clusters=interval.clusters if interval else 0,
+            design_effect=interval.design_effect if interval else None,
+            detectable=detectable_change(interval, of="values"),
         ))
     return tuple(headlines)
+
+
+DESIGN_EFFECT_SHOWN = 1.2  # above it, clustering mattered: the Summary shows the design effect
+
+
+def detectable_change(interval: ClusteredInterval | None, *, of: str) -> float | None:
+    """The minimum detectable change (80 % power, 5 % level) from an interval's spread and design
+    effect; None with fewer than two clusters or no spread (nothing to estimate it from)."""
+    if (interval is None or interval.clusters < 2 or interval.design_effect is None
+            or interval.design_effect <= 0 or interval.standard_deviation <= 0):
+        return None  # a design effect of 0: every cluster has the same mean, no spread between clusters
+    return minimum_detectable_change(interval.standard_deviation, cases=interval.cases, clusters=interval.clusters,
+                                     design_effect=interval.design_effect, of=of).change
+
+
+def fewest_clusters_to_decide(alpha: float = ALPHA) -> int:
+    """The fewest clusters whose sign-flip test can reach `alpha` at all (its smallest p is 2 / 2^G)."""
+    clusters = 1
+    while 2 / 2 ** clusters > alpha:
+        clusters += 1
+    return clusters
 
 
 def _could_have(rows: Sequence[Mapping[str, Any]], metric: str) -> list[Mapping[str, Any]]:
@@ -230,7 +274,14 @@ class HeadlineDelta:
     shared_old: float | None = None
     shared_new: float | None = None
     shared_cases: int = 0
-    p_value: float | None = None
+    p_value: float | None = None  # the cluster sign-flip test of "no change"
+    low: float | None = None  # the change's 95 % cluster bootstrap interval
+    high: float | None = None
+    clusters: int = 0  # the clusters the shared cases come in
+    design_effect: float | None = None  # of the per-case changes
+    detectable: float | None = None  # the minimum detectable change of the per-case changes (`detectable_change`)
+    q_value: float | None = None  # p adjusted by Benjamini-Hochberg over every test of the run
+    beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
 
     @property
     def delta(self) -> float | None:
@@ -248,13 +299,56 @@ class HeadlineDelta:
         return round(round(self.shared_new, 2) - round(self.shared_old, 2), 2) + 0.0  # + 0.0: no -0.0
 
     @property
-    def significant(self) -> bool:
-        """The change is larger than noise (p below `significance.ALPHA`)."""
-        return self.p_value is not None and self.p_value < ALPHA
+    def noise(self) -> str | None:
+        """"beyond noise" or "within noise", as `decide_noise` decided (a digest stored before qareport
+        controlled the false discovery rate: p < 0.05); None without a test."""
+        return noise_words(self.beyond_noise, self.p_value)
 
     @property
     def label(self) -> str:
         return metric_label(self.metric)
+
+
+def noise_words(beyond: bool | None, p_value: float | None) -> str | None:
+    if beyond is None:
+        if p_value is None:
+            return None
+        beyond = p_value < ALPHA  # decided before the false discovery rate was controlled
+    return "beyond noise" if beyond else "within noise"
+
+
+BreakdownBy = Literal["tag", "template", "dimension"]
+
+
+@dataclass(frozen=True, slots=True)
+class BreakdownChange:
+    """A metric's like-for-like change over the shared cases of one tag, template or dimension.
+
+    Its interval and test flip and resample the clusters among those cases; the cases of a group
+    that lies in one cluster (always, for a template) are the units instead: the question is then
+    whether that one cluster changed."""
+
+    by: BreakdownBy
+    group: str
+    metric: str  # a headline metric key; for a dimension "precision" or "recall"
+    cases: int
+    clusters: int
+    shared_old: float
+    shared_new: float
+    low: float
+    high: float
+    p_value: float
+    design_effect: float | None = None
+    q_value: float | None = None
+    beyond_noise: bool | None = None
+
+    @property
+    def delta(self) -> float:
+        return self.shared_new - self.shared_old
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.by == "dimension" else metric_label(self.metric)
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +362,21 @@ class Comparison:
     headline: tuple[HeadlineDelta, ...]
     movements: tuple[CaseMovement, ...] = ()  # one per changed case, in the order of `changes`
     warnings: tuple[str, ...] = ()  # what makes the two runs less comparable than they look
+    breakdown: tuple[BreakdownChange, ...] = ()  # per tag, template and dimension
+
+    @property
+    def tests(self) -> int:
+        """The tests of "no change" the false discovery rate is controlled over."""
+        return sum(1 for item in self.flags if item.p_value is not None)
+
+    @property
+    def beyond_noise(self) -> int:
+        """How many of those changes are beyond noise."""
+        return sum(1 for item in self.flags if item.beyond_noise)
+
+    @property
+    def flags(self) -> tuple[HeadlineDelta | BreakdownChange, ...]:
+        return (*self.headline, *self.breakdown)
 
     def cases_with(self, kind: ChangeKind) -> int:
         """How many distinct cases have at least one change of this kind."""
@@ -400,9 +509,10 @@ def group_movements(changes: Sequence[CaseChange],
 
 
 def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,
-                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = ()) -> Comparison:
-    """What changed from `baseline` to `current`, per case and metric, and in the headline metrics.
-    `unloaded`: the test cases this run could not read (`Suite.unloaded`)."""
+                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = (), detailed: bool = True) -> Comparison:
+    """What changed from `baseline` to `current`, per case and metric, and in the headline metrics
+    (with `detailed`, also per tag, template and dimension, and every change decided beyond noise or
+    not). `unloaded`: the test cases this run could not read (`Suite.unloaded`)."""
     old_rows = _by_case_id(baseline.cases)
     new_rows = _by_case_id(current.cases)
     changes: list[CaseChange] = []
@@ -427,16 +537,32 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                  for movement in _movements(changes, old_rows, new_rows)]
     reasons = {movement.case_id: movement.reason for movement in movements}
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
-    return Comparison(
+    comparison = Comparison(
         baseline_source=baseline.source,
         baseline_created=baseline.created,
         baseline_version=baseline.qareport_version,
         changes=tuple(changes),
         headline=headline_deltas(headline_metrics(baseline.cases), headline_metrics(current.cases),
-                                 old_rows, new_rows),
+                                 old_rows, new_rows) if detailed else (),
         movements=tuple(movements),
         warnings=tuple(warnings),
+        breakdown=breakdown_changes(old_rows, new_rows) if detailed else (),
     )
+    return decide_noise(comparison) if detailed else comparison
+
+
+def decide_noise(comparison: Comparison, *, level: float = ALPHA) -> Comparison:
+    """Every tested change of the comparison (headline metrics, tags, templates, dimensions) with its
+    Benjamini-Hochberg q-value over all of them, and beyond noise when q <= `level`: the false
+    discovery rate among the changes called beyond noise is held at `level`."""
+    items = comparison.flags
+    tested = [(index, p_value) for index, item in enumerate(items) if (p_value := item.p_value) is not None]
+    found = benjamini_hochberg([p_value for _, p_value in tested], level=level)
+    decided: list[Any] = list(items)
+    for (index, _), q_value in zip(tested, found.q_values):
+        decided[index] = replace(items[index], q_value=q_value, beyond_noise=q_value <= level)
+    headline = len(comparison.headline)
+    return replace(comparison, headline=tuple(decided[:headline]), breakdown=tuple(decided[headline:]))
 
 
 def why_not_loaded(case_id: str, row: Mapping[str, Any], unloaded: Sequence[Unloaded]) -> str | None:
@@ -459,16 +585,99 @@ def _same_file(stored: str, path: str) -> bool:
 def shared_values(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
                   metric: str) -> tuple[list[float], list[float]]:
     """A metric's values over the cases both runs evaluated whose test did not change, paired."""
-    before, after = [], []
+    before, after, _ = _shared(old_rows, new_rows, lambda row: row.get(metric))
+    return before, after
+
+
+def _shared(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
+            value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
+    """Paired values (and each case's cluster) over the cases both runs evaluated whose test did not change."""
+    return _values(_shared_pairs(old_rows, new_rows), value)
+
+
+def _shared_pairs(old_rows: Mapping[str, Mapping[str, Any]],
+                  new_rows: Mapping[str, Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(old, new) rows of the cases both runs evaluated whose test did not change, in this run's order."""
+    pairs = []
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
         if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
             continue
-        old_value, new_value = _number(old.get(metric)), _number(new.get(metric))
+        pairs.append((old, new))
+    return pairs
+
+
+def _values(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+            value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
+    """The pairs' values where both runs have one, and each case's cluster (this run's, else the baseline's)."""
+    before: list[float] = []
+    after: list[float] = []
+    clusters: list[str | None] = []
+    for old, new in pairs:
+        old_value, new_value = _number(value(old)), _number(value(new))
         if old_value is not None and new_value is not None:
             before.append(old_value)
             after.append(new_value)
-    return before, after
+            clusters.append(row_cluster(new) or row_cluster(old))
+    return before, after, clusters
+
+
+def _value_of(metric: str) -> Callable[[Mapping[str, Any]], Any]:
+    return lambda row: row.get(metric)
+
+
+def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[str | None], *,
+            within_one: bool = False) -> Any:
+    """`clustered_paired_change`; with `within_one`, cases that all lie in one cluster are the units
+    (the question is whether that cluster changed)."""
+    if within_one and len(set(clusters)) == 1 and None not in clusters:
+        return clustered_paired_change(before, after)
+    return clustered_paired_change(before, after, clusters=clusters)
+
+
+def breakdown_changes(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]], *,
+                      minimum_cases: int = 2) -> tuple[BreakdownChange, ...]:
+    """The like-for-like change of each headline metric per tag (conversation cases) and per template
+    (Q&A questions), and of precision and recall per dimension, each over at least `minimum_cases`
+    shared cases; sorted by tag, template and dimension name."""
+    Pair = tuple[Mapping[str, Any], Mapping[str, Any]]
+    groups: dict[tuple[BreakdownBy, str], list[Pair]] = {}
+    dimensions: dict[str, list[Pair]] = {}
+    for old, new in _shared_pairs(old_rows, new_rows):
+        by: BreakdownBy = "template" if new.get("kind") == "qa" else "tag"
+        for group in dict.fromkeys(str(item) for item in new.get("groups") or ()):
+            groups.setdefault((by, group), []).append((old, new))
+        scores = new.get("dimensions")
+        for name in scores if isinstance(scores, Mapping) else ():
+            dimensions.setdefault(str(name), []).append((old, new))
+    found: list[BreakdownChange] = []
+    for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", item[0][1])):
+        for metric in kinds.headline_metric_keys():
+            found += _breakdown(by, group, metric, *_values(pairs, _value_of(metric)), minimum_cases)
+    for dimension, pairs in sorted(dimensions.items()):
+        for which in ("precision", "recall"):
+            found += _breakdown("dimension", dimension, which, *_values(pairs, _dimension_value(dimension, which)),
+                                minimum_cases)
+    return tuple(found)
+
+
+def _dimension_value(name: str, which: str) -> Callable[[Mapping[str, Any]], Any]:
+    def value(row: Mapping[str, Any]) -> Any:
+        scores = row.get("dimensions")
+        entry = scores.get(name) if isinstance(scores, Mapping) else None
+        return entry.get(which) if isinstance(entry, Mapping) else None
+    return value
+
+
+def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], after: list[float],
+               clusters: list[str | None], minimum_cases: int) -> list[BreakdownChange]:
+    if len(before) < minimum_cases:
+        return []
+    change = _paired(before, after, clusters, within_one=True)
+    distinct = len({label for label in clusters if label is not None}) + sum(label is None for label in clusters)
+    return [BreakdownChange(by, group, metric, change.cases, distinct, sum(before) / len(before),
+                            sum(after) / len(after), change.low, change.high, change.p_value,
+                            change.interval.design_effect)]
 
 
 def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
@@ -484,12 +693,15 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
             continue
         shared: dict[str, Any] = {}
         if old_rows is not None and new_rows is not None:
-            old_values, new_values = shared_values(old_rows, new_rows, metric)
-            change = paired_change(old_values, new_values)
+            old_values, new_values, clusters = _shared(old_rows, new_rows, _value_of(metric))
+            change = _paired(old_values, new_values, clusters)
             if change is not None:
                 shared = {"shared_old": sum(old_values) / len(old_values),
                           "shared_new": sum(new_values) / len(new_values),
-                          "shared_cases": change.cases, "p_value": change.p_value}
+                          "shared_cases": change.cases, "p_value": change.p_value,
+                          "low": change.low, "high": change.high, "clusters": change.clusters,
+                          "design_effect": change.interval.design_effect,
+                          "detectable": detectable_change(change.interval, of="differences")}
         deltas.append(HeadlineDelta(
             metric=metric,
             old=before[metric].mean if metric in before else None,
@@ -589,6 +801,6 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
     runs.append((_point(current, current=True), current))
     points = [runs[0][0]]
     for (_, before), (point, after) in itertools.pairwise(runs):
-        counts = compare_runs(before, after).counts()
+        counts = compare_runs(before, after, detailed=False).counts()
         points.append(replace(point, regressions=counts["regression"], improvements=counts["improvement"]))
     return tuple(points)

@@ -22,10 +22,12 @@ from typing import Any, cast
 from qareport import kinds
 from qareport.comparison import (
     DEFAULT_TOLERANCE,
+    DESIGN_EFFECT_SHOWN,
     CaseMovement,
     Comparison,
     Headline,
     HeadlineDelta,
+    fewest_clusters_to_decide,
     metric_label,
     weakest_cases,
 )
@@ -88,6 +90,8 @@ class Digest:
     judge_model: str | None = None
     judge_cost: float | None = None
     lead: str = ""  # the verdict without the alerts: the Summary's row 3, the email's first line
+    tests: int = 0  # the changes tested against noise (headline metrics, tags, templates, dimensions)
+    beyond_noise: int = 0  # of those, the ones beyond noise (`comparison.decide_noise`)
 
     @property
     def headline_verdict(self) -> str:
@@ -154,8 +158,42 @@ def build_digest(
         not_evaluated=tuple((family, stakeholder_words(why)) for family, why in sorted(run.not_evaluated.items())),
         judge_model=run.judge_model or usage.get("model"),
         judge_cost=float(cost) if isinstance(cost, (int, float)) else None,
+        tests=compared.tests if compared else 0,
+        beyond_noise=compared.beyond_noise if compared else 0,
     )
     return _with_verdict(digest)
+
+
+def noise_count(digest: Digest) -> str | None:
+    """"2 changes beyond noise": of every change tested (headline metrics, tags, templates,
+    dimensions), those beyond noise at a 5 % false discovery rate; None without a test."""
+    if not digest.tests:
+        return None
+    count = digest.beyond_noise
+    return f"{count or 'no'} change{'s' if count != 1 else ''} beyond noise"
+
+
+def detectable_words(item: Headline, delta: HeadlineDelta | None) -> str:
+    """What a run of this size can see, for one headline metric: "with 29 cases in 12 clusters, a
+    change smaller than 0.09 cannot be told from noise". Against a baseline, from the spread of the
+    per-case changes over the shared cases; else for a comparison planned at this run's size."""
+    change: float | None
+    if delta is not None and delta.detectable is not None and delta.shared_cases:
+        cases, clusters, change = delta.shared_cases, delta.clusters, delta.detectable
+    else:
+        cases, clusters, change = item.cases, item.clusters, item.detectable
+    size = f"with {cases} case{'s' if cases != 1 else ''} in {clusters} cluster{'s' if clusters != 1 else ''}"
+    if clusters < fewest_clusters_to_decide():
+        return (f"{size}, no change can be told from noise (a sign-flip test over fewer than "
+                f"{fewest_clusters_to_decide()} clusters never reaches p 0.05)")
+    if change is None:
+        return f"{size}, the smallest change that could be told from noise cannot be estimated (no spread)"
+    return f"{size}, a change smaller than {change:.2f} cannot be told from noise"
+
+
+def mattering(design_effect: float | None) -> float | None:
+    """The design effect when clustering mattered (above `DESIGN_EFFECT_SHOWN`), else None."""
+    return design_effect if design_effect is not None and design_effect > DESIGN_EFFECT_SHOWN else None
 
 
 def _moved_line(movement: CaseMovement) -> CaseLine:
@@ -204,6 +242,12 @@ def signed(delta: float) -> str:
     return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}"
 
 
+def signed_bound(value: float) -> str:
+    """A bound of a change's interval to two decimals, with its sign (a real minus): "−0.11", "+0.01"."""
+    rounded = round(value, 2) + 0.0
+    return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}" if rounded < 0 else "0.00"
+
+
 def alert_words(digest: Digest) -> str | None:
     """The alerts other than an incomplete run, in a few words for the end of the subject line:
     "1 test case not loaded"."""
@@ -241,6 +285,9 @@ def _with_verdict(digest: Digest) -> Digest:
             parts.append(part)
         if digest.evaluated < digest.cases:
             parts.append(f"{digest.evaluated} of {digest.cases} cases evaluated")
+        counted = noise_count(digest)
+        if counted is not None:
+            parts.append(counted)
         lead = _fit(parts, SUBJECT_CHARS) or f"{digest.cases} test cases"
     if not tail:
         return replace(digest, verdict=lead, lead=lead)

@@ -143,8 +143,7 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
             "not_scored": item.not_scored,
             "change": signed(change) if change is not None else None,
             "direction": None if change is None or round(change, 2) == 0 else "down" if change < 0 else "up",
-            "noise": None if delta is None or delta.p_value is None else
-                     ("beyond noise" if delta.significant else "within noise"),
+            "noise": None if delta is None else delta.noise,
             "shared": delta.shared_cases if delta is not None else 0,
             # like for like, so the change reconciles: last run and this run over the shared cases
             "shared_old": _two(delta.shared_old) if delta is not None else None,
@@ -169,6 +168,9 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
             "warnings": list(baseline.warnings),
         },
         "compared": bool(digest.deltas),
+        # of every change tested (headline metrics, tags, templates, dimensions), those beyond noise
+        "noise_count": (f"{digest.beyond_noise} of {digest.tests} changes tested (headline metrics, tags, templates, "
+                        "dimensions) are beyond noise, at a 5% false discovery rate") if digest.tests else None,
         "regressed": [_line(line) for line in digest.regressed],
         "more_regressed": max(0, digest.regressed_total - len(digest.regressed)),
         "improved": [_line(line) for line in digest.improved],

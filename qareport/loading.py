@@ -500,6 +500,7 @@ def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
     if not isinstance(tags, list) or not all(isinstance(t, (str, int, float)) for t in tags):
         raise ShapeError(f"'tags' must be a list of strings (got {describe_value(tags)})", line_of(raw, "tags"))
     tags = [_item_id(tags, index) or "" for index in range(len(tags))]
+    cluster = _require_str(raw, "cluster", f"case '{case_id}'", optional=True)
     conversation = _require_list(raw, "conversation", f"case '{case_id}'")
     turns: list[Turn] = []
     for index, message in enumerate(conversation):
@@ -533,6 +534,7 @@ def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
         location=Location(path, line_of(raw)),
         comments=str(raw.get("comments") or ""),
         definition_hash=definition_hash([m.get("target") for m in conversation if isinstance(m, dict)]),
+        cluster=cluster or None,
     )
 
 
@@ -555,6 +557,7 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCas
         definition_hash=definition_hash(
             {"q": text, "a": raw.get("reference_answer"), "s": raw.get("reference_steps")}
         ),
+        cluster=template_id,
     )
 
 

@@ -264,7 +264,7 @@ def _encoded_item(item: ParsedItem) -> list[Any]:
     if isinstance(item, TestCase):
         return ["c", item.id, item.kind, item.name, list(item.groups), [_encoded_turn(turn) for turn in item.turns],
                 item.location.path, item.location.line, item.comments, item.definition_hash,
-                list(item.declared_targets)]
+                list(item.declared_targets), item.cluster]
     if isinstance(item, Problem):
         return ["p", item.location.path, item.location.line, item.message, item.case_id]
     if isinstance(item, Unloaded):
@@ -306,10 +306,11 @@ def _check_plain(value: Any) -> None:
 def _decoded_item(data: list[Any]) -> ParsedItem:
     tag = data[0]
     if tag == "c":
-        _, case_id, kind, name, groups, turns, path, line, comments, definition_hash, declared = data
+        _, case_id, kind, name, groups, turns, path, line, comments, definition_hash, declared, cluster = data
         return TestCase(id=case_id, kind=kind, name=name, groups=tuple(groups),
                         turns=tuple(_decoded_turn(turn) for turn in turns), location=Location(path, line),
-                        comments=comments, definition_hash=definition_hash, declared_targets=tuple(declared))
+                        comments=comments, definition_hash=definition_hash, declared_targets=tuple(declared),
+                        cluster=cluster)
     if tag == "p":
         _, path, line, message, case_id = data
         return Problem(Location(path, line), message, case_id)

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from qareport import __version__, preflight
+from qareport.clusters import cluster_by_tag
 from qareport.collector import run_scope
 from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
@@ -84,6 +85,7 @@ class RunOptions:
     testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
     estimate: bool = False  # load and evaluate, estimate the judge's work and cost; no request, nothing written
     acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
+    cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +305,9 @@ def _run(
         on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
               f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
     suite = load_suite(options.testcases, options.responses, cache=cache)
+    if options.cluster_by_tag:
+        clustered, cluster_problems = cluster_by_tag(suite.cases, options.cluster_by_tag)
+        suite = replace(suite, cases=clustered, problems=(*suite.problems, *cluster_problems))
     reused = ""
     if cache is not None and cache.hits:
         reused = f" ({cache.hits} file{'s' if cache.hits > 1 else ''} read back from the parse cache)"
@@ -389,6 +394,7 @@ def _run(
             "strict": strict,
             "steps_semantics": semantics,
             "acceptable_extras": settings.run.acceptable_extras,
+            "cluster_by_tag": options.cluster_by_tag,
             "config_ge6": settings.ge6.path,
             "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },
@@ -484,7 +490,10 @@ def _comparison_line(report: Report) -> str | None:
               if delta.new is not None and delta.shown_delta is not None]  # the change as the Summary shows it
     counts = comparison.counts()
     line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
-    return line + (f"; {', '.join(deltas)}" if deltas else "")
+    line += f"; {', '.join(deltas)}" if deltas else ""
+    if comparison.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
+        line += f"; {comparison.beyond_noise} of {comparison.tests} changes beyond noise (false discovery rate 5%)"
+    return line
 
 
 def _has_answers(results: Sequence[CaseResult]) -> bool:

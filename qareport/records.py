@@ -109,6 +109,9 @@ class TestCase:
     # the kinds of target a case too broken to read declares (its targets' keys): it counts among the
     # cases that could have had those kinds' metrics, as an invalid one
     declared_targets: tuple[str, ...] = ()
+    # the cluster its statistics resample and flip it with: a Q&A question's template, a conversation
+    # case's `cluster` key (or its tag named by --cluster-by-tag); None: the case is a cluster of its own
+    cluster: str | None = None
 
 
 # --- responses ---------------------------------------------------------------------------------

@@ -66,13 +66,14 @@ CHANGES_SHEET = "qareport_changes"
 DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET)
 RUN_FORMAT = "qareport-run/1"
 CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status", "reason")
-CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "status", "error", "definition_hash", "file", "reason",
-                    "targets", "facts", "outputs")
+CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "cluster", "status", "error", "definition_hash", "file",
+                    "reason", "targets", "facts", "outputs", "dimensions")
 LIST_FIELDS = ("groups", "targets")
-JSON_FIELDS = ("facts", "outputs", "judged")
-"""Mappings, kept as JSON text in a cell; outputs: `side_by_side.case_outputs`; judged: the case's judged
-metrics and their values (`judge_agreement.case_judgments`), so the judge can be checked against the
-reviews of earlier runs."""
+JSON_FIELDS = ("facts", "outputs", "dimensions", "judged")
+"""Mappings, kept as JSON text in a cell; outputs: `side_by_side.case_outputs`; dimensions: each target
+dimension's precision and recall (`dimension_scores`); judged: the case's judged metrics and their
+values (`judge_agreement.case_judgments`), so the judge can be checked against the reviews of earlier
+runs."""
 WORKBOOK_SUFFIXES = (".xlsx",)
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
 RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
@@ -122,6 +123,7 @@ def case_row(result: CaseResult) -> dict[str, Any]:
         "kind": result.case.kind,
         "name": result.case.name,
         "groups": list(result.case.groups),
+        "cluster": result.case.cluster,  # None: a cluster of its own (`clusters`)
         "status": result.status,
         "error": result.error,
         "definition_hash": result.case.definition_hash,
@@ -131,11 +133,23 @@ def case_row(result: CaseResult) -> dict[str, Any]:
         "facts": kinds.case_facts(result),
         "outputs": case_outputs(result),  # what the system produced, for the next run's Compare sheet
         "judged": case_judgments(result),
+        "dimensions": dimension_scores(result),  # for the next run's changes per dimension
         **kinds.case_metrics(result),
     }
     for key in USAGE_FIELDS:
         row[key] = getattr(response, key) if response is not None else None
     return row
+
+
+def dimension_scores(result: CaseResult) -> dict[str, dict[str, float]]:
+    """Each target dimension's precision and recall in one case: the means over the case's turns
+    whose target has it (as the Statistics sheet's per-dimension means take them)."""
+    per_turn: dict[str, list[tuple[float, float]]] = {}
+    for turn in result.turns:
+        for dimension in turn.indicator.dimensions if turn.indicator is not None else ():
+            per_turn.setdefault(dimension.dimension_name, []).append((dimension.precision, dimension.recall))
+    return {name: {"precision": sum(p for p, _ in pairs) / len(pairs), "recall": sum(r for _, r in pairs) / len(pairs)}
+            for name, pairs in per_turn.items()}
 
 
 def case_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
@@ -174,12 +188,27 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     outputs = _from_json(row.get("outputs"), fallback=lambda text: {})
     row["outputs"] = outputs if isinstance(outputs, dict) else {}  # `side_by_side` reads it item by item
     row["judged"] = stored_judgments(_from_json(row.get("judged"), fallback=lambda text: {}))
+    row["dimensions"] = _dimensions(_from_json(row.get("dimensions"), fallback=lambda text: {}))
     row["case_id"] = stored_case_id(row["case_id"]) or ""
     for field in ("error", "reason"):
         if row[field] == "":
             row[field] = None
     row["definition_hash"] = row.get("definition_hash") or ""
     return row
+
+
+def _dimensions(raw: Any) -> dict[str, dict[str, float]]:
+    """Each dimension's precision and recall, whatever an edit left: a value that is not a number
+    in [0, 1] is left out."""
+    if not isinstance(raw, dict):
+        return {}
+    kept: dict[str, dict[str, float]] = {}
+    for name, scores in raw.items():
+        if isinstance(scores, dict):
+            kept[str(name)] = {which: float(value) for which, value in scores.items()
+                               if which in ("precision", "recall") and isinstance(value, (int, float))
+                               and not isinstance(value, bool) and 0 <= value <= 1}
+    return kept
 
 
 def _facts(raw: Any) -> dict[str, dict[str, list[str]]]:

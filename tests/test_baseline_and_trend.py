@@ -148,7 +148,7 @@ def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_wit
     precision = next(r for r in rows if r[0] == "macro precision")
     assert precision[6] == 14  # the improved case was an error last week: not shared
     assert precision[8] - precision[7] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
-    assert precision[10].startswith("within noise, p ")
+    assert precision[10].startswith("within noise, q ")
     worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
     assert [rows[worse + 1][c] for c in (0, 1, 5)] == ["case", "what moved", "reason"]
     assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil"  # whole

@@ -194,11 +194,11 @@ def test_a_change_on_many_cases_is_larger_than_noise_and_a_single_flip_is_not():
     many_old = snapshot(*[case(str(i), macro_recall=1.0) for i in range(20)])
     many_new = snapshot(*[case(str(i), macro_recall=0.5) for i in range(20)])
     got = compare_runs(many_old, many_new).headline[0]
-    assert got.significant and got.p_value < 0.001 and got.shared_cases == 20
+    assert got.beyond_noise and got.p_value < 0.001 and got.shared_cases == 20
     one_old = snapshot(*[case(str(i), macro_recall=1.0) for i in range(15)])
     one_new = snapshot(*[case(str(i), macro_recall=1.0 if i else 0.25) for i in range(15)])
     got = compare_runs(one_old, one_new).headline[0]
-    assert got.delta == pytest.approx(-0.05) and not got.significant and got.p_value == 1.0
+    assert got.delta == pytest.approx(-0.05) and not got.beyond_noise and got.p_value == 1.0
 
 
 def test_each_changed_case_gets_one_line_with_its_reason():

@@ -499,7 +499,7 @@ def test_every_field_of_the_records_an_entry_holds_is_kept():
 
     kept = {
         records.TestCase: ["id", "kind", "name", "groups", "turns", "location", "comments", "definition_hash",
-                           "declared_targets"],
+                           "declared_targets", "cluster"],
         records.Turn: ["number", "user_message", "target"],
         records.Target: ["indicator_selection", "reference_answer", "reference_steps", "parts",
                          "reference_steps_line"],
@@ -551,7 +551,7 @@ def test_every_field_of_a_parsed_test_case_comes_back_from_an_entry():
     )
     case = TestCase(id="c1", kind="conversation", name="n", groups=("g",), turns=(Turn(2, "hello", target),),
                     location=Location("cases.yaml", 3), comments="why", definition_hash="abc",
-                    declared_targets=("indicator_selection",))
+                    declared_targets=("indicator_selection",), cluster="family 1")
     for record in (case, case.turns[0], target):
         defaults = type(record)  # every field of these records is set above, none left to its default
         for field in dataclasses.fields(defaults):

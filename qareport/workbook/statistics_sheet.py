@@ -10,8 +10,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.comparison import SCORE_BINS
+from qareport.comparison import SCORE_BINS, noise_words
 from qareport.comparison import metric_label as headline_label
+from qareport.digest import signed_bound
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table
@@ -421,6 +422,56 @@ def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence
     return charts.TableRange(tables.ws, first - 1, first, last, 1, tuple(range(2, 2 + len(metrics))))
 
 
+P_FORMAT = "0.000"  # a p- or q-value
+
+
+def write_changes(tables: TableWriter, report: Report) -> None:
+    """Changes since the baseline: each headline metric, and per tag, template and dimension, the
+    like-for-like change with its clustered interval, p, q and whether it is beyond noise."""
+    comparison = report.comparison
+    if comparison is None or report.incomplete or not comparison.tests:
+        return
+    tables.section(
+        "Changes since the baseline",
+        "Like for like: over the cases both runs evaluated whose test did not change (at least 2 per group). "
+        "Intervals and tests resample and flip whole clusters (a Q&A question's template, a conversation case's "
+        "declared cluster, else the case); in a group whose cases lie in one cluster (a template) the cases are "
+        "the units, so the question is whether that cluster changed. q: p adjusted (Benjamini-Hochberg) over "
+        f"all {comparison.tests} tests in this table; a change is beyond noise only when q ≤ 0.05, so that "
+        "among the changes called beyond noise at most 5 % are expected to be false alarms, however long the "
+        f"table. {comparison.beyond_noise} of {comparison.tests} are beyond noise.",
+    )
+    rows: list[tuple[Any, ...]] = []
+    for delta in comparison.headline:
+        if delta.p_value is None or delta.shared_old is None or delta.shared_new is None:
+            continue
+        rows.append(("all test cases", delta.label, delta.shared_cases, delta.clusters, delta.shared_old,
+                     delta.shared_new, delta.shared_new - delta.shared_old, _interval(delta.low, delta.high),
+                     delta.p_value, delta.q_value, delta.noise))
+    for item in comparison.breakdown:
+        rows.append((f"{item.by} {item.group}", item.label, item.cases, item.clusters, item.shared_old,
+                     item.shared_new, item.delta, _interval(item.low, item.high), item.p_value, item.q_value,
+                     noise_words(item.beyond_noise, item.p_value)))
+    first, _ = tables.table(
+        ("change of", "metric", "cases", "clusters", "last run", "this run", "change", "95% interval", "p", "q",
+         "verdict"),
+        rows,
+        (None, None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT,
+         styles.DELTA_FORMAT, None, P_FORMAT, P_FORMAT, None),
+    )
+    for offset, row in enumerate(rows):
+        if row[-1] == "beyond noise":
+            cell = tables.ws.cell(first + offset, len(row))
+            cell.font = styles.REGRESSION_FONT if row[6] < 0 else styles.IMPROVEMENT_FONT
+
+
+def _interval(low: float | None, high: float | None) -> str | None:
+    """"−0.11 – +0.01": a change's interval, each bound with its sign."""
+    if low is None or high is None:
+        return None
+    return f"{signed_bound(low)} – {signed_bound(high)}"
+
+
 def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:
     """The tables that kinds of target other than the built-in ones add (`Kind.statistics_tables`)."""
     formats = {"score": styles.SCORE_FORMAT, "integer": styles.INTEGER_FORMAT, "seconds": styles.SECONDS_FORMAT}
@@ -449,6 +500,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     if stats.qa_aggregates:
         ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.options.get("steps_semantics", 5)))
     write_kind_tables(tables, report.kind_tables)
+    write_changes(tables, report)
     distribution = write_distribution(tables, report.score_distributions)
     write_judged_metrics(tables, report.judged)
     write_judge_agreement(tables, report.agreement)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
-from qareport.digest import CaseLine, Digest
+from qareport.digest import CaseLine, Digest, detectable_words, mattering, signed_bound
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
@@ -127,12 +127,55 @@ def _signed_style(cell: Cell, delta: float | None, *, strong: bool = True) -> No
         cell.fill = styles.IMPROVEMENT_FILL if strong else None
 
 
+def _probability(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.3f}" if value >= 0.001 else "<0.001"
+
+
 def _noise_words(delta: HeadlineDelta) -> str | None:
+    """"beyond noise, q 0.01": the decision and the figure it rests on (the q-value; a digest stored
+    before qareport controlled the false discovery rate has only p)."""
     if delta.p_value is None:
         return None
-    p = (f"p {delta.p_value:.2f}" if delta.p_value >= 0.01
-         else f"p {delta.p_value:.3f}" if delta.p_value >= 0.001 else "p<0.001")
-    return f"{'beyond noise' if delta.significant else 'within noise'}, {p}"
+    which, value = ("q", delta.q_value) if delta.q_value is not None else ("p", delta.p_value)
+    shown = _probability(value)
+    return f"{delta.noise}, {which}{' ' if not shown.startswith('<') else ''}{shown}"
+
+
+def write_how_sure(block: Block, digest: Digest) -> None:
+    """Against a baseline, the change of each headline metric with its clustered interval, p and q,
+    and the cases and clusters it rests on; then, always, what the run can see: the minimum
+    detectable change per metric (one line each, so the Summary keeps to one screen)."""
+    tested = [(item, delta) for item in digest.headline
+              if (delta := digest.delta(item.metric)) is not None and delta.p_value is not None]
+    if tested:
+        block.section("How sure is it")
+        block.header("metric", "change", "95% interval", "p", "q", "cases", "clusters")
+        for item, delta in tested:
+            block.cell(0, item.label)
+            shown = delta.shown_delta
+            _signed_style(block.cell(1, shown, number_format=styles.DELTA_FORMAT), shown,
+                          strong=bool(delta.beyond_noise))
+            if delta.low is not None and delta.high is not None:
+                block.cell(2, f"{signed_bound(delta.low)} – {signed_bound(delta.high)}")
+            assert delta.p_value is not None
+            block.cell(3, _probability(delta.p_value))
+            if delta.q_value is not None:
+                block.cell(4, _probability(delta.q_value))
+            block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
+            block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
+            block.row += 1
+        block.note(f"change: like for like, its 95 % interval and p resampling and flipping whole clusters; q: p "
+                   f"adjusted (Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline metrics, "
+                   f"tags, templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: "
+                   f"{digest.beyond_noise} of them.")
+    for item in digest.headline:
+        if item.mean is None:
+            continue
+        delta = digest.delta(item.metric)
+        effect = mattering(delta.design_effect if delta is not None and delta.p_value is not None
+                           else item.design_effect)
+        text = f"{item.label}: {detectable_words(item, delta)}"
+        block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
 
 
 def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | None = None) -> None:
@@ -166,11 +209,12 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
             block.cell(7, delta.shared_old, number_format=styles.SCORE_FORMAT)
             block.cell(8, delta.shared_new, number_format=styles.SCORE_FORMAT)
             shown = delta.shown_delta  # the difference of the two figures beside it, as shown
-            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown, strong=delta.significant)
+            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown,
+                          strong=bool(delta.beyond_noise))
             block.cell(10, _noise_words(delta))
         block.row += 1
-    block.note("mean: over the evaluated cases, with its 95 % bootstrap interval; not scored: cases with such a "
-               "target that failed, had no response or could not be evaluated.")
+    block.note("mean: over the evaluated cases, 95 % interval by cluster bootstrap; not scored: cases with such a "
+               "target that failed or had no usable response.")
     if compared:
         block.note("last report: the last run's mean over all its evaluated cases, as its report gave it. like for "
                    "like: both runs' means over the cases both evaluated whose test did not change, and the change "
@@ -189,6 +233,7 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
             if any(text.casefold() == warning.casefold() for warning in flagged):
                 for row in range(first, block.row):  # every line of it, in red
                     block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
+    write_how_sure(block, digest)
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:
