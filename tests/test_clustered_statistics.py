@@ -26,6 +26,7 @@ from qareport.clustered_statistics import (
     pass_at_k,
     pass_hat_k,
     suite_pass_rates,
+    t_quantile,
 )
 from qareport.significance import EXACT_UP_TO, confidence_interval, paired_change
 
@@ -158,6 +159,48 @@ def test_the_clustered_interval_covers_the_population_mean_95_percent_of_the_tim
     # wide as it should be and covers about 68 %; 0.85 is more than 8 binomial standard errors above
     # that and 6 below 0.95
     assert naive_covered / suites < 0.85
+
+
+@pytest.mark.parametrize("degrees_of_freedom", [1, 2, 3, 5, 10, 29, 100, 1000])
+@pytest.mark.parametrize("probability", [0.975, 0.9, 0.6])
+def test_the_t_quantile_equals_scipys(probability, degrees_of_freedom):
+    from scipy.stats import t
+
+    assert t_quantile(probability, degrees_of_freedom) == pytest.approx(t.ppf(probability, degrees_of_freedom),
+                                                                        abs=1e-6)
+
+
+def test_with_few_clusters_the_interval_still_covers_the_population_mean_95_percent_of_the_time():
+    """Few clusters (a Q&A suite of a handful of templates): a cluster bootstrap alone draws from so
+    few cluster means that its percentile interval is too narrow; with the t rule beside it the
+    interval covers about as often as it says."""
+    generator = np.random.default_rng(21)
+    clusters, per_cluster, suites = 4, 10, 400
+    labels = [g for g in range(clusters) for _ in range(per_cluster)]
+    covered = bootstrap_only = 0
+    for _ in range(suites):
+        values = (POPULATION_MEAN + np.repeat(generator.normal(0, CLUSTER_SD, clusters), per_cluster)
+                  + generator.normal(0, CASE_SD, clusters * per_cluster))
+        got = clustered_interval(values.tolist(), clusters=labels, resamples=500)
+        covered += got.low <= POPULATION_MEAN <= got.high
+        sums = np.bincount(labels, weights=values)
+        draws = sums[generator.integers(0, clusters, size=(500, clusters))].sum(axis=1) / values.size
+        low, high = np.quantile(draws, [0.025, 0.975])
+        bootstrap_only += low <= POPULATION_MEAN <= high
+    # 400 suites: a 0.95 coverage has a binomial standard error of 0.011; 0.91 is 3.6 of them below
+    assert covered / suites >= 0.91
+    # the percentile interval of 4 cluster means covers about 80 %: 0.88 is 3.6 standard errors of 0.95 below
+    # the nominal and 4 of 0.80 (0.02 each) above the expected
+    assert bootstrap_only / suites < 0.88
+
+
+def test_few_clusters_never_give_a_narrower_interval_than_the_t_rule():
+    values = [0.2, 0.3, 0.25, 0.9, 0.8, 0.85, 0.5, 0.55, 0.6, 0.7, 0.75]
+    labels = ["a"] * 3 + ["b"] * 3 + ["c"] * 3 + ["d"] * 2
+    got = clustered_interval(values, clusters=labels)
+    margin = t_quantile(0.975, 3) * got.standard_error
+    assert got.low <= max(got.mean - margin, min(values)) + 1e-12
+    assert got.high >= min(got.mean + margin, max(values)) - 1e-12
 
 
 # ---------------------------------------------------------------------------------------------------
