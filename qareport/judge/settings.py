@@ -145,11 +145,9 @@ def public_url(url: str) -> str:
     return urlunsplit(parts)
 
 
-def default_cache_path(environ: Mapping[str, str]) -> str | None:
-    """`$XDG_CACHE_HOME/qareport/judge.sqlite3`, else `~/.cache/qareport/judge.sqlite3`; None
-    without a home folder (no cache)."""
-    folder = cache_home(environ)
-    return None if folder is None else os.path.join(folder, "judge.sqlite3")
+def default_cache_path(environ: Mapping[str, str]) -> str:
+    """`judge.sqlite3` in qareport's cache folder (`files.cache_home`)."""
+    return os.path.join(cache_home(environ), "judge.sqlite3")
 
 
 CONFIG_KEYS = {
