@@ -18,8 +18,15 @@ from typing import Any
 
 from qareport import __version__
 from qareport.console import safe_streams, visible
-from qareport.errors import QAReportError, StrictModeError
-from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
+from qareport.errors import BatchesPending, QAReportError, StrictModeError
+from qareport.exit_status import (
+    INTERNAL_ERROR,
+    INTERRUPTED,
+    JUDGE_BATCHES_PENDING,
+    JUDGE_FAILED,
+    TERMINATED,
+    USAGE_ERROR,
+)
 from qareport.files import remove_leftovers
 
 
@@ -53,6 +60,16 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                        help="stop sending judgments before the judge's spend would pass DOLLARS; the rest are "
                             f"'not judged: budget reached' (exit status {JUDGE_FAILED}; default judge.budget, "
                             "no limit)")
+    group.add_argument("--judge-batch", action="store_true", default=None,
+                       help="send the judgments not in the cache through the OpenAI Batch API, at batch prices "
+                            "(default judge.batch); see 'Judging in batches' in the README")
+    group.add_argument("--judge-batch-wait", type=float, metavar="SECONDS",
+                       help="wait at most SECONDS for the batches, then stop with exit status "
+                            f"{JUDGE_BATCHES_PENDING} (0: submit and stop); the same command run again collects "
+                            "them (default judge.batch_wait, until they end)")
+    group.add_argument("--judge-batch-poll", type=float, metavar="SECONDS",
+                       help="the longest interval between two looks at a batch; polling starts at 0.5 s and "
+                            "grows by half each time up to it (default 60)")
     group.add_argument("--estimate", action="store_true",
                        help="load and evaluate, then print the judgments needed, how many are cached, their tokens "
                             "and cost (direct and in batches); no API request, nothing written, exit status 0")
@@ -227,6 +244,9 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         "use_cache": False if args.no_cache else None,
         "cache_path": args.cache_path,
         "budget": args.judge_budget,
+        "batch": args.judge_batch,
+        "batch_wait": args.judge_batch_wait,
+        "batch_poll": args.judge_batch_poll,
     }
     return {key: value for key, value in options.items() if value is not None}
 
@@ -383,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     except StrictModeError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
         return USAGE_ERROR
+    except BatchesPending as error:
+        print(f"qareport: {visible(error)} (exit status {JUDGE_BATCHES_PENDING})", file=sys.stderr)
+        return JUDGE_BATCHES_PENDING
     except QAReportError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
         return USAGE_ERROR

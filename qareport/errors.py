@@ -10,6 +10,7 @@
     │   └── EmailSettingsError    ... an email setting (also an EmailError)
     ├── UsageError                a command line that cannot be carried out (exit status 2)
     ├── JudgeError                the LLM judge cannot be set up (bad options, no such model)
+    │   └── BatchesPending        judge batches still running when the run may wait no longer
     ├── JudgeOutputError          the judge replied, but not with what was asked for
     ├── MetricFailed              one metric of one case could not be computed (kept as its error)
     │   └── JudgeCallFailed       ... because the API failed (after the SDK's retries): not judged
@@ -114,3 +115,13 @@ BUDGET_REACHED = "budget reached"
 
 class JudgeAborted(QAReportError):
     """The run's judging stops: a fatal configuration problem was found by this call or another one."""
+
+
+class BatchesPending(JudgeError):
+    """Judge batches (`--judge-batch`) were submitted and are still running when the run may wait no
+    longer (`--judge-batch-wait`): nothing is written; the same run again collects them. `batch_ids`
+    names them."""
+
+    def __init__(self, message: str, batch_ids: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.batch_ids = batch_ids

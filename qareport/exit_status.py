@@ -11,6 +11,9 @@
                         not be used are per-case failures, not this. Also when the judge budget
                         (--judge-budget) ended the judging: the report was written but not all
                         judgments were made. A failed gate's 1 comes first.
+    5  JUDGE_BATCHES_PENDING  judge batches were submitted (--judge-batch) and are still running: nothing
+                        written; the same command run again collects them (--judge-batch-wait 0, or
+                        a wait that ran out)
   130  INTERRUPTED      SIGINT: what was half written is removed
   143  TERMINATED       SIGTERM: the same clean-up as SIGINT
 """
@@ -22,5 +25,6 @@ GATE_FAILED = 1
 USAGE_ERROR = 2
 INTERNAL_ERROR = 3
 JUDGE_FAILED = 4
+JUDGE_BATCHES_PENDING = 5
 INTERRUPTED = 130
 TERMINATED = 143

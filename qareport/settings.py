@@ -430,6 +430,11 @@ def resolve_judge_settings(
     budget, where = src.get("budget", None)
     if budget is not None:
         budget = _number(budget, where, integer=False, minimum=0.0, error=error)
+    batch = _flag(*src.get("batch", False), error=error)
+    batch_wait, where = src.get("batch_wait", None)
+    if batch_wait is not None:
+        batch_wait = _number(batch_wait, where, integer=False, minimum=0.0, error=error)
+    batch_poll = _number(*src.get("batch_poll", 60.0), integer=False, minimum=0.01, error=error)
 
     metrics_value, where = src.get("metrics", METRICS)
     if isinstance(metrics_value, str):
@@ -491,6 +496,9 @@ def resolve_judge_settings(
             response_format=response_format,
             metrics=metrics,
             budget_usd=budget,
+            batch=batch,
+            batch_wait=batch_wait,
+            batch_poll=batch_poll,
         ),
         None,
     )

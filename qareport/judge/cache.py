@@ -154,6 +154,35 @@ class JudgeCache:
             except sqlite3.Error as error:
                 self._give_up(_why(error, self._lock_wait))
 
+    def delete(self, keys: list[str]) -> None:
+        """Remove these keys' entries (keys not stored are ignored)."""
+        with self._lock:
+            if self._connection is None or not keys:
+                return
+            try:
+                self._connection.executemany("DELETE FROM replies WHERE key = ?", [(key,) for key in keys])
+            except sqlite3.Error as error:
+                self._give_up(_why(error, self._lock_wait))
+
+    def values_of_kind(self, kind: str) -> list[tuple[str, Any]]:
+        """(key, value) of every entry of this kind (the judge's batch records), oldest first."""
+        with self._lock:
+            if self._connection is None:
+                return []
+            try:
+                rows = self._connection.execute(
+                    "SELECT key, value FROM replies WHERE kind = ? ORDER BY created", (kind,)).fetchall()
+            except sqlite3.Error as error:
+                self._give_up(_why(error, self._lock_wait))
+                return []
+        found = []
+        for key, text in rows:
+            try:
+                found.append((str(key), json.loads(text)))
+            except (TypeError, ValueError):
+                continue
+        return found
+
     def __len__(self) -> int:
         with self._lock:
             if self._connection is None:

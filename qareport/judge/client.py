@@ -1,4 +1,4 @@
-"""Calls to the judge's model: the only module that imports `openai`.
+"""Calls to the judge's model: with `judge.batch`, the only modules that import `openai`.
 
 Transport retries are the openai SDK's own: the client is built with `max_retries` = the judge's
 `max_retries` setting and its `timeout`, and the SDK retries 408, 409, 429, 5xx, connection
@@ -16,7 +16,9 @@ What the SDK does not do is done here:
   that could not be used (`MetricFailed`);
 - scrubbing the API key from every message it builds;
 - the cache (`JudgeCache`), costs (`PriceTable`) and checking replies, asking once more when a
-  reply is unusable (`ask_checked`).
+  reply is unusable (`ask_checked`);
+- in a batch run (`batch`), taking replies from the run's batches instead of sending requests: a
+  reply from a batch goes through the same checks, costs and cache as a direct one.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, TypeVar
 import openai
 
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, JudgeOutputError, MetricFailed
+from qareport.judge.batch import BatchReplies, read_batch_reply
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
@@ -220,10 +223,21 @@ class JudgeClient:
         self._longest_reply: dict[str, int] = {}  # output tokens of the longest reply so far, per metric
         self.guard: CallGuard | None = None
         """Asked before each request is sent (`cost.Budget`, `cost.Recorder`); None: every request is sent."""
+        self.batch: BatchReplies | None = None
+        """While a batch run judges (`judge.batch`): replies come from its batches, and a request
+        with none is recorded for the next batch (`Deferred`) instead of being sent."""
 
     def _close_clients(self) -> None:
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
             client.close()
+
+    @property
+    def cache(self) -> JudgeCache | None:
+        return self._cache
+
+    def batch_sdk(self, kind: str) -> Any:
+        """The SDK client that sends `kind` ("chat" or "embeddings") requests: batches go through it."""
+        return self._embedding_client if kind == "embeddings" else self._chat_client
 
     def close(self) -> None:
         self._close_clients()
@@ -310,7 +324,8 @@ class JudgeClient:
         first request of a corrective retry, under which an accepted reply is cached too."""
         request = self._chat_request(metric, messages)
         key = self._chat_key(request)
-        if self._cache is not None:
+        batched = self.batch.take(key) if self.batch is not None else None  # this run's batch reply
+        if batched is None and self._cache is not None:
             hit = self._cache.get(key)
             if also_for is None and isinstance(hit, dict) and "failed" in hit:
                 ledger.tried_again += 1
@@ -325,12 +340,18 @@ class JudgeClient:
                         self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
                                         model=self.chat_model, value=hit)
                     return checked
-        reserved = self._admit("chat", metric, request)
-        try:
-            completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
-        except BaseException:
-            self._settle(reserved, 0.0)
-            raise
+        reserved = 0.0
+        if batched is not None:
+            completion = read_batch_reply(openai.types.chat.ChatCompletion, batched)
+        elif self.batch is not None:
+            raise self.batch.defer(key, "chat", request)  # asked in the next batch, not sent
+        else:
+            reserved = self._admit("chat", metric, request)
+            try:
+                completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
+            except BaseException:
+                self._settle(reserved, 0.0)
+                raise
         usage = completion.usage
         if usage is None:
             cost = None
@@ -338,7 +359,8 @@ class JudgeClient:
         else:
             input_tokens = usage.prompt_tokens or 0
             output_tokens = usage.completion_tokens or 0
-            cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens)
+            cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens,
+                                     batch=batched is not None)
         self._settle(reserved, cost)
         with self._lock:
             self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
@@ -381,15 +403,22 @@ class JudgeClient:
         says whether they can be used), and its cost (None: unpriced)."""
         request: dict[str, Any] = {"model": self.embedding_request_model, "input": inputs,
                                    "encoding_format": "float"}
-        reserved = self._admit("embeddings", "answer_relevance", request)
-        try:
-            response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
-        except BaseException:
-            self._settle(reserved, 0.0)
-            raise
+        reserved = 0.0
+        batched = self.batch.take(self.embeddings_key(inputs)) if self.batch is not None else None
+        if batched is not None:
+            response = read_batch_reply(openai.types.CreateEmbeddingResponse, batched)
+        elif self.batch is not None:
+            raise self.batch.defer(self.embeddings_key(inputs), "embeddings", request)
+        else:
+            reserved = self._admit("embeddings", "answer_relevance", request)
+            try:
+                response = self._send(lambda: self._embedding_client.embeddings.create(**request), ledger)
+            except BaseException:
+                self._settle(reserved, 0.0)
+                raise
         tokens = response.usage.prompt_tokens if response.usage is not None else None
         cost = None if tokens is None else self._prices.cost(
-            (self.settings.embedding_model, response.model), tokens)
+            (self.settings.embedding_model, response.model), tokens, batch=batched is not None)
         self._settle(reserved, cost)
         ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
         return list(response.data or []), cost

@@ -46,6 +46,29 @@ DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
     }
 )
 
+BATCH_PRICES_CHECKED = "2026-11-25"
+BATCH_SHARE = 0.5
+"""A Batch API request costs this share of the standard price (OpenAI's Batch API and Azure OpenAI's
+global batch: 50 % off, for chat and embeddings alike)."""
+BATCH_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
+    {
+        # Source: OpenAI's published Batch API prices (half of the standard tier above), checked
+        # on BATCH_PRICES_CHECKED; a model missing here costs BATCH_SHARE of its standard price.
+        "gpt-4o-mini": ModelPrice(0.075, 0.30),
+        "gpt-4o": ModelPrice(1.25, 5.00),
+        "gpt-4.1": ModelPrice(1.00, 4.00),
+        "gpt-4.1-mini": ModelPrice(0.20, 0.80),
+        "gpt-4.1-nano": ModelPrice(0.05, 0.20),
+        "gpt-5": ModelPrice(0.625, 5.00),
+        "gpt-5-mini": ModelPrice(0.125, 1.00),
+        "gpt-5-nano": ModelPrice(0.025, 0.20),
+        "gpt-3.5-turbo": ModelPrice(0.25, 0.75),
+        "text-embedding-3-small": ModelPrice(0.01),
+        "text-embedding-3-large": ModelPrice(0.065),
+        "text-embedding-ada-002": ModelPrice(0.05),
+    }
+)
+
 _DATED_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
@@ -92,6 +115,7 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, ModelPrice] | None = None):
         self._prices = {**DEFAULT_PRICES, **(overrides or {})}
+        self._overrides = dict(overrides or {})
 
     def price(self, *models: str | None) -> ModelPrice | None:
         for model in models:
@@ -102,8 +126,28 @@ class PriceTable:
                     return self._prices[name]
         return None
 
+    def batch_price(self, *models: str | None) -> ModelPrice | None:
+        """The Batch API's price: BATCH_PRICES for a listed model, else BATCH_SHARE of its standard
+        price (an override in the settings is a standard price, so it is halved too)."""
+        for model in models:
+            if not model:
+                continue
+            for name in (model, _DATED_SUFFIX.sub("", model)):
+                if name in self._overrides:
+                    standard = self._overrides[name]
+                    return ModelPrice(standard.input_per_million * BATCH_SHARE,
+                                      standard.output_per_million * BATCH_SHARE)
+                if name in BATCH_PRICES:
+                    return BATCH_PRICES[name]
+                if name in self._prices:
+                    standard = self._prices[name]
+                    return ModelPrice(standard.input_per_million * BATCH_SHARE,
+                                      standard.output_per_million * BATCH_SHARE)
+        return None
+
     def cost(
-        self, models: tuple[str | None, ...], input_tokens: int, output_tokens: int = 0
+        self, models: tuple[str | None, ...], input_tokens: int, output_tokens: int = 0, *, batch: bool = False
     ) -> float | None:
-        price = self.price(*models)
+        """US dollars for these tokens at the first known model's price (`batch`: the Batch API's)."""
+        price = self.batch_price(*models) if batch else self.price(*models)
         return None if price is None else price.cost(input_tokens, output_tokens)

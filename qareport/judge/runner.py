@@ -14,7 +14,8 @@ from __future__ import annotations
 import concurrent.futures as futures
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TextIO
 
@@ -23,6 +24,7 @@ import jinja2
 from qareport.errors import NOT_JUDGED, JudgeAborted, JudgeCallFailed, JudgeError, MetricFailed
 from qareport.judge import answer_correctness, answer_relevance, custom_metric, retrieval_answer
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors
+from qareport.judge.batch import BatchJudging, batch_problem
 from qareport.judge.checks import check_embeddings
 from qareport.judge.client import JudgeClient
 from qareport.judge.cost import (
@@ -218,6 +220,11 @@ class Judge:
         self._prompts = Prompts(templates_dir)
         self._client = JudgeClient(settings, on_warning=on_warning)
         self._custom: dict[str, Any] = {}
+        if settings.batch:
+            problem = batch_problem(settings, self._client.cache)
+            if problem is not None:
+                self._client.close()
+                raise JudgeError(problem)
         if settings.budget_usd is not None:
             models = [settings.model]
             if answer_relevance.METRIC in settings.metrics:
@@ -256,6 +263,7 @@ class Judge:
         started = time.monotonic()
         chosen = self._chosen(metrics)
         self._client.start_run()
+        batches = self._run_batches(results, chosen, progress) if self.settings.batch else None
         budget = None if self.settings.budget_usd is None else Budget(self.settings.budget_usd)
         self._client.guard = budget
         judged: list[dict[str, Any]] = [dict(result) for result in results]
@@ -331,11 +339,16 @@ class Judge:
                     waiting = []
                     continue
                 while waiting and (waiting_inputs >= EMBEDDING_BATCH_INPUTS or tasks_left == 0):
-                    batch, waiting = _take_batch(waiting)
+                    # in a batch run, one request per case: the request its batch answered
+                    batch, waiting = (waiting[:1], waiting[1:]) if batches is not None else _take_batch(waiting)
                     waiting_inputs -= sum(len(o.waiting.inputs) for o in batch if o.waiting)
-                    running[executor.submit(self._embed_batch, batch)] = "embeddings"
+                    tries = 1 if batches is None else 0  # a batch's reply is the same when asked again
+                    running[executor.submit(self._embed_batch, batch, tries_left=tries)] = "embeddings"
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
+        if batches is not None:  # the batch replies used are in the cache now, as direct replies are
+            batches.replies.forget_taken()
+            self._client.batch = None
 
         self._client.guard = None
         failure = budget_reached = None
@@ -356,8 +369,42 @@ class Judge:
             metrics=chosen, errors=errors, cases=len(pending_by_case),
             elapsed_sec=round(time.monotonic() - started, 3),
         )
+        if batches is not None:
+            usage = replace(usage, batch=True, batches=len(batches.batch_ids))
         progress_bar.finish(usage)
         return JudgeRun(judged, usage, failure, len(not_judged), budget_reached)
+
+    # -- judging in batches (`judge.batch`)
+
+    def _run_batches(self, results: Sequence[Mapping[str, Any]], chosen: Sequence[str],
+                     progress: TextIO | None) -> BatchJudging:
+        """Ask the Batch API for every reply the judgments need, in rounds (`judge.batch`); the
+        client then takes them from the batches while `judge_results` judges as usual."""
+        batches = BatchJudging(self._client, progress=progress)
+        self._client.batch = batches.replies
+        try:
+            batches.run(partial(self._collecting_pass, results, chosen))
+        except BaseException:
+            self._client.batch = None
+            raise
+        return batches
+
+    def _collecting_pass(self, results: Sequence[Mapping[str, Any]], chosen: Sequence[str]) -> None:
+        """Every judgment run once, each request without a reply recorded for a batch, not sent
+        (`batch.Deferred`); the outcomes are thrown away. Answer relevance's embeddings are one
+        request per case in a batch run."""
+        for index, result in enumerate(results):
+            if result.get("status") != "success":
+                continue
+            for item in self._plan(index, result, chosen):
+                if not isinstance(item, _Task):
+                    continue
+                outcome = item()
+                generated = outcome.waiting
+                if generated is not None and decode_vectors(self._client.cached_value(generated.key),
+                                                            len(generated.inputs)) is None:
+                    with suppress(JudgeAborted, MetricFailed):
+                        self._client.embed(list(generated.inputs), Ledger())
 
     def _chosen(self, metrics: Iterable[str] | None) -> tuple[str, ...]:
         """The metrics to judge (the settings' by default), custom evaluations last."""

@@ -81,6 +81,9 @@ class JudgeSettings:
     litellm_embedding: LiteLLMRoute | None = None
     source: str | None = None  # the configuration file the model came from, for messages
     budget_usd: float | None = None  # stop sending judgments before the spend passes it (judge.cost.Budget)
+    batch: bool = False  # judge through the Batch API (judge.batch)
+    batch_wait: float | None = None  # seconds to wait for batches; None: until they end; 0: submit and stop
+    batch_poll: float = 60.0  # the longest interval between two looks at a batch, in seconds
 
     @property
     def is_azure(self) -> bool:
@@ -117,6 +120,8 @@ class JudgeSettings:
             described["max_tokens"] = self.max_tokens
         if self.budget_usd is not None:
             described["budget_usd"] = self.budget_usd
+        if self.batch:
+            described["batch"] = True
         if self.custom_evaluations:
             described["custom_evaluations"] = [evaluation.name for evaluation in self.custom_evaluations]
         if self.correctness_prompt is not None:
@@ -172,4 +177,7 @@ CONFIG_KEYS = {
     "retry_base_delay": "no longer used: the openai SDK's backoff applies (0.5 s doubling to 8 s)",
     "metrics": f"which LLM metrics to compute (default all: {', '.join(METRICS)})",
     "budget": "US dollars the judge may spend in a run at most (default: no limit; --judge-budget)",
+    "batch": "judge through the OpenAI Batch API, at batch prices (default false; --judge-batch)",
+    "batch_wait": "seconds to wait for batches, 0 to submit and stop (default: until they end; --judge-batch-wait)",
+    "batch_poll": "longest interval between two looks at a batch, in seconds (default 60; --judge-batch-poll)",
 }

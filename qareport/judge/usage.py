@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from qareport.judge.prices import PRICES_CHECKED
+from qareport.judge.prices import BATCH_PRICES_CHECKED, PRICES_CHECKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,8 @@ class JudgeUsage:
     elapsed_sec: float = 0.0
     unpriced_models: list[str] = field(default_factory=list)
     prices_checked: str = PRICES_CHECKED
+    batches: int = 0  # batches the run submitted or collected (`judge.batch`); 0: judged directly
+    batch: bool = False  # judged in batches: replies at the Batch API's prices
 
     @property
     def cost_note(self) -> str | None:
@@ -92,6 +94,8 @@ class JudgeUsage:
             "prices_checked": self.prices_checked,
             "elapsed_sec": self.elapsed_sec,
             "by_metric": {name: usage.to_dict() for name, usage in self.by_metric.items()},
+            **({"batch": {"batches": self.batches, "prices": f"Batch API, checked {BATCH_PRICES_CHECKED}"}}
+               if self.batch else {}),
         }
 
     def summary(self) -> str:
@@ -103,6 +107,7 @@ class JudgeUsage:
             f"({self.cached_calls} cached, {self.failed_calls} calls failed, {self.retries} retried), "
             f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens, {cost}, "
             f"{self.elapsed_sec:.1f} s"
+            + (f"; judged in batches ({self.batches} batch(es), at batch prices)" if self.batch else "")
             + (f"; {self.tried_again} judgment(s) that failed in an earlier run tried again"
                if self.tried_again else "")
         )

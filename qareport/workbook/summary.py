@@ -429,6 +429,9 @@ def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
             _key_value(block, "judge via", _tail(str(settings["endpoint"])))
         calls = (f"{usage.get('calls', 0)} calls, {usage.get('cached_calls', 0)} cached, "
                  f"{usage.get('failed_calls', 0)} calls failed")
+        batch = usage.get("batch")
+        if isinstance(batch, dict):  # judged through the Batch API (--judge-batch)
+            calls += f"; judged in batches ({batch.get('batches', 0)} batch(es)), at batch prices"
         if digest.judge_cost is not None:
             _key_value(block, "judge cost", f"${digest.judge_cost:,.4f} ({calls})")
         else:
