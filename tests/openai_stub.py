@@ -38,6 +38,16 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   README's estimate rule does (`chars_tokens`): a text is ceil(characters / 4) tokens; a chat
   request is 3 + per message (4 + its content's tokens) + the tokens of its JSON schema; a reply's
   content, its tokens; an embeddings request, the tokens of its inputs.
+- the Batch API: POST /v1/files (a multipart upload, purpose `batch`), GET /v1/files/ID/content,
+  POST /v1/batches, GET /v1/batches/ID, POST /v1/batches/ID/cancel. A batch's replies are computed
+  when it is created, each line exactly as a direct request with the same body would be answered
+  (the same rules, usage and scripted faults, taken in the file's order; a fault's HTTP status
+  becomes a line of the error file), and written in shuffled order (`batch_seed`). How the next
+  batches end is set with `server.plan_batches(BatchPlan(...))`: `delay` seconds in progress (else
+  `batch_delay`), then `completed`, `expired` with only the first `done` lines answered, `failed`
+  (nothing answered); `fail_lines` makes lines of the error file (custom ids, or the first N lines).
+  `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
+  submitted; `direct_calls` counts chat and embeddings requests sent directly.
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
   (whose message repeats the key received, worse than the real API, to test that it is scrubbed).
 """
@@ -47,6 +57,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import random
 import re
 import struct
 import threading
@@ -55,6 +66,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email import policy as email_policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -304,7 +317,38 @@ class RecordedRequest:
 
     @property
     def kind(self) -> str:
+        """"chat", "embeddings", or "files" / "batches" for the Batch API's routes."""
+        if "/files" in self.path:
+            return "files"
+        if "/batches" in self.path:
+            return "batches"
         return "embeddings" if self.path.endswith("/embeddings") else "chat"
+
+
+@dataclass
+class BatchPlan:
+    """How one batch ends (`StubOpenAI.plan_batches`). `fail_lines`: custom ids whose lines go to the
+    error file (an int: the first N lines of the file)."""
+
+    outcome: str = "completed"  # completed, expired, failed
+    delay: float | None = None  # seconds in progress (None: the stub's batch_delay)
+    done: int = 0  # expired: lines answered before it expired
+    fail_lines: set[str] | int = field(default_factory=set)
+
+
+@dataclass
+class StubBatch:
+    id: str
+    endpoint: str
+    input_file_id: str
+    created: float
+    plan: BatchPlan
+    lines: list[dict[str, Any]]
+    output: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    cancelled: bool = False
+    output_file_id: str | None = None
+    error_file_id: str | None = None
 
 
 class StubOpenAI:
@@ -320,6 +364,11 @@ class StubOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: deque[Fault] = deque()
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, StubBatch] = {}
+        self.batch_delay = 0.0
+        self.batch_seed = 7
+        self._plans: deque[BatchPlan] = deque()
         self._always: dict[str, Fault] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -357,6 +406,19 @@ class StubOpenAI:
                     self._always.pop(name, None)
                 else:
                     self._always[name] = fault
+
+    def plan_batches(self, *plans: BatchPlan) -> None:
+        """How the next batches created end, in order (then: completed after `batch_delay`)."""
+        with self._lock:
+            self._plans.extend(plans)
+
+    @property
+    def batch_lines(self) -> int:
+        return sum(len(batch.lines) for batch in self.batches.values())
+
+    @property
+    def direct_calls(self) -> int:
+        return sum(1 for r in self.requests if r.kind in ("chat", "embeddings"))
 
     def reset(self) -> None:
         with self._lock:
@@ -480,14 +542,32 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": None}},
                    headers)
 
+    def do_GET(self) -> None:
+        stub = self.server_stub
+        path = self.path.split("?")[0]
+        record = RecordedRequest(path, {}, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
+        stub._enter(record)
+        try:
+            record.status = self._batch_api(stub, "GET", path, b"")
+        finally:
+            stub._leave()
+
     def do_POST(self) -> None:
         stub = self.server_stub
         raw = self._read_body()
+        path = self.path.split("?")[0]
+        if "/files" in path or "/batches" in path:
+            record = RecordedRequest(path, {}, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
+            stub._enter(record)
+            try:
+                record.status = self._batch_api(stub, "POST", path, raw)
+            finally:
+                stub._leave()
+            return
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        path = self.path.split("?")[0]
         record = RecordedRequest(path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
         stub._enter(record)
         try:
@@ -506,39 +586,122 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(stub.latency)
         if fault is not None and fault.sleep:
             time.sleep(fault.sleep)
+        if not self._authorized(stub):
+            return 401
+        status, payload, headers = reply_to(stub, kind, body, fault)
+        if status == 200 and kind == "chat":
+            record.reply = payload["choices"][0]["message"]["content"]
+        self._send(status, payload, headers)
+        return status
+
+    def _authorized(self, stub: StubOpenAI) -> bool:
         if stub.api_key is not None:
             auth = self.headers.get("Authorization") or self.headers.get("api-key") or ""
             if auth not in (f"Bearer {stub.api_key}", stub.api_key):
                 # echoes the key it got, to test that the judge never repeats a key it is sent back
                 self._error(401, f"stub: incorrect API key provided: {auth.removeprefix('Bearer ')}")
-                return 401
-        model = body.get("model")
-        if stub.known_models is not None and model not in stub.known_models:
-            self._error(404, f"stub: the model `{model}` does not exist")
-            return 404
-        if fault is not None and fault.status is not None:
-            self._error(fault.status, fault.message, fault.headers)
-            return fault.status
-        if kind == "embeddings":
-            payload = self._embeddings(stub, body)
-            if fault is not None and fault.data is not None:
-                payload["data"] = fault.data(payload["data"])
-            self._send(200, payload)
+                return False
+        return True
+
+    # -- the Batch API
+
+    def _batch_api(self, stub: StubOpenAI, method: str, path: str, raw: bytes) -> int:
+        if not self._authorized(stub):
+            return 401
+        parts = [part for part in path.split("/") if part]
+        if parts and parts[0] == "v1":
+            parts = parts[1:]
+        if method == "POST" and parts == ["files"]:
+            return self._upload(stub, raw)
+        if method == "GET" and len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
+            data = stub.files.get(parts[1])
+            if data is None:
+                self._error(404, f"stub: no file {parts[1]}")
+                return 404
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
             return 200
-        if fault is not None and fault.content is not None:
-            content = fault.content
-        else:
-            metric = metric_of(body)
-            if metric is None or metric not in stub.rules:
-                self._error(400, "stub: cannot tell which metric this prompt is for")
-                return 400
-            reply = stub.rules[metric](first_user_message(body), body)
-            content = reply if isinstance(reply, str) else json.dumps(reply)
-        record.reply = content
-        self._send(200, self._completion(stub, body, content))
+        if method == "POST" and parts == ["batches"]:
+            return self._create_batch(stub, json.loads(raw or b"{}"))
+        if len(parts) >= 2 and parts[0] == "batches":
+            batch = stub.batches.get(parts[1])
+            if batch is None:
+                self._error(404, f"stub: no batch {parts[1]}")
+                return 404
+            if method == "POST" and parts[2:] == ["cancel"]:
+                delay = stub.batch_delay if batch.plan.delay is None else batch.plan.delay
+                batch.cancelled = batch.cancelled or time.monotonic() - batch.created < delay  # not once ended
+            elif not (method == "GET" and len(parts) == 2):
+                self._error(404, f"stub: no route {method} {path}")
+                return 404
+            self._send(200, _batch_object(stub, batch))
+            return 200
+        self._error(404, f"stub: no route {method} {path}")
+        return 404
+
+    def _upload(self, stub: StubOpenAI, raw: bytes) -> int:
+        message = BytesParser(policy=email_policy.HTTP).parsebytes(
+            f"Content-Type: {self.headers.get('Content-Type')}\r\n\r\n".encode() + raw)
+        fields: dict[str, bytes] = {}
+        filename = "upload.jsonl"
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = part.get_payload(decode=True) or b""
+            if name == "file":
+                filename = str(part.get_filename() or filename)
+        if fields.get("purpose", b"").decode() != "batch" or "file" not in fields:
+            self._error(400, "stub: upload a file with purpose 'batch'")
+            return 400
+        with stub._lock:
+            file_id = f"file-stub-{len(stub.files) + 1}"
+            stub.files[file_id] = fields["file"]
+        self._send(200, {"id": file_id, "object": "file", "bytes": len(fields["file"]), "created_at": int(time.time()),
+                         "filename": filename, "purpose": "batch", "status": "processed"})
         return 200
 
-    def _completion(self, stub: StubOpenAI, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def _create_batch(self, stub: StubOpenAI, body: dict[str, Any]) -> int:
+        data = stub.files.get(str(body.get("input_file_id")))
+        if data is None:
+            self._error(400, "stub: no such input file")
+            return 400
+        lines = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        endpoint = str(body.get("endpoint"))
+        if body.get("completion_window") != "24h" or any(line.get("url") != endpoint for line in lines):
+            self._error(400, "stub: a batch's lines must all go to its endpoint, in a 24h window")
+            return 400
+        models = {line.get("body", {}).get("model") for line in lines}
+        if len(models) != 1 or len({line.get("custom_id") for line in lines}) != len(lines):
+            self._error(400, "stub: a batch file holds one model and unique custom ids")
+            return 400
+        with stub._lock:
+            plan = stub._plans.popleft() if stub._plans else BatchPlan()
+            batch_id = f"batch_stub_{len(stub.batches) + 1}"
+            batch = StubBatch(batch_id, endpoint, str(body["input_file_id"]), time.monotonic(), plan, lines)
+            stub.batches[batch_id] = batch
+        kind = "embeddings" if endpoint.endswith("/embeddings") else "chat"
+        answered = lines if plan.outcome == "completed" else lines[:plan.done] if plan.outcome == "expired" else []
+        fail = plan.fail_lines
+        failing = {line["custom_id"] for line in lines[:fail]} if isinstance(fail, int) else set(fail)
+        for number, line in enumerate(answered):
+            request_id = f"req_{batch_id}_{number}"
+            if line["custom_id"] in failing:
+                batch.errors.append({"id": f"batch_req_{number}", "custom_id": line["custom_id"], "response": None,
+                                     "error": {"code": "server_error", "message": "stub: this line failed"}})
+                continue
+            status, payload, _ = reply_to(stub, kind, line["body"], stub._next_fault(kind))
+            item = {"id": f"batch_req_{number}", "custom_id": line["custom_id"],
+                    "response": {"status_code": status, "request_id": request_id, "body": payload}, "error": None}
+            (batch.output if status == 200 else batch.errors).append(item)
+        random.Random(stub.batch_seed).shuffle(batch.output)
+        self._send(200, _batch_object(stub, batch))
+        return 200
+
+    @staticmethod
+    def _completion(stub: StubOpenAI, body: dict[str, Any], content: str) -> dict[str, Any]:
         if stub.usage == "chars":
             prompt_tokens, completion_tokens = chars_prompt_tokens(body), chars_tokens(content)
         elif isinstance(stub.usage, tuple):
@@ -564,7 +727,8 @@ class _Handler(BaseHTTPRequestHandler):
             },
         }
 
-    def _embeddings(self, stub: StubOpenAI, body: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _embeddings(stub: StubOpenAI, body: dict[str, Any]) -> dict[str, Any]:
         inputs = body.get("input")
         if isinstance(inputs, str):
             inputs = [inputs]
@@ -585,6 +749,72 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model") or "stub-embedding",
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
+
+
+def reply_to(stub: StubOpenAI, kind: str, body: dict[str, Any],
+             fault: Fault | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """The status, JSON body and headers the stub answers a chat or embeddings request with."""
+    model = body.get("model")
+    if stub.known_models is not None and model not in stub.known_models:
+        return _error_body(404, f"stub: the model `{model}` does not exist")
+    if fault is not None and fault.status is not None:
+        return (*_error_body(fault.status, fault.message)[:2], fault.headers)
+    if kind == "embeddings":
+        payload = _Handler._embeddings(stub, body)
+        if fault is not None and fault.data is not None:
+            payload["data"] = fault.data(payload["data"])
+        return 200, payload, {}
+    if fault is not None and fault.content is not None:
+        content = fault.content
+    else:
+        metric = metric_of(body)
+        if metric is None or metric not in stub.rules:
+            return _error_body(400, "stub: cannot tell which metric this prompt is for")
+        reply = stub.rules[metric](first_user_message(body), body)
+        content = reply if isinstance(reply, str) else json.dumps(reply)
+    return 200, _Handler._completion(stub, body, content), {}
+
+
+def _error_body(status: int, message: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    kind = {401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}.get(
+        status, "server_error")
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": None}}, {}
+
+
+def _batch_object(stub: StubOpenAI, batch: StubBatch) -> dict[str, Any]:
+    """The batch as GET /v1/batches/ID shows it now; its files are written when it ends."""
+    delay = stub.batch_delay if batch.plan.delay is None else batch.plan.delay
+    running = time.monotonic() - batch.created < delay
+    if batch.cancelled:
+        status = "cancelled"
+    elif running:
+        status = "in_progress"
+    else:
+        status = batch.plan.outcome
+    ended = status in ("completed", "expired", "cancelled")
+    if ended and batch.output_file_id is None and batch.error_file_id is None:
+        kept_output = [] if batch.cancelled else batch.output
+        kept_errors = [] if batch.cancelled else batch.errors
+        with stub._lock:
+            if kept_output:
+                batch.output_file_id = f"file-stub-{len(stub.files) + 1}"
+                stub.files[batch.output_file_id] = "".join(json.dumps(i) + "\n" for i in kept_output).encode()
+            if kept_errors:
+                batch.error_file_id = f"file-stub-{len(stub.files) + 1}"
+                stub.files[batch.error_file_id] = "".join(json.dumps(i) + "\n" for i in kept_errors).encode()
+    done = len(batch.output) if ended and not batch.cancelled else 0
+    failed = len(batch.errors) if ended and not batch.cancelled else 0
+    now = int(time.time())
+    return {
+        "id": batch.id, "object": "batch", "endpoint": batch.endpoint, "errors": (
+            {"object": "list", "data": [{"code": "invalid_request", "message": "stub: the batch failed",
+                                         "line": None, "param": None}]} if status == "failed" else None),
+        "input_file_id": batch.input_file_id, "completion_window": "24h", "status": status,
+        "output_file_id": batch.output_file_id, "error_file_id": batch.error_file_id,
+        "created_at": now, "in_progress_at": now, "expires_at": now + 86400,
+        "request_counts": {"total": len(batch.lines), "completed": done, "failed": failed},
+        "metadata": None,
+    }
 
 
 @contextmanager

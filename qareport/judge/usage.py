@@ -107,7 +107,8 @@ class JudgeUsage:
             f"({self.cached_calls} cached, {self.failed_calls} calls failed, {self.retries} retried), "
             f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens, {cost}, "
             f"{self.elapsed_sec:.1f} s"
-            + (f"; judged in batches ({self.batches} batch(es), at batch prices)" if self.batch else "")
+            + (f"; judged in batches ({self.batches} batch(es), at batch prices)" if self.batch and self.batches
+               else "; judged in batches (no batch needed)" if self.batch else "")
             + (f"; {self.tried_again} judgment(s) that failed in an earlier run tried again"
                if self.tried_again else "")
         )
