@@ -475,7 +475,8 @@ def _judge_line(report: Report) -> str | None:
     the same figures as the Summary's judge line and the Statistics sheet (`report.judged`)."""
     shown = [metric.describe() for metric in report.judged if metric.judged or metric.not_scored]
     shown += report.agreement.warnings() if report.agreement is not None else ()
-    return "judge: " + "; ".join(shown) if shown else None
+    batches = " (in batches)" if (report.run.judge_usage or {}).get("batch") else ""
+    return f"judge{batches}: " + "; ".join(shown) if shown else None
 
 
 def _comparison_line(report: Report) -> str | None:

@@ -45,7 +45,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   becomes a line of the error file), and written in shuffled order (`batch_seed`). How the next
   batches end is set with `server.plan_batches(BatchPlan(...))`: `delay` seconds in progress (else
   `batch_delay`), then `completed`, `expired` with only the first `done` lines answered, `failed`
-  (nothing answered); `fail_lines` makes lines of the error file (custom ids, or the first N lines).
+  (nothing answered); `fail_lines` makes lines of the error file (custom ids, or the first N lines);
+  `kind` keeps a plan for the next batch of chat or of embeddings.
   `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
   submitted; `direct_calls` counts chat and embeddings requests sent directly.
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
@@ -334,6 +335,7 @@ class BatchPlan:
     delay: float | None = None  # seconds in progress (None: the stub's batch_delay)
     done: int = 0  # expired: lines answered before it expired
     fail_lines: set[str] | int = field(default_factory=set)
+    kind: str | None = None  # "chat" or "embeddings": only for the next batch of that endpoint
 
 
 @dataclass
@@ -677,12 +679,13 @@ class _Handler(BaseHTTPRequestHandler):
         if len(models) != 1 or len({line.get("custom_id") for line in lines}) != len(lines):
             self._error(400, "stub: a batch file holds one model and unique custom ids")
             return 400
+        kind = "embeddings" if endpoint.endswith("/embeddings") else "chat"
         with stub._lock:
-            plan = stub._plans.popleft() if stub._plans else BatchPlan()
+            plan = next((p for p in stub._plans if p.kind in (None, kind)), BatchPlan())
+            stub._plans = deque(p for p in stub._plans if p is not plan)
             batch_id = f"batch_stub_{len(stub.batches) + 1}"
             batch = StubBatch(batch_id, endpoint, str(body["input_file_id"]), time.monotonic(), plan, lines)
             stub.batches[batch_id] = batch
-        kind = "embeddings" if endpoint.endswith("/embeddings") else "chat"
         answered = lines if plan.outcome == "completed" else lines[:plan.done] if plan.outcome == "expired" else []
         fail = plan.fail_lines
         failing = {line["custom_id"] for line in lines[:fail]} if isinstance(fail, int) else set(fail)

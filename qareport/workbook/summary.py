@@ -178,7 +178,8 @@ def write_how_sure(block: Block, digest: Digest) -> None:
         block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
 
 
-def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | None = None) -> None:
+def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | None = None, *,
+                   in_batches: bool = False) -> None:
     """One row per metric. Against a baseline the row reconciles: last run and this run over the same
     shared cases, and the change between them, all to two decimals; each run's mean over all its
     own evaluated cases (what its report said) stands apart, under its own heading."""
@@ -221,7 +222,7 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
                    "between them; a removed, new, failed or edited case never moves it.")
     if digest.judged:
         listed = sorted(digest.judged, key=lambda metric: not metric.mostly_failed)  # the alarming ones first
-        text = "LLM judge: " + "; ".join(metric.describe() for metric in listed)
+        text = f"LLM judge{' (in batches)' if in_batches else ''}: " + "; ".join(m.describe() for m in listed)
         cell = block.note(styles.shorten(text, 110))
         if any(metric.mostly_failed for metric in digest.judged):
             cell.font = styles.REGRESSION_FONT
@@ -479,7 +480,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     first = max(5, row + 1)
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
-    write_headline(left, digest, report.agreement)
+    write_headline(left, digest, report.agreement, in_batches=bool((run.judge_usage or {}).get("batch")))
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
                          what="what moved", more_kind="regression", colour="regression")
