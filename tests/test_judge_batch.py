@@ -1,6 +1,8 @@
 """Judging in batches (`--judge-batch`): the OpenAI Batch API of the loopback stub, never patched."""
 
+import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -127,7 +129,7 @@ def test_told_not_to_wait_the_run_submits_and_stops_and_a_rerun_collects_the_sam
 
 def test_a_run_stopped_by_sigterm_after_submitting_is_picked_up_by_the_next_run(stub, direct, tmp_path):
     stub.plan_batches(BatchPlan(delay=60))
-    env = {**{k: v for k, v in __import__("os").environ.items() if not k.startswith("OPENAI_")},
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
            **stub.environ(API_KEY)}
     child = subprocess.Popen(
         [sys.executable, "-m", "qareport", "run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(tmp_path / "b.xlsx"),
@@ -253,7 +255,7 @@ def test_polling_collects_a_one_second_batch_within_a_few_seconds(stub, tmp_path
     assert run_.failure is None and all("answer_f1" in r for r in run_.results)
     assert elapsed < 1.0 + 2.0
     looks = retrieve_times(stub)
-    gaps = [b - a for a, b in zip(looks, looks[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(looks)]
     assert len(looks) <= 4  # at 0, 0.5, 1.25, 2.4 s: not polled every few milliseconds
     assert gaps == sorted(gaps) and gaps[0] == pytest.approx(POLL_FIRST_SEC, abs=0.2)
     assert gaps[1] == pytest.approx(POLL_FIRST_SEC * POLL_GROWTH, abs=0.2)
@@ -264,7 +266,7 @@ def test_the_polling_interval_never_passes_judge_batch_poll(stub, tmp_path):
     with Judge(judge_settings(stub, tmp_path, batch_poll=0.6)) as judge:
         assert judge.judge_results(RESULTS).failure is None
     looks = retrieve_times(stub)
-    gaps = [b - a for a, b in zip(looks, looks[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(looks)]
     assert len(gaps) >= 3 and max(gaps) < 0.6 + 0.2
 
 
