@@ -322,7 +322,7 @@ def _run(
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
     if options.estimate and settings.judge is not None and settings.judge.use_cache and (
             not settings.judge.cache_path or not os.path.exists(settings.judge.cache_path)):
-        settings = settings.model_copy(update={"judge": replace(settings.judge, use_cache=False)})  # not made
+        settings = settings.model_copy(update={"judge": replace(settings.judge, use_cache=False, batch=False)})
     judge = _make_judge(settings, on_warning)
     skipped_reason = settings.judge_off_reason
     estimate = None
