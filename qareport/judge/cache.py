@@ -5,7 +5,9 @@ endpoint kind (`chat` or `embeddings`), the endpoint (the base URL without crede
 litellm route), the model, the full messages or inputs, and every parameter (temperature,
 response_format, ...). A new prompt template, a new model, a new parameter or the same model name on
 another server is a new key. Only replies the judge's checks accepted are stored, so a rerun tries
-failed cases again.
+failed cases again. A batch run (`judge.batch`) also keeps here, under keys of their own, the
+batches it submitted (kind `batch`) and the replies they gave until the run has checked them (kind
+`batch_reply`): see `qareport.judge.batch`.
 
 The API key is never part of a key or a value: requests are stored by hash and replies hold only
 the model's output and token usage. One connection, guarded by a lock, serves all threads; WAL mode

@@ -1,4 +1,4 @@
-"""Calls to the judge's model: with `judge.batch`, the only modules that import `openai`.
+"""Calls to the judge's model: the only module that imports `openai`, with `judge.batch` (batches).
 
 Transport retries are the openai SDK's own: the client is built with `max_retries` = the judge's
 `max_retries` setting and its `timeout`, and the SDK retries 408, 409, 429, 5xx, connection
