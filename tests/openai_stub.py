@@ -369,6 +369,7 @@ class StubOpenAI:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, StubBatch] = {}
         self.batch_delay = 0.0
+        self.batches_created = 0
         self.batch_seed = 7
         self._plans: deque[BatchPlan] = deque()
         self._always: dict[str, Fault] = {}
@@ -683,7 +684,8 @@ class _Handler(BaseHTTPRequestHandler):
         with stub._lock:
             plan = next((p for p in stub._plans if p.kind in (None, kind)), BatchPlan())
             stub._plans = deque(p for p in stub._plans if p is not plan)
-            batch_id = f"batch_stub_{len(stub.batches) + 1}"
+            stub.batches_created += 1
+            batch_id = f"batch_stub_{stub.batches_created}"
             batch = StubBatch(batch_id, endpoint, str(body["input_file_id"]), time.monotonic(), plan, lines)
             stub.batches[batch_id] = batch
         answered = lines if plan.outcome == "completed" else lines[:plan.done] if plan.outcome == "expired" else []
