@@ -14,8 +14,8 @@ from openai_stub import BatchPlan, Fault, serve_stub
 from openpyxl import load_workbook
 
 from qareport.cli import main
-from qareport.exit_status import JUDGE_BATCHES_PENDING, JUDGE_FAILED, REPORT_WRITTEN, TERMINATED, USAGE_ERROR
 from qareport.errors import BatchesPending
+from qareport.exit_status import JUDGE_BATCHES_PENDING, JUDGE_FAILED, REPORT_WRITTEN, TERMINATED, USAGE_ERROR
 from qareport.judge import batch as batch_module
 from qareport.judge.batch import POLL_FIRST_SEC, POLL_GROWTH
 from qareport.judge.prices import BATCH_PRICES, DEFAULT_PRICES, ModelPrice, PriceTable
