@@ -144,6 +144,11 @@ class BatchReplies:
             self.deferred.setdefault(key, _Request(kind, dict(body)))
         return Deferred()
 
+    def fail(self, key: str, why: str) -> None:
+        """Give the request up for this run: its judgment is not judged, `why` says why."""
+        with self._lock:
+            self.failed[key] = why
+
     def store(self, key: str, model: str, body: Any) -> None:
         self._cache.put(REPLY_PREFIX + key, kind=REPLY_KIND, model=model, value={"body": body})
 
@@ -394,8 +399,7 @@ class BatchJudging:
         """A request its batch did not answer: asked again in a new batch while SUBMISSIONS allow
         (not `now`), else its judgment is not judged."""
         if now or self.replies.submitted.get(key, 0) >= SUBMISSIONS:
-            with self.replies._lock:
-                self.replies.failed[key] = why
+            self.replies.fail(key, why)
 
     # -- the console
 
