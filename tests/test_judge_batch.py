@@ -304,6 +304,20 @@ def test_a_stored_batch_the_api_no_longer_knows_is_asked_again(stub, tmp_path):
     assert list(stub.batches) == ["batch_stub_2"] and len(stub.batches["batch_stub_2"].lines) == 4
 
 
+def test_a_batch_cancelled_from_outside_is_not_sent_again_and_its_judgments_are_not_judged(stub, tmp_path):
+    import openai
+
+    stub.batch_delay = 30
+    with Judge(judge_settings(stub, tmp_path, batch_wait=0)) as judge, pytest.raises(BatchesPending):
+        judge.judge_results(RESULTS)
+    with openai.OpenAI(base_url=stub.url, api_key=API_KEY) as sdk:  # someone cancels it on the dashboard
+        assert sdk.batches.cancel("batch_stub_1").status == "cancelled"
+    with Judge(judge_settings(stub, tmp_path)) as judge:
+        run_ = judge.judge_results(RESULTS)
+    assert run_.not_judged == 4 and "was cancelled" in (run_.failure or "")
+    assert list(stub.batches) == ["batch_stub_1"]
+
+
 def test_batch_files_stay_within_the_request_and_size_limits(stub, tmp_path, monkeypatch):
     monkeypatch.setattr(batch_module, "MAX_REQUESTS", 3)
     with Judge(judge_settings(stub, tmp_path)) as judge:
