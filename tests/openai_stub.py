@@ -39,7 +39,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   request is 3 + per message (4 + its content's tokens) + the tokens of its JSON schema; a reply's
   content, its tokens; an embeddings request, the tokens of its inputs.
 - the Batch API: POST /v1/files (a multipart upload, purpose `batch`), GET /v1/files/ID/content,
-  POST /v1/batches, GET /v1/batches/ID, POST /v1/batches/ID/cancel. A batch's replies are computed
+  POST /v1/batches, GET /v1/batches (a list, newest first), GET /v1/batches/ID, POST
+  /v1/batches/ID/cancel. A batch's replies are computed
   when it is created, each line exactly as a direct request with the same body would be answered
   (the same rules, usage and scripted faults, taken in the file's order; a fault's HTTP status
   becomes a line of the error file), and written in shuffled order (`batch_seed`). How the next
@@ -369,6 +370,7 @@ class StubOpenAI:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, StubBatch] = {}
         self.batch_delay = 0.0
+        self.batch_create_delay = 0.0  # seconds POST /v1/batches takes before it answers
         self.batches_created = 0
         self.batch_seed = 7
         self._plans: deque[BatchPlan] = deque()
@@ -630,6 +632,11 @@ class _Handler(BaseHTTPRequestHandler):
             return 200
         if method == "POST" and parts == ["batches"]:
             return self._create_batch(stub, json.loads(raw or b"{}"))
+        if method == "GET" and parts == ["batches"]:  # newest first, in one page
+            data = [_batch_object(stub, batch) for batch in reversed(list(stub.batches.values()))]
+            self._send(200, {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+                             "last_id": data[-1]["id"] if data else None, "has_more": False})
+            return 200
         if len(parts) >= 2 and parts[0] == "batches":
             batch = stub.batches.get(parts[1])
             if batch is None:
@@ -667,6 +674,7 @@ class _Handler(BaseHTTPRequestHandler):
         return 200
 
     def _create_batch(self, stub: StubOpenAI, body: dict[str, Any]) -> int:
+        time.sleep(stub.batch_create_delay)
         data = stub.files.get(str(body.get("input_file_id")))
         if data is None:
             self._error(400, "stub: no such input file")

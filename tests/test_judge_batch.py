@@ -129,32 +129,57 @@ def test_told_not_to_wait_the_run_submits_and_stops_and_a_rerun_collects_the_sam
     assert judged_results(results) == judged_results(direct[0])
 
 
-def test_a_run_stopped_by_sigterm_after_submitting_is_picked_up_by_the_next_run(stub, direct, tmp_path):
-    stub.plan_batches(BatchPlan(delay=60))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
-           **stub.environ(API_KEY)}
-    child = subprocess.Popen(
+def start_batch_run(stub, tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, **stub.environ(API_KEY)}
+    return subprocess.Popen(
         [sys.executable, "-m", "qareport", "run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(tmp_path / "b.xlsx"),
          "--cache-path", str(tmp_path / "cache.sqlite3"), "--judge-batch", "--quiet"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def terminate_when(child, ready):
+    """SIGTERM to the child as soon as `ready()`; its stderr once it has exited."""
     try:
         deadline = time.monotonic() + 60
-        while not stub.batches and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.05)
-        assert stub.batches, child.communicate()[1]
-        time.sleep(0.3)  # polling
+        while not ready() and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.02)
+        assert ready(), child.communicate()[1]
         child.send_signal(signal.SIGTERM)
-        _, err = child.communicate(timeout=30)
+        return child.communicate(timeout=30)[1]
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_a_run_stopped_by_sigterm_after_submitting_is_picked_up_by_the_next_run(stub, direct, tmp_path):
+    stub.plan_batches(BatchPlan(delay=60))
+    child = start_batch_run(stub, tmp_path)
+    err = terminate_when(child, lambda: any(r.path.startswith("/v1/batches/") for r in stub.requests))  # polling
     assert child.returncode == TERMINATED, err
     assert not (tmp_path / "b.xlsx").exists()
     stub.batches["batch_stub_1"].plan.delay = 0  # it finishes while nobody waits
     code, _, results = run(tmp_path, "batch", "--judge-batch")
     assert code == REPORT_WRITTEN
     assert [b.id for b in chat_batches(stub)] == ["batch_stub_1"]
+    assert judged_results(results) == judged_results(direct[0])
+
+
+def test_a_batch_created_by_a_run_stopped_before_it_recorded_it_is_found_by_its_file(stub, direct, tmp_path):
+    stub.batch_create_delay = 1.0
+    stub.plan_batches(BatchPlan(delay=60))
+    child = start_batch_run(stub, tmp_path)
+    err = terminate_when(child, lambda: any(r.path == "/v1/batches" for r in stub.requests))
+    assert child.returncode == TERMINATED, err
+    deadline = time.monotonic() + 10
+    while stub.in_flight and time.monotonic() < deadline:  # the server goes on with the request
+        time.sleep(0.05)
+    assert list(stub.batches) == ["batch_stub_1"]  # the server made it, the stopped run did not record it
+    stub.batch_create_delay = 0.0
+    stub.batches["batch_stub_1"].plan.delay = 0
+    code, _, results = run(tmp_path, "batch", "--judge-batch")
+    assert code == REPORT_WRITTEN
+    assert [b.id for b in chat_batches(stub)] == ["batch_stub_1"]  # found by its file: never submitted twice
     assert judged_results(results) == judged_results(direct[0])
 
 

@@ -64,6 +64,9 @@ is collected within about two seconds, one that takes hours is looked at once a 
 RECORD_KIND = "batch"
 REPLY_KIND = "batch_reply"
 RECORD_PREFIX = "batch:"
+INTENT_PREFIX = "batch-file:"
+ADOPT_LOOKS = 1000
+"""Batches listed at most when looking for the batch a stopped run created but did not record."""
 REPLY_PREFIX = "batch-reply:"
 ENDED = ("completed", "failed", "expired", "cancelled")
 URLS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings"}
@@ -221,14 +224,43 @@ class BatchJudging:
 
     def _stored_batches(self) -> dict[str, _Batch]:
         found = {}
-        for _, value in self.cache.values_of_kind(RECORD_KIND):
+        intents = []
+        for key, value in self.cache.values_of_kind(RECORD_KIND):
             try:
-                batch = _Batch(str(value["id"]), str(value["kind"]), str(value["model"]),
+                batch = _Batch(str(value.get("id") or ""), str(value["kind"]), str(value["model"]),
                                [str(key) for key in value["keys"]])
-            except (KeyError, TypeError):
+            except (AttributeError, KeyError, TypeError):
                 continue  # not one of ours: left alone
-            found[batch.id] = batch
+            if key.startswith(INTENT_PREFIX):
+                intents.append((key, str(value.get("file")), batch))
+            else:
+                found[batch.id] = batch
+        for key, file_id, batch in intents:
+            adopted = self._adopt(file_id, batch, found)
+            if adopted is not None:
+                found[adopted.id] = adopted
+            self.cache.delete([key])
         return found
+
+    def _adopt(self, file_id: str, batch: _Batch, found: Mapping[str, _Batch]) -> _Batch | None:
+        """The batch made from an uploaded file whose run was stopped before it recorded the batch
+        (the API's newest ADOPT_LOOKS batches are searched); None when there is none: its requests
+        are asked again."""
+        try:
+            for looked, seen in enumerate(self.client.batch_sdk(batch.kind).batches.list(limit=100), start=1):
+                if seen.input_file_id == file_id:
+                    if seen.id in found:
+                        return None
+                    adopted = _Batch(seen.id, batch.kind, batch.model, batch.keys)
+                    self.cache.put(RECORD_PREFIX + adopted.id, kind=RECORD_KIND, model=batch.model,
+                                   value=adopted.record())
+                    return adopted
+                if looked >= ADOPT_LOOKS:
+                    break
+        except openai.OpenAIError as error:
+            self._say(f"judge batches could not be listed ({self._describe(error)}); the requests of file "
+                      f"{file_id} are asked again")
+        return None
 
     # -- submitting
 
@@ -271,17 +303,20 @@ class BatchJudging:
         try:
             uploaded = sdk.files.create(file=("qareport-judge.jsonl", b"".join(line for _, line in lines),
                                               "application/jsonl"), purpose="batch")
-            created = sdk.batches.create(input_file_id=uploaded.id, endpoint=url,
-                                         completion_window=COMPLETION_WINDOW,
+            # recorded before it is created: a run stopped in between finds it by its file (`_adopt`)
+            intent = {"file": uploaded.id, "kind": kind, "model": model, "keys": keys}
+            self.cache.put(INTENT_PREFIX + uploaded.id, kind=RECORD_KIND, model=model, value=intent)
+            created = sdk.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window=COMPLETION_WINDOW,
                                          metadata={"made_by": "qareport judge", "requests": str(len(keys))})
+            batch = _Batch(created.id, kind, model, keys, status=str(created.status or "validating"))
+            self.cache.put(RECORD_PREFIX + batch.id, kind=RECORD_KIND, model=model, value=batch.record())
+            self.cache.delete([INTENT_PREFIX + uploaded.id])
         except openai.OpenAIError as error:
             why = f"the batch of {len(keys)} {kind} request(s) could not be submitted: {self._describe(error)}"
             self._say(f"judge batch ({kind}, {model}): {why}")
             for key in keys:
                 self._give_up(key, why)
             return None
-        batch = _Batch(created.id, kind, model, keys, status=str(created.status or "validating"))
-        self.cache.put(RECORD_PREFIX + batch.id, kind=RECORD_KIND, model=model, value=batch.record())
         for key in keys:
             self.replies.submitted[key] = self.replies.submitted.get(key, 0) + 1
         self.batch_ids.append(batch.id)
