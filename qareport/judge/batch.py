@@ -7,7 +7,8 @@ A batch run is a direct run whose requests are answered by batches. It goes in r
 2. the recorded requests are written as JSONL files (one endpoint and one model per file, at most
    MAX_REQUESTS lines and MAX_FILE_BYTES a file), uploaded with purpose `batch`, and submitted with
    a 24 h completion window; each batch's id and the cache keys of its requests are stored in the
-   judge cache at once (kind `batch`), so a run that is stopped picks its batches up again;
+   judge cache at once (kind `batch`), so a run that is stopped picks its batches up again (the
+   uploaded file is noted before the batch is created: a run stopped in between is found by it);
 3. the batches are polled (POLL_FIRST_SEC, growing by POLL_GROWTH up to `judge.batch_poll`) until
    they end, and each reply is stored in the judge cache under its request's key (kind
    `batch_reply`), matched by `custom_id` (the key), in whatever order the output file lists them.
