@@ -226,14 +226,14 @@ class BatchJudging:
     def _stored_batches(self) -> dict[str, _Batch]:
         found = {}
         intents = []
-        for key, value in self.cache.values_of_kind(RECORD_KIND):
+        for entry, value in self.cache.values_of_kind(RECORD_KIND):
             try:
                 batch = _Batch(str(value.get("id") or ""), str(value["kind"]), str(value["model"]),
                                [str(key) for key in value["keys"]])
             except (AttributeError, KeyError, TypeError):
                 continue  # not one of ours: left alone
-            if key.startswith(INTENT_PREFIX):
-                intents.append((key, str(value.get("file")), batch))
+            if entry.startswith(INTENT_PREFIX):
+                intents.append((entry, str(value.get("file")), batch))
             else:
                 found[batch.id] = batch
         for key, file_id, batch in intents:
