@@ -23,6 +23,7 @@ from qareport import __version__, preflight
 from qareport.clusters import cluster_by_tag
 from qareport.collector import run_scope
 from qareport.console import Progress
+from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
@@ -454,7 +455,7 @@ def _run(
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
-    return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
+    return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
                       _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
                       faults=tuple(faults), judge_budget=judge_budget)
 
@@ -478,44 +479,15 @@ def _judge_line(report: Report) -> str | None:
     return "judge: " + "; ".join(shown) if shown else None
 
 
-def _comparison_line(report: Report) -> str | None:
-    """What moved since the baseline, in one line; an incomplete run says so instead."""
-    if report.incomplete:
-        return f"{report.incomplete}: no deltas are shown; see the Problems sheet and the status column"
-    comparison = report.comparison
-    if comparison is None:
-        return None
-    # + 0.0: a drop that rounds to nothing reads +0.00, not -0.00
-    deltas = [f"{delta.label} {delta.new:.2f} ({delta.shown_delta:+.2f})" for delta in comparison.headline
-              if delta.new is not None and delta.shown_delta is not None]  # the change as the Summary shows it
-    counts = comparison.counts()
-    line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
-    line += f"; {', '.join(deltas)}" if deltas else ""
-    if comparison.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
-        line += f"; {comparison.beyond_noise} of {comparison.tests} changes beyond noise (false discovery rate 5%)"
-    return line
-
-
 def _has_answers(results: Sequence[CaseResult]) -> bool:
     return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
 
 
 def _summary_line(output: str, report: Report) -> str:
-    statistics, problems = report.statistics, report.problems
-    counts = statistics.status_counts
-    parts = [f"{sum(counts.values())} cases: {counts.get('success', 0)} evaluated"]
-    parts += [f"{counts[s]} {s}" for s in ("error", "missing", "invalid") if counts.get(s)]
-    line = f"{output}: " + ", ".join(parts)
-    if statistics.data_query and statistics.data_query.macro_precision is not None:
-        dq = statistics.data_query
-        line += f"; macro precision {dq.macro_precision:.2f}, macro recall {dq.macro_recall:.2f}"
-    if statistics.qa_aggregates:
-        steps = statistics.qa_aggregates.get("micro", {}).get("steps_score")
-        if steps:
-            line += f"; mean steps score {steps['mean']:.2f}"
-            if str(report.run.options.get("steps_semantics", 5)) == "6" and counts.get("error"):
-                # graphrag-eval 6.x's mean: beside it, the deltas are over evaluated cases only
-                line += " (graphrag-eval 6.x's mean, error responses counted as 0)"
-    if problems:
-        line += f"; {len(problems)} problem(s) listed in the Problems sheet"
-    return line
+    """The digest's closing line; under graphrag-eval 6.x rules with error responses, the 6.x library's
+    own steps mean (errors counted as 0) follows, named as such."""
+    notes = []
+    steps = (report.statistics.qa_aggregates or {}).get("micro", {}).get("steps_score")
+    if steps and str(report.run.options.get("steps_semantics", 5)) == "6" and report.digest.status_counts.get("error"):
+        notes.append(f"mean steps score {steps['mean']:.2f} (graphrag-eval 6.x's mean, error responses counted as 0)")
+    return summary_line(report.digest, output=output, notes=notes)

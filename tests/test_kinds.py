@@ -173,3 +173,48 @@ def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
                                         "answer_relevance")
     assert kinds.headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
                                             "answer_relevance")
+
+
+def _mixed_suite(folder, answers: dict[str, str]):
+    """The bundled suite (indicator selection, steps) with the toy kind's two cases beside it."""
+    import shutil
+
+    from conftest import TESTCASES
+
+    shutil.copytree(TESTCASES / "imf", folder / "cases" / "imf")
+    shutil.copytree(TESTCASES / "power-system", folder / "cases" / "power-system")
+    shutil.copytree(TESTCASES / "responses", folder / "responses")
+    (folder / "cases" / "keywords.yaml").write_text(CASES, encoding="utf-8")
+    (folder / "responses" / "keywords.json").write_text(json.dumps(
+        [{"id": case_id, "actual_answer": answer} for case_id, answer in answers.items()]), encoding="utf-8")
+    return ["run", str(folder / "cases"), "--responses", str(folder / "responses"), "--no-llm"]
+
+
+def test_a_registered_kinds_regression_leads_the_console_line_the_email_subject_and_its_verdict(
+        keywords_kind, tmp_path, capsys):
+    import email
+    import email.policy
+
+    last_week, this_week = tmp_path / "last", tmp_path / "this"
+    last_run = _mixed_suite(last_week, {"capital": "Oslo is the capital", "river": "The Nile"})
+    this_run = _mixed_suite(this_week, {"capital": "It is Oslo", "river": "The Nile"})
+    assert main([*last_run, "--output", str(last_week / "report.xlsx"), "--quiet"]) == 0
+    capsys.readouterr()
+    report = this_week / "report.xlsx"
+    assert main([*this_run, "--output", str(report), "--baseline", str(last_week / "report.xlsx")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+
+    # keyword recall fell from 1.00 to 0.75; the built-in metrics held: the moved one comes first everywhere
+    summary = next(line for line in printed if line.startswith(f"{report}: "))
+    assert summary.split("; ")[1] == "mean keyword recall 0.75", summary
+    assert "; mean macro precision 0.84; mean macro recall 0.84; mean steps score 0.73" in summary
+    since = next(line for line in printed if line.startswith("since the baseline"))
+    assert since.startswith("since the baseline: 1 regressed, 0 improved; keyword recall 0.75 (-0.25), "), since
+
+    eml = tmp_path / "report.eml"
+    assert main(["email", str(report), "--to", "team@example.com", "--from", "qa@example.com",
+                 "--eml", str(eml)]) == 0
+    message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+    assert message["Subject"].startswith("1 regression, keyword recall 0.75 (\u22120.25), "), message["Subject"]
+    body = message.get_body(("plain",)).get_content()
+    assert "1 regression, keyword recall 0.75 (\u22120.25), macro precision 0.84" in body, body
