@@ -410,10 +410,10 @@ def _run(
                               min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
                               baseline_reviews=baseline_reviews if with_earlier else None,
                               baseline_warnings=baseline_warnings if with_earlier else (),
-                              history_reviews=history_reviews if with_earlier else ())
+                              history_reviews=history_reviews if with_earlier else (), templates_dir=templates_dir)
         on_stage("writing")
         stages.start(f"writing {options.output}")
-        write_workbook(report, options.output, templates_dir=templates_dir)
+        write_workbook(report, options.output)
         stages.finish(f"wrote {options.output}")
         return report
 

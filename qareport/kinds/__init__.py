@@ -96,6 +96,9 @@ class Column:
     wrap: bool = False
     score: bool = False  # gets the red-to-green colour scale
     place: ColumnPlace | None = None  # None: decided by `where`
+    metric: str | None = None
+    """The metric key the column shows: the Overview takes it from the case's row (computed once),
+    and `value` is then only the way to compute it."""
 
     @property
     def where(self) -> ColumnPlace:
@@ -218,7 +221,7 @@ class Kind:
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
         return [Column(m.label, _metric_value(self, m.key), 10, "score", score=True,
-                       place="score" if m.headline else "number") for m in self.metrics]
+                       place="score" if m.headline else "number", metric=m.key) for m in self.metrics]
 
     def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
         return iter(())

@@ -17,36 +17,19 @@ weight them by term count). That keeps a 10,000-case workbook small enough to ma
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.kinds import Kind
-from qareport.records import CaseResult
+from qareport.case_table import DETAILS_HEADERS as HEADERS
+from qareport.case_table import MATCHED_BY, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
-HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label",
-           "score", "reason")
-MATCHED_BY = "matched by"  # a column of its own when a term was matched by its name only or its id only
 WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50, 12)  # the most a column grows to (term id: call ids too)
 WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason
 SCORE_COLUMN = 9
-
-
-def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
-    """The case's rows: each kind's rows (`Kind.details_rows`) after the case id and its groups. A
-    case no kind has rows for gets one row with its status and reason, so that every case has a
-    block its Overview id can lead to."""
-    head = (result.case.id, ", ".join(result.case.groups))
-    given = False
-    for kind in kinds:
-        for row in kind.details_rows(result):
-            given = True
-            yield (*head, *row, *[None] * (len(HEADERS) - 2 - len(row)))
-    if not given:
-        yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
 
 
 def _wraps(column: int, value: Any) -> bool:
@@ -54,15 +37,14 @@ def _wraps(column: int, value: Any) -> bool:
     return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
 
 
-def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
-            reasons: Mapping[str, str]) -> tuple[dict[int, float], tuple[str, ...]]:
+def _widths(details: Sequence[Sequence[tuple[Any, ...]]]) -> tuple[dict[int, float], tuple[str, ...]]:
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
     the widths are needed before the first row is written; and the headers (`MATCHED_BY` only when
     a row has a value for it)."""
     longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
-    for result in results:
-        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
+    for rows in details:
+        for values in rows:
             for index, value in enumerate(values[:len(longest)]):
                 if isinstance(value, str) and len(value) + 2 > longest[index]:
                     longest[index] = len(value) + 2
@@ -76,8 +58,7 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     """Fill the sheet row by row; returns the first row of each case (for links from Overview).
 
     The first row of each case links back to its Overview row."""
-    kinds, results = report.kinds, report.results
-    widths, headers = _widths(kinds, results, report.reasons)
+    widths, headers = _widths(report.details)
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(headers))
@@ -86,8 +67,8 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
-    for result in results:
-        for values in detail_rows(kinds, result, report.reasons.get(result.case.id)):
+    for result, rows in zip(report.results, report.details):
+        for values in rows:
             values = values[:len(headers)]
             linked = False
             if result.case.id not in first_rows:
