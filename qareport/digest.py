@@ -28,7 +28,6 @@ from qareport.comparison import (
     Headline,
     HeadlineDelta,
     fewest_clusters_to_decide,
-    metric_label,
     weakest_cases,
 )
 from qareport.judged_metrics import JudgedMetric
@@ -218,7 +217,7 @@ def _weakest(kind: kinds.Kind, rows: Sequence[Mapping[str, Any]]) -> Weakest | N
         first = values[0]
         lines.append(CaseLine(str(row.get("case_id")), str(row.get("name") or ""), what, row.get("reason"),
                               float(first) if isinstance(first, (int, float)) else None))
-    return Weakest(kind.label, " / ".join(metric_label(metric) for metric in ranking), tuple(lines))
+    return Weakest(kind.label, " / ".join(kinds.metric_label(metric) for metric in ranking), tuple(lines))
 
 
 def stakeholder_words(why: str) -> str:

@@ -39,7 +39,7 @@ from qareport.workbook.cells import fit_text, write
 from qareport.workbook.sheet import Sheet
 from qareport.workbook.sheet_names import CHANGES, DETAILS, FULL_TEXTS
 
-NUMBER_FORMATS = {"score": styles.SCORE_FORMAT, "integer": styles.INTEGER_FORMAT, "seconds": styles.SECONDS_FORMAT}
+NUMBER_FORMATS = styles.NUMBER_FORMATS
 MAX_LINES = 8  # 120 points: a row never hides more than a few of its neighbours
 MIN_LINES_WITH_TEXT = 3  # a row with long text shows at least its first three lines
 MORE = "more"  # the header of the narrow column beside a text that goes on below its row's edge
