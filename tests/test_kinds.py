@@ -218,3 +218,43 @@ def test_a_registered_kinds_regression_leads_the_console_line_the_email_subject_
     assert message["Subject"].startswith("1 regression, keyword recall 0.75 (\u22120.25), "), message["Subject"]
     body = message.get_body(("plain",)).get_content()
     assert "1 regression, keyword recall 0.75 (\u22120.25), macro precision 0.84" in body, body
+
+
+def test_the_writers_only_lay_out_the_case_values_the_report_model_computed_once(keywords_kind, tmp_path):
+    from qareport.evaluation import evaluate_suite
+    from qareport.loading import load_suite
+    from qareport.records import RunInfo
+    from qareport.report import build_report
+    from qareport.workbook import write_workbook
+
+    _write(tmp_path, {"capital": "It is Oslo", "river": "The Nile"})
+    calls: list[str] = []
+    explain, details_rows = keywords_kind.explain, keywords_kind.details_rows
+    keywords_kind.explain = lambda result: calls.append("explain") or explain(result)
+    keywords_kind.details_rows = lambda result: calls.append("details") or details_rows(result)
+    try:
+        suite = load_suite([str(tmp_path / "cases.yaml")], [str(tmp_path / "responses.json")])
+        report = build_report(evaluate_suite(suite).results, (), RunInfo(created="2024-05-08T10:00:00+00:00",
+                                                                         qareport_version="0.1.0"))
+        assert calls.count("details") == 2  # once per case
+        calls.clear()
+        write_workbook(report, tmp_path / "report.xlsx")
+    finally:
+        del keywords_kind.explain, keywords_kind.details_rows
+    assert calls == []  # neither the missed-keywords column nor the Details rows were asked for again
+    header, *rows = _sheet(tmp_path / "report.xlsx", "Overview")
+    assert [dict(zip(header, row))["missed keywords"] for row in rows] == ["missed keywords capital", None]
+    assert ("capital", "geo", 1, "keywords", "missed", "capital", None, None, None, None) in _sheet(
+        tmp_path / "report.xlsx", "Details")
+
+
+def test_a_metric_has_one_label_wherever_it_is_shown():
+    from qareport.workbook import statistics_sheet
+
+    assert kinds.metric_label("retrieval_context_recall") == "context recall (text similarity)"
+    assert kinds.metric_label("retrieval_answer_f1") == "retrieval answer F1"
+    assert kinds.metric_label("elapsed_sec") == "elapsed seconds"
+    assert kinds.metric_label("answer_f1") == "answer F1"
+    assert not hasattr(statistics_sheet, "LABELS")  # the Statistics sheet asks `kinds` like every other sheet
+    assert [kinds.metric_format(key) for key in ("answer_relevance_cost", "input_tokens", "elapsed_sec",
+                                                 "steps_score")] == ["cost", "integer", "seconds", "score"]
