@@ -17,12 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from qareport import __version__, preflight
 from qareport.clusters import cluster_by_tag
 from qareport.collector import run_scope
-from qareport.console import Progress
 from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
@@ -35,6 +34,7 @@ from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
+from qareport.progress import OnProgress, Stages
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import (
@@ -198,18 +198,17 @@ def run_pipeline(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
-    progress: TextIO | None = None,
-    verbose: bool = False,
+    on_progress: OnProgress | None = None,
     on_stage: Callable[[str], None] = lambda stage: None,
     on_warning: Callable[[str], None] = _log_warning,
 ) -> RunOutcome:
     """Run `options`; `on_problems` gets the input problems as they are found, `on_stage` the name
     of each stage (`STAGES`) as it starts, `on_warning` each note that does not stop the run (an
     option of the graphrag-eval 6.x configuration that is ignored, an earlier run the history
-    skipped, a cache that is not used; by default the "qareport" logger). Progress is written to
-    `progress` when one is given. The library itself never writes to the terminal."""
+    skipped, a cache that is not used; by default the "qareport" logger), `on_progress` how far each
+    stage is (`qareport.progress`). The library itself never writes to the terminal."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        outcome = _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage,
+        outcome = _run(options, on_problems=on_problems, on_progress=on_progress, on_stage=on_stage,
                        on_warning=on_warning)
     assert isinstance(outcome, RunOutcome)
     return outcome
@@ -219,7 +218,7 @@ def estimate_pipeline(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
-    progress: TextIO | None = None,
+    on_progress: OnProgress | None = None,
     on_warning: Callable[[str], None] = _log_warning,
 ) -> RunEstimate:
     """Load and evaluate `options` as `run_pipeline` does, then estimate what judging would take
@@ -230,7 +229,7 @@ def estimate_pipeline(
     options = replace(options, estimate=True,
                       judge_options={"api_key": PLACEHOLDER_API_KEY, **options.judge_options})
     with run_scope():
-        outcome = _run(options, on_problems=on_problems, progress=progress, verbose=False,
+        outcome = _run(options, on_problems=on_problems, on_progress=on_progress,
                        on_stage=lambda stage: None, on_warning=on_warning)
     assert isinstance(outcome, RunEstimate)
     return outcome
@@ -240,8 +239,7 @@ def _run(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None],
-    progress: TextIO | None,
-    verbose: bool,
+    on_progress: OnProgress | None,
     on_stage: Callable[[str], None],
     on_warning: Callable[[str], None],
 ) -> RunOutcome | RunEstimate:
@@ -297,7 +295,7 @@ def _run(
     if options.email is not None and settings.email is not None:
         check_email_request(options.email, settings.email)
 
-    stages = Progress(progress, verbose=verbose)
+    stages = Stages(on_progress)
     on_stage("loading")
     stages.start("loading test cases and responses")
     cache = ParseCache(default_folder(os.environ), on_warning=on_warning) if settings.run.testcase_cache else None
@@ -341,7 +339,7 @@ def _run(
     elif judge is not None:
         def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             nonlocal usage, judge_failure, not_judged, judge_budget
-            judged = judge.judge_results(results, progress=progress)
+            judged = judge.judge_results(results, on_progress=on_progress)
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
             judge_budget = judged.budget_reached
             judged_results: list[dict[str, Any]] = judged.results

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TextIO
+from typing import Any
 
 import jinja2
 
@@ -41,6 +41,7 @@ from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
 from qareport.kinds.answers import answer_text
+from qareport.progress import OnProgress, ProgressEvent, no_progress
 from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
 
@@ -162,17 +163,16 @@ class _Task:
 
 
 class _Progress:
-    """A progress bar on a terminal, and the usage summary line at the end."""
+    """Tells `on_progress` how far the judging is: cases done, calls, cache hits and cost so far;
+    and, at the end, the usage line."""
 
-    def __init__(self, stream: TextIO | None, total: int):
-        self.stream = stream
+    def __init__(self, on_progress: OnProgress | None, total: int):
+        self._tell = on_progress or no_progress
         self.total = total
         self.done = 0
         self.calls = 0
         self.cached = 0
         self.cost: float | None = 0.0
-        self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
-        self._last = 0.0
 
     def advance(self, ledger: Ledger, *, finished: int = 1) -> None:
         self.done += finished
@@ -180,30 +180,15 @@ class _Progress:
         self.cached += ledger.cached_calls
         if self.cost is not None:
             self.cost = None if ledger.unpriced else self.cost + ledger.cost
-        now = time.monotonic()
-        if self._tty and (now - self._last > 0.1 or self.done >= self.total):
-            self._last = now
-            self._draw()
+        self._tell(ProgressEvent("judging", self.done, self.total, self._detail()))
 
-    def _draw(self) -> None:
-        assert self.stream is not None
-        width = 24
-        filled = int(width * self.done / self.total) if self.total else width
+    def _detail(self) -> str:
         cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
-        self.stream.write(
-            f"\rjudge [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-            f"· {self.calls} calls · {self.cached} cached · {cost}"
-        )
-        self.stream.flush()
+        return f"{self.calls} calls \u00b7 {self.cached} cached \u00b7 {cost}"
 
     def finish(self, usage: JudgeUsage) -> None:
-        if self.stream is None:
-            return
-        if self._tty:
-            self._draw()
-            self.stream.write("\n")
-        self.stream.write(usage.summary() + "\n")
-        self.stream.flush()
+        self._tell(ProgressEvent("judging", self.done, self.total, self._detail(), finished=usage.summary(),
+                                 always=True))
 
 
 class Judge:
@@ -242,14 +227,14 @@ class Judge:
         self,
         results: Sequence[Mapping[str, Any]],
         *,
-        progress: TextIO | None = None,
+        on_progress: OnProgress | None = None,
         metrics: Iterable[str] | None = None,
         on_result: Callable[[dict[str, Any]], None] | None = None,
     ) -> JudgeRun:
         """Judge every result with status "success"; return the judged copies and the usage.
 
-        `progress`: a stream for a progress bar (when it is a TTY) and a summary line at the end;
-        None prints nothing. `metrics`: a subset of METRICS (default: the settings'). `on_result`
+        `on_progress` is told how far the judging is, and its usage line at the end (`qareport.progress`).
+        `metrics`: a subset of METRICS (default: the settings'). `on_result`
         is called, in this thread, with each judged copy as soon as all of its metrics are done.
         Raises JudgeError only for a configuration that cannot work.
         """
@@ -273,7 +258,7 @@ class Judge:
                     tasks.append(item)
                 pending_by_case[index] = pending_by_case.get(index, 0) + 1
 
-        progress_bar = _Progress(progress, len(tasks) + len(ready))
+        progress_bar = _Progress(on_progress, len(tasks) + len(ready))
         ledgers: list[tuple[str, Ledger]] = []
         errors: dict[str, int] = {}
         outcomes_by_case: dict[int, list[_Outcome]] = {}
