@@ -325,3 +325,19 @@ def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outp
     (turn,) = pairs[0].turns()
     assert turn[0] == 1 and turn[2]["answer"] == "old a" and turn[3]["answer"] == "new a"
     assert pairs[1].old == {}  # a baseline that kept no outputs
+
+
+def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
+    from conftest import RESPONSES, TESTCASES
+
+    from qareport.evaluation import evaluate_suite
+    from qareport.loading import load_suite
+    from qareport.runs import case_rows
+    from qareport.statistics import summarize
+
+    results = evaluate_suite(load_suite([str(TESTCASES)], [str(RESPONSES)])).results
+    headline = {item.metric: item.mean for item in headline_metrics(case_rows(results))}
+    data_query = summarize(results).data_query
+    assert data_query is not None
+    assert (data_query.macro_precision, data_query.macro_recall) == (headline["macro_precision"],
+                                                                     headline["macro_recall"])  # exactly
