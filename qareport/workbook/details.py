@@ -55,9 +55,8 @@ def _widths(details: Sequence[Sequence[tuple[Any, ...]]]) -> tuple[dict[int, flo
 
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
-    """Fill the sheet row by row; returns the first row of each case (for links from Overview).
-
-    The first row of each case links back to its Overview row."""
+    """Fill the sheet row by row with the report's Details rows (`Report.details`); returns the first
+    row of each case (for links from Overview), which links back to its Overview row."""
     widths, headers = _widths(report.details)
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
@@ -68,38 +67,46 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     first_rows: dict[str, int] = {}
     row = 2
     for result, rows in zip(report.results, report.details):
+        case_id = result.case.id
         for values in rows:
-            values = values[:len(headers)]
             linked = False
-            if result.case.id not in first_rows:
-                first_rows[result.case.id] = row
-                if overview_rows and result.case.id in overview_rows:
-                    styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[result.case.id]}",
-                                tooltip="this case in Overview")
-                    linked = True
-            if not linked and values[SCORE_COLUMN - 1] is None \
-                    and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
-                ws.write_values(row, values)  # most rows: plain values, nothing to style
-                row += 1
-                continue
-            tallest = 1
-            written = []
-            for column, value in enumerate(values, start=1):
-                if value is None:
-                    continue
-                cell = write(ws, row, column, value)
-                written.append(cell)
-                if column == SCORE_COLUMN and isinstance(value, (int, float)):
-                    cell.number_format = styles.SCORE_FORMAT
-                if _wraps(column, value):
-                    cell.alignment = styles.WRAP_TOP
-                    tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
-            if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
-                ws.set_height(row, styles.row_height_for(tallest))
-                for cell in written:
-                    if cell.alignment is None or not cell.alignment.wrap:
-                        cell.alignment = styles.TOP
-            ws.flush()
+            if case_id not in first_rows:
+                first_rows[case_id] = row
+                linked = _link_back(ws, row, case_id, overview_rows or {})
+            _write_row(ws, row, values[:len(headers)], linked=linked)
             row += 1
     styles.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
     return first_rows
+
+
+def _link_back(ws: Sheet, row: int, case_id: str, overview_rows: Mapping[str, int]) -> bool:
+    """The case's first row leads to its Overview row; whether it could."""
+    if case_id not in overview_rows:
+        return False
+    styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[case_id]}", tooltip="this case in Overview")
+    return True
+
+
+def _write_row(ws: Sheet, row: int, values: tuple[Any, ...], *, linked: bool) -> None:
+    if not linked and values[SCORE_COLUMN - 1] is None \
+            and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
+        ws.write_values(row, values)  # most rows: plain values, nothing to style
+        return
+    tallest = 1
+    written = []
+    for column, value in enumerate(values, start=1):
+        if value is None:
+            continue
+        cell = write(ws, row, column, value)
+        written.append(cell)
+        if column == SCORE_COLUMN and isinstance(value, (int, float)):
+            cell.number_format = styles.SCORE_FORMAT
+        if _wraps(column, value):
+            cell.alignment = styles.WRAP_TOP
+            tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
+    if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
+        ws.set_height(row, styles.row_height_for(tallest))
+        for cell in written:
+            if cell.alignment is None or not cell.alignment.wrap:
+                cell.alignment = styles.TOP
+    ws.flush()
