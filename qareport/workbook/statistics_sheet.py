@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport import kinds
+from qareport.aggregates import REPORTED_METRICS
 from qareport.comparison import SCORE_BINS, noise_words
 from qareport.digest import signed_bound
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table, metric_label
-from qareport.records import USAGE_FIELDS, RunInfo
+from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
@@ -24,12 +25,6 @@ from qareport.workbook.cells import write
 from qareport.workbook.sheet import Cell, Sheet
 from qareport.workbook.sheet_names import STATISTICS
 
-QA_METRICS = (
-    "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
-    "answer_relevance_cost", "retrieval_answer_recall", "retrieval_answer_precision",
-    "retrieval_answer_f1", "retrieval_context_recall", "retrieval_context_precision",
-    "retrieval_context_f1", *USAGE_FIELDS,
-)
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 
 
@@ -218,7 +213,7 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
     micro = aggregates.get("micro", {})
     macro = aggregates.get("macro", {})
-    metrics = [m for m in QA_METRICS if _template_metric(micro, m) is not None or m in macro]
+    metrics = [m for m in REPORTED_METRICS if _template_metric(micro, m) is not None or m in macro]
     counted = ("Means over the questions with a successful response; error samples are counted beside them. "
                if str(semantics) != "6" else
                "Means as graphrag-eval 6.x computes them: an error sample's steps score counts, as 0.0. ")
