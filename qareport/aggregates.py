@@ -68,6 +68,15 @@ METRICS_6 = (
 )
 """graphrag-eval 6.6's per-result metrics, in its order."""
 
+REPORTED_METRICS = (
+    "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
+    "answer_relevance_cost", "retrieval_answer_recall", "retrieval_answer_precision",
+    "retrieval_answer_f1", "retrieval_context_recall", "retrieval_context_precision",
+    "retrieval_context_f1", *USAGE_FIELDS,
+)
+"""Every metric the aggregates may give (the per-result ones and those of the retrieval steps), in
+the order a reader meets them (the Statistics sheet's columns and rows)."""
+
 ALWAYS_REPORTED = USAGE_FIELDS
 """Metrics reported even when no success sample has a value (then all statistics are 0)."""
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from qareport.console import ProgressBar
 from qareport.errors import QAReportError, UsageError
 from qareport.exit_status import JUDGE_FAILED
 from qareport.files import atomic_path
@@ -305,7 +306,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
             with Judge(settings, templates_dir=args.templates,
                        on_warning=lambda message: stderr.write(f"{PROG}: {message}\n")) as judge:
                 judge_failure = judge.judge_results(  # the rows are written as they are judged (on_result)
-                    cases, progress=None if args.quiet else stderr,
+                    cases, on_progress=None if args.quiet else ProgressBar(stderr),
                     metrics=("answer_correctness",), on_result=write).failure
     write_output(args.out_file, header, [done[i] for i in range(len(rows)) if i in done])
     if not args.quiet:

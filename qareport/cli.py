@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from qareport import __version__
-from qareport.console import safe_streams, visible
+from qareport.console import ProgressBar, safe_streams, visible
 from qareport.errors import BatchesPending, QAReportError, StrictModeError
 from qareport.exit_status import (
     INTERNAL_ERROR,
@@ -296,15 +296,16 @@ def command_run(args: argparse.Namespace) -> int:
         cluster_by_tag=args.cluster_by_tag,
     )
     if args.estimate:
-        estimated = estimate_pipeline(options, on_problems=_print_problems, progress=None)
+        estimated = estimate_pipeline(options, on_problems=_print_problems)
         if estimated.estimate is None:
             print(f"qareport: nothing to estimate: {visible(estimated.skipped_reason or 'the judge has no work')}")
         else:
             for line in estimated.estimate.lines():
                 print(visible(line))
         return 0
-    outcome = run_pipeline(options, on_problems=_print_problems, progress=None if args.quiet else sys.stderr,
-                           verbose=args.verbose, on_warning=_print_warning)
+    outcome = run_pipeline(options, on_problems=_print_problems,
+                           on_progress=None if args.quiet else ProgressBar(sys.stderr, verbose=args.verbose),
+                           on_warning=_print_warning)
     if not args.quiet:
         for notice in outcome.notices:
             print(f"qareport: {visible(notice)}", file=sys.stderr)

@@ -51,6 +51,7 @@ from qareport.clustered_statistics import (
     minimum_detectable_change,
 )
 from qareport.clusters import row_cluster
+from qareport.means import evaluated, mean, score
 from qareport.records import RunSnapshot, Unloaded
 from qareport.significance import ALPHA
 
@@ -63,15 +64,7 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "test chang
                                         "not loaded")
 
 
-def metric_label(metric: str | None) -> str:
-    return kinds.metric_label(metric)
-
-
-def _number(value: Any) -> float | None:
-    """A score that can be averaged and binned: a finite number (not a boolean), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+_number = score  # a score that can be averaged and binned (`means.score`)
 
 
 # --- headline metrics ----------------------------------------------------------------------------
@@ -97,7 +90,7 @@ class Headline:
 
     @property
     def label(self) -> str:
-        return metric_label(self.metric)
+        return kinds.metric_label(self.metric)
 
     @property
     def not_scored(self) -> int:
@@ -114,17 +107,16 @@ def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
     its 95 % interval and the cases that could have had it but were not scored."""
     headlines = []
     for metric in kinds.headline_metric_keys():
-        values = [value for row in rows
-                  if row.get("status") == "success" and (value := _number(row.get(metric))) is not None]
-        if not values:
+        scored = evaluated(rows, metric)
+        values = [value for value, _ in scored]
+        average = mean(values)
+        if average is None:
             continue
         not_scored = Counter(row.get("status") for row in _could_have(rows, metric) if row.get("status") != "success")
-        clusters = [row_cluster(row) for row in rows
-                    if row.get("status") == "success" and _number(row.get(metric)) is not None]
-        interval = clustered_interval(values, clusters=clusters)
+        interval = clustered_interval(values, clusters=[row_cluster(row) for _, row in scored])
         headlines.append(Headline(
             metric=metric,
-            mean=sum(values) / len(values),
+            mean=average,
             cases=len(values),
             errors=not_scored.get("error", 0),
             missing=not_scored.get("missing", 0),
@@ -249,7 +241,7 @@ class CaseMovement:
                 if change.old_status != change.new_status and change.new_status is not None:
                     parts.append(f"{change.old_status or 'new'} \u2192 {change.new_status}")
                 continue
-            parts.append(f"{metric_label(change.metric)} {_two(change.old)} \u2192 {_two(change.new)}")
+            parts.append(f"{kinds.metric_label(change.metric)} {_two(change.old)} \u2192 {_two(change.new)}")
         return ", ".join(dict.fromkeys(parts))
 
 
@@ -306,7 +298,7 @@ class HeadlineDelta:
 
     @property
     def label(self) -> str:
-        return metric_label(self.metric)
+        return kinds.metric_label(self.metric)
 
 
 def noise_words(beyond: bool | None, p_value: float | None) -> str | None:
@@ -348,7 +340,7 @@ class BreakdownChange:
 
     @property
     def label(self) -> str:
-        return self.metric if self.by == "dimension" else metric_label(self.metric)
+        return self.metric if self.by == "dimension" else kinds.metric_label(self.metric)
 
 
 @dataclass(frozen=True, slots=True)

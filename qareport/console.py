@@ -17,6 +17,7 @@ import re
 import time
 from typing import TextIO
 
+from qareport.progress import ProgressEvent
 from qareport.redaction import scrub_registered
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -42,43 +43,56 @@ def safe_streams(*streams: object) -> None:
             pass
 
 
-class Progress:
-    """Stages of a run on one terminal line: "evaluating 4,512/10,000", then "evaluated … in 2.1 s".
+class ProgressBar:
+    """The one progress display: draws what the library tells (`progress.ProgressEvent`) on one
+    terminal line, "qareport: judging [######......] 12/40 · 30 calls · 4 cached · $0.0012", and
+    says each stage's end with its time when `verbose` ("qareport: evaluated 29 test cases in 2.1 s").
 
-    Silent when the stream is not a terminal (or is None); `verbose` also prints each finished
-    stage with its time when it is not.
+    Draws nothing when the stream is not a terminal (or is None); the ends that are results
+    (`always`, the judge's usage line) are said there too.
     """
+
+    WIDTH = 24  # the bar's characters
 
     def __init__(self, stream: TextIO | None, *, verbose: bool = False):
         self.stream = stream
         self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
         self.verbose = verbose
-        self._stage = ""
-        self._started = 0.0
+        self._stage: str | None = None
         self._drawn = 0.0
 
-    def start(self, stage: str) -> None:
-        self._stage, self._started = stage, time.monotonic()
-        self._draw(f"{stage}…", force=True)
-
-    def advance(self, done: int, total: int) -> None:
-        self._draw(f"{self._stage} {done:,}/{total:,}", force=done >= total)
-
-    def finish(self, summary: str) -> None:
-        seconds = time.monotonic() - self._started
-        line = f"qareport: {summary} in {seconds:.1f} s"
-        if self.tty and self.stream is not None:
-            self.stream.write("\r\x1b[2K" + line + "\n" if self.verbose else "\r\x1b[2K")
-            self.stream.flush()
-        elif self.verbose and self.stream is not None:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-
-    def _draw(self, text: str, *, force: bool = False) -> None:
-        if not self.tty or self.stream is None:
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.finished is not None:
+            self._finish(event)
+            return
+        if not self.tty:
             return
         now = time.monotonic()
+        force = event.stage != self._stage or (event.total is not None and event.done >= event.total)
         if force or now - self._drawn > 0.1:
-            self._drawn = now
-            self.stream.write("\r\x1b[2K" + f"qareport: {text}")
+            self._stage, self._drawn = event.stage, now
+            self._write("\r\x1b[2K" + f"qareport: {self.text(event)}")
+
+    @classmethod
+    def text(cls, event: ProgressEvent) -> str:
+        """The bar's words: "evaluating 29 test cases…", or the stage with its bar, count and detail."""
+        if event.total is None:
+            return f"{event.stage}\u2026"
+        filled = int(cls.WIDTH * event.done / event.total) if event.total else cls.WIDTH
+        text = f"{event.stage} [{'#' * filled}{'.' * (cls.WIDTH - filled)}] {event.done:,}/{event.total:,}"
+        return f"{text} \u00b7 {event.detail}" if event.detail else text
+
+    def _finish(self, event: ProgressEvent) -> None:
+        line = (f"qareport: {event.finished} in {event.seconds:.1f} s" if event.seconds is not None
+                else str(event.finished))
+        shown = self.verbose or event.always
+        if self.tty:
+            self._write("\r\x1b[2K" + (line + "\n" if shown else ""))
+        elif shown:
+            self._write(line + "\n")
+        self._stage = None
+
+    def _write(self, text: str) -> None:
+        if self.stream is not None:
+            self.stream.write(text)
             self.stream.flush()

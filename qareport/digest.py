@@ -28,7 +28,6 @@ from qareport.comparison import (
     Headline,
     HeadlineDelta,
     fewest_clusters_to_decide,
-    metric_label,
     weakest_cases,
 )
 from qareport.judged_metrics import JudgedMetric
@@ -218,7 +217,7 @@ def _weakest(kind: kinds.Kind, rows: Sequence[Mapping[str, Any]]) -> Weakest | N
         first = values[0]
         lines.append(CaseLine(str(row.get("case_id")), str(row.get("name") or ""), what, row.get("reason"),
                               float(first) if isinstance(first, (int, float)) else None))
-    return Weakest(kind.label, " / ".join(metric_label(metric) for metric in ranking), tuple(lines))
+    return Weakest(kind.label, " / ".join(kinds.metric_label(metric) for metric in ranking), tuple(lines))
 
 
 def stakeholder_words(why: str) -> str:
@@ -275,9 +274,7 @@ def _with_verdict(digest: Digest) -> Digest:
         if digest.baseline is not None and digest.deltas:
             count = digest.regressed_total
             parts.append(f"{count} regression{'s' if count != 1 else ''}" if count else "no regression")
-        for item in digest.headline:
-            if item.mean is None:
-                continue
+        for item in moved_first(digest):
             part = f"{item.label} {item.mean:.2f}"
             delta = digest.delta(item.metric)
             if delta is not None and delta.shown_delta is not None:
@@ -293,6 +290,61 @@ def _with_verdict(digest: Digest) -> Digest:
         return replace(digest, verdict=lead, lead=lead)
     short = lead if incomplete else (_fit(parts, room) or f"{digest.cases} test cases")
     return replace(digest, verdict=f"{short}{VERDICT_JOIN}{tail}", lead=lead)
+
+
+def moved_first(digest: Digest) -> tuple[Headline, ...]:
+    """The headline metrics that have a mean, what moved first: the drops, largest first, then the
+    rises, largest first (a change that rounds to nothing has not moved), then the others in the
+    registry's order. A line that runs out of room then leaves out a metric that held, never the
+    one that regressed."""
+
+    def order(indexed: tuple[int, Headline]) -> tuple[int, int, float, int]:
+        index, item = indexed
+        delta = digest.delta(item.metric)
+        change = delta.shown_delta if delta is not None else None
+        if change is None or signed(change) == "\u00b10.00":
+            return (1, 0, 0.0, index)
+        return (0, 0 if change < 0 else 1, -abs(change), index)
+
+    shown = [(index, item) for index, item in enumerate(digest.headline) if item.mean is not None]
+    return tuple(item for _, item in sorted(shown, key=order))
+
+
+def summary_line(digest: Digest, *, output: str, notes: Sequence[str] = ()) -> str:
+    """The console's closing line: "report.xlsx: 29 cases: 26 evaluated, 2 error, 1 missing; mean
+    keyword recall 0.50; mean macro precision 0.84; ...": every headline metric of the run (over its
+    evaluated cases, as the Summary gives it), what moved first; then `notes` and the problems."""
+    counts = digest.status_counts
+    parts = [f"{digest.cases} cases: {digest.evaluated} evaluated"]
+    parts += [f"{counts[status]} {status}" for status in ("error", "missing", "invalid") if counts.get(status)]
+    line = f"{output}: " + ", ".join(parts)
+    for item in moved_first(digest):
+        line += f"; mean {item.label} {item.mean:.2f}"
+    for note in notes:
+        line += f"; {note}"
+    if digest.problems:
+        line += f"; {digest.problems} problem(s) listed in the Problems sheet"
+    return line
+
+
+def comparison_line(digest: Digest) -> str | None:
+    """What moved since the baseline, in one line, what moved first; an incomplete run says so instead."""
+    incomplete = next((alert for alert in digest.alerts if alert.startswith("INCOMPLETE RUN")), None)
+    if incomplete:
+        return f"{incomplete}: no deltas are shown; see the Problems sheet and the status column"
+    if digest.baseline is None:
+        return None
+    deltas = []
+    for item in moved_first(digest):
+        delta = digest.delta(item.metric)
+        if delta is not None and delta.new is not None and delta.shown_delta is not None:
+            deltas.append(f"{delta.label} {delta.new:.2f} ({delta.shown_delta:+.2f})")  # as the Summary shows it
+    counts = digest.baseline.counts
+    line = f"since the baseline: {counts.get('regression', 0)} regressed, {counts.get('improvement', 0)} improved"
+    line += f"; {', '.join(deltas)}" if deltas else ""
+    if digest.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
+        line += f"; {digest.beyond_noise} of {digest.tests} changes beyond noise (false discovery rate 5%)"
+    return line
 
 
 def _fit(parts: Sequence[str], room: int) -> str:

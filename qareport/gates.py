@@ -21,6 +21,7 @@ from typing import Any
 
 from qareport import kinds
 from qareport.errors import UsageError
+from qareport.means import mean_over_evaluated
 from qareport.report import Report
 
 
@@ -82,13 +83,8 @@ def check_gate_tags(thresholds: Sequence[Threshold], tags: Iterable[str]) -> Non
 
 def metric_mean(rows: Iterable[Mapping[str, Any]], metric: str, *, tag: str | None = None) -> tuple[float | None, int]:
     """The mean of a metric over the evaluated cases (with `tag`, only those in that tag), and how
-    many cases it is over."""
-    values = [
-        float(value) for row in rows
-        if row.get("status") == "success" and (tag is None or tag in (row.get("groups") or ()))
-        and isinstance(value := row.get(metric), (int, float)) and not isinstance(value, bool)
-    ]
-    return (sum(values) / len(values) if values else None), len(values)
+    many cases it is over (`means.mean_over_evaluated`, as the Summary's headline)."""
+    return mean_over_evaluated(rows, metric, tag=tag)
 
 
 def check_gates(report: Report, *, fail_on_regression: bool = False,

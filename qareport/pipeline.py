@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from qareport import __version__, preflight
 from qareport.clusters import cluster_by_tag
 from qareport.collector import run_scope
-from qareport.console import Progress
+from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import EvaluationOptions, evaluate_suite
@@ -34,6 +34,7 @@ from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
+from qareport.progress import OnProgress, Stages
 from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import (
@@ -197,18 +198,17 @@ def run_pipeline(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
-    progress: TextIO | None = None,
-    verbose: bool = False,
+    on_progress: OnProgress | None = None,
     on_stage: Callable[[str], None] = lambda stage: None,
     on_warning: Callable[[str], None] = _log_warning,
 ) -> RunOutcome:
     """Run `options`; `on_problems` gets the input problems as they are found, `on_stage` the name
     of each stage (`STAGES`) as it starts, `on_warning` each note that does not stop the run (an
     option of the graphrag-eval 6.x configuration that is ignored, an earlier run the history
-    skipped, a cache that is not used; by default the "qareport" logger). Progress is written to
-    `progress` when one is given. The library itself never writes to the terminal."""
+    skipped, a cache that is not used; by default the "qareport" logger), `on_progress` how far each
+    stage is (`qareport.progress`). The library itself never writes to the terminal."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        outcome = _run(options, on_problems=on_problems, progress=progress, verbose=verbose, on_stage=on_stage,
+        outcome = _run(options, on_problems=on_problems, on_progress=on_progress, on_stage=on_stage,
                        on_warning=on_warning)
     assert isinstance(outcome, RunOutcome)
     return outcome
@@ -218,7 +218,7 @@ def estimate_pipeline(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None,
-    progress: TextIO | None = None,
+    on_progress: OnProgress | None = None,
     on_warning: Callable[[str], None] = _log_warning,
 ) -> RunEstimate:
     """Load and evaluate `options` as `run_pipeline` does, then estimate what judging would take
@@ -229,7 +229,7 @@ def estimate_pipeline(
     options = replace(options, estimate=True,
                       judge_options={"api_key": PLACEHOLDER_API_KEY, **options.judge_options})
     with run_scope():
-        outcome = _run(options, on_problems=on_problems, progress=progress, verbose=False,
+        outcome = _run(options, on_problems=on_problems, on_progress=on_progress,
                        on_stage=lambda stage: None, on_warning=on_warning)
     assert isinstance(outcome, RunEstimate)
     return outcome
@@ -239,8 +239,7 @@ def _run(
     options: RunOptions,
     *,
     on_problems: Callable[[Sequence[Problem]], None],
-    progress: TextIO | None,
-    verbose: bool,
+    on_progress: OnProgress | None,
     on_stage: Callable[[str], None],
     on_warning: Callable[[str], None],
 ) -> RunOutcome | RunEstimate:
@@ -296,7 +295,7 @@ def _run(
     if options.email is not None and settings.email is not None:
         check_email_request(options.email, settings.email)
 
-    stages = Progress(progress, verbose=verbose)
+    stages = Stages(on_progress)
     on_stage("loading")
     stages.start("loading test cases and responses")
     cache = ParseCache(default_folder(os.environ), on_warning=on_warning) if settings.run.testcase_cache else None
@@ -340,7 +339,7 @@ def _run(
     elif judge is not None:
         def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             nonlocal usage, judge_failure, not_judged, judge_budget
-            judged = judge.judge_results(results, progress=progress)
+            judged = judge.judge_results(results, on_progress=on_progress)
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
             judge_budget = judged.budget_reached
             judged_results: list[dict[str, Any]] = judged.results
@@ -409,10 +408,10 @@ def _run(
                               min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
                               baseline_reviews=baseline_reviews if with_earlier else None,
                               baseline_warnings=baseline_warnings if with_earlier else (),
-                              history_reviews=history_reviews if with_earlier else ())
+                              history_reviews=history_reviews if with_earlier else (), templates_dir=templates_dir)
         on_stage("writing")
         stages.start(f"writing {options.output}")
-        write_workbook(report, options.output, templates_dir=templates_dir)
+        write_workbook(report, options.output)
         stages.finish(f"wrote {options.output}")
         return report
 
@@ -454,7 +453,7 @@ def _run(
         except QAReportError as error:
             raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
-    return RunOutcome(report, _summary_line(options.output, report), email_line, _comparison_line(report),
+    return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
                       _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
                       faults=tuple(faults), judge_budget=judge_budget)
 
@@ -479,44 +478,15 @@ def _judge_line(report: Report) -> str | None:
     return f"judge{batches}: " + "; ".join(shown) if shown else None
 
 
-def _comparison_line(report: Report) -> str | None:
-    """What moved since the baseline, in one line; an incomplete run says so instead."""
-    if report.incomplete:
-        return f"{report.incomplete}: no deltas are shown; see the Problems sheet and the status column"
-    comparison = report.comparison
-    if comparison is None:
-        return None
-    # + 0.0: a drop that rounds to nothing reads +0.00, not -0.00
-    deltas = [f"{delta.label} {delta.new:.2f} ({delta.shown_delta:+.2f})" for delta in comparison.headline
-              if delta.new is not None and delta.shown_delta is not None]  # the change as the Summary shows it
-    counts = comparison.counts()
-    line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
-    line += f"; {', '.join(deltas)}" if deltas else ""
-    if comparison.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
-        line += f"; {comparison.beyond_noise} of {comparison.tests} changes beyond noise (false discovery rate 5%)"
-    return line
-
-
 def _has_answers(results: Sequence[CaseResult]) -> bool:
     return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
 
 
 def _summary_line(output: str, report: Report) -> str:
-    statistics, problems = report.statistics, report.problems
-    counts = statistics.status_counts
-    parts = [f"{sum(counts.values())} cases: {counts.get('success', 0)} evaluated"]
-    parts += [f"{counts[s]} {s}" for s in ("error", "missing", "invalid") if counts.get(s)]
-    line = f"{output}: " + ", ".join(parts)
-    if statistics.data_query and statistics.data_query.macro_precision is not None:
-        dq = statistics.data_query
-        line += f"; macro precision {dq.macro_precision:.2f}, macro recall {dq.macro_recall:.2f}"
-    if statistics.qa_aggregates:
-        steps = statistics.qa_aggregates.get("micro", {}).get("steps_score")
-        if steps:
-            line += f"; mean steps score {steps['mean']:.2f}"
-            if str(report.run.options.get("steps_semantics", 5)) == "6" and counts.get("error"):
-                # graphrag-eval 6.x's mean: beside it, the deltas are over evaluated cases only
-                line += " (graphrag-eval 6.x's mean, error responses counted as 0)"
-    if problems:
-        line += f"; {len(problems)} problem(s) listed in the Problems sheet"
-    return line
+    """The digest's closing line; under graphrag-eval 6.x rules with error responses, the 6.x library's
+    own steps mean (errors counted as 0) follows, named as such."""
+    notes = []
+    steps = (report.statistics.qa_aggregates or {}).get("micro", {}).get("steps_score")
+    if steps and str(report.run.options.get("steps_semantics", 5)) == "6" and report.digest.status_counts.get("error"):
+        notes.append(f"mean steps score {steps['mean']:.2f} (graphrag-eval 6.x's mean, error responses counted as 0)")
+    return summary_line(report.digest, output=output, notes=notes)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qareport import kinds
+from qareport.case_table import CaseTable, details_table, overview_table
 from qareport.collector import collector_paused
 from qareport.comparison import (
     Comparison,
@@ -72,6 +73,9 @@ class Report:
     agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
     grades: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
+    overview: CaseTable = field(default_factory=lambda: CaseTable((), ()))
+    """The Overview's columns and each case's values in them (`case_table`)."""
+    details: tuple[tuple[tuple[Any, ...], ...], ...] = ()  # each case's Details rows, in the cases' order
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -94,11 +98,13 @@ def build_report(
     baseline_reviews: Mapping[str, Review] | None = None,
     baseline_warnings: Sequence[str] = (),
     history_reviews: Sequence[Mapping[str, Review]] = (),
+    templates_dir: str | None = None,
 ) -> Report:
     """Everything the writers need from one run. `baseline` adds the comparison (and, with
     `baseline_reviews`, the reviews carried over); `history` the trend (the baseline is a point of
     the trend too); `history_reviews`, the reviews typed into each run of `history` (in its order), the
-    judge against the analysts over the history."""
+    judge against the analysts over the history. `templates_dir` overrides the templates of the
+    details cells."""
     results = tuple(results)
     rows = tuple(case_rows(results))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
@@ -117,6 +123,7 @@ def build_report(
         earlier.append((baseline, dict(baseline_reviews or {})))
     agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
                                 custom=custom_metric_names())
+    present = tuple(kind for kind in kinds.REGISTRY if kind.present(results))
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
         comparison=comparison, alerts=[text for text in (not_loaded, incomplete) if text], judged=judged,
@@ -131,12 +138,11 @@ def build_report(
         headline=headline,
         judged=judged,
         status_counts=counts,
-        kinds=tuple(kind for kind in kinds.REGISTRY if kind.present(results)),
+        kinds=present,
         digest=digest,
         reasons=reasons,
         score_distributions=_score_distributions(rows),
-        kind_tables=tuple(table for kind in kinds.REGISTRY if kind.present(results)
-                          for table in kind.statistics_tables(results)),
+        kind_tables=tuple(table for kind in present for table in kind.statistics_tables(results)),
         comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
         reviews=reviews,
@@ -148,6 +154,9 @@ def build_report(
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         grades=kinds.grade_counts(results),
+        overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
+                                templates_dir=templates_dir),
+        details=details_table(present, results, reasons),
     )
 
 

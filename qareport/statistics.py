@@ -15,6 +15,7 @@ import pandas as pd
 
 from qareport.aggregates import compute_aggregates
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
+from qareport.means import mean
 from qareport.records import CaseResult
 
 STATUSES = ("success", "error", "missing", "invalid")
@@ -91,8 +92,9 @@ def _scores(name: str, frame: pd.DataFrame) -> GroupScores:
 
 
 def _mean(series: pd.Series) -> float | None:
-    values = series.dropna()
-    return float(values.astype(float).mean()) if len(values) else None
+    """The mean over the evaluated cases as every output gives it (`means.mean`: summed in case
+    order), so that the Statistics sheet and the Summary show the same digits."""
+    return mean([float(value) for value in series.dropna()])
 
 
 def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, ...]:

@@ -45,6 +45,22 @@ def test_a_headline_metric_is_the_mean_over_evaluated_cases_with_the_unscored_ca
     assert (got["steps_score"].mean, got["steps_score"].cases, got["steps_score"].errors, got["steps_score"].missing) == (1.0, 1, 1, 0)
 
 
+def test_the_gates_and_the_headline_take_one_mean_over_the_evaluated_cases():
+    from qareport.gates import metric_mean
+
+    rows = [
+        case("a", macro_recall=1.0),
+        case("b", macro_recall=0.5),
+        case("c", macro_recall=float("nan")),  # a value that is no score (as a hand-edited stored run may hold)
+        case("d", macro_recall=True),
+        case("e", "error", macro_recall=0.0),
+    ]
+    rows[0]["groups"] = ["weo"]
+    (headline,) = [h for h in headline_metrics(rows) if h.metric == "macro_recall"]
+    assert metric_mean(rows, "macro_recall") == (headline.mean, headline.cases) == (0.75, 2)
+    assert metric_mean(rows, "macro_recall", tag="weo") == (1.0, 1)
+
+
 def test_the_headline_lists_only_the_metrics_a_run_has_in_a_fixed_order():
     rows = [case("a", answer_f1=0.4, macro_recall=1.0)]
     assert [h.metric for h in headline_metrics(rows)] == ["macro_recall", "answer_f1"]
@@ -309,3 +325,19 @@ def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outp
     (turn,) = pairs[0].turns()
     assert turn[0] == 1 and turn[2]["answer"] == "old a" and turn[3]["answer"] == "new a"
     assert pairs[1].old == {}  # a baseline that kept no outputs
+
+
+def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
+    from conftest import RESPONSES, TESTCASES
+
+    from qareport.evaluation import evaluate_suite
+    from qareport.loading import load_suite
+    from qareport.runs import case_rows
+    from qareport.statistics import summarize
+
+    results = evaluate_suite(load_suite([str(TESTCASES)], [str(RESPONSES)])).results
+    headline = {item.metric: item.mean for item in headline_metrics(case_rows(results))}
+    data_query = summarize(results).data_query
+    assert data_query is not None
+    assert (data_query.macro_precision, data_query.macro_recall) == (headline["macro_precision"],
+                                                                     headline["macro_recall"])  # exactly

@@ -162,7 +162,7 @@ def test_a_bug_in_an_optional_stage_leaves_out_that_stage_only(last_week, tmp_pa
     options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(tmp_path / "w.xlsx"),
                          results_path=str(tmp_path / "w.json"), baseline=str(last_week),
                          history=(str(last_week),), judge_options={"enabled": False})
-    outcome = run_pipeline(options, progress=None, on_stage=fail_in)
+    outcome = run_pipeline(options, on_stage=fail_in)
     assert outcome.exit_status == INTERNAL_ERROR
     assert next((fault.stage, str(fault.error)) for fault in outcome.faults)[1] == f"bug in {stage}"
     assert left_out in outcome.faults[0].left_out

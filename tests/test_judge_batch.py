@@ -295,12 +295,10 @@ def test_the_polling_interval_never_passes_judge_batch_poll(stub, tmp_path):
 
 
 def test_the_batch_progress_says_the_state_of_each_batch(stub, tmp_path):
-    import io
-
-    stream = io.StringIO()
+    told = []
     with Judge(judge_settings(stub, tmp_path)) as judge:
-        judge.judge_results(RESULTS, progress=stream)
-    text = stream.getvalue()
+        judge.judge_results(RESULTS, on_progress=told.append)
+    text = "\n".join(event.finished for event in told if event.finished)
     assert "judge batch batch_stub_1: submitted 4 chat request(s) for gpt-4o-mini" in text
     assert "judge batch batch_stub_1: completed, 4/4 done" in text
     assert "judge batch batch_stub_1: completed; 4 of 4 repl(ies) collected" in text

@@ -13,6 +13,7 @@ from datetime import UTC
 import pytest
 from openai_stub import Fault, generated_questions, serve_stub, stub_embedding
 
+from qareport.console import ProgressBar
 from qareport.errors import JudgeError
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.answer_relevance import cosine_similarity
@@ -524,7 +525,7 @@ def test_json_object_mode_for_servers_without_schemas(server, tmp_path):
 def test_the_api_key_appears_in_no_output(server, tmp_path, capsys):
     results = [_retrieval_case(), qa(question="q2")]
     settings = settings_for(server, tmp_path)
-    usage = judge(settings, results, progress=io.StringIO())
+    usage = judge(settings, results, on_progress=ProgressBar(io.StringIO()))
     judge(settings, copy.deepcopy(results))
     assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in server.requests)  # it was sent
     texts = [json.dumps(results), json.dumps(usage.to_dict()), usage.summary(), repr(settings),
@@ -541,7 +542,7 @@ def test_the_api_key_appears_in_no_output(server, tmp_path, capsys):
 
 def test_progress_summary_line_when_not_a_tty(server, tmp_path):
     stream = io.StringIO()
-    usage = judge(settings_for(server, tmp_path), [qa(), qa(question="q2")], progress=stream)
+    usage = judge(settings_for(server, tmp_path), [qa(), qa(question="q2")], on_progress=ProgressBar(stream))
     lines = stream.getvalue().splitlines()
     assert lines == [usage.summary()]
     # requests only: cases are counted once, by qareport.judged_metrics (the judge line), not here
@@ -558,9 +559,9 @@ class _Terminal(io.StringIO):
 
 def test_progress_bar_on_a_tty(server, tmp_path):
     stream = _Terminal()
-    judge(settings_for(server, tmp_path), [qa(), qa(question="q2")], progress=stream)
+    judge(settings_for(server, tmp_path), [qa(), qa(question="q2")], on_progress=ProgressBar(stream))
     text = stream.getvalue()
-    assert "\rjudge [" in text and "4/4" in text
+    assert "\r\x1b[2Kqareport: judging [" in text and "4/4" in text  # the one bar (`console.ProgressBar`)
     assert text.endswith("s\n")
 
 

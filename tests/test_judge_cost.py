@@ -37,7 +37,7 @@ def options(tmp_path, cache="cache.sqlite3", config=None, **judge):
 
 
 def estimate_rows(tmp_path, **kwargs):
-    estimated = estimate_pipeline(options(tmp_path, **kwargs), progress=None)
+    estimated = estimate_pipeline(options(tmp_path, **kwargs))
     assert estimated.estimate is not None
     return {row.metric: row for row in estimated.estimate.metrics}, estimated.estimate.total
 
@@ -64,7 +64,7 @@ def test_the_estimate_needs_no_api_key(tmp_path, capsys):
 def test_the_estimate_equals_what_a_direct_run_then_reports(stub, tmp_path):
     rows, total = estimate_rows(tmp_path)
     assert stub.calls == 0
-    outcome = run_pipeline(options(tmp_path), progress=None)
+    outcome = run_pipeline(options(tmp_path))
     usage = outcome.report.run.judge_usage
     assert usage is not None
     by_metric = usage["by_metric"]
@@ -89,7 +89,7 @@ def test_the_estimate_equals_what_a_direct_run_then_reports(stub, tmp_path):
 def test_cached_judgments_are_counted_as_cached(stub, tmp_path):
     config = tmp_path / "qareport.yaml"
     config.write_text(CORRECTNESS_ONLY)
-    run_pipeline(options(tmp_path, config=str(config)), progress=None)  # answer correctness only
+    run_pipeline(options(tmp_path, config=str(config)))  # answer correctness only
     judged = stub.chat_calls
     rows, _ = estimate_rows(tmp_path)
     correctness, relevance = rows["answer_correctness"], rows["answer_relevance"]
@@ -97,7 +97,7 @@ def test_cached_judgments_are_counted_as_cached(stub, tmp_path):
     assert correctness.cost_usd == 0
     assert relevance.cached == 0 and relevance.calls == relevance.judgments > 0
 
-    run_pipeline(options(tmp_path), progress=None)  # everything judged and cached
+    run_pipeline(options(tmp_path))  # everything judged and cached
     rows, total = estimate_rows(tmp_path)
     assert total.calls == 0 and total.cost_usd == 0
     assert rows["answer_relevance embeddings"].cached == rows["answer_relevance embeddings"].judgments > 0

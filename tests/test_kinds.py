@@ -173,3 +173,88 @@ def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
                                         "answer_relevance")
     assert kinds.headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
                                             "answer_relevance")
+
+
+def _mixed_suite(folder, answers: dict[str, str]):
+    """The bundled suite (indicator selection, steps) with the toy kind's two cases beside it."""
+    import shutil
+
+    from conftest import TESTCASES
+
+    shutil.copytree(TESTCASES / "imf", folder / "cases" / "imf")
+    shutil.copytree(TESTCASES / "power-system", folder / "cases" / "power-system")
+    shutil.copytree(TESTCASES / "responses", folder / "responses")
+    (folder / "cases" / "keywords.yaml").write_text(CASES, encoding="utf-8")
+    (folder / "responses" / "keywords.json").write_text(json.dumps(
+        [{"id": case_id, "actual_answer": answer} for case_id, answer in answers.items()]), encoding="utf-8")
+    return ["run", str(folder / "cases"), "--responses", str(folder / "responses"), "--no-llm"]
+
+
+def test_a_registered_kinds_regression_leads_the_console_line_the_email_subject_and_its_verdict(
+        keywords_kind, tmp_path, capsys):
+    import email
+    import email.policy
+
+    last_week, this_week = tmp_path / "last", tmp_path / "this"
+    last_run = _mixed_suite(last_week, {"capital": "Oslo is the capital", "river": "The Nile"})
+    this_run = _mixed_suite(this_week, {"capital": "It is Oslo", "river": "The Nile"})
+    assert main([*last_run, "--output", str(last_week / "report.xlsx"), "--quiet"]) == 0
+    capsys.readouterr()
+    report = this_week / "report.xlsx"
+    assert main([*this_run, "--output", str(report), "--baseline", str(last_week / "report.xlsx")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+
+    # keyword recall fell from 1.00 to 0.75; the built-in metrics held: the moved one comes first everywhere
+    summary = next(line for line in printed if line.startswith(f"{report}: "))
+    assert summary.split("; ")[1] == "mean keyword recall 0.75", summary
+    assert "; mean macro precision 0.84; mean macro recall 0.84; mean steps score 0.73" in summary
+    since = next(line for line in printed if line.startswith("since the baseline"))
+    assert since.startswith("since the baseline: 1 regressed, 0 improved; keyword recall 0.75 (-0.25), "), since
+
+    eml = tmp_path / "report.eml"
+    assert main(["email", str(report), "--to", "team@example.com", "--from", "qa@example.com",
+                 "--eml", str(eml)]) == 0
+    message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+    assert message["Subject"].startswith("1 regression, keyword recall 0.75 (\u22120.25), "), message["Subject"]
+    body = message.get_body(("plain",)).get_content()
+    assert "1 regression, keyword recall 0.75 (\u22120.25), macro precision 0.84" in body, body
+
+
+def test_the_writers_only_lay_out_the_case_values_the_report_model_computed_once(keywords_kind, tmp_path):
+    from qareport.evaluation import evaluate_suite
+    from qareport.loading import load_suite
+    from qareport.records import RunInfo
+    from qareport.report import build_report
+    from qareport.workbook import write_workbook
+
+    _write(tmp_path, {"capital": "It is Oslo", "river": "The Nile"})
+    calls: list[str] = []
+    explain, details_rows = keywords_kind.explain, keywords_kind.details_rows
+    keywords_kind.explain = lambda result: calls.append("explain") or explain(result)
+    keywords_kind.details_rows = lambda result: calls.append("details") or details_rows(result)
+    try:
+        suite = load_suite([str(tmp_path / "cases.yaml")], [str(tmp_path / "responses.json")])
+        report = build_report(evaluate_suite(suite).results, (), RunInfo(created="2024-05-08T10:00:00+00:00",
+                                                                         qareport_version="0.1.0"))
+        assert calls.count("details") == 2  # once per case
+        calls.clear()
+        write_workbook(report, tmp_path / "report.xlsx")
+    finally:
+        del keywords_kind.explain, keywords_kind.details_rows
+    assert calls == []  # neither the missed-keywords column nor the Details rows were asked for again
+    header, *rows = _sheet(tmp_path / "report.xlsx", "Overview")
+    assert [dict(zip(header, row))["missed keywords"] for row in rows] == ["missed keywords capital", None]
+    assert ("capital", "geo", 1, "keywords", "missed", "capital", None, None, None, None) in _sheet(
+        tmp_path / "report.xlsx", "Details")
+
+
+def test_a_metric_has_one_label_wherever_it_is_shown():
+    from qareport.workbook import statistics_sheet
+
+    assert kinds.metric_label("retrieval_context_recall") == "context recall (text similarity)"
+    assert kinds.metric_label("retrieval_answer_f1") == "retrieval answer F1"
+    assert kinds.metric_label("elapsed_sec") == "elapsed seconds"
+    assert kinds.metric_label("answer_f1") == "answer F1"
+    assert not hasattr(statistics_sheet, "LABELS")  # the Statistics sheet asks `kinds` like every other sheet
+    assert [kinds.metric_format(key) for key in ("answer_relevance_cost", "input_tokens", "elapsed_sec",
+                                                 "steps_score")] == ["cost", "integer", "seconds", "score"]

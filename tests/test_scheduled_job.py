@@ -13,6 +13,7 @@ from openpyxl import load_workbook
 from test_email import REGRESSED_CASE, last_week_responses, sender, smtp_args, smtp_server  # noqa: F401 (fixtures)
 
 from qareport.cli import main
+from qareport.console import ProgressBar
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -405,11 +406,30 @@ def test_progress_shows_on_a_terminal_and_never_in_a_log(tmp_path, tty):
     stream = Terminal(tty)
     run_pipeline(RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),),
                             output=str(tmp_path / "week.xlsx"), judge_options={"enabled": False}),
-                 progress=stream)
+                 on_progress=ProgressBar(stream))
     if tty:
         assert "qareport: evaluating 29 test cases…" in stream.text and "\r" in stream.text
     else:
         assert stream.text == ""
+
+
+def test_the_library_tells_progress_to_a_callback_and_the_cli_draws_one_bar(tmp_path, capsys):
+    from qareport.pipeline import RunOptions, run_pipeline
+    from qareport.progress import ProgressEvent
+
+    events: list[ProgressEvent] = []
+    run_pipeline(RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),),
+                            output=str(tmp_path / "week.xlsx"), judge_options={"enabled": False}),
+                 on_progress=events.append)
+    assert capsys.readouterr() == ("", "")  # told, never drawn
+    finished = [event.finished for event in events if event.finished is not None]
+    assert finished == ["loaded 29 test cases and 28 responses", "evaluated 29 test cases",
+                        f"wrote {tmp_path / 'week.xlsx'}"]
+    assert all(event.seconds is not None and event.seconds >= 0 for event in events if event.finished)
+    # the judge's bar and the stages' are one bar: the same words for any counted stage
+    judging = ProgressEvent("judging", 3, 4, "5 calls \u00b7 1 cached \u00b7 $0.0012")
+    assert ProgressBar.text(judging) == "judging [##################......] 3/4 \u00b7 5 calls \u00b7 1 cached \u00b7 $0.0012"
+    assert ProgressBar.text(ProgressEvent("evaluating 29 test cases")) == "evaluating 29 test cases\u2026"
 
 
 def test_verbose_prints_each_stage_with_its_time(tmp_path, capsys):

@@ -36,11 +36,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
 
 from qareport.errors import BatchesPending, JudgeAborted, JudgeCallFailed, JudgeError
+from qareport.progress import OnProgress, ProgressEvent, no_progress
 
 if TYPE_CHECKING:
     from qareport.judge.cache import JudgeCache
@@ -184,7 +185,7 @@ class _Batch:
 class BatchJudging:
     """Runs the rounds of a batch run (see the module's docstring) for one `Judge.judge_results`."""
 
-    def __init__(self, client: JudgeClient, *, progress: TextIO | None = None,
+    def __init__(self, client: JudgeClient, *, on_progress: OnProgress | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
         cache = client.cache
         problem = batch_problem(client.settings, cache)
@@ -194,7 +195,7 @@ class BatchJudging:
         self.settings = client.settings
         self.cache = cache
         self.replies = BatchReplies(cache)
-        self.progress = progress
+        self._tell = on_progress or no_progress
         self._clock = clock
         self._sleep = sleep
         self.batch_ids: list[str] = []  # every batch this run submitted or collected, in order
@@ -440,9 +441,7 @@ class BatchJudging:
     # -- the console
 
     def _say(self, line: str) -> None:
-        if self.progress is not None:
-            self.progress.write(line + "\n")
-            self.progress.flush()
+        self._tell(ProgressEvent("judging in batches", finished=f"qareport: {line}", always=True))
 
     def _describe(self, error: openai.OpenAIError) -> str:
         if isinstance(error, openai.APIStatusError):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, TextIO
+from typing import Any
 
 import jinja2
 
@@ -43,6 +43,7 @@ from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
 from qareport.kinds.answers import answer_text
+from qareport.progress import OnProgress, ProgressEvent, no_progress
 from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
 
@@ -164,17 +165,16 @@ class _Task:
 
 
 class _Progress:
-    """A progress bar on a terminal, and the usage summary line at the end."""
+    """Tells `on_progress` how far the judging is: cases done, calls, cache hits and cost so far;
+    and, at the end, the usage line."""
 
-    def __init__(self, stream: TextIO | None, total: int):
-        self.stream = stream
+    def __init__(self, on_progress: OnProgress | None, total: int):
+        self._tell = on_progress or no_progress
         self.total = total
         self.done = 0
         self.calls = 0
         self.cached = 0
         self.cost: float | None = 0.0
-        self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
-        self._last = 0.0
 
     def advance(self, ledger: Ledger, *, finished: int = 1) -> None:
         self.done += finished
@@ -182,30 +182,15 @@ class _Progress:
         self.cached += ledger.cached_calls
         if self.cost is not None:
             self.cost = None if ledger.unpriced else self.cost + ledger.cost
-        now = time.monotonic()
-        if self._tty and (now - self._last > 0.1 or self.done >= self.total):
-            self._last = now
-            self._draw()
+        self._tell(ProgressEvent("judging", self.done, self.total, self._detail()))
 
-    def _draw(self) -> None:
-        assert self.stream is not None
-        width = 24
-        filled = int(width * self.done / self.total) if self.total else width
+    def _detail(self) -> str:
         cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
-        self.stream.write(
-            f"\rjudge [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-            f"· {self.calls} calls · {self.cached} cached · {cost}"
-        )
-        self.stream.flush()
+        return f"{self.calls} calls \u00b7 {self.cached} cached \u00b7 {cost}"
 
     def finish(self, usage: JudgeUsage) -> None:
-        if self.stream is None:
-            return
-        if self._tty:
-            self._draw()
-            self.stream.write("\n")
-        self.stream.write(usage.summary() + "\n")
-        self.stream.flush()
+        self._tell(ProgressEvent("judging", self.done, self.total, self._detail(), finished=usage.summary(),
+                                 always=True))
 
 
 class Judge:
@@ -249,21 +234,21 @@ class Judge:
         self,
         results: Sequence[Mapping[str, Any]],
         *,
-        progress: TextIO | None = None,
+        on_progress: OnProgress | None = None,
         metrics: Iterable[str] | None = None,
         on_result: Callable[[dict[str, Any]], None] | None = None,
     ) -> JudgeRun:
         """Judge every result with status "success"; return the judged copies and the usage.
 
-        `progress`: a stream for a progress bar (when it is a TTY) and a summary line at the end;
-        None prints nothing. `metrics`: a subset of METRICS (default: the settings'). `on_result`
+        `on_progress` is told how far the judging is, and its usage line at the end (`qareport.progress`).
+        `metrics`: a subset of METRICS (default: the settings'). `on_result`
         is called, in this thread, with each judged copy as soon as all of its metrics are done.
         Raises JudgeError only for a configuration that cannot work.
         """
         started = time.monotonic()
         chosen = self._chosen(metrics)
         self._client.start_run()
-        batches = self._run_batches(results, chosen, progress) if self.settings.batch else None
+        batches = self._run_batches(results, chosen, on_progress) if self.settings.batch else None
         budget = None if self.settings.budget_usd is None else Budget(self.settings.budget_usd)
         self._client.guard = budget
         judged: list[dict[str, Any]] = [dict(result) for result in results]
@@ -281,7 +266,7 @@ class Judge:
                     tasks.append(item)
                 pending_by_case[index] = pending_by_case.get(index, 0) + 1
 
-        progress_bar = _Progress(progress, len(tasks) + len(ready))
+        progress_bar = _Progress(on_progress, len(tasks) + len(ready))
         ledgers: list[tuple[str, Ledger]] = []
         errors: dict[str, int] = {}
         outcomes_by_case: dict[int, list[_Outcome]] = {}
@@ -377,10 +362,10 @@ class Judge:
     # -- judging in batches (`judge.batch`)
 
     def _run_batches(self, results: Sequence[Mapping[str, Any]], chosen: Sequence[str],
-                     progress: TextIO | None) -> BatchJudging:
+                     on_progress: OnProgress | None) -> BatchJudging:
         """Ask the Batch API for every reply the judgments need, in rounds (`judge.batch`); the
         client then takes them from the batches while `judge_results` judges as usual."""
-        batches = BatchJudging(self._client, progress=progress)
+        batches = BatchJudging(self._client, on_progress=on_progress)
         self._client.batch = batches.replies
         try:
             batches.run(partial(self._collecting_pass, results, chosen))

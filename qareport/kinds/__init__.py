@@ -55,13 +55,14 @@ __all__ = [
     "headline_metric_keys",
     "kind_of_metric",
     "mean_over_turns",
+    "metric_format",
     "metric_label",
     "register",
     "register_kind",
     "unregister",
 ]
 
-CellFormat = Literal["score", "integer", "seconds"]
+CellFormat = Literal["score", "integer", "seconds", "cost"]
 ColumnPlace = Literal["score", "number", "text"]
 """Where an Overview column goes: `score` columns come first, right after the case's id, name and
 status (the headline metrics); `number` columns after the reason (per-dimension and secondary
@@ -96,6 +97,9 @@ class Column:
     wrap: bool = False
     score: bool = False  # gets the red-to-green colour scale
     place: ColumnPlace | None = None  # None: decided by `where`
+    metric: str | None = None
+    """The metric key the column shows: the Overview takes it from the case's row (computed once),
+    and `value` is then only the way to compute it."""
 
     @property
     def where(self) -> ColumnPlace:
@@ -218,7 +222,7 @@ class Kind:
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
         return [Column(m.label, _metric_value(self, m.key), 10, "score", score=True,
-                       place="score" if m.headline else "number") for m in self.metrics]
+                       place="score" if m.headline else "number", metric=m.key) for m in self.metrics]
 
     def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
         return iter(())
@@ -278,11 +282,34 @@ def headline_metric_keys() -> tuple[str, ...]:
     return tuple(metric.key for metric in all_metrics() if metric.headline)
 
 
+AGGREGATE_LABELS = {  # the keys that are no kind's metric: graphrag-eval's aggregate keys, the usage fields
+    "retrieval_answer_f1": "retrieval answer F1",
+    # two different retrieval recalls: the steps score's recall@k counts document ids; these compare texts
+    "retrieval_context_recall": "context recall (text similarity)",
+    "retrieval_context_precision": "context precision (text similarity)",
+    "retrieval_context_f1": "context F1 (text similarity)",
+    "elapsed_sec": "elapsed seconds",
+}
+
+
 def metric_label(key: str | None) -> str:
+    """The one label of a metric key, wherever it is shown: a registered metric's label, else an
+    aggregate key's (`AGGREGATE_LABELS`), else the key's words."""
     for metric in all_metrics():
         if metric.key == key:
             return metric.label
-    return (key or "").replace("_", " ")
+    return AGGREGATE_LABELS.get(key or "") or (key or "").replace("_", " ")
+
+
+def metric_format(key: str) -> CellFormat:
+    """How a metric's values are shown: dollars, whole numbers (tokens), seconds, else a score."""
+    if key.endswith("_cost"):
+        return "cost"
+    if key.endswith("tokens"):
+        return "integer"
+    if key == "elapsed_sec":
+        return "seconds"
+    return "score"
 
 
 def case_metrics(result: CaseResult) -> dict[str, float | None]:

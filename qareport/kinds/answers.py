@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qareport.errors import NOT_JUDGED
-from qareport.kinds import Column, Kind, Metric, mean_over_turns
+from qareport.kinds import Column, ColumnPlace, Kind, Metric, mean_over_turns
 from qareport.records import CaseResult, TestCase, TurnOutput
 
 
@@ -123,8 +123,9 @@ class ReferenceAnswer(Kind):
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
         """The answers themselves; the judge's columns only when the judge looked at any of them
         (without a judge they would be empty columns in the analyst's way)."""
-        def metric(key: str) -> Callable[[CaseResult], float | None]:
-            return lambda result: self.case_metrics(result).get(key)
+        def score(header: str, key: str, width: float, place: ColumnPlace) -> Column:
+            return Column(header, lambda result: self.case_metrics(result).get(key), width, "score", score=True,
+                          place=place, metric=key)
 
         texts = [
             Column("reference answer", _qa_text("reference_answer"), 40, wrap=True),
@@ -133,10 +134,10 @@ class ReferenceAnswer(Kind):
         if not any(_judged(result) for result in results):
             return texts
         return [
-            Column("answer F1", metric("answer_f1"), 9, "score", score=True, place="score"),
-            Column("answer relevance", metric("answer_relevance"), 10, "score", score=True, place="score"),
-            Column("answer recall", metric("answer_recall"), 9, "score", score=True, place="number"),
-            Column("answer precision", metric("answer_precision"), 9, "score", score=True, place="number"),
+            score("answer F1", "answer_f1", 9, "score"),
+            score("answer relevance", "answer_relevance", 10, "score"),
+            score("answer recall", "answer_recall", 9, "number"),
+            score("answer precision", "answer_precision", 9, "number"),
             *texts,
             Column("relevance questions", _relevance_questions, 40, wrap=True),
             Column("judge reason", _qa_text("answer_correctness_reason"), 40, wrap=True),

@@ -74,7 +74,7 @@ class WrittenWorkbook:
     rows: Mapping[str, int]
 
 
-def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> None:
+def _write_sheets(book: Book, report: Report) -> None:
     """Every sheet, added in reading order and written row by row."""
     comparison, problems, run = report.comparison, report.problems, report.run
     summary = book.add_sheet(SUMMARY)
@@ -99,7 +99,7 @@ def _write_sheets(book: Book, report: Report, *, templates_dir: str | None) -> N
     if changes is not None and comparison is not None:
         change_rows = write_changes(changes, comparison, overview_rows, compare_rows=compare_rows)
     cut_texts: list[tuple[str, str, str]] = []
-    layout = write_overview(overview, report, templates_dir=templates_dir, details_rows=details_rows,
+    layout = write_overview(overview, report, details_rows=details_rows,
                             change_rows=change_rows, cut_texts=cut_texts)
     write_statistics(stats_sheet, report)
     if trend is not None:
@@ -229,7 +229,7 @@ class _OutputFile(io.BufferedWriter):
             pass
 
 
-def write_workbook(report: Report, path: str | Path, *, templates_dir: str | None = None) -> WrittenWorkbook:
+def write_workbook(report: Report, path: str | Path) -> WrittenWorkbook:
     """Write the report to `path`, atomically (`qareport.files`): readers never see a half-written
     file, and a failure leaves any previous report in place."""
     target = Path(path)
@@ -242,7 +242,7 @@ def write_workbook(report: Report, path: str | Path, *, templates_dir: str | Non
                     workbook = xlsxwriter.Workbook(output, {"constant_memory": True, "tmpdir": str(rows_folder)})
                     book = Book(workbook)
                     try:
-                        _write_sheets(book, report, templates_dir=templates_dir)
+                        _write_sheets(book, report)
                     except BaseException:
                         output.abandon()  # closing the workbook below then writes nothing
                         raise

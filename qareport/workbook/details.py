@@ -17,36 +17,19 @@ weight them by term count). That keeps a 10,000-case workbook small enough to ma
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.kinds import Kind
-from qareport.records import CaseResult
+from qareport.case_table import DETAILS_HEADERS as HEADERS
+from qareport.case_table import MATCHED_BY, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
 
-HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name", "selected label",
-           "score", "reason")
-MATCHED_BY = "matched by"  # a column of its own when a term was matched by its name only or its id only
 WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50, 12)  # the most a column grows to (term id: call ids too)
 WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason
 SCORE_COLUMN = 9
-
-
-def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
-    """The case's rows: each kind's rows (`Kind.details_rows`) after the case id and its groups. A
-    case no kind has rows for gets one row with its status and reason, so that every case has a
-    block its Overview id can lead to."""
-    head = (result.case.id, ", ".join(result.case.groups))
-    given = False
-    for kind in kinds:
-        for row in kind.details_rows(result):
-            given = True
-            yield (*head, *row, *[None] * (len(HEADERS) - 2 - len(row)))
-    if not given:
-        yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
 
 
 def _wraps(column: int, value: Any) -> bool:
@@ -54,15 +37,14 @@ def _wraps(column: int, value: Any) -> bool:
     return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
 
 
-def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
-            reasons: Mapping[str, str]) -> tuple[dict[int, float], tuple[str, ...]]:
+def _widths(details: Sequence[Sequence[tuple[Any, ...]]]) -> tuple[dict[int, float], tuple[str, ...]]:
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
     the widths are needed before the first row is written; and the headers (`MATCHED_BY` only when
     a row has a value for it)."""
     longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
-    for result in results:
-        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
+    for rows in details:
+        for values in rows:
             for index, value in enumerate(values[:len(longest)]):
                 if isinstance(value, str) and len(value) + 2 > longest[index]:
                     longest[index] = len(value) + 2
@@ -73,11 +55,9 @@ def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
 
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
-    """Fill the sheet row by row; returns the first row of each case (for links from Overview).
-
-    The first row of each case links back to its Overview row."""
-    kinds, results = report.kinds, report.results
-    widths, headers = _widths(kinds, results, report.reasons)
+    """Fill the sheet row by row with the report's Details rows (`Report.details`); returns the first
+    row of each case (for links from Overview), which links back to its Overview row."""
+    widths, headers = _widths(report.details)
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(headers))
@@ -86,39 +66,47 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
-    for result in results:
-        for values in detail_rows(kinds, result, report.reasons.get(result.case.id)):
-            values = values[:len(headers)]
+    for result, rows in zip(report.results, report.details):
+        case_id = result.case.id
+        for values in rows:
             linked = False
-            if result.case.id not in first_rows:
-                first_rows[result.case.id] = row
-                if overview_rows and result.case.id in overview_rows:
-                    styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[result.case.id]}",
-                                tooltip="this case in Overview")
-                    linked = True
-            if not linked and values[SCORE_COLUMN - 1] is None \
-                    and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
-                ws.write_values(row, values)  # most rows: plain values, nothing to style
-                row += 1
-                continue
-            tallest = 1
-            written = []
-            for column, value in enumerate(values, start=1):
-                if value is None:
-                    continue
-                cell = write(ws, row, column, value)
-                written.append(cell)
-                if column == SCORE_COLUMN and isinstance(value, (int, float)):
-                    cell.number_format = styles.SCORE_FORMAT
-                if _wraps(column, value):
-                    cell.alignment = styles.WRAP_TOP
-                    tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
-            if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
-                ws.set_height(row, styles.row_height_for(tallest))
-                for cell in written:
-                    if cell.alignment is None or not cell.alignment.wrap:
-                        cell.alignment = styles.TOP
-            ws.flush()
+            if case_id not in first_rows:
+                first_rows[case_id] = row
+                linked = _link_back(ws, row, case_id, overview_rows or {})
+            _write_row(ws, row, values[:len(headers)], linked=linked)
             row += 1
     styles.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
     return first_rows
+
+
+def _link_back(ws: Sheet, row: int, case_id: str, overview_rows: Mapping[str, int]) -> bool:
+    """The case's first row leads to its Overview row; whether it could."""
+    if case_id not in overview_rows:
+        return False
+    styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[case_id]}", tooltip="this case in Overview")
+    return True
+
+
+def _write_row(ws: Sheet, row: int, values: tuple[Any, ...], *, linked: bool) -> None:
+    if not linked and values[SCORE_COLUMN - 1] is None \
+            and not any(_wraps(column, value) for column, value in enumerate(values, start=1)):
+        ws.write_values(row, values)  # most rows: plain values, nothing to style
+        return
+    tallest = 1
+    written = []
+    for column, value in enumerate(values, start=1):
+        if value is None:
+            continue
+        cell = write(ws, row, column, value)
+        written.append(cell)
+        if column == SCORE_COLUMN and isinstance(value, (int, float)):
+            cell.number_format = styles.SCORE_FORMAT
+        if _wraps(column, value):
+            cell.alignment = styles.WRAP_TOP
+            tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
+    if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
+        ws.set_height(row, styles.row_height_for(tallest))
+        for cell in written:
+            if cell.alignment is None or not cell.alignment.wrap:
+                cell.alignment = styles.TOP
+    ws.flush()

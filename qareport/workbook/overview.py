@@ -25,27 +25,21 @@ leads to Details. Only the scanning columns print; the long texts are for the sc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport import kinds as kind_registry
-from qareport.comparison import Comparison
-from qareport.kinds import CellFormat, Column, ColumnPlace
-from qareport.records import REVIEW_CHOICES, USAGE_FIELDS, CaseResult, Review
+from qareport.case_table import REASON, REVIEW, REVIEW_NOTE, VS_BASELINE, CaseTable
+from qareport.case_table import overview_columns as _overview_columns
+from qareport.kinds import Column
+from qareport.records import REVIEW_CHOICES
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import fit_text, write
 from qareport.workbook.sheet import Sheet
 from qareport.workbook.sheet_names import CHANGES, DETAILS, FULL_TEXTS
 
-NUMBER_FORMATS = {"score": styles.SCORE_FORMAT, "integer": styles.INTEGER_FORMAT, "seconds": styles.SECONDS_FORMAT}
-USAGE_COLUMNS: dict[str, tuple[str, float, CellFormat]] = {  # header, width, format of each usage field
-    "input_tokens": ("input tokens", 11, "integer"),
-    "output_tokens": ("output tokens", 11, "integer"),
-    "total_tokens": ("total tokens", 11, "integer"),
-    "elapsed_sec": ("elapsed sec", 9, "seconds"),
-}
+NUMBER_FORMATS = styles.NUMBER_FORMATS
 MAX_LINES = 8  # 120 points: a row never hides more than a few of its neighbours
 MIN_LINES_WITH_TEXT = 3  # a row with long text shows at least its first three lines
 MORE = "more"  # the header of the narrow column beside a text that goes on below its row's edge
@@ -57,194 +51,177 @@ its screenshots) less the row numbers, the scroll bar and a margin: the scanning
 READING_FLOOR = 16  # the narrowest a name, reason or review note column gets to fit that budget
 """(A cut reason's `more` column is made of the reason's own width, down to the same floor.)"""
 NUMBER_UNITS = 5  # "0.88", "1,234"
-REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
-NO_REVIEW = Review()
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
 """The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""
 
 
-def _response_number(field: str) -> Callable[[CaseResult], float | None]:
-    def value(result: CaseResult) -> float | None:
-        return getattr(result.response, field) if result.response is not None else None
-
-    return value
-
-
-def _user_messages(result: CaseResult) -> str:
-    if len(result.case.turns) == 1:
-        return result.case.turns[0].user_message
-    return "\n".join(f"Turn {t.number}: {t.user_message}" for t in result.case.turns)
-
-
-def _place(column: Column) -> ColumnPlace:
-    """A kind's column's place; a score column with a headline metric's label leads."""
-    if column.place is None and column.score and column.header in _headline_labels():
-        return "score"
-    return column.where
-
-
-def _headline_labels() -> set[str]:
-    return {metric.label for metric in kind_registry.all_metrics() if metric.headline}
-
-
 def overview_columns(report: Report, *, templates_dir: str | None) -> list[Column]:
-    """The columns for this run, in scanning order (see the module docstring)."""
-    results, comparison, reviews = report.results, report.comparison, report.reviews
-    case_kinds = {r.case.kind for r in results}
-    has_tokens = any(r.response and r.response.total_tokens is not None for r in results)
+    """The columns for this run, in scanning order (`case_table.overview_columns`)."""
+    return list(_overview_columns(report.results, report.kinds, reasons=report.reasons,
+                                  comparison=report.comparison, reviews=report.reviews, templates_dir=templates_dir))
 
-    only = next(iter(case_kinds)) if len(case_kinds) == 1 else None
-    name_header = {"conversation": "name", "qa": "question"}.get(only, "name") if only else "name / question"
-    group_header = {"conversation": "tags", "qa": "template"}.get(only, "group") if only else "tags / template"
-    by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
-    for kind in report.kinds:
-        for column in kind.overview_columns(results, templates_dir=templates_dir):
-            by_place[_place(column)].append(column)
 
-    columns = [
-        Column("id", lambda r: r.case.id, 24),
-        Column(name_header, lambda r: r.case.name, 30, wrap=True),
-        Column("status", lambda r: r.status, 9),
-        *by_place["score"],
-        Column(REASON, lambda r: report.reasons.get(r.case.id), 50, wrap=True),
-    ]
-    if comparison is not None:
-        verdicts = _change_verdicts(comparison)
-        columns.append(Column(VS_BASELINE, lambda r: verdicts.get(r.case.id), 13))
-    columns += [
-        Column(REVIEW, lambda r: reviews.get(r.case.id, NO_REVIEW).verdict, 13),
-        Column(REVIEW_NOTE, lambda r: reviews.get(r.case.id, NO_REVIEW).note, 30, wrap=True),
-        *by_place["number"],
-    ]
-    if any(r.case.comments for r in results):
-        columns.append(Column("comments", lambda r: r.case.comments or None, 30, wrap=True))
-    # one line: filtered, not read
-    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))
-    if "conversation" in case_kinds:
-        columns.append(Column("user message", _user_messages, 40, wrap=True))
-    columns.append(Column("error", lambda r: r.error, 30, wrap=True))
-    columns += by_place["text"]
-    if has_tokens:
-        columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
-                           USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
-    return columns
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """The sheet's plan: the cells' values as written, and where each column and `more` column goes."""
+
+    columns: tuple[Column, ...]
+    table: list[list[Any]]  # taken from the end as the rows are written
+    widths: list[float]
+    heights: list[int]
+    hidden: list[dict[int, int]]  # per row: lines below its edge, by column (from 0)
+    slots: list[tuple[int, bool]]  # (column, is its `more` column), in sheet order
+    headers: list[str]
+
+    def position(self, header: str) -> int | None:
+        return self.headers.index(header) + 1 if header in self.headers else None
 
 
 def write_overview(
     ws: Sheet,
     report: Report,
     *,
-    templates_dir: str | None = None,
     details_rows: Mapping[str, int] | None = None,
     change_rows: Mapping[str, int] | None = None,
     cut_texts: list[tuple[str, str, str]] | None = None,
 ) -> OverviewLayout:
-    """Fill the sheet row by row; returns where each case landed (for links from other sheets).
+    """Fill the sheet row by row with the report's case values (`Report.overview`); returns where
+    each case landed (for links from other sheets).
 
     The column widths, the rows' heights and which texts go on below their row's edge (and get a
-    `more` column) follow from the texts and are needed before the first row is written, so the
-    values of every row are computed first (values only: the rendered details are the costly
-    part, and are computed once).
+    `more` column) follow from the texts and are needed before the first row is written.
 
     A text longer than a cell holds (32,767 characters) is cut with a marker pointing to the Full
     texts sheet; `cut_texts` receives (case id, column, full text) for that sheet.
     """
-    results = report.results
-    columns = overview_columns(report, templates_dir=templates_dir)
-    table: list[list[Any]] = []
-    for result in results:
+    grid = _plan(report, cut_texts)
+    _write_headers(ws, grid)
+    rows = _write_rows(ws, report, grid, details_rows or {}, change_rows or {})
+    last_row = max(1, len(report.results) + 1)
+    review_column = grid.position(REVIEW) or 0
+    change_column = grid.position(VS_BASELINE)
+    _finish(ws, report, grid, last_row)
+    return OverviewLayout(rows, ws.cell(1, review_column).column_letter,
+                          ws.cell(1, change_column).column_letter if change_column else None, last_row)
+
+
+def _plan(report: Report, cut_texts: list[tuple[str, str, str]] | None) -> _Grid:
+    """The values as cells hold them, and the layout that follows from them."""
+    table = _cell_values(report.overview, [result.case.id for result in report.results], cut_texts)
+    columns = report.overview.columns
+    widths, heights, hidden = _layout(columns, table)
+    cut_columns = {index for row in hidden for index in row}
+    slots = [(index, more) for index in range(len(columns)) for more in (False, True)
+             if not more or index in cut_columns]
+    headers = [MORE if more else columns[index].header for index, more in slots]
+    return _Grid(columns, table, widths, heights, hidden, slots, headers)
+
+
+def _cell_values(overview: CaseTable, case_ids: Sequence[str],
+                 cut_texts: list[tuple[str, str, str]] | None) -> list[list[Any]]:
+    """The report's values as a cell holds them: a non-finite number as text, a text within a cell's
+    limit (the cut ones go to `cut_texts`), an empty text as no value."""
+    table = []
+    for case_id, row in zip(case_ids, overview.values):
         values = []
-        for column in columns:
-            value = column.value(result)
+        for column, value in zip(overview.columns, row):
             if isinstance(value, float) and not math.isfinite(value):
                 value = str(value)  # as `write` would store it: text, measured as text
             if isinstance(value, str):
                 fitted = fit_text(value, where_full=f"the {FULL_TEXTS} sheet") or None
                 if fitted != value and fitted is not None and cut_texts is not None:
-                    cut_texts.append((result.case.id, column.header, value))
+                    cut_texts.append((case_id, column.header, value))
                 value = fitted
             values.append(value)
         table.append(values)
-    widths, heights, hidden = _layout(columns, table)
-    cut_columns = {index for row in hidden for index in row}
-    slots: list[tuple[int, bool]] = []  # (column, is its `more` column), in sheet order
-    for index in range(len(columns)):
-        slots.append((index, False))
-        if index in cut_columns:
-            slots.append((index, True))
-    headers = [MORE if more else columns[index].header for index, more in slots]
-    for position, header in enumerate(headers, start=1):
+    return table
+
+
+def _write_headers(ws: Sheet, grid: _Grid) -> None:
+    for position, header in enumerate(grid.headers, start=1):
         write(ws, 1, position, header)
-    styles.style_header_row(ws, 1, 1, len(headers))
-    styles.set_widths(ws, {position: MORE_WIDTH if more else widths[index]
-                           for position, (index, more) in enumerate(slots, start=1)})
-    styles.fit_header_row(ws, headers)
+    styles.style_header_row(ws, 1, 1, len(grid.headers))
+    styles.set_widths(ws, {position: MORE_WIDTH if more else grid.widths[index]
+                           for position, (index, more) in enumerate(grid.slots, start=1)})
+    styles.fit_header_row(ws, grid.headers)
     ws.flush()
 
-    status_column = headers.index("status") + 1
-    change_column = headers.index(VS_BASELINE) + 1 if VS_BASELINE in headers else None
-    review_column = headers.index(REVIEW) + 1
-    note_column = headers.index(REVIEW_NOTE) + 1
-    rows: dict[str, int] = {}
+
+def _write_rows(ws: Sheet, report: Report, grid: _Grid, details_rows: Mapping[str, int],
+                change_rows: Mapping[str, int]) -> dict[str, int]:
+    """Every case's row; returns each case's first row."""
+    status_column = grid.position("status") or 0
+    change_column = grid.position(VS_BASELINE)
+    typed = {grid.position(REVIEW), grid.position(REVIEW_NOTE)}  # what the analyst types sits at the top
     # the look of each column's ordinary cells; the cells with a look of their own (the linked id, the
     # status fill, the vs-baseline fill and link) are held and written at the row's flush
     looks = [ws.format_of(styles.WRAP_TOP if c.wrap else styles.TOP, NUMBER_FORMATS[c.format] if c.format else None)
-             for c in columns]
+             for c in grid.columns]
     more_look = ws.format_of(styles.TOP, MORE_FORMAT)
     held = {1, status_column, change_column}
-    table.reverse()  # taken from the end as the rows are written: a written row's values can go
-    for row, result in enumerate(results, start=2):
-        values = table.pop()
-        below = hidden[row - 2]
+    rows: dict[str, int] = {}
+    grid.table.reverse()  # taken from the end as the rows are written: a written row's values can go
+    for row, result in enumerate(report.results, start=2):
+        values, below = grid.table.pop(), grid.hidden[row - 2]
         rows.setdefault(result.case.id, row)
-        for position, (index, more) in enumerate(slots, start=1):
+        for position, (index, more) in enumerate(grid.slots, start=1):
             if more:
                 if index in below:
                     ws.write_now(row, position, below[index], more_look)
-                continue
-            column, value = columns[index], values[index]
-            if value is None:
-                if position in (review_column, note_column):  # what the analyst types sits at the top
+            elif values[index] is None:
+                if position in typed:
                     ws.write_blank(row, position, looks[index])
-                continue  # an empty cell stays out of the file, styles and all: 10,000 rows add up
-            if position not in held:  # made writable above (texts fitted, numbers finite), as `write` would
-                ws.write_now(row, position, value, looks[index])
-                continue
-            cell = ws.cell(row, position)
-            cell.value = value
-            if column.format:
-                cell.number_format = NUMBER_FORMATS[column.format]
-            cell.alignment = styles.WRAP_TOP if column.wrap else styles.TOP
+                # else an empty cell stays out of the file, styles and all: 10,000 rows add up
+            elif position not in held:  # made writable above (texts fitted, numbers finite), as `write` would
+                ws.write_now(row, position, values[index], looks[index])
+            else:
+                _hold(ws, row, position, grid.columns[index], values[index])
         ws.cell(row, status_column).fill = styles.STATUS_FILLS.get(result.status, styles.STATUS_FILLS["invalid"])
-        if details_rows and result.case.id in details_rows:
-            styles.link(ws.cell(row, 1), DETAILS, f"A{details_rows[result.case.id]}",
-                        tooltip="this case in Details")
-        if change_column and change_rows and result.case.id in change_rows:
-            change = ws.cell(row, change_column)
-            styles.link(change, CHANGES, f"A{change_rows[result.case.id]}", tooltip="this case in Changes")
-            kind = str(change.value or "").split(",")[0]
-            if kind in CHANGE_STYLES:
-                change.fill, change.font = CHANGE_STYLES[kind]
-        ws.set_height(row, heights[row - 2] * styles.LINE_HEIGHT_POINTS)
+        _link_row(ws, row, result.case.id, change_column, details_rows, change_rows)
+        ws.set_height(row, grid.heights[row - 2] * styles.LINE_HEIGHT_POINTS)
         ws.flush()
-    last_row = max(1, len(results) + 1)
-    for position, (index, more) in enumerate(slots, start=1):
-        if columns[index].score and not more and len(results):
-            letter = ws.cell(1, position).column_letter
-            styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
-    if results:
-        letter = ws.cell(1, review_column).column_letter
-        choices = review_choices(report)
+    return rows
+
+
+def _hold(ws: Sheet, row: int, position: int, column: Column, value: Any) -> None:
+    """A cell with a look of its own, written at the row's flush."""
+    cell = ws.cell(row, position)
+    cell.value = value
+    if column.format:
+        cell.number_format = NUMBER_FORMATS[column.format]
+    cell.alignment = styles.WRAP_TOP if column.wrap else styles.TOP
+
+
+def _link_row(ws: Sheet, row: int, case_id: str, change_column: int | None, details_rows: Mapping[str, int],
+              change_rows: Mapping[str, int]) -> None:
+    """The id leads to the case in Details; the vs-baseline verdict to it in Changes, coloured by its first kind."""
+    if case_id in details_rows:
+        styles.link(ws.cell(row, 1), DETAILS, f"A{details_rows[case_id]}", tooltip="this case in Details")
+    if change_column and case_id in change_rows:
+        change = ws.cell(row, change_column)
+        styles.link(change, CHANGES, f"A{change_rows[case_id]}", tooltip="this case in Changes")
+        kind = str(change.value or "").split(",")[0]
+        if kind in CHANGE_STYLES:
+            change.fill, change.font = CHANGE_STYLES[kind]
+
+
+def _finish(ws: Sheet, report: Report, grid: _Grid, last_row: int) -> None:
+    """The score columns' colour scales, the review's drop-down, and what prints (who, how good,
+    why, the review)."""
+    if report.results:
+        for position, (index, more) in enumerate(grid.slots, start=1):
+            if grid.columns[index].score and not more:
+                letter = ws.cell(1, position).column_letter
+                styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
+        letter = ws.cell(1, grid.position(REVIEW) or 0).column_letter
         ws.worksheet.data_validation(f"{letter}2:{letter}{last_row}", {
-            "validate": "list", "source": choices, "ignore_blank": True,
+            "validate": "list", "source": review_choices(report), "ignore_blank": True,
             "error_type": "warning", "error_title": "review",  # a warning: what is typed is kept
             "error_message": styles.shorten("Choose one of: " + ", ".join(REVIEW_CHOICES) + ", or 'judge wrong: "
                                             "METRIC[, METRIC]' (keep what you typed with OK).", 255),
         })
-    # what prints: who, how good, why, the review
-    styles.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2", print_columns=note_column)
-    return OverviewLayout(rows, ws.cell(1, review_column).column_letter,
-                          ws.cell(1, change_column).column_letter if change_column else None, last_row)
+    styles.finish_table_sheet(ws, columns=len(grid.headers), rows=last_row, freeze="C2",
+                              print_columns=grid.position(REVIEW_NOTE))
 
 
 LIST_LIMIT = 255  # characters a drop-down's inline list holds (Excel refuses the file beyond it)
@@ -371,15 +348,3 @@ CHANGE_STYLES = {
     "improvement": (styles.IMPROVEMENT_FILL, styles.IMPROVEMENT_FONT),
     "test changed": (styles.NEUTRAL_FILL, styles.NEUTRAL_FONT),
 }
-
-
-def _change_verdicts(comparison: Comparison) -> dict[str, str]:
-    """Per case: its kinds of change in display order ("regression, improvement")."""
-    kinds: dict[str, list[str]] = {}
-    for change in comparison.changes:
-        seen = kinds.setdefault(change.case_id, [])
-        if change.kind not in seen:
-            seen.append(change.kind)
-    return {case_id: ", ".join(found) for case_id, found in kinds.items()}
-
-

@@ -10,13 +10,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from qareport import kinds
+from qareport.aggregates import REPORTED_METRICS
 from qareport.comparison import SCORE_BINS, noise_words
-from qareport.comparison import metric_label as headline_label
 from qareport.digest import signed_bound
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
-from qareport.kinds import Table
-from qareport.records import USAGE_FIELDS, RunInfo
+from qareport.kinds import Table, metric_label
+from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
@@ -24,35 +25,11 @@ from qareport.workbook.cells import write
 from qareport.workbook.sheet import Cell, Sheet
 from qareport.workbook.sheet_names import STATISTICS
 
-QA_METRICS = (
-    "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
-    "answer_relevance_cost", "retrieval_answer_recall", "retrieval_answer_precision",
-    "retrieval_answer_f1", "retrieval_context_recall", "retrieval_context_precision",
-    "retrieval_context_f1", *USAGE_FIELDS,
-)
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 
 
-LABELS = {
-    # two different retrieval recalls: the steps score's recall@k counts document ids; these compare texts
-    "retrieval_context_recall": "context recall (text similarity)",
-    "retrieval_context_precision": "context precision (text similarity)",
-    "retrieval_context_f1": "context F1 (text similarity)",
-}
-
-
-def metric_label(key: str) -> str:
-    return LABELS.get(key) or key.replace("_", " ").replace(" f1", " F1").replace("sec", "seconds")
-
-
 def metric_format(key: str) -> str:
-    if key.endswith("_cost"):
-        return styles.COST_FORMAT
-    if key.endswith("tokens"):
-        return styles.INTEGER_FORMAT
-    if key == "elapsed_sec":
-        return styles.SECONDS_FORMAT
-    return styles.SCORE_FORMAT
+    return styles.NUMBER_FORMATS[kinds.metric_format(key)]
 
 
 class TableWriter:
@@ -236,7 +213,7 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
     micro = aggregates.get("micro", {})
     macro = aggregates.get("macro", {})
-    metrics = [m for m in QA_METRICS if _template_metric(micro, m) is not None or m in macro]
+    metrics = [m for m in REPORTED_METRICS if _template_metric(micro, m) is not None or m in macro]
     counted = ("Means over the questions with a successful response; error samples are counted beside them. "
                if str(semantics) != "6" else
                "Means as graphrag-eval 6.x computes them: an error sample's steps score counts, as 0.0. ")
@@ -415,7 +392,7 @@ def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence
         for index, (low, high) in enumerate(SCORE_BINS)
     ]
     first, last = tables.table(
-        ("score", *[headline_label(m) for m in metrics]),
+        ("score", *[metric_label(m) for m in metrics]),
         table_rows,
         (None, *[styles.INTEGER_FORMAT] * len(metrics)),
     )
@@ -474,11 +451,10 @@ def _interval(low: float | None, high: float | None) -> str | None:
 
 def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:
     """The tables that kinds of target other than the built-in ones add (`Kind.statistics_tables`)."""
-    formats = {"score": styles.SCORE_FORMAT, "integer": styles.INTEGER_FORMAT, "seconds": styles.SECONDS_FORMAT}
     for table in kind_tables:
         tables.section(table.title)
-        tables.table(table.headers, table.rows,
-                     [formats.get(fmt) if fmt else None for fmt in table.formats] or [None] * len(table.headers))
+        formats = [styles.NUMBER_FORMATS.get(fmt) if fmt else None for fmt in table.formats]
+        tables.table(table.headers, table.rows, formats or [None] * len(table.headers))
 
 
 WIDTHS = {1: 34}  # the other columns as wide as their headers' words and their numbers need

@@ -117,6 +117,8 @@ PERCENT_FORMAT = "0.0%"
 INTEGER_FORMAT = "#,##0"
 SECONDS_FORMAT = "0.0"
 COST_FORMAT = "$#,##0.0000"
+NUMBER_FORMATS = {"score": SCORE_FORMAT, "integer": INTEGER_FORMAT, "seconds": SECONDS_FORMAT, "cost": COST_FORMAT}
+"""The number format of each `kinds.CellFormat`."""
 DELTA_FORMAT = "+0.00;-0.00;0.00"
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
 

@@ -241,7 +241,8 @@ class ReferenceSteps(Kind):
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
         return [
-            Column("steps score", lambda r: self.case_metrics(r)["steps_score"], 10, "score", score=True),
+            Column("steps score", lambda r: self.case_metrics(r)["steps_score"], 10, "score", score=True,
+                   metric="steps_score"),
             Column("steps details", StepsDetailsCell(templates_dir), 60, wrap=True),
         ]
 

@@ -1,0 +1,163 @@
+"""Each case's values for the Overview and the Details sheets, computed once into the report model.
+
+`build_report` calls `overview_table` and `details_table` before any writer runs; the sheets only
+lay the values out (fitting texts to a cell, widths, heights, styles). A metric column
+(`Column.metric`) takes the case's value from its case row, where `kinds.case_metrics` put it
+once; any other column's `value` is called once per case, here.
+
+The Overview's columns come in the order of a reader's questions (see `workbook.overview`):
+
+    who and how it went    id, name, status
+    how good               the headline score columns of every kind the run has
+    why                    reason
+    against last week      vs baseline (with a baseline)
+    the analyst's review   review, review note
+    the numbers behind     the kinds' other number columns
+    the test               comments, tags / template, user message, error
+    the long texts         the kinds' text columns; then tokens and time
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qareport import kinds as kind_registry
+from qareport.comparison import Comparison
+from qareport.kinds import CellFormat, Column, ColumnPlace, Kind
+from qareport.records import USAGE_FIELDS, CaseResult, Review
+
+USAGE_COLUMNS: dict[str, tuple[str, float, CellFormat]] = {  # header, width, format of each usage field
+    "input_tokens": ("input tokens", 11, "integer"),
+    "output_tokens": ("output tokens", 11, "integer"),
+    "total_tokens": ("total tokens", 11, "integer"),
+    "elapsed_sec": ("elapsed sec", 9, "seconds"),
+}
+REASON, VS_BASELINE, REVIEW, REVIEW_NOTE = "reason", "vs baseline", "review", "review note"
+NO_REVIEW = Review()
+
+DETAILS_HEADERS = ("case id", "tags / template", "turn", "dimension", "verdict", "term id", "term name",
+                   "selected label", "score", "reason")
+MATCHED_BY = "matched by"  # a column of its own when a term was matched by its name only or its id only
+
+
+@dataclass(frozen=True, slots=True)
+class CaseTable:
+    """The Overview's columns for this run and each case's values in them, in the cases' order."""
+
+    columns: tuple[Column, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+
+def overview_table(results: Sequence[CaseResult], rows: Sequence[Mapping[str, Any]], kinds: Sequence[Kind], *,
+                   reasons: Mapping[str, str], comparison: Comparison | None, reviews: Mapping[str, Review],
+                   templates_dir: str | None) -> CaseTable:
+    """Every case's Overview values, each computed once (a metric from the case's row)."""
+    columns = overview_columns(results, kinds, reasons=reasons, comparison=comparison, reviews=reviews,
+                               templates_dir=templates_dir)
+    return CaseTable(columns, tuple(
+        tuple(row.get(column.metric) if column.metric else column.value(result) for column in columns)
+        for result, row in zip(results, rows)))
+
+
+def overview_columns(results: Sequence[CaseResult], kinds: Sequence[Kind], *, reasons: Mapping[str, str],
+                     comparison: Comparison | None, reviews: Mapping[str, Review],
+                     templates_dir: str | None) -> tuple[Column, ...]:
+    """The columns for this run, in scanning order (see the module docstring)."""
+    case_kinds = {r.case.kind for r in results}
+    by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
+    for kind in kinds:
+        for column in kind.overview_columns(results, templates_dir=templates_dir):
+            by_place[_place(column)].append(column)
+    name_header, group_header = _case_headers(case_kinds)
+    columns = [
+        Column("id", lambda r: r.case.id, 24),
+        Column(name_header, lambda r: r.case.name, 30, wrap=True),
+        Column("status", lambda r: r.status, 9),
+        *by_place["score"],
+        Column(REASON, lambda r: reasons.get(r.case.id), 50, wrap=True),
+    ]
+    if comparison is not None:
+        verdicts = change_verdicts(comparison)
+        columns.append(Column(VS_BASELINE, lambda r: verdicts.get(r.case.id), 13))
+    columns += [
+        Column(REVIEW, lambda r: reviews.get(r.case.id, NO_REVIEW).verdict, 13),
+        Column(REVIEW_NOTE, lambda r: reviews.get(r.case.id, NO_REVIEW).note, 30, wrap=True),
+        *by_place["number"],
+    ]
+    if any(r.case.comments for r in results):
+        columns.append(Column("comments", lambda r: r.case.comments or None, 30, wrap=True))
+    # one line: filtered, not read
+    columns.append(Column(group_header, lambda r: ", ".join(r.case.groups), 30, place="text"))
+    if "conversation" in case_kinds:
+        columns.append(Column("user message", _user_messages, 40, wrap=True))
+    columns.append(Column("error", lambda r: r.error, 30, wrap=True))
+    columns += by_place["text"]
+    if any(r.response and r.response.total_tokens is not None for r in results):
+        columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
+                           USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
+    return tuple(columns)
+
+
+def _case_headers(case_kinds: Collection[str]) -> tuple[str, str]:
+    """The name and group columns' headers: the words of the one kind of case the run has, else both."""
+    if len(case_kinds) != 1:
+        return "name / question", "tags / template"
+    only = next(iter(case_kinds))
+    return ({"conversation": "name", "qa": "question"}.get(only, "name"),
+            {"conversation": "tags", "qa": "template"}.get(only, "group"))
+
+
+def _place(column: Column) -> ColumnPlace:
+    """A kind's column's place; a score column with a headline metric's label leads."""
+    if column.place is None and column.score and column.header in _headline_labels():
+        return "score"
+    return column.where
+
+
+def _headline_labels() -> set[str]:
+    return {metric.label for metric in kind_registry.all_metrics() if metric.headline}
+
+
+def _response_number(field: str) -> Callable[[CaseResult], float | None]:
+    def value(result: CaseResult) -> float | None:
+        return getattr(result.response, field) if result.response is not None else None
+
+    return value
+
+
+def _user_messages(result: CaseResult) -> str:
+    if len(result.case.turns) == 1:
+        return result.case.turns[0].user_message
+    return "\n".join(f"Turn {t.number}: {t.user_message}" for t in result.case.turns)
+
+
+def change_verdicts(comparison: Comparison) -> dict[str, str]:
+    """Per case: its kinds of change in display order ("regression, improvement")."""
+    found: dict[str, list[str]] = {}
+    for change in comparison.changes:
+        seen = found.setdefault(change.case_id, [])
+        if change.kind not in seen:
+            seen.append(change.kind)
+    return {case_id: ", ".join(names) for case_id, names in found.items()}
+
+
+def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
+    """The case's Details rows: each kind's rows (`Kind.details_rows`) after the case id and its
+    groups. A case no kind has rows for gets one row with its status and reason, so that every case
+    has a block its Overview id can lead to."""
+    head = (result.case.id, ", ".join(result.case.groups))
+    given = False
+    for kind in kinds:
+        for row in kind.details_rows(result):
+            given = True
+            yield (*head, *row, *[None] * (len(DETAILS_HEADERS) - 2 - len(row)))
+    if not given:
+        yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
+
+
+def details_table(kinds: Sequence[Kind], results: Sequence[CaseResult],
+                  reasons: Mapping[str, str]) -> tuple[tuple[tuple[Any, ...], ...], ...]:
+    """Every case's Details rows, in the cases' order, each computed once."""
+    return tuple(tuple(detail_rows(kinds, result, reasons.get(result.case.id))) for result in results)
