@@ -139,6 +139,7 @@ class Response:
     total_tokens: int | float | None = None
     elapsed_sec: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept verbatim
+    attempt: int | None = None  # its `attempt` (1, 2, ...); None: the record gave none (attempt 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +171,17 @@ class Unloaded:
 
 @dataclass(frozen=True, slots=True)
 class Suite:
-    """Everything loaded: cases in input order, responses by case id, and the problems found."""
+    """Everything loaded: cases in input order, responses by case id, and the problems found.
+
+    A case answered several times (records with distinct `attempt`s) has all its responses in
+    `attempts`, by attempt number; `responses` holds its lowest-numbered one."""
 
     cases: tuple[TestCase, ...]
     responses: dict[str, Response]
     problems: tuple[Problem, ...]
     inputs: tuple[InputSummary, ...] = ()
     unloaded: tuple[Unloaded, ...] = ()  # test cases lost to unreadable files or broken items
+    attempts: dict[str, tuple[Response, ...]] = field(default_factory=dict)  # only cases with 2 or more
 
 
 # --- results -----------------------------------------------------------------------------------
