@@ -277,13 +277,57 @@ def evaluate_suite(
     problems: list[Problem] = []
     with collector_paused():  # the results live on, and scoring makes no reference cycles: see `collector`
         for case in suite.cases:
-            result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
+            attempts = suite.attempts.get(case.id)
+            if attempts:
+                result, case_problems = _evaluate_attempts(case, attempts, options)
+            else:
+                result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
             results.append(result)
             problems.extend(case_problems)
     if judge is None:
         return Evaluation(tuple(results), tuple(problems))
     judged = judge(list(qa_results(results)))
     return Evaluation(tuple(_with_qa_results(results, iter(judged))), tuple(problems))
+
+
+def _evaluate_attempts(case: TestCase, responses: Iterable[Response],
+                       options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
+    """Each attempt scored on its own, every Q&A result dict marked with its `attempt` (so the
+    judge judges, and caches, each attempt apart); a problem every attempt meets (a note on the
+    test case) is said once."""
+    attempts = []
+    problems: dict[Problem, None] = {}
+    for response in responses:
+        result, found = evaluate_case(case, response, options=options)
+        number = result.attempt
+        turns = tuple(turn if turn.qa is None else replace(turn, qa={**turn.qa, "attempt": number})
+                      for turn in result.turns)
+        attempts.append(replace(result, turns=turns))
+        problems.update(dict.fromkeys(found))
+    return combine_attempts(tuple(attempts)), list(problems)
+
+
+def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
+    """One case's result from the results of its attempts (in attempt order).
+
+    The case's status is `success` when any attempt was evaluated (the others count as attempts
+    that did not pass), else the first attempt's; its `error` names each attempt that failed or
+    had a turn it could not score. Its turns and response are the first evaluated attempt's (the
+    details cell shows that attempt; the Details sheet has every attempt); its metrics are the means over
+    its attempts (`kinds.case_metrics`), and so are `macro_precision` and `macro_recall`."""
+    evaluated = [a for a in attempts if a.status == "success"]
+    first = evaluated[0] if evaluated else attempts[0]
+    status: CaseStatus = first.status
+    troubles = [f"attempt {a.attempt}: {a.error or a.status}" for a in attempts
+                if a.status != "success" or a.error]
+    return replace(
+        first,
+        status=status,
+        error="; ".join(troubles) or None,
+        macro_precision=mean_or_none([a.macro_precision for a in attempts if a.macro_precision is not None]),
+        macro_recall=mean_or_none([a.macro_recall for a in attempts if a.macro_recall is not None]),
+        attempts=attempts,
+    )
 
 
 def _with_context_scores(result: dict[str, Any], semantics: Semantics) -> dict[str, Any]:
@@ -295,6 +339,9 @@ def _with_context_scores(result: dict[str, Any], semantics: Semantics) -> dict[s
 def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:
     """The case results with their Q&A dicts replaced by `scored`, taken in `qa_results` order."""
     for result in results:
+        if result.attempts:
+            yield combine_attempts(tuple(_with_qa_results(result.attempts, scored)))
+            continue
         if not any(turn.qa is not None for turn in result.turns):
             yield result
             continue
@@ -303,8 +350,12 @@ def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, A
 
 
 def qa_results(results: Iterable[CaseResult]) -> Iterable[dict[str, Any]]:
-    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns)."""
+    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns; each
+    attempt's of a case answered several times)."""
     for result in results:
+        if result.attempts:
+            yield from qa_results(result.attempts)
+            continue
         for turn in result.turns:
             if turn.qa is not None:
                 yield turn.qa

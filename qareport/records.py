@@ -254,6 +254,15 @@ class CaseResult:
     macro_precision: float | None = None  # mean over evaluated turns with indicator targets
     macro_recall: float | None = None
     response: Response | None = None
+    attempts: tuple[CaseResult, ...] = ()
+    """Every attempt's own result, by attempt number, when the case was answered several times
+    (empty when it was answered once); see `evaluation.combine_attempts` for what the case's own
+    fields then hold."""
+
+    @property
+    def attempt(self) -> int:
+        """The attempt this result scores (1 for a response without `attempt`)."""
+        return (self.response.attempt if self.response is not None else None) or 1
 
     @property
     def has_indicator_target(self) -> bool:

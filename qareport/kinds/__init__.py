@@ -135,6 +135,15 @@ class Kind:
     name: str = ""
     label: str = ""
     metrics: tuple[Metric, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A case answered several times gets, for each metric, the mean over its attempts: every
+        kind's `case_metrics` is wrapped once so that no kind has to know about attempts."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("case_metrics")
+        if own is not None and not getattr(own, "over_attempts", False):
+            setattr(cls, "case_metrics", _over_attempts(own))  # noqa: B010 (wrapping a method of the class)
+
     rank_metrics: tuple[str, ...] = ()
     """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
     kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
@@ -225,6 +234,22 @@ class Kind:
 
     def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
         return []
+
+
+def _over_attempts(
+    metrics_of: Callable[[Kind, CaseResult], dict[str, float | None]]
+) -> Callable[[Kind, CaseResult], dict[str, float | None]]:
+    """`metrics_of` for a case run once; the mean of each metric over the attempts (those that
+    have it) for a case answered several times."""
+    def case_metrics(kind: Kind, result: CaseResult) -> dict[str, float | None]:
+        if not result.attempts:
+            return metrics_of(kind, result)
+        each = [metrics_of(kind, attempt) for attempt in result.attempts]
+        return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
+
+    case_metrics.over_attempts = True  # type: ignore[attr-defined]
+    case_metrics.__doc__ = metrics_of.__doc__
+    return case_metrics
 
 
 def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
