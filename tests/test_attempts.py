@@ -130,3 +130,52 @@ def test_attempt_is_no_longer_an_unknown_key_nor_kept_as_an_extra(tmp_path):
     assert suite.problems == ()
     assert suite.responses["a"].attempt == 1 and "attempt" not in suite.responses["a"].extra
     assert suite.attempts == {}  # a single attempt is a case run once
+
+
+# --- evaluation ----------------------------------------------------------------------------------
+
+
+def evaluated(tmp_path, *records, cases=("a",)):
+    from qareport.evaluation import evaluate_suite
+
+    write(tmp_path / "c.yaml", "---\n".join(CASE.format(id=case_id) for case_id in cases))
+    write(tmp_path / "r.jsonl", jsonl(*records))
+    suite = load_suite([tmp_path / "c.yaml"], [tmp_path / "r.jsonl"])
+    return {r.case.id: r for r in evaluate_suite(suite).results}
+
+
+def test_every_attempt_is_scored_and_the_case_value_is_the_mean_over_its_attempts(tmp_path):
+    from qareport import kinds
+
+    results = evaluated(tmp_path, record("a", 1), record("a", 2, values=(NGDP,)), record("a", 3, values=(LP, NGDP)))
+    case = results["a"]
+    assert [(a.attempt, a.macro_recall, a.macro_precision) for a in case.attempts] == [
+        (1, 1.0, 1.0), (2, 0.0, 0.0), (3, 1.0, 0.5)]
+    assert case.status == "success"
+    assert case.macro_recall == pytest.approx(2 / 3) and case.macro_precision == pytest.approx(0.5)
+    metrics = kinds.case_metrics(case)
+    assert metrics["macro_recall"] == pytest.approx(2 / 3) and metrics["macro_precision"] == pytest.approx(0.5)
+    assert case.turns == case.attempts[0].turns  # the details cell shows the first attempt
+
+
+def test_a_case_whose_attempts_all_failed_keeps_the_first_attempts_status_and_names_each(tmp_path):
+    results = evaluated(tmp_path, {"test_case_id": "a", "attempt": 1, "status": "error", "error": "timeout"},
+                        {"test_case_id": "a", "attempt": 2, "status": "error", "error": "rate limit"})
+    case = results["a"]
+    assert case.status == "error" and case.error == "attempt 1: timeout; attempt 2: rate limit"
+
+
+def test_an_attempt_that_failed_beside_evaluated_ones_leaves_the_case_evaluated_and_is_named(tmp_path):
+    from qareport import kinds
+
+    results = evaluated(tmp_path, {"test_case_id": "a", "attempt": 1, "status": "error", "error": "timeout"},
+                        record("a", 2, values=(LP, NGDP)))
+    case = results["a"]
+    assert case.status == "success" and case.error == "attempt 1: timeout"
+    assert kinds.case_metrics(case)["macro_precision"] == 0.5  # over the attempts that have a value
+    assert case.turns == case.attempts[1].turns
+
+
+def test_a_case_run_once_has_no_attempts(tmp_path):
+    results = evaluated(tmp_path, record("a"))
+    assert results["a"].attempts == () and results["a"].macro_recall == 1.0
