@@ -8,12 +8,12 @@ and collects the per-case problems evaluation finds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qareport import qa
 from qareport.collector import collector_paused
-from qareport.kinds import TurnInput, extra_kinds
+from qareport.kinds import PassRules, TurnInput, attempt_passed, extra_kinds
 from qareport.kinds.indicator_selection import DEFAULT_ACCEPTABLE_EXTRAS, MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND
 from qareport.kinds.steps import with_verdicts
@@ -42,6 +42,7 @@ class EvaluationOptions:
     match_by: MatchBy = "id_and_name"
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5 or 6
     acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS  # extra terms an `acceptable` grade allows
+    pass_rules: PassRules = field(default_factory=PassRules)  # when an attempt of a case answered several times passes
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,10 +285,19 @@ def evaluate_suite(
                 result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
             results.append(result)
             problems.extend(case_problems)
-    if judge is None:
-        return Evaluation(tuple(results), tuple(problems))
-    judged = judge(list(qa_results(results)))
-    return Evaluation(tuple(_with_qa_results(results, iter(judged))), tuple(problems))
+    if judge is not None:
+        judged = judge(list(qa_results(results)))
+        results = list(_with_qa_results(results, iter(judged)))
+    return Evaluation(tuple(_with_passes(results, options.pass_rules)), tuple(problems))
+
+
+def _with_passes(results: Iterable[CaseResult], rules: PassRules) -> Iterator[CaseResult]:
+    """The results with each attempt's pass verdict (once judged: an answer's rule needs its F1)."""
+    for result in results:
+        if not result.attempts:
+            yield result
+            continue
+        yield combine_attempts(tuple(replace(a, passed=attempt_passed(a, rules)) for a in result.attempts))
 
 
 def _evaluate_attempts(case: TestCase, responses: Iterable[Response],

@@ -254,6 +254,7 @@ class CaseResult:
     macro_precision: float | None = None  # mean over evaluated turns with indicator targets
     macro_recall: float | None = None
     response: Response | None = None
+    passed: bool | None = None  # of an attempt (in `attempts`): whether it passed (`kinds.attempt_passed`)
     attempts: tuple[CaseResult, ...] = ()
     """Every attempt's own result, by attempt number, when the case was answered several times
     (empty when it was answered once); see `evaluation.combine_attempts` for what the case's own

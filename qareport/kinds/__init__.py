@@ -41,10 +41,12 @@ __all__ = [
     "Facts",
     "Kind",
     "Metric",
+    "PassRules",
     "ShapeError",
     "Table",
     "TurnInput",
     "all_metrics",
+    "attempt_passed",
     "case_facts",
     "case_metric_keys",
     "case_metrics",
@@ -54,6 +56,7 @@ __all__ = [
     "extra_kinds",
     "headline_metric_keys",
     "kind_of_metric",
+    "main_metric",
     "mean_over_turns",
     "metric_label",
     "register",
@@ -115,6 +118,16 @@ class Table:
     formats: tuple[CellFormat | None, ...] = ()
 
 
+DEFAULT_ANSWER_PASS_F1 = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class PassRules:
+    """The thresholds of the kinds' pass rules (`Kind.passes`) that a user may set."""
+
+    answer_f1: float = DEFAULT_ANSWER_PASS_F1  # an answer passes at this answer F1 or above (--answer-pass-f1)
+
+
 @dataclass(frozen=True, slots=True)
 class TurnInput:
     """What a kind needs to score one turn: its part of the target and of the system's output."""
@@ -152,6 +165,11 @@ class Kind:
     kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
     runs is a change (a regression when it gets worse)."""
     grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
+    main_metric: str | None = None
+    """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
+    between two runs is decided (default: the kind's first headline metric)."""
+    pass_rule: str = ""
+    """When an attempt passes, in the analyst's words (empty: the kind has no pass rule)."""
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -193,6 +211,14 @@ class Kind:
     def explain(self, result: CaseResult) -> str | None:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None
+
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        """Whether one evaluated attempt passes this kind's rule (`pass_rule`); None: no verdict
+        (no rule, no target of the kind, or no value, e.g. an answer the judge did not score)."""
+        return None
+
+    def main_metric_key(self) -> str | None:
+        return self.main_metric or next((metric.key for metric in self.metrics if metric.headline), None)
 
     def case_grade(self, result: CaseResult) -> str | None:
         """The case's grade, one of `grades` (None: not graded, e.g. not evaluated)."""
@@ -316,6 +342,27 @@ def case_metrics(result: CaseResult) -> dict[str, float | None]:
     for kind in REGISTRY:
         values.update(kind.case_metrics(result))
     return values
+
+
+def attempt_passed(result: CaseResult, rules: PassRules) -> bool | None:
+    """Whether one attempt of a case passes: it was evaluated and passes the rule of every kind that
+    has a verdict on it (`Kind.passes`). An attempt that was not evaluated (an error, an unusable
+    response) does not pass; None when no kind has a verdict."""
+    verdicts = [verdict for kind in REGISTRY if kind.has_target(result.case)
+                if (verdict := kind.passes(result, rules)) is not None]
+    if result.status != "success":
+        return False
+    return all(verdicts) if verdicts else None
+
+
+def main_metric(result: CaseResult) -> str | None:
+    """The case's main metric: the first kind's (in registry order) that has a value for it."""
+    values = case_metrics(result)
+    for kind in REGISTRY:
+        key = kind.main_metric_key()
+        if key is not None and values.get(key) is not None:
+            return key
+    return None
 
 
 def explain_case(result: CaseResult) -> str | None:

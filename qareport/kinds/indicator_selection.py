@@ -18,7 +18,7 @@ from statistics import fmean
 from typing import Any, Literal
 
 from qareport.id_text import visible
-from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, Table
+from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, PassRules, Table
 from qareport.records import (
     CaseResult,
     DatasetSelection,
@@ -530,6 +530,14 @@ class IndicatorSelection(Kind):
 
     def case_grade(self, result: CaseResult) -> str | None:
         return case_grade(result)
+
+    main_metric = "macro_recall"
+    pass_rule = "macro recall and macro precision 1"
+
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        if result.macro_recall is None:
+            return None
+        return result.macro_recall == 1 and result.macro_precision == 1
 
     def explain(self, result: CaseResult) -> str | None:
         scored = [t for t in result.turns if t.indicator is not None]
