@@ -103,3 +103,8 @@ def suite_consistency(results: Sequence[CaseResult]) -> SuiteConsistency | None:
     rates = PassRates(rates.k, rates.pass_at_k, rates.pass_hat_k, rates.cases,
                       rates.too_few_attempts + len(with_attempts) - len(counts))
     return SuiteConsistency(rates, len(with_attempts), sum(c.flaky for c in with_attempts), len(sizes) > 1)
+
+
+def pass_rules_text() -> str:
+    """Every registered kind's pass rule, in one line."""
+    return "; ".join(f"{kind.label}: {kind.pass_rule}" for kind in kinds.REGISTRY if kind.pass_rule)

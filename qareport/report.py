@@ -27,6 +27,7 @@ from qareport.comparison import (
     status_counts,
     trend_points,
 )
+from qareport.consistency import CaseConsistency, SuiteConsistency, case_consistency, suite_consistency
 from qareport.digest import Digest, build_digest
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
@@ -72,6 +73,9 @@ class Report:
     agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
     grades: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
+    consistency: dict[str, CaseConsistency] = field(default_factory=dict)
+    """Case id -> its attempts at a glance, for the cases answered several times (`consistency`)."""
+    pass_rates: SuiteConsistency | None = None  # the suite's pass@k and pass^k, when cases have attempts
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -148,6 +152,8 @@ def build_report(
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         grades=kinds.grade_counts(results),
+        consistency={r.case.id: c for r in results if (c := case_consistency(r)) is not None},
+        pass_rates=suite_consistency(results),
     )
 
 

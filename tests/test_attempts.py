@@ -179,3 +179,83 @@ def test_an_attempt_that_failed_beside_evaluated_ones_leaves_the_case_evaluated_
 def test_a_case_run_once_has_no_attempts(tmp_path):
     results = evaluated(tmp_path, record("a"))
     assert results["a"].attempts == () and results["a"].macro_recall == 1.0
+
+
+# --- consistency per case, pass@k and pass^k ----------------------------------------------------
+
+PASSES = {"a": "PPP", "b": "PFP", "c": "FFF", "d": "PFF", "e": "PP", "f": "PPFP"}
+"""Each case's attempts: P selects the target term (recall and precision 1), F another term."""
+
+
+def run_with_attempts(tmp_path, passes=PASSES, *extra):
+    from qareport.cli import main
+
+    write(tmp_path / "c.yaml", "---\n".join(CASE.format(id=case_id) for case_id in passes))
+    records = [record(case_id, n, values=(LP,) if verdict == "P" else (NGDP,))
+               for case_id, verdicts in passes.items() for n, verdict in enumerate(verdicts, start=1)]
+    write(tmp_path / "r.jsonl", jsonl(*records))
+    out = tmp_path / "report.xlsx"
+    code = main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.jsonl"), "-o", str(out), "--quiet", *extra])
+    assert code == 0
+    from openpyxl import load_workbook
+
+    return load_workbook(out)
+
+
+def sheet_rows(ws):
+    return [row for row in ws.iter_rows(values_only=True)]
+
+
+def by_id(ws):
+    rows = sheet_rows(ws)
+    return {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+
+
+def test_pass_at_k_and_pass_hat_k_of_a_run_match_hand_computed_values(tmp_path):
+    from qareport.clustered_statistics import pass_at_k, pass_hat_k
+
+    workbook = run_with_attempts(tmp_path)
+    # k = 3 (four cases have 3 attempts); e (2 attempts) is left out; f (4 attempts, 3 passed) counts:
+    # pass@3: a 1, b 1, c 0, d 1, f 1 - C(1, 3)/C(4, 3) = 1; pass^3: a 1, f C(3, 3)/C(4, 3) = 1/4, others 0
+    exp_at, exp_hat = (1 + 1 + 0 + 1 + 1) / 5, (1 + 0.25) / 5
+    assert exp_hat == pytest.approx((pass_hat_k(3, 3, 3) + pass_hat_k(4, 3, 3)) / 5)
+    assert exp_at == pytest.approx(sum(pass_at_k(n, c, 3) for n, c in ((3, 3), (3, 2), (3, 0), (3, 1), (4, 3))) / 5)
+    stats = sheet_rows(workbook["Statistics"])
+    header_at = next(i for i, row in enumerate(stats) if row[0] == "k" and row[1] == "pass@k")
+    row = dict(zip(stats[header_at], stats[header_at + 1]))
+    assert row["k"] == 3 and row["cases"] == 5 and row["left out"] == 1 and row["flaky"] == 3
+    assert row["pass@k"] == pytest.approx(exp_at) and row["pass^k"] == pytest.approx(exp_hat)
+    summary = sheet_rows(workbook["Summary"])
+    title = next(i for i, row in enumerate(summary) if row[0] == "How consistent is it")
+    header, values = summary[title + 1], summary[title + 2]
+    shown = dict(zip(header, values))
+    assert shown["pass@3"] == pytest.approx(exp_at) and shown["pass^3"] == pytest.approx(exp_hat)
+    assert shown["flaky"] == 3 and shown["cases"] == 5
+
+
+def test_overview_shows_attempts_passed_the_spread_and_a_flaky_mark(tmp_path):
+    overview = by_id(run_with_attempts(tmp_path)["Overview"])
+    got = {case_id: (row["attempts passed"], row["spread"], row["flaky"], row["macro recall"])
+           for case_id, row in overview.items()}
+    assert got["a"] == ("3/3", 0, None, 1)
+    assert got["b"][:3] == ("2/3", 1, "flaky") and got["b"][3] == pytest.approx(2 / 3)
+    assert got["c"] == ("0/3", 0, None, 0)
+    assert got["d"][:3] == ("1/3", 1, "flaky")
+    assert got["f"][:3] == ("3/4", 1, "flaky") and got["f"][3] == pytest.approx(0.75)
+
+
+def test_details_has_one_block_of_rows_per_attempt_with_its_number(tmp_path):
+    rows = sheet_rows(run_with_attempts(tmp_path)["Details"])
+    header = rows[0]
+    assert header[-1] == "attempt"
+    b_rows = [r for row in rows[1:] if (r := dict(zip(header, row)))["case id"] == "b" and r["dimension"] == "INDICATOR"]
+    assert [(r["attempt"], r["verdict"], r["term id"]) for r in b_rows] == [
+        (1, "TP", "LP"), (2, "FN", "LP"), (2, "FP", "NGDP"), (3, "TP", "LP")]
+
+
+def test_a_run_without_attempts_has_no_attempt_columns_nor_pass_rates(tmp_path):
+    workbook = run_with_attempts(tmp_path, {"a": "P", "b": "F"})
+    assert "attempts passed" not in sheet_rows(workbook["Overview"])[0]
+    assert "attempt" not in sheet_rows(workbook["Details"])[0]
+    assert not any(row[0] == "How consistent is it" for row in sheet_rows(workbook["Summary"]))
+    assert not any(row[0] == "Attempts per case" for row in sheet_rows(workbook["Statistics"]))

@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from qareport.kinds import Kind
+from qareport.kinds import Kind, case_reason
 from qareport.records import CaseResult
 from qareport.report import Report
 from qareport.workbook import styles
@@ -49,6 +49,21 @@ def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = 
         yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
 
 
+ATTEMPT = "attempt"  # the last column when cases were answered several times: one block of rows per attempt
+
+
+def _case_rows(kinds: Sequence[Kind], result: CaseResult,
+               reasons: Mapping[str, str]) -> Iterator[tuple[tuple[Any, ...], int | None]]:
+    """The case's rows with the attempt they describe (None for a case answered once)."""
+    if not result.attempts:
+        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
+            yield values, None
+        return
+    for attempt in result.attempts:
+        for values in detail_rows(kinds, attempt, case_reason(attempt)):
+            yield values, attempt.attempt
+
+
 def _wraps(column: int, value: Any) -> bool:
     """Whether a value is text too long for its column's width, so that it wraps."""
     return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
@@ -62,14 +77,19 @@ def _widths(kinds: Sequence[Kind], results: Sequence[CaseResult],
     longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
     for result in results:
-        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
+        for values, _attempt in _case_rows(kinds, result, reasons):
             for index, value in enumerate(values[:len(longest)]):
                 if isinstance(value, str) and len(value) + 2 > longest[index]:
                     longest[index] = len(value) + 2
             matched_by = matched_by or (len(values) > len(HEADERS) and values[len(HEADERS)] is not None)
-    headers = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
-    return {i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
-            for i, w in enumerate(WIDTHS[:len(headers)], start=1)}, headers
+    headers: tuple[str, ...] = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
+    widths: dict[int, float] = {
+        i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
+        for i, w in enumerate(WIDTHS[:len(headers)], start=1)}
+    if any(result.attempts for result in results):
+        headers = (*headers, ATTEMPT)
+        widths[len(headers)] = math.ceil(styles.header_units(ATTEMPT)) + 1
+    return widths, headers
 
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -86,8 +106,12 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
+    with_attempts = headers[-1] == ATTEMPT
     for result in results:
-        for values in detail_rows(kinds, result, report.reasons.get(result.case.id)):
+        for values, attempt in _case_rows(kinds, result, report.reasons):
+            if with_attempts:
+                shown = len(headers) - 1
+                values = (*values[:shown], *[None] * (shown - len(values)), attempt)
             values = values[:len(headers)]
             linked = False
             if result.case.id not in first_rows:

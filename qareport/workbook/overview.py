@@ -106,6 +106,7 @@ def overview_columns(report: Report, *, templates_dir: str | None) -> list[Colum
         Column(name_header, lambda r: r.case.name, 30, wrap=True),
         Column("status", lambda r: r.status, 9),
         *by_place["score"],
+        *_attempt_columns(report),
         Column(REASON, lambda r: report.reasons.get(r.case.id), 50, wrap=True),
     ]
     if comparison is not None:
@@ -128,6 +129,20 @@ def overview_columns(report: Report, *, templates_dir: str | None) -> list[Colum
         columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
                            USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
     return columns
+
+
+def _attempt_columns(report: Report) -> list[Column]:
+    """For a run with cases answered several times: how many attempts passed ("2/3"), the spread of
+    the case's main metric over its attempts (highest less lowest), and `flaky` when its attempts
+    disagree (`consistency`); none for a run without attempts."""
+    seen = report.consistency
+    if not seen:
+        return []
+    return [
+        Column("attempts passed", lambda r: c.passed_text if (c := seen.get(r.case.id)) else None, 9),
+        Column("spread", lambda r: c.spread if (c := seen.get(r.case.id)) else None, 8, "score"),
+        Column("flaky", lambda r: "flaky" if (c := seen.get(r.case.id)) and c.flaky else None, 7),
+    ]
 
 
 def write_overview(

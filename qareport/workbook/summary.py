@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport.comparison import Headline, HeadlineDelta, parse_created
+from qareport.consistency import SuiteConsistency, pass_rules_text
 from qareport.digest import CaseLine, Digest, detectable_words, mattering, signed_bound
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
@@ -234,6 +235,25 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
                 for row in range(first, block.row):  # every line of it, in red
                     block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
     write_how_sure(block, digest)
+
+
+def write_consistency(block: Block, rates: SuiteConsistency | None) -> None:
+    """With cases answered several times: the suite's pass@k and pass^k (`consistency`)."""
+    if rates is None:
+        return
+    k = rates.rates.k
+    block.section("How consistent is it")
+    block.header("k", f"pass@{k}", f"pass^{k}", "cases", "flaky", "left out")
+    block.cell(0, k, number_format=styles.INTEGER_FORMAT)
+    block.cell(1, rates.rates.pass_at_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+    block.cell(2, rates.rates.pass_hat_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+    block.cell(3, rates.rates.cases, number_format=styles.INTEGER_FORMAT)
+    block.cell(4, rates.flaky, number_format=styles.INTEGER_FORMAT)
+    block.cell(5, rates.rates.too_few_attempts, number_format=styles.INTEGER_FORMAT)
+    block.row += 1
+    block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
+               f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
+               f"An attempt passes by its kinds' rules: {pass_rules_text()}.")
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:
@@ -477,6 +497,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
     write_headline(left, digest, report.agreement)
+    write_consistency(left, report.pass_rates)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
                          what="what moved", more_kind="regression", colour="regression")
