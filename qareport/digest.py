@@ -149,8 +149,8 @@ def build_digest(
             source=comparison.baseline_source, created=comparison.baseline_created,
             version=comparison.baseline_version, counts={str(k): v for k, v in comparison.counts().items()},
             warnings=comparison.warnings),
-        regressed=tuple(_moved_line(movement) for movement in regressed[:TOP_CASES]),
-        improved=tuple(_moved_line(movement) for movement in improved[:TOP_CASES]),
+        regressed=tuple(moved_line(movement) for movement in regressed[:TOP_CASES]),
+        improved=tuple(moved_line(movement) for movement in improved[:TOP_CASES]),
         regressed_total=len(regressed),
         improved_total=len(improved),
         weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows)) is not None),
@@ -196,7 +196,8 @@ def mattering(design_effect: float | None) -> float | None:
     return design_effect if design_effect is not None and design_effect > DESIGN_EFFECT_SHOWN else None
 
 
-def _moved_line(movement: CaseMovement) -> CaseLine:
+def moved_line(movement: CaseMovement) -> CaseLine:
+    """A changed case in one line: what moved, why, and by how much."""
     return CaseLine(movement.case_id, movement.name, movement.describe_moves(), movement.reason,
                     movement.worst_delta if movement.kind == "regression" else _best_delta(movement))
 

@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from qareport.comparison import Headline, HeadlineDelta, parse_created
+from qareport.comparison import WITHIN_NOISE, Headline, HeadlineDelta, parse_created
 from qareport.consistency import SuiteConsistency, pass_rules_text
-from qareport.digest import CaseLine, Digest, detectable_words, mattering, signed_bound
+from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
@@ -292,6 +292,20 @@ def write_case_lines(block: Block, title: str, lines: Sequence[CaseLine], total:
                        row=links.first_change_rows[more_kind], tooltip="Changes")
 
 
+def write_within_noise(block: Block, report: Report, links: SummaryLinks) -> None:
+    """The cases that moved no more than their own attempts vary by (listed apart, never counted as
+    regressions), and, once, what the lists above rest on (`Comparison.attempts_note`)."""
+    comparison = report.comparison
+    if comparison is None:
+        return
+    moved = comparison.moved(WITHIN_NOISE)
+    if moved:
+        write_case_lines(block, "Moved within noise", [moved_line(m) for m in moved[:TOP_CASES]], len(moved), links,
+                         what="what moved", more_kind=WITHIN_NOISE)
+    if comparison.attempts_note:
+        block.note(comparison.attempts_note)
+
+
 def _shown_name(line: CaseLine, same_names: frozenset[str]) -> str:
     """The case's name, with its id after it when another case shown has the same name."""
     name = line.name or line.case_id
@@ -503,6 +517,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
                          what="what moved", more_kind="regression", colour="regression")
         write_case_lines(left, "What got better", digest.improved, digest.improved_total, links,
                          what="what moved", more_kind="improvement", colour="improvement")
+        write_within_noise(left, report, links)
     write_weakest(left, digest, links)
 
     right = Block(ws, first, KEY_COLUMN)
