@@ -13,7 +13,10 @@ Rules, in the words an analyst would use:
   - success → error / missing / invalid: a *regression* of its status; the way back an *improvement*;
   - both evaluated: every metric whose value moved by more than `tolerance` is a regression (down)
     or an improvement (up); a metric present in only one run (e.g. the LLM judge was off) is not
-    compared.
+    compared. A case answered several times in both runs is regressed or improved only when
+    `decide_case_change` on its main metric's attempts says so (`case_verdict`); its other moves are
+    *moved within noise*, listed apart and never counted as regressions. What the lists rest on (one
+    run per case, or attempts too few to ever decide) is said once (`attempts_note`).
 - Cases only in the current run are *new*, cases only in the baseline *removed*, unless they
   could not be loaded this time (their file, or their item of it, could not be read): then they
   are *not loaded*, listed first, and never counted as removed or regressed.
