@@ -494,6 +494,8 @@ def _comparison_line(report: Report) -> str | None:
               if delta.new is not None and delta.shown_delta is not None]  # the change as the Summary shows it
     counts = comparison.counts()
     line = f"since the baseline: {counts['regression']} regressed, {counts['improvement']} improved"
+    if counts["moved within noise"]:  # cases with attempts whose change their attempts explain
+        line += f", {counts['moved within noise']} moved within noise"
     line += f"; {', '.join(deltas)}" if deltas else ""
     if comparison.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
         line += f"; {comparison.beyond_noise} of {comparison.tests} changes beyond noise (false discovery rate 5%)"

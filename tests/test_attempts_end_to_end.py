@@ -74,12 +74,13 @@ def emailed(report, tmp_path):
     return message, message.get_body(preferencelist=("plain",)).get_content()
 
 
-def test_three_attempts_against_three_list_nothing_as_regressed_and_say_why(tmp_path):
+def test_three_attempts_against_three_list_nothing_as_regressed_and_say_why(tmp_path, capsys):
     baseline = write_run(tmp_path / "week1", {"steady": "PPP", "dropped": "PPP", "flaky": "PFP"})
     assert run(baseline)[0] == 0
     current = write_run(tmp_path / "week2", {"steady": "PPP", "dropped": "FFF", "flaky": "FPF"})
     code, report = run(current, "--baseline", str(baseline / "report.xlsx"), "--fail-on-regression")
     assert code == 0  # the gate counts regressions only, and 3 attempts against 3 never decide one
+    assert "since the baseline: 0 regressed, 0 improved, 2 moved within noise" in capsys.readouterr().out
     workbook = load_workbook(report)
     assert changes(workbook) == {("dropped", "moved within noise"), ("flaky", "moved within noise")}
     text = summary_text(workbook)
