@@ -70,3 +70,40 @@ def test_the_cache_key_of_a_request_without_attempt_is_unchanged():
                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert cache_key("chat", request, endpoint="e") == hashlib.sha256(old.encode()).hexdigest()
     assert cache_key("chat", request, endpoint="e", attempt=2) != cache_key("chat", request, endpoint="e", attempt=3)
+
+
+TWO_CLAIMS = """\
+- template_id: transformers
+  questions:
+  - id: q2
+    question_text: Which transformers are in Oslo?
+    reference_answer: OSLO T1; OSLO T2
+"""
+
+
+@pytest.mark.parametrize(("threshold", "exp_passed", "exp_flaky"), [(None, "1/2", "flaky"), ("0.6", "2/2", None)])
+def test_an_answer_passes_at_the_answer_f1_threshold_which_is_configurable(stub, tmp_path, threshold, exp_passed,
+                                                                            exp_flaky):
+    from openpyxl import load_workbook
+
+    (tmp_path / "qa.yaml").write_text(textwrap.dedent(TWO_CLAIMS), encoding="utf-8")
+    records = [{"question_id": "q2", "attempt": 1, "actual_answer": "OSLO T1; OSLO T2"},  # F1 1
+               {"question_id": "q2", "attempt": 2, "actual_answer": "OSLO T1"}]  # recall 0.5, precision 1: F1 0.67
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "out.xlsx"
+    extra = ["--answer-pass-f1", threshold] if threshold else []
+    assert main(["run", str(tmp_path / "qa.yaml"), "-r", str(tmp_path / "r.jsonl"), "-o", str(out),
+                 "--cache-path", str(tmp_path / "cache.sqlite3"), "--quiet", *extra]) == 0
+    rows = list(load_workbook(out)["Overview"].iter_rows(values_only=True))
+    row = dict(zip(rows[0], rows[1]))
+    assert row["answer F1"] == pytest.approx((1 + 2 / 3) / 2)
+    assert (row["attempts passed"], row["flaky"]) == (exp_passed, exp_flaky)
+
+
+def test_an_answer_pass_threshold_outside_0_to_1_is_a_usage_error(tmp_path, capsys):
+    from qareport.exit_status import USAGE_ERROR
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", str(tmp_path), "-r", str(tmp_path), "--answer-pass-f1", "1.5"])
+    assert stopped.value.code == USAGE_ERROR
+    assert "must be a number from 0 to 1 (got '1.5')" in capsys.readouterr().err
