@@ -259,3 +259,22 @@ def test_a_run_without_attempts_has_no_attempt_columns_nor_pass_rates(tmp_path):
     assert "attempt" not in sheet_rows(workbook["Details"])[0]
     assert not any(row[0] == "How consistent is it" for row in sheet_rows(workbook["Summary"]))
     assert not any(row[0] == "Attempts per case" for row in sheet_rows(workbook["Statistics"]))
+
+
+def test_the_reason_of_a_case_with_attempts_names_each_attempt_that_lost_points(tmp_path):
+    overview = by_id(run_with_attempts(tmp_path, {"a": "PPP", "b": "PFF", "c": "FPF"})["Overview"])
+    assert overview["a"]["reason"] is None
+    assert overview["b"]["reason"].startswith("attempts 2, 3: ")
+    assert overview["c"]["reason"].startswith("attempts 1, 3: ")
+    assert "NGDP" in overview["b"]["reason"]
+
+
+def test_the_grade_of_a_case_with_attempts_is_the_one_most_attempts_got_the_worse_on_a_tie(tmp_path):
+    workbook = run_with_attempts(tmp_path, {"a": "PPP", "b": "PFF", "c": "FPP", "d": "PF"})
+    overview = by_id(workbook["Overview"])
+    assert {case_id: row["grade"] for case_id, row in overview.items()} == {
+        "a": "ideal", "b": "problematic", "c": "ideal", "d": "problematic"}
+    stats = sheet_rows(workbook["Statistics"])
+    header = next(row for row in stats if row[0] == "tag" and "ideal" in row)
+    everything = dict(zip(header, next(row for row in stats if row[0] == "all cases" and len(row) > 3)))
+    assert (everything["ideal"], everything["problematic"]) == (2, 2)

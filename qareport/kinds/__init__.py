@@ -21,6 +21,7 @@ the records' `parts` / `scores` mappings under its name, which the base class re
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
@@ -156,6 +157,9 @@ class Kind:
         own = cls.__dict__.get("case_metrics")
         if own is not None and not getattr(own, "over_attempts", False):
             setattr(cls, "case_metrics", _over_attempts(own))  # noqa: B010 (wrapping a method of the class)
+        graded = cls.__dict__.get("case_grade")
+        if graded is not None and not getattr(graded, "over_attempts", False):
+            setattr(cls, "case_grade", _grade_over_attempts(graded))  # noqa: B010
 
     rank_metrics: tuple[str, ...] = ()
     """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
@@ -278,6 +282,25 @@ def _over_attempts(
     return case_metrics
 
 
+def _grade_over_attempts(
+    grade_of: Callable[[Kind, CaseResult], str | None]
+) -> Callable[[Kind, CaseResult], str | None]:
+    """`grade_of` for a case run once; for a case answered several times, the grade most of its
+    graded attempts got (the worse one on a tie)."""
+    def case_grade(kind: Kind, result: CaseResult) -> str | None:
+        if not result.attempts:
+            return grade_of(kind, result)
+        counts = Counter(grade for attempt in result.attempts if (grade := grade_of(kind, attempt)) is not None)
+        if not counts:
+            return None
+        rank = {grade: index for index, grade in enumerate(kind.grades)}
+        return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
+
+    case_grade.over_attempts = True  # type: ignore[attr-defined]
+    case_grade.__doc__ = grade_of.__doc__
+    return case_grade
+
+
 def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
     return lambda result: kind.case_metrics(result).get(key)
 
@@ -373,7 +396,17 @@ def explain_case(result: CaseResult) -> str | None:
 
 def case_reason(result: CaseResult) -> str | None:
     """Why a case lost points, in one line: what happened to its response when it was not
-    evaluated, else what its kinds say (and any turn that could not be scored)."""
+    evaluated, else what its kinds say (and any turn that could not be scored). A case answered
+    several times: each attempt's reason, the attempts with the same one named together ("attempts
+    2, 3: INDICATOR: missed LP"), so an attempt that lost points is never hidden by one that did not."""
+    if result.attempts:
+        said: dict[str, list[int]] = {}
+        for attempt in result.attempts:
+            why = case_reason(attempt)
+            if why:
+                said.setdefault(why, []).append(attempt.attempt)
+        return "; ".join(f"attempt{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}: {why}"
+                         for why, numbers in said.items()) or None
     if result.status == "missing":
         return "no response"
     if result.status == "error":
