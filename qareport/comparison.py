@@ -37,6 +37,7 @@ Rules, in the words an analyst would use:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -458,8 +459,14 @@ def case_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> AttemptsChan
         old_values = [v for v in before.get(key) or () if _number(v) is not None]
         new_values = [v for v in after.get(key) or () if _number(v) is not None]
         if key is not None and old_values and new_values:
-            return decide_case_change(old_values, new_values)
+            return _decided(tuple(old_values), tuple(new_values))
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _decided(old_values: tuple[float, ...], new_values: tuple[float, ...]) -> AttemptsChange:
+    """`decide_case_change`, once per pair of attempt values (the changes and the note both ask)."""
+    return decide_case_change(old_values, new_values)
 
 
 def attempts_note(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],

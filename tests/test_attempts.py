@@ -278,3 +278,45 @@ def test_the_grade_of_a_case_with_attempts_is_the_one_most_attempts_got_the_wors
     header = next(row for row in stats if row[0] == "tag" and "ideal" in row)
     everything = dict(zip(header, next(row for row in stats if row[0] == "all cases" and len(row) > 3)))
     assert (everything["ideal"], everything["problematic"]) == (2, 2)
+
+
+# --- regressions that are changes, not coin flips ------------------------------------------------
+
+
+def stored(case_id, recalls):
+    return {"case_id": case_id, "name": case_id, "status": "success", "definition_hash": "h", "groups": [],
+            "macro_recall": sum(recalls) / len(recalls), "attempts": {"macro_recall": list(recalls)}}
+
+
+@pytest.mark.parametrize(("old", "new", "exp"), [
+    ([1, 1, 1, 1, 1], [0, 0, 0, 0, 0], "regression"),  # consistently regressed: p = 2 / C(10, 5)
+    ([1, 0, 1, 0, 1], [0, 1, 0, 0, 1], "moved within noise"),  # flaky, unchanged in truth
+    ([0, 0, 0, 0, 0], [1, 1, 1, 1, 1], "improvement"),
+    ([1, 1, 1], [0, 0, 0], "moved within noise"),  # 3 against 3 never reaches p 0.05
+])
+def test_a_case_with_attempts_is_listed_by_what_its_attempts_can_tell(old, new, exp):
+    from qareport.comparison import compare_runs
+    from qareport.records import RunSnapshot
+
+    before = RunSnapshot("last", "2026-01-01", "0", (stored("c", old),))
+    after = RunSnapshot("this", "2026-01-08", "0", (stored("c", new),))
+    comparison = compare_runs(before, after)
+    assert {change.kind for change in comparison.changes} == {exp}
+    assert [m.case_id for m in comparison.moved(exp)] == ["c"]
+    assert comparison.cases_with("regression") == (exp == "regression")
+    if len(old) == 3:
+        assert "(3 against 3" in comparison.attempts_note and "Give 4 or more attempts" in comparison.attempts_note
+    else:
+        assert comparison.attempts_note is None
+
+
+def test_one_run_per_case_keeps_todays_lists_and_says_a_single_run_cannot_tell():
+    from qareport.comparison import ONE_RUN_NOTE, compare_runs
+    from qareport.records import RunSnapshot
+
+    row = {"case_id": "c", "name": "c", "status": "success", "definition_hash": "h", "groups": []}
+    before = RunSnapshot("last", "2026-01-01", "0", ({**row, "macro_recall": 1.0},))
+    after = RunSnapshot("this", "2026-01-08", "0", ({**row, "macro_recall": 0.5},))
+    comparison = compare_runs(before, after)
+    assert [change.kind for change in comparison.changes] == ["regression"]
+    assert comparison.attempts_note == ONE_RUN_NOTE
