@@ -173,3 +173,17 @@ def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
                                         "answer_relevance")
     assert kinds.headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
                                             "answer_relevance")
+
+
+def test_a_kind_of_ones_own_gets_its_metric_averaged_over_attempts_without_knowing_of_them(keywords_kind, tmp_path):
+    (tmp_path / "cases.yaml").write_text(CASES, encoding="utf-8")
+    records = [{"id": "capital", "attempt": 1, "actual_answer": "Oslo is the capital"},  # recall 1
+               {"id": "capital", "attempt": 2, "actual_answer": "Oslo"},  # recall 0.5
+               {"id": "river", "actual_answer": "The Nile"}]
+    (tmp_path / "responses.json").write_text(json.dumps(records), encoding="utf-8")
+    assert _run(tmp_path, "report") == 0
+    rows = _sheet(tmp_path / "report.xlsx", "Overview")
+    overview = {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    assert overview["capital"]["keyword recall"] == 0.75
+    assert overview["river"]["keyword recall"] == 1
+    assert overview["capital"]["attempts passed"] is None  # the kind has no pass rule
