@@ -323,8 +323,8 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
     The case's status is `success` when any attempt was evaluated (the others count as attempts
     that did not pass), else the first attempt's; its `error` names each attempt that failed or
     had a turn it could not score. Its turns and response are the first evaluated attempt's (the
-    details cell shows that attempt; the Details sheet has every attempt); its metrics are the means over
-    its attempts (`kinds.case_metrics`), and so are `macro_precision` and `macro_recall`."""
+    details cell shows that attempt; the Details sheet has every attempt); its metrics are the means
+    over its attempts (`kinds.case_metrics`), and so are `macro_precision` and `macro_recall`."""
     evaluated = [a for a in attempts if a.status == "success"]
     first = evaluated[0] if evaluated else attempts[0]
     status: CaseStatus = first.status
@@ -336,6 +336,7 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
         error="; ".join(troubles) or None,
         macro_precision=mean_or_none([a.macro_precision for a in attempts if a.macro_precision is not None]),
         macro_recall=mean_or_none([a.macro_recall for a in attempts if a.macro_recall is not None]),
+        passed=None,  # a verdict of an attempt, not of the case (`consistency` counts them)
         attempts=attempts,
     )
 
