@@ -25,6 +25,7 @@ from typing import Any
 
 from qareport import kinds as kind_registry
 from qareport.comparison import Comparison
+from qareport.consistency import CaseConsistency
 from qareport.kinds import CellFormat, Column, ColumnPlace, Kind
 from qareport.records import USAGE_FIELDS, CaseResult, Review
 
@@ -52,10 +53,10 @@ class CaseTable:
 
 def overview_table(results: Sequence[CaseResult], rows: Sequence[Mapping[str, Any]], kinds: Sequence[Kind], *,
                    reasons: Mapping[str, str], comparison: Comparison | None, reviews: Mapping[str, Review],
-                   templates_dir: str | None) -> CaseTable:
+                   consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> CaseTable:
     """Every case's Overview values, each computed once (a metric from the case's row)."""
     columns = overview_columns(results, kinds, reasons=reasons, comparison=comparison, reviews=reviews,
-                               templates_dir=templates_dir)
+                               consistency=consistency, templates_dir=templates_dir)
     return CaseTable(columns, tuple(
         tuple(row.get(column.metric) if column.metric else column.value(result) for column in columns)
         for result, row in zip(results, rows)))
@@ -63,7 +64,7 @@ def overview_table(results: Sequence[CaseResult], rows: Sequence[Mapping[str, An
 
 def overview_columns(results: Sequence[CaseResult], kinds: Sequence[Kind], *, reasons: Mapping[str, str],
                      comparison: Comparison | None, reviews: Mapping[str, Review],
-                     templates_dir: str | None) -> tuple[Column, ...]:
+                     consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> tuple[Column, ...]:
     """The columns for this run, in scanning order (see the module docstring)."""
     case_kinds = {r.case.kind for r in results}
     by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
@@ -76,6 +77,7 @@ def overview_columns(results: Sequence[CaseResult], kinds: Sequence[Kind], *, re
         Column(name_header, lambda r: r.case.name, 30, wrap=True),
         Column("status", lambda r: r.status, 9),
         *by_place["score"],
+        *_attempt_columns(consistency),
         Column(REASON, lambda r: reasons.get(r.case.id), 50, wrap=True),
     ]
     if comparison is not None:
@@ -98,6 +100,19 @@ def overview_columns(results: Sequence[CaseResult], kinds: Sequence[Kind], *, re
         columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
                            USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
     return tuple(columns)
+
+
+def _attempt_columns(seen: Mapping[str, CaseConsistency]) -> list[Column]:
+    """For a run with cases answered several times: how many attempts passed ("2/3"), the spread of
+    the case's main metric over its attempts (highest less lowest), and `flaky` when its attempts
+    disagree (`consistency`); none for a run without attempts."""
+    if not seen:
+        return []
+    return [
+        Column("attempts passed", lambda r: c.passed_text if (c := seen.get(r.case.id)) else None, 9),
+        Column("spread", lambda r: c.spread if (c := seen.get(r.case.id)) else None, 8, "score"),
+        Column("flaky", lambda r: "flaky" if (c := seen.get(r.case.id)) and c.flaky else None, 7),
+    ]
 
 
 def _case_headers(case_kinds: Collection[str]) -> tuple[str, str]:
@@ -157,7 +172,22 @@ def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = 
         yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
 
 
+DetailsRow = tuple[int | None, tuple[Any, ...]]
+"""A Details row: the attempt it describes (None for a case answered once) and its values."""
+
+
 def details_table(kinds: Sequence[Kind], results: Sequence[CaseResult],
-                  reasons: Mapping[str, str]) -> tuple[tuple[tuple[Any, ...], ...], ...]:
-    """Every case's Details rows, in the cases' order, each computed once."""
-    return tuple(tuple(detail_rows(kinds, result, reasons.get(result.case.id))) for result in results)
+                  reasons: Mapping[str, str]) -> tuple[tuple[DetailsRow, ...], ...]:
+    """Every case's Details rows, in the cases' order, each computed once: a case answered several
+    times has one block of rows per attempt."""
+    return tuple(tuple(_case_rows(kinds, result, reasons)) for result in results)
+
+
+def _case_rows(kinds: Sequence[Kind], result: CaseResult, reasons: Mapping[str, str]) -> Iterator[DetailsRow]:
+    if not result.attempts:
+        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
+            yield None, values
+        return
+    for attempt in result.attempts:
+        for values in detail_rows(kinds, attempt, kind_registry.case_reason(attempt)):
+            yield attempt.attempt, values

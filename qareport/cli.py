@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--grade-extras", type=int, metavar="N", default=None,
                      help="extra terms an 'acceptable' indicator-selection grade allows (default 2; more "
                           "is 'problematic')")
+    run.add_argument("--answer-pass-f1", type=_unit_fraction, metavar="F1", default=None,
+                     help="with attempts per case: an attempt's answer passes at this answer F1 or above "
+                          "(default 0.8)")
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")
     run.add_argument("--config", metavar="FILE",
@@ -232,6 +235,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unit_fraction(text: str) -> float:
+    """A number from 0 to 1 (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1 (got {text!r})")
+    return value
+
+
 def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
     options = {
         "enabled": False if args.no_llm else None,
@@ -283,6 +297,7 @@ def command_run(args: argparse.Namespace) -> int:
         strict=args.strict,
         steps_semantics=args.steps_semantics,
         acceptable_extras=args.grade_extras,
+        answer_pass_f1=args.answer_pass_f1,
         config_ge6=args.config_ge6,
         judge_options=_judge_options(args),
         baseline=args.baseline,

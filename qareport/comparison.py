@@ -13,7 +13,10 @@ Rules, in the words an analyst would use:
   - success → error / missing / invalid: a *regression* of its status; the way back an *improvement*;
   - both evaluated: every metric whose value moved by more than `tolerance` is a regression (down)
     or an improvement (up); a metric present in only one run (e.g. the LLM judge was off) is not
-    compared.
+    compared. A case answered several times in both runs is regressed or improved only when
+    `decide_case_change` on its main metric's attempts says so (`case_verdict`); its other moves are
+    *moved within noise*, listed apart and never counted as regressions. What the lists rest on (one
+    run per case, or attempts too few to ever decide) is said once (`attempts_note`).
 - Cases only in the current run are *new*, cases only in the baseline *removed*, unless they
   could not be loaded this time (their file, or their item of it, could not be read): then they
   are *not loaded*, listed first, and never counted as removed or regressed.
@@ -34,6 +37,7 @@ Rules, in the words an analyst would use:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -44,12 +48,16 @@ from typing import Any, Literal
 
 from qareport import kinds
 from qareport.clustered_statistics import (
+    MINIMUM_ATTEMPTS,
+    CaseVerdict,
     ClusteredInterval,
     benjamini_hochberg,
     clustered_interval,
     clustered_paired_change,
+    decide_case_change,
     minimum_detectable_change,
 )
+from qareport.clustered_statistics import CaseChange as AttemptsChange
 from qareport.clusters import row_cluster
 from qareport.means import evaluated, mean, score
 from qareport.records import RunSnapshot, Unloaded
@@ -59,9 +67,15 @@ NOT_SCORED_STATUSES = ("error", "missing", "invalid")
 STATUSES = ("success", *NOT_SCORED_STATUSES)
 DEFAULT_TOLERANCE = 1e-9  # float noise, not a change
 
-ChangeKind = Literal["regression", "improvement", "test changed", "new case", "removed case", "not loaded"]
-CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "test changed", "new case", "removed case",
-                                        "not loaded")
+ChangeKind = Literal["regression", "improvement", "moved within noise", "test changed", "new case", "removed case",
+                     "not loaded"]
+CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "moved within noise", "test changed", "new case",
+                                        "removed case", "not loaded")
+WITHIN_NOISE: ChangeKind = "moved within noise"
+ONE_RUN_NOTE = ("One run per case cannot tell a change from a flip: each case listed as regressed or improved moved "
+                "in a single attempt. Give several attempts per case ('attempt': 1, 2, ...; 4 or more in both runs) "
+                "so that only changes beyond a case's own noise are listed.")
+ATTEMPTS_KEY = "attempts"  # a stored case row's values per attempt (`runs.attempt_values`)
 
 
 _number = score  # a score that can be averaged and binned (`means.score`)
@@ -355,6 +369,8 @@ class Comparison:
     movements: tuple[CaseMovement, ...] = ()  # one per changed case, in the order of `changes`
     warnings: tuple[str, ...] = ()  # what makes the two runs less comparable than they look
     breakdown: tuple[BreakdownChange, ...] = ()  # per tag, template and dimension
+    attempts_note: str | None = None
+    """What the regressed and improved lists rest on, when a reader must know (`attempts_note`)."""
 
     @property
     def tests(self) -> int:
@@ -417,7 +433,63 @@ def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: flo
         return [CaseChange("improvement", case_id, name, "status", old_status, new_status, None, **statuses)]
     if old_status != "success":
         return []  # neither run scored it: nothing to compare
+    decided = case_verdict(old, new)
+    if decided is not None and decided.verdict not in (CaseVerdict.REGRESSED, CaseVerdict.IMPROVED):
+        return metric_changes(lambda delta: WITHIN_NOISE)  # a flip, as far as its attempts can tell
     return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
+
+
+def case_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> AttemptsChange | None:
+    """Whether a case answered several times in both runs changed beyond what its own attempts vary
+    by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric_key` that
+    both runs have); None when a run has no attempts of it (one run per case: today's rule)."""
+    before, after = old.get(ATTEMPTS_KEY), new.get(ATTEMPTS_KEY)
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return None
+    for kind in kinds.REGISTRY:
+        key = kind.main_metric_key()
+        old_values = [v for v in before.get(key) or () if _number(v) is not None]
+        new_values = [v for v in after.get(key) or () if _number(v) is not None]
+        if key is not None and old_values and new_values:
+            return _decided(tuple(old_values), tuple(new_values))
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _decided(old_values: tuple[float, ...], new_values: tuple[float, ...]) -> AttemptsChange:
+    """`decide_case_change`, once per pair of attempt values (the changes and the note both ask)."""
+    return decide_case_change(old_values, new_values)
+
+
+def attempts_note(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
+                  *, level: float = ALPHA) -> str | None:
+    """What the lists of regressed and improved cases rest on, said once: one run per case (no case
+    has attempts in both runs), or attempts too few to ever decide at `level` (3 against 3)."""
+    sizes: Counter[tuple[int, int]] = Counter()
+    for case_id, new in new_rows.items():
+        old = old_rows.get(case_id)
+        if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
+            continue
+        decided = case_verdict(old, new)
+        if decided is not None:
+            sizes[(decided.old_attempts, decided.new_attempts)] += 1
+    if not sizes:
+        return ONE_RUN_NOTE
+    hopeless = sorted(pair for pair in sizes if smallest_p(*pair) > level)
+    if not hopeless:
+        return None
+    cases = sum(sizes[pair] for pair in hopeless)
+    pairs = ", ".join(f"{a} against {b}" for a, b in hopeless)
+    return (f"{cases} case(s) have too few attempts to ever tell a change from a flip ({pairs}: no split of so few "
+            f"attempts reaches p {level:g}); what moved in them is listed as moved within noise. Give 4 or more "
+            "attempts per case in both runs.")
+
+
+def smallest_p(old_attempts: int, new_attempts: int) -> float:
+    """The smallest p-value `decide_case_change` can reach with attempts of these numbers."""
+    if min(old_attempts, new_attempts) < MINIMUM_ATTEMPTS:
+        return 1.0
+    return (2 if old_attempts == new_attempts else 1) / math.comb(old_attempts + new_attempts, new_attempts)
 
 
 def case_moved(old: Mapping[str, Any], new: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
@@ -539,6 +611,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         movements=tuple(movements),
         warnings=tuple(warnings),
         breakdown=breakdown_changes(old_rows, new_rows) if detailed else (),
+        attempts_note=attempts_note(old_rows, new_rows),
     )
     return decide_noise(comparison) if detailed else comparison
 

@@ -148,8 +148,8 @@ def build_digest(
             source=comparison.baseline_source, created=comparison.baseline_created,
             version=comparison.baseline_version, counts={str(k): v for k, v in comparison.counts().items()},
             warnings=comparison.warnings),
-        regressed=tuple(_moved_line(movement) for movement in regressed[:TOP_CASES]),
-        improved=tuple(_moved_line(movement) for movement in improved[:TOP_CASES]),
+        regressed=tuple(moved_line(movement) for movement in regressed[:TOP_CASES]),
+        improved=tuple(moved_line(movement) for movement in improved[:TOP_CASES]),
         regressed_total=len(regressed),
         improved_total=len(improved),
         weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows)) is not None),
@@ -195,7 +195,8 @@ def mattering(design_effect: float | None) -> float | None:
     return design_effect if design_effect is not None and design_effect > DESIGN_EFFECT_SHOWN else None
 
 
-def _moved_line(movement: CaseMovement) -> CaseLine:
+def moved_line(movement: CaseMovement) -> CaseLine:
+    """A changed case in one line: what moved, why, and by how much."""
     return CaseLine(movement.case_id, movement.name, movement.describe_moves(), movement.reason,
                     movement.worst_delta if movement.kind == "regression" else _best_delta(movement))
 
@@ -341,6 +342,8 @@ def comparison_line(digest: Digest) -> str | None:
             deltas.append(f"{delta.label} {delta.new:.2f} ({delta.shown_delta:+.2f})")  # as the Summary shows it
     counts = digest.baseline.counts
     line = f"since the baseline: {counts.get('regression', 0)} regressed, {counts.get('improvement', 0)} improved"
+    if counts.get("moved within noise"):  # cases with attempts whose change their attempts explain
+        line += f", {counts['moved within noise']} moved within noise"
     line += f"; {', '.join(deltas)}" if deltas else ""
     if digest.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
         line += f"; {digest.beyond_noise} of {digest.tests} changes beyond noise (false discovery rate 5%)"

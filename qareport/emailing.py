@@ -175,6 +175,8 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
         "more_regressed": max(0, digest.regressed_total - len(digest.regressed)),
         "improved": [_line(line) for line in digest.improved],
         "more_improved": max(0, digest.improved_total - len(digest.improved)),
+        # cases whose change is within what their own attempts vary by: listed apart, never counted
+        "within_noise": int((baseline.counts if baseline is not None else {}).get("moved within noise") or 0),
         "weakest": [{"family": weakest.family, "ranked_by": weakest.ranked_by,
                      "cases": [_line(line) for line in weakest.cases]} for weakest in digest.weakest],
         "judged": [{"label": metric.label, "mean": _two(metric.mean), "judged": metric.judged,

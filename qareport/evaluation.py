@@ -8,12 +8,12 @@ and collects the per-case problems evaluation finds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qareport import qa
 from qareport.collector import collector_paused
-from qareport.kinds import TurnInput, extra_kinds
+from qareport.kinds import PassRules, TurnInput, attempt_passed, extra_kinds
 from qareport.kinds.indicator_selection import DEFAULT_ACCEPTABLE_EXTRAS, MatchBy, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND
 from qareport.kinds.steps import with_verdicts
@@ -42,6 +42,7 @@ class EvaluationOptions:
     match_by: MatchBy = "id_and_name"
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5 or 6
     acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS  # extra terms an `acceptable` grade allows
+    pass_rules: PassRules = field(default_factory=PassRules)  # when an attempt of a case answered several times passes
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,13 +278,67 @@ def evaluate_suite(
     problems: list[Problem] = []
     with collector_paused():  # the results live on, and scoring makes no reference cycles: see `collector`
         for case in suite.cases:
-            result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
+            attempts = suite.attempts.get(case.id)
+            if attempts:
+                result, case_problems = _evaluate_attempts(case, attempts, options)
+            else:
+                result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
             results.append(result)
             problems.extend(case_problems)
-    if judge is None:
-        return Evaluation(tuple(results), tuple(problems))
-    judged = judge(list(qa_results(results)))
-    return Evaluation(tuple(_with_qa_results(results, iter(judged))), tuple(problems))
+    if judge is not None:
+        judged = judge(list(qa_results(results)))
+        results = list(_with_qa_results(results, iter(judged)))
+    return Evaluation(tuple(_with_passes(results, options.pass_rules)), tuple(problems))
+
+
+def _with_passes(results: Iterable[CaseResult], rules: PassRules) -> Iterator[CaseResult]:
+    """The results with each attempt's pass verdict (once judged: an answer's rule needs its F1)."""
+    for result in results:
+        if not result.attempts:
+            yield result
+            continue
+        yield combine_attempts(tuple(replace(a, passed=attempt_passed(a, rules)) for a in result.attempts))
+
+
+def _evaluate_attempts(case: TestCase, responses: Iterable[Response],
+                       options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
+    """Each attempt scored on its own, every Q&A result dict marked with its `attempt` (so the
+    judge judges, and caches, each attempt apart); a problem every attempt meets (a note on the
+    test case) is said once."""
+    attempts = []
+    problems: dict[Problem, None] = {}
+    for response in responses:
+        result, found = evaluate_case(case, response, options=options)
+        number = result.attempt
+        turns = tuple(turn if turn.qa is None else replace(turn, qa={**turn.qa, "attempt": number})
+                      for turn in result.turns)
+        attempts.append(replace(result, turns=turns))
+        problems.update(dict.fromkeys(found))
+    return combine_attempts(tuple(attempts)), list(problems)
+
+
+def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
+    """One case's result from the results of its attempts (in attempt order).
+
+    The case's status is `success` when any attempt was evaluated (the others count as attempts
+    that did not pass), else the first attempt's; its `error` names each attempt that failed or
+    had a turn it could not score. Its turns and response are the first evaluated attempt's (the
+    details cell shows that attempt; the Details sheet has every attempt); its metrics are the means
+    over its attempts (`kinds.case_metrics`), and so are `macro_precision` and `macro_recall`."""
+    evaluated = [a for a in attempts if a.status == "success"]
+    first = evaluated[0] if evaluated else attempts[0]
+    status: CaseStatus = first.status
+    troubles = [f"attempt {a.attempt}: {a.error or a.status}" for a in attempts
+                if a.status != "success" or a.error]
+    return replace(
+        first,
+        status=status,
+        error="; ".join(troubles) or None,
+        macro_precision=mean_or_none([a.macro_precision for a in attempts if a.macro_precision is not None]),
+        macro_recall=mean_or_none([a.macro_recall for a in attempts if a.macro_recall is not None]),
+        passed=None,  # a verdict of an attempt, not of the case (`consistency` counts them)
+        attempts=attempts,
+    )
 
 
 def _with_context_scores(result: dict[str, Any], semantics: Semantics) -> dict[str, Any]:
@@ -295,6 +350,9 @@ def _with_context_scores(result: dict[str, Any], semantics: Semantics) -> dict[s
 def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:
     """The case results with their Q&A dicts replaced by `scored`, taken in `qa_results` order."""
     for result in results:
+        if result.attempts:
+            yield combine_attempts(tuple(_with_qa_results(result.attempts, scored)))
+            continue
         if not any(turn.qa is not None for turn in result.turns):
             yield result
             continue
@@ -303,8 +361,12 @@ def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, A
 
 
 def qa_results(results: Iterable[CaseResult]) -> Iterable[dict[str, Any]]:
-    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns)."""
+    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns; each
+    attempt's of a case answered several times)."""
     for result in results:
+        if result.attempts:
+            yield from qa_results(result.attempts)
+            continue
         for turn in result.turns:
             if turn.qa is not None:
                 yield turn.qa

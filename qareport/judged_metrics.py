@@ -153,9 +153,10 @@ def _combine(verdicts: Sequence[tuple[str, float | None]]) -> tuple[str, float |
 
 
 def _qa_of(result: CaseResult) -> Iterator[Mapping[str, Any]]:
-    for turn in result.turns:
-        if turn.qa is not None:
-            yield turn.qa
+    for attempt in result.attempts or (result,):  # every attempt's of a case answered several times
+        for turn in attempt.turns:
+            if turn.qa is not None:
+                yield turn.qa
 
 
 def _judge_touched(spec: JudgedMetricSpec, result: CaseResult) -> bool:

@@ -45,7 +45,7 @@ TESTCASE_SUFFIXES = (".yaml", ".yml")
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
 RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
 TURN_KEYS = ("indicator_selection", "actual_answer", "actual_steps")
-RESPONSE_KEYS = (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")
+RESPONSE_KEYS = (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error", "attempt")
 """The keys a response record is read by (besides those of plugged-in kinds); any other is named
 as a problem ("unknown key: not evaluated"), never dropped in silence."""
 TARGET_KEYS = ("indicator_selection", "reference_answer", "reference_steps")
@@ -939,10 +939,11 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
         raise ShapeError(
             "the response names no case; add 'question_id', 'test_case_id' or 'id'", location.line
         )
+    attempt = _attempt(record, location.line)
     tokens = {key: _number(record, key, notes) for key in USAGE_FIELDS}
     unusable = {key: str(record[key]) for key in USAGE_FIELDS if record.get(key) is not None and tokens[key] is None}
     extra = {k: v for k, v in record.items()
-             if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error")}
+             if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error", "attempt")}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
         try:  # graphrag-eval 6.x scores the steps an error response still carries
@@ -956,6 +957,7 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
             error=str(record.get("error") or "the system reported an error without a message"),
             turns=kept,
             extra=extra,
+            attempt=attempt,
             **tokens,
         )
     if "turns" in record:
@@ -971,8 +973,34 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
             turns.append(_turn_output(raw_turn, line=location.line))
     else:
         turns = [_turn_output(record, line=location.line)]
-    return Response(case_id=case_id, location=location, turns=tuple(turns), extra=extra,
+    return Response(case_id=case_id, location=location, turns=tuple(turns), extra=extra, attempt=attempt,
                     **tokens)  # type: ignore[arg-type]
+
+
+def _attempt(record: dict[str, Any], line: int | None) -> int | None:
+    """A record's `attempt`: a positive integer, or None when it gives none (or null). Anything else
+    makes the record unusable (ShapeError): which attempt it is cannot be told, and guessing could
+    make it double another attempt."""
+    value = record.get("attempt")
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 2.0 is attempt 2
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ShapeError(f"'attempt' must be a positive whole number, 1 for the first attempt, 2 for the "
+                         f"second, ... (got {describe_value(value)}); write the attempt's number, or leave "
+                         "'attempt' out when the case was run once", line)
+    return value
+
+
+def _attempt_of_unusable(record: Any) -> int | None:
+    """The attempt an unusable record names, when that much can be read (None otherwise)."""
+    if not isinstance(record, dict):
+        return None
+    try:
+        return _attempt(record, None)
+    except ShapeError:
+        return None
 
 
 def _key_disagreement(record: Any, key_id: str | None) -> str | None:
@@ -991,9 +1019,14 @@ def _key_disagreement(record: Any, key_id: str | None) -> str | None:
 
 
 def load_responses(
-    paths: Iterable[str | Path], problems: _Collector
+    paths: Iterable[str | Path], problems: _Collector, attempt_sets: dict[str, tuple[Response, ...]] | None = None,
 ) -> tuple[dict[str, Response], list[InputSummary]]:
+    """Every response by case id (the lowest-numbered attempt of a case answered several times);
+    `attempt_sets`, when given, receives every attempt of the cases that have two or more."""
+    attempt_sets = {} if attempt_sets is None else attempt_sets
     responses: dict[str, Response] = {}
+    # each case's responses by attempt number (a record without `attempt` is attempt 1)
+    numbered: dict[str, dict[int, Response]] = {}
     summaries = []
     for given, files in expand_paths(paths, RESPONSE_SUFFIXES, problems, role="responses"):
         count = 0
@@ -1012,28 +1045,42 @@ def load_responses(
                     record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
                     for where, message in _shape_problems(error, line):
                         problems.add(str(file), where, message, record_id)
-                    if record_id is not None and record_id not in responses:
-                        responses[record_id] = Response(
-                            record_id, location, status="invalid", error=f"unusable response: {error}"
-                        )
+                    attempt = _attempt_of_unusable(record)
+                    if record_id is not None and (attempt or 1) not in numbered.get(record_id, {}):
+                        placeholder = Response(record_id, location, status="invalid",
+                                               error=f"unusable response: {error}", attempt=attempt)
+                        numbered.setdefault(record_id, {})[attempt or 1] = placeholder
+                        responses.setdefault(record_id, placeholder)
                     continue
                 for note in notes:
                     problems.add(str(file), line, note, response.case_id)
                 _count_unknown_response_keys(record, response.case_id, line, problems)
-                if response.case_id in responses:
-                    problems.add(
-                        str(file),
-                        line,
-                        f"a second response for '{response.case_id}' (first at "
-                        f"{responses[response.case_id].location}); this one is ignored",
-                        response.case_id,
-                    )
+                attempts = numbered.setdefault(response.case_id, {})
+                first = attempts.get(response.attempt or 1)
+                if first is not None:
+                    problems.add(str(file), line, _duplicate(response, first), response.case_id)
                     continue
-                responses[response.case_id] = response
+                attempts[response.attempt or 1] = response
+                responses.setdefault(response.case_id, response)
                 count += 1
             problems.name_unknown_keys(str(file))
         summaries.append(InputSummary(given, "responses", len(files), count, digest.hexdigest()))
+    for case_id, attempts in numbered.items():
+        if len(attempts) > 1:
+            by_number = tuple(attempts[number] for number in sorted(attempts))
+            responses[case_id] = by_number[0]
+            attempt_sets[case_id] = by_number
     return responses, summaries
+
+
+def _duplicate(response: Response, first: Response) -> str:
+    """What to say of a second record for the same case and attempt."""
+    if response.attempt is None and first.attempt is None:
+        return f"a second response for '{response.case_id}' (first at {first.location}); this one is ignored"
+    number = response.attempt or 1
+    unnumbered = " (a record without 'attempt' is attempt 1)" if None in (response.attempt, first.attempt) else ""
+    return (f"a second response for '{response.case_id}', attempt {number}{unnumbered} (first at "
+            f"{first.location}); this one is ignored: give each attempt its own number")
 
 
 def load_suite(
@@ -1047,7 +1094,8 @@ def load_suite(
     problems = _Collector()
     with collector_paused():  # everything loaded lives on: see `collector`
         cases, case_inputs = load_test_cases(testcase_paths, problems, cache=cache)
-        responses, response_inputs = load_responses(response_paths, problems)
+        attempts: dict[str, tuple[Response, ...]] = {}
+        responses, response_inputs = load_responses(response_paths, problems, attempts)
     known = {case.id for case in cases}
     lost_ids = {u.case_id: u for u in problems.unloaded if u.case_id}
     lost_files = [u for u in problems.unloaded if u.case_id is None]
@@ -1078,4 +1126,5 @@ def load_suite(
         problems=tuple(problems.problems),
         inputs=(*case_inputs, *response_inputs),
         unloaded=tuple(problems.unloaded),
+        attempts={k: v for k, v in attempts.items() if k in known},
     )

@@ -31,6 +31,7 @@ from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
 from qareport.judged_metrics import count_judged_metrics
+from qareport.kinds import PassRules
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
@@ -87,6 +88,7 @@ class RunOptions:
     estimate: bool = False  # load and evaluate, estimate the judge's work and cost; no request, nothing written
     acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
     cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
+    answer_pass_f1: float | None = None  # an attempt's answer passes at this F1 or above (default 0.8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +350,8 @@ def _run(
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
         evaluation = evaluate_suite(suite, options=EvaluationOptions(
-            match_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras),
+            match_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras,
+            pass_rules=PassRules() if options.answer_pass_f1 is None else PassRules(answer_f1=options.answer_pass_f1)),
             judge=judge_callable)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
@@ -394,6 +397,7 @@ def _run(
             "steps_semantics": semantics,
             "acceptable_extras": settings.run.acceptable_extras,
             "cluster_by_tag": options.cluster_by_tag,
+            **({"answer_pass_f1": options.answer_pass_f1} if options.answer_pass_f1 is not None else {}),
             "config_ge6": settings.ge6.path,
             "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
         },

@@ -139,6 +139,7 @@ class Response:
     total_tokens: int | float | None = None
     elapsed_sec: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept verbatim
+    attempt: int | None = None  # its `attempt` (1, 2, ...); None: the record gave none (attempt 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +171,17 @@ class Unloaded:
 
 @dataclass(frozen=True, slots=True)
 class Suite:
-    """Everything loaded: cases in input order, responses by case id, and the problems found."""
+    """Everything loaded: cases in input order, responses by case id, and the problems found.
+
+    A case answered several times (records with distinct `attempt`s) has all its responses in
+    `attempts`, by attempt number; `responses` holds its lowest-numbered one."""
 
     cases: tuple[TestCase, ...]
     responses: dict[str, Response]
     problems: tuple[Problem, ...]
     inputs: tuple[InputSummary, ...] = ()
     unloaded: tuple[Unloaded, ...] = ()  # test cases lost to unreadable files or broken items
+    attempts: dict[str, tuple[Response, ...]] = field(default_factory=dict)  # only cases with 2 or more
 
 
 # --- results -----------------------------------------------------------------------------------
@@ -249,6 +254,16 @@ class CaseResult:
     macro_precision: float | None = None  # mean over evaluated turns with indicator targets
     macro_recall: float | None = None
     response: Response | None = None
+    passed: bool | None = None  # of an attempt (in `attempts`): whether it passed (`kinds.attempt_passed`)
+    attempts: tuple[CaseResult, ...] = ()
+    """Every attempt's own result, by attempt number, when the case was answered several times
+    (empty when it was answered once); see `evaluation.combine_attempts` for what the case's own
+    fields then hold."""
+
+    @property
+    def attempt(self) -> int:
+        """The attempt this result scores (1 for a response without `attempt`)."""
+        return (self.response.attempt if self.response is not None else None) or 1
 
     @property
     def has_indicator_target(self) -> bool:

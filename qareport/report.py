@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qareport import kinds
-from qareport.case_table import CaseTable, details_table, overview_table
+from qareport.case_table import CaseTable, DetailsRow, details_table, overview_table
 from qareport.collector import collector_paused
 from qareport.comparison import (
     Comparison,
@@ -28,6 +28,7 @@ from qareport.comparison import (
     status_counts,
     trend_points,
 )
+from qareport.consistency import CaseConsistency, SuiteConsistency, case_consistency, suite_consistency
 from qareport.digest import Digest, build_digest
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
@@ -75,7 +76,10 @@ class Report:
     """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
     overview: CaseTable = field(default_factory=lambda: CaseTable((), ()))
     """The Overview's columns and each case's values in them (`case_table`)."""
-    details: tuple[tuple[tuple[Any, ...], ...], ...] = ()  # each case's Details rows, in the cases' order
+    details: tuple[tuple[DetailsRow, ...], ...] = ()  # each case's Details rows, in the cases' order
+    consistency: dict[str, CaseConsistency] = field(default_factory=dict)
+    """Case id -> its attempts at a glance, for the cases answered several times (`consistency`)."""
+    pass_rates: SuiteConsistency | None = None  # the suite's pass@k and pass^k, when cases have attempts
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -124,6 +128,7 @@ def build_report(
     agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
                                 custom=custom_metric_names())
     present = tuple(kind for kind in kinds.REGISTRY if kind.present(results))
+    consistency = {r.case.id: c for r in results if (c := case_consistency(r)) is not None}
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
         comparison=comparison, alerts=[text for text in (not_loaded, incomplete) if text], judged=judged,
@@ -155,8 +160,10 @@ def build_report(
         agreement=agreement,
         grades=kinds.grade_counts(results),
         overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
-                                templates_dir=templates_dir),
+                                consistency=consistency, templates_dir=templates_dir),
         details=details_table(present, results, reasons),
+        consistency=consistency,
+        pass_rates=suite_consistency(results),
     )
 
 

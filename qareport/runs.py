@@ -74,6 +74,10 @@ JSON_FIELDS = ("facts", "outputs", "dimensions", "judged")
 dimension's precision and recall (`dimension_scores`); judged: the case's judged metrics and their
 values (`judge_agreement.case_judgments`), so the judge can be checked against the reviews of earlier
 runs."""
+ATTEMPTS_FIELD = "attempts"
+"""A case answered several times: each metric's values over its attempts, in attempt order (JSON;
+`attempt_values`), so a later run can compare attempts with attempts. The column (and the key of a
+results file's case row) is there only when a case of the run has attempts."""
 WORKBOOK_SUFFIXES = (".xlsx",)
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
 RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
@@ -138,7 +142,27 @@ def case_row(result: CaseResult) -> dict[str, Any]:
     }
     for key in USAGE_FIELDS:
         row[key] = getattr(response, key) if response is not None else None
+    if result.attempts:
+        row[ATTEMPTS_FIELD] = attempt_values(result)
     return row
+
+
+def attempt_values(result: CaseResult) -> dict[str, list[float | None]]:
+    """Each metric's value in each attempt of a case (None where an attempt has none), for the
+    metrics any attempt has."""
+    each = [kinds.case_metrics(attempt) for attempt in result.attempts]
+    return {key: [values.get(key) for values in each] for key in kinds.case_metric_keys()
+            if any(values.get(key) is not None for values in each)}
+
+
+def _stored_attempts(raw: Any) -> dict[str, list[float]]:
+    """A stored case's attempt values, whatever an edit left: per metric, the numbers in [0, 1]."""
+    if not isinstance(raw, dict):
+        return {}
+    kept = {str(metric): [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+                          and 0 <= v <= 1]
+            for metric, values in raw.items() if isinstance(values, list)}
+    return {metric: values for metric, values in kept.items() if values}
 
 
 def dimension_scores(result: CaseResult) -> dict[str, dict[str, float]]:
@@ -160,7 +184,7 @@ def encode_case_value(field: str, value: Any) -> Any:
     """A case-row value as a cell holds it (lists as JSON text)."""
     if field in LIST_FIELDS:
         return json.dumps(list(value or []), ensure_ascii=False)
-    if field in JSON_FIELDS:
+    if field in (*JSON_FIELDS, ATTEMPTS_FIELD):
         return json.dumps(value or {}, ensure_ascii=False, sort_keys=True)
     return value
 
@@ -189,6 +213,9 @@ def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
     row["outputs"] = outputs if isinstance(outputs, dict) else {}  # `side_by_side` reads it item by item
     row["judged"] = stored_judgments(_from_json(row.get("judged"), fallback=lambda text: {}))
     row["dimensions"] = _dimensions(_from_json(row.get("dimensions"), fallback=lambda text: {}))
+    attempts = _stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {}))
+    if attempts:
+        row[ATTEMPTS_FIELD] = attempts
     row["case_id"] = stored_case_id(row["case_id"]) or ""
     for field in ("error", "reason"):
         if row[field] == "":
@@ -441,6 +468,8 @@ def _text(value: Any) -> str:
 def stored_run_tables(report: Report) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
     fields = case_fields()
+    if any(ATTEMPTS_FIELD in row for row in report.rows):
+        fields = (*fields, ATTEMPTS_FIELD)
     tables = [
         StoredTable(RESULTS_SHEET, fields,
                     tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in report.rows)),

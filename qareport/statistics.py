@@ -106,7 +106,11 @@ def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, .
         if result.status != "success":
             not_scored.update(_target_dimensions(result))
             continue
-        for turn in result.turns:
+        # a case answered several times: its value per dimension is the mean over its attempts' turns
+        # (the counts are summed over them)
+        turns = [turn for attempt in (result.attempts or (result,)) if attempt.status == "success"
+                 for turn in attempt.turns]
+        for turn in turns:
             if turn.indicator is None:
                 continue
             for dimension in turn.indicator.dimensions:
@@ -155,11 +159,14 @@ def _target_dimensions(result: CaseResult) -> list[str]:
 
 
 def question_results(results: Iterable[CaseResult]) -> list[dict[str, Any]]:
-    """The graphrag-eval result dicts of the Q&A questions (not of conversation turns)."""
+    """The graphrag-eval result dicts of the Q&A questions (not of conversation turns); each
+    attempt's, marked with its `attempt`, for a question answered several times (graphrag-eval's
+    aggregates count each attempt as a sample)."""
     return [
-        result.turns[0].qa
+        attempt.turns[0].qa
         for result in results
-        if result.case.kind == "qa" and result.turns and result.turns[0].qa is not None
+        for attempt in (result.attempts or (result,))
+        if attempt.case.kind == "qa" and attempt.turns and attempt.turns[0].qa is not None
     ]
 
 

@@ -258,3 +258,15 @@ def test_a_metric_has_one_label_wherever_it_is_shown():
     assert not hasattr(statistics_sheet, "LABELS")  # the Statistics sheet asks `kinds` like every other sheet
     assert [kinds.metric_format(key) for key in ("answer_relevance_cost", "input_tokens", "elapsed_sec",
                                                  "steps_score")] == ["cost", "integer", "seconds", "score"]
+def test_a_kind_of_ones_own_gets_its_metric_averaged_over_attempts_without_knowing_of_them(keywords_kind, tmp_path):
+    (tmp_path / "cases.yaml").write_text(CASES, encoding="utf-8")
+    records = [{"id": "capital", "attempt": 1, "actual_answer": "Oslo is the capital"},  # recall 1
+               {"id": "capital", "attempt": 2, "actual_answer": "Oslo"},  # recall 0.5
+               {"id": "river", "actual_answer": "The Nile"}]
+    (tmp_path / "responses.json").write_text(json.dumps(records), encoding="utf-8")
+    assert _run(tmp_path, "report") == 0
+    rows = _sheet(tmp_path / "report.xlsx", "Overview")
+    overview = {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    assert overview["capital"]["keyword recall"] == 0.75
+    assert overview["river"]["keyword recall"] == 1
+    assert overview["capital"]["attempts passed"] is None  # the kind has no pass rule

@@ -41,11 +41,16 @@ SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside the database, checked as it is."""
 
 
-def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str) -> str:
+def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str, attempt: int | None = None) -> str:
     """A stable hash of one request to `endpoint`: the same request to the same endpoint always
-    gives the same key."""
+    gives the same key. `attempt`: which attempt of a case answered several times the request
+    judges, so that two attempts' identical answers are judged (and cached) apart; None, for a case
+    run once, leaves the key as it always was."""
+    keyed: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": kind, "endpoint": endpoint, "request": request}
+    if attempt is not None:
+        keyed["attempt"] = attempt
     canonical = json.dumps(
-        {"v": SCHEMA_VERSION, "kind": kind, "endpoint": endpoint, "request": request},
+        keyed,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

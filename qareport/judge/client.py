@@ -283,7 +283,7 @@ class JudgeClient:
         except JudgeOutputError as first:
             problem = first
         except MetricFailed as error:
-            self._remember_failure(metric, messages, str(error))
+            self._remember_failure(metric, messages, str(error), ledger.attempt)
             raise
         for _ in range(CORRECTIVE_RETRIES):
             conversation = [*messages, {"role": "assistant", "content": problem.content or ""},
@@ -294,7 +294,7 @@ class JudgeClient:
                 problem = again
         retries = "one retry" if CORRECTIVE_RETRIES == 1 else f"{CORRECTIVE_RETRIES} retries"
         message = f"the judge's reply could not be used, also after {retries}: {problem.problem}"
-        self._remember_failure(metric, messages, message)
+        self._remember_failure(metric, messages, message, ledger.attempt)
         raise MetricFailed(message)
 
     def _chat_request(self, metric: str, messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -309,13 +309,14 @@ class JudgeClient:
             request["max_tokens"] = self.settings.max_tokens
         return request
 
-    def _chat_key(self, request: Mapping[str, Any]) -> str:
-        return cache_key("chat", request, endpoint=self._chat_endpoint)
+    def _chat_key(self, request: Mapping[str, Any], attempt: int | None) -> str:
+        return cache_key("chat", request, endpoint=self._chat_endpoint, attempt=attempt)
 
-    def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str) -> None:
+    def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str,
+                          attempt: int | None) -> None:
         """Mark a judgment that failed, so that the next run asks again and says it did."""
         if self._cache is not None:
-            key = self._chat_key(self._chat_request(metric, messages))
+            key = self._chat_key(self._chat_request(metric, messages), attempt)
             self._cache.put(key, kind="failed", model=self.chat_model, value={"failed": message})
 
     def _chat(self, metric: str, messages: list[dict[str, str]], check: Callable[[str | None], T],
@@ -323,7 +324,7 @@ class JudgeClient:
         """One chat request, from the cache when it holds an acceptable reply. `also_for`: the
         first request of a corrective retry, under which an accepted reply is cached too."""
         request = self._chat_request(metric, messages)
-        key = self._chat_key(request)
+        key = self._chat_key(request, ledger.attempt)
         batched = self.batch.take(key) if self.batch is not None else None  # this run's batch reply
         if batched is None and self._cache is not None:
             hit = self._cache.get(key)
@@ -337,7 +338,7 @@ class JudgeClient:
                 else:
                     ledger.cached_calls += 1
                     if also_for is not None:
-                        self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
+                        self._cache.put(self._chat_key({**request, "messages": also_for}, ledger.attempt), kind="chat",
                                         model=self.chat_model, value=hit)
                     return checked
         reserved = 0.0
@@ -381,7 +382,7 @@ class JudgeClient:
             }
             self._cache.put(key, kind="chat", model=self.chat_model, value=value)
             if also_for is not None:
-                self._cache.put(self._chat_key({**request, "messages": also_for}), kind="chat",
+                self._cache.put(self._chat_key({**request, "messages": also_for}, ledger.attempt), kind="chat",
                                 model=self.chat_model, value=value)
         return checked
 

@@ -474,22 +474,23 @@ class Judge:
     def _plan(self, index: int, result: Mapping[str, Any],
               metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
         client, prompts = self._client, self._prompts
+        attempt = attempt_of(result)
         question = result.get("question_text") or ""
         reference = result.get("reference_answer")
         actual = answer_text(result.get("actual_answer"))  # content parts: the judge reads their text
         if answer_correctness.METRIC in metrics and reference is not None and actual is not None:
             custom_prompt = self.settings.correctness_prompt
-            yield self._task(index, answer_correctness.METRIC, None, lambda ledger: (
+            yield self._task(attempt, index, answer_correctness.METRIC, None, lambda ledger: (
                 answer_correctness.judge_answer_correctness(
                     client, prompts, ledger, question=question, reference=reference, actual=actual,
                     prompt_template=custom_prompt)))
         if answer_relevance.METRIC in metrics and actual is not None:
             count = self.settings.relevance_questions
-            yield self._task(index, answer_relevance.METRIC, None, lambda ledger: (
+            yield self._task(attempt, index, answer_relevance.METRIC, None, lambda ledger: (
                 answer_relevance.ask_questions(
                     client, prompts, ledger, question=question, actual=actual, count=count)))
         for name, evaluation in self._custom.items():
-            yield self._task(index, name, None, partial(
+            yield self._task(attempt, index, name, None, partial(
                 custom_metric.judge_custom, client, prompts, evaluation=evaluation, result=result))
         yield from self._plan_contexts(index, result, metrics)
         wants_recall = retrieval_answer.RECALL in metrics and bool(reference)
@@ -510,11 +511,11 @@ class Judge:
                         yield _Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
                 continue
             if wants_recall:
-                yield self._task(index, retrieval_answer.RECALL, number, partial(
+                yield self._task(attempt, index, retrieval_answer.RECALL, number, partial(
                     retrieval_answer.judge_retrieval_recall, client, prompts,
                     question=question, reference=reference, contexts=contexts))
             if wants_precision:
-                yield self._task(index, retrieval_answer.PRECISION, number, partial(
+                yield self._task(attempt, index, retrieval_answer.PRECISION, number, partial(
                     retrieval_answer.judge_retrieval_precision, client, prompts,
                     question=question, reference=reference, actual=actual, contexts=contexts))
 
@@ -525,6 +526,7 @@ class Judge:
         if not wanted:
             return
         question = result.get("question_text") or ""
+        attempt = attempt_of(result)
         for number, reference_step, actual_step in matched_retrieval_steps(result):
             try:
                 reference_texts = [c["text"] for c in parse_contexts(reference_step.get("output"))]
@@ -536,7 +538,7 @@ class Judge:
             judges = {retrieval_answer.CONTEXT_RECALL: retrieval_answer.judge_context_recall,
                       retrieval_answer.CONTEXT_PRECISION: retrieval_answer.judge_context_precision}
             for metric in wanted:
-                yield self._task(index, metric, number, partial(
+                yield self._task(attempt, index, metric, number, partial(
                     judges[metric], self._client, self._prompts, question=question,
                     reference_contexts=reference_texts, contexts=contexts))
 
@@ -550,10 +552,13 @@ class Judge:
         evaluation = self._custom.get(metric)
         return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
 
-    def _task(self, index: int, metric: str, step: int | None,
+    def _task(self, attempt: int | None, index: int, metric: str, step: int | None,
               compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> _Task:
+        """One metric of one result; its chat requests are cached under the result's `attempt` too
+        (see `attempt_of`)."""
         def work() -> _Outcome:
             outcome = _Outcome(index, metric, step)
+            outcome.ledger.attempt = attempt
             try:
                 produced = compute(outcome.ledger)
             except JudgeCallFailed as error:
@@ -679,6 +684,14 @@ def _fail_relevance(outcome: _Outcome, message: str, *, not_judged: bool = False
     outcome.error = True
     outcome.not_judged = not_judged
     outcome.waiting = None
+
+
+def attempt_of(result: Mapping[str, Any]) -> int | None:
+    """The attempt a result dict scores (`evaluation` marks those of a case answered several times),
+    None for a case run once. Two attempts' identical answers are two judgments: the attempt is
+    part of their cache keys; a case run once keeps the keys it always had."""
+    attempt = result.get("attempt")
+    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
 
 
 def matched_retrieval_steps(result: Mapping[str, Any]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:

@@ -118,6 +118,7 @@ class Ledger:
     """Counters of one unit of work, filled in by the thread doing it (never shared while open)."""
 
     __slots__ = (
+        "attempt",
         "cached_calls",
         "calls",
         "cost",
@@ -138,6 +139,7 @@ class Ledger:
         self.unpriced: set[str] = set()
         self.share = 0.0  # of calls made for several cases (embedding batches), counted elsewhere
         self.share_unpriced = False
+        self.attempt: int | None = None  # the attempt judged: part of the chat cache keys (`JudgeClient`)
 
     def add_call(self, input_tokens: int, output_tokens: int, cost: float | None, model: str) -> None:
         self.calls += 1

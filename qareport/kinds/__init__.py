@@ -21,6 +21,7 @@ the records' `parts` / `scores` mappings under its name, which the base class re
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
@@ -41,10 +42,12 @@ __all__ = [
     "Facts",
     "Kind",
     "Metric",
+    "PassRules",
     "ShapeError",
     "Table",
     "TurnInput",
     "all_metrics",
+    "attempt_passed",
     "case_facts",
     "case_metric_keys",
     "case_metrics",
@@ -54,6 +57,7 @@ __all__ = [
     "extra_kinds",
     "headline_metric_keys",
     "kind_of_metric",
+    "main_metric",
     "mean_over_turns",
     "metric_format",
     "metric_label",
@@ -119,6 +123,16 @@ class Table:
     formats: tuple[CellFormat | None, ...] = ()
 
 
+DEFAULT_ANSWER_PASS_F1 = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class PassRules:
+    """The thresholds of the kinds' pass rules (`Kind.passes`) that a user may set."""
+
+    answer_f1: float = DEFAULT_ANSWER_PASS_F1  # an answer passes at this answer F1 or above (--answer-pass-f1)
+
+
 @dataclass(frozen=True, slots=True)
 class TurnInput:
     """What a kind needs to score one turn: its part of the target and of the system's output."""
@@ -139,6 +153,18 @@ class Kind:
     name: str = ""
     label: str = ""
     metrics: tuple[Metric, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A case answered several times gets, for each metric, the mean over its attempts: every
+        kind's `case_metrics` is wrapped once so that no kind has to know about attempts."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("case_metrics")
+        if own is not None and not getattr(own, "over_attempts", False):
+            setattr(cls, "case_metrics", _over_attempts(own))  # noqa: B010 (wrapping a method of the class)
+        graded = cls.__dict__.get("case_grade")
+        if graded is not None and not getattr(graded, "over_attempts", False):
+            setattr(cls, "case_grade", _grade_over_attempts(graded))  # noqa: B010
+
     rank_metrics: tuple[str, ...] = ()
     """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
     kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
@@ -147,6 +173,11 @@ class Kind:
     kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
     runs is a change (a regression when it gets worse)."""
     grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
+    main_metric: str | None = None
+    """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
+    between two runs is decided (default: the kind's first headline metric)."""
+    pass_rule: str = ""
+    """When an attempt passes, in the analyst's words (empty: the kind has no pass rule)."""
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -189,6 +220,14 @@ class Kind:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None
 
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        """Whether one evaluated attempt passes this kind's rule (`pass_rule`); None: no verdict
+        (no rule, no target of the kind, or no value, e.g. an answer the judge did not score)."""
+        return None
+
+    def main_metric_key(self) -> str | None:
+        return self.main_metric or next((metric.key for metric in self.metrics if metric.headline), None)
+
     def case_grade(self, result: CaseResult) -> str | None:
         """The case's grade, one of `grades` (None: not graded, e.g. not evaluated)."""
         return None
@@ -229,6 +268,41 @@ class Kind:
 
     def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
         return []
+
+
+def _over_attempts(
+    metrics_of: Callable[[Kind, CaseResult], dict[str, float | None]]
+) -> Callable[[Kind, CaseResult], dict[str, float | None]]:
+    """`metrics_of` for a case run once; the mean of each metric over the attempts (those that
+    have it) for a case answered several times."""
+    def case_metrics(kind: Kind, result: CaseResult) -> dict[str, float | None]:
+        if not result.attempts:
+            return metrics_of(kind, result)
+        each = [metrics_of(kind, attempt) for attempt in result.attempts]
+        return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
+
+    case_metrics.over_attempts = True  # type: ignore[attr-defined]
+    case_metrics.__doc__ = metrics_of.__doc__
+    return case_metrics
+
+
+def _grade_over_attempts(
+    grade_of: Callable[[Kind, CaseResult], str | None]
+) -> Callable[[Kind, CaseResult], str | None]:
+    """`grade_of` for a case run once; for a case answered several times, the grade most of its
+    graded attempts got (the worse one on a tie)."""
+    def case_grade(kind: Kind, result: CaseResult) -> str | None:
+        if not result.attempts:
+            return grade_of(kind, result)
+        counts = Counter(grade for attempt in result.attempts if (grade := grade_of(kind, attempt)) is not None)
+        if not counts:
+            return None
+        rank = {grade: index for index, grade in enumerate(kind.grades)}
+        return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
+
+    case_grade.over_attempts = True  # type: ignore[attr-defined]
+    case_grade.__doc__ = grade_of.__doc__
+    return case_grade
 
 
 def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
@@ -320,6 +394,27 @@ def case_metrics(result: CaseResult) -> dict[str, float | None]:
     return values
 
 
+def attempt_passed(result: CaseResult, rules: PassRules) -> bool | None:
+    """Whether one attempt of a case passes: it was evaluated and passes the rule of every kind that
+    has a verdict on it (`Kind.passes`). An attempt that was not evaluated (an error, an unusable
+    response) does not pass; None when no kind has a verdict."""
+    verdicts = [verdict for kind in REGISTRY if kind.has_target(result.case)
+                if (verdict := kind.passes(result, rules)) is not None]
+    if result.status != "success":
+        return False
+    return all(verdicts) if verdicts else None
+
+
+def main_metric(result: CaseResult) -> str | None:
+    """The case's main metric: the first kind's (in registry order) that has a value for it."""
+    values = case_metrics(result)
+    for kind in REGISTRY:
+        key = kind.main_metric_key()
+        if key is not None and values.get(key) is not None:
+            return key
+    return None
+
+
 def explain_case(result: CaseResult) -> str | None:
     """The case's reason in one line: each kind's explanation, joined."""
     reasons = [reason for kind in REGISTRY if (reason := kind.explain(result))]
@@ -328,7 +423,17 @@ def explain_case(result: CaseResult) -> str | None:
 
 def case_reason(result: CaseResult) -> str | None:
     """Why a case lost points, in one line: what happened to its response when it was not
-    evaluated, else what its kinds say (and any turn that could not be scored)."""
+    evaluated, else what its kinds say (and any turn that could not be scored). A case answered
+    several times: each attempt's reason, the attempts with the same one named together ("attempts
+    2, 3: INDICATOR: missed LP"), so an attempt that lost points is never hidden by one that did not."""
+    if result.attempts:
+        said: dict[str, list[int]] = {}
+        for attempt in result.attempts:
+            why = case_reason(attempt)
+            if why:
+                said.setdefault(why, []).append(attempt.attempt)
+        return "; ".join(f"attempt{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}: {why}"
+                         for why, numbers in said.items()) or None
     if result.status == "missing":
         return "no response"
     if result.status == "error":

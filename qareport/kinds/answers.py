@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qareport.errors import NOT_JUDGED
-from qareport.kinds import Column, ColumnPlace, Kind, Metric, mean_over_turns
+from qareport.kinds import Column, ColumnPlace, Kind, Metric, PassRules, mean_over_turns
 from qareport.records import CaseResult, TestCase, TurnOutput
 
 
@@ -99,6 +99,12 @@ class ReferenceAnswer(Kind):
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
         qa_dicts = [t.qa for t in result.turns if t.qa]
         return {m.key: mean_over_turns(qa.get(m.key) for qa in qa_dicts) for m in self.metrics}
+
+    pass_rule = "answer F1 at or above the threshold (--answer-pass-f1, default 0.8)"
+
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        f1 = self.case_metrics(result)["answer_f1"]
+        return None if f1 is None or not self.has_target(result.case) else f1 >= rules.answer_f1
 
     def explain(self, result: CaseResult) -> str | None:
         reasons = []

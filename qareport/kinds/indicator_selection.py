@@ -18,7 +18,7 @@ from statistics import fmean
 from typing import Any, Literal
 
 from qareport.id_text import visible
-from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, Table
+from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, PassRules, Table
 from qareport.records import (
     CaseResult,
     DatasetSelection,
@@ -531,6 +531,14 @@ class IndicatorSelection(Kind):
     def case_grade(self, result: CaseResult) -> str | None:
         return case_grade(result)
 
+    main_metric = "macro_recall"
+    pass_rule = "macro recall and macro precision 1"
+
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        if result.macro_recall is None:
+            return None
+        return result.macro_recall == 1 and result.macro_precision == 1
+
     def explain(self, result: CaseResult) -> str | None:
         scored = [t for t in result.turns if t.indicator is not None]
         several = len(result.case.turns) > 1
@@ -555,7 +563,7 @@ class IndicatorSelection(Kind):
             Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),
             # the first column after the review: the scanning part (id to review note) must fit a
             # 1600-pixel window with a baseline and a judge too
-            Column("grade", case_grade, 11, place="number"),
+            Column("grade", self.case_grade, 11, place="number"),  # over its attempts, when it has some
             Column("dataset precision", lambda r: dataset_scores(r)[0], 9, "score", score=True, place="number"),
             Column("dataset recall", lambda r: dataset_scores(r)[1], 9, "score", score=True, place="number"),
             *per_dimension,
@@ -613,10 +621,10 @@ def grades_table(results: Sequence[CaseResult]) -> Table:
             groups.setdefault(group, []).append(result)
     rows = []
     for group, members in groups.items():
-        grades = [case_grade(result) or NOT_GRADED for result in members]
-        scores = [dataset_scores(result) for result in members]
-        precisions = [p for p, _ in scores if p is not None]
-        recalls = [r for _, r in scores if r is not None]
+        grades = [INDICATOR_SELECTION.case_grade(result) or NOT_GRADED for result in members]  # over attempts too
+        scores = [INDICATOR_SELECTION.case_metrics(result) for result in members]
+        precisions = [p for s in scores if (p := s["dataset_precision"]) is not None]
+        recalls = [r for s in scores if (r := s["dataset_recall"]) is not None]
         rows.append((group, len(members), *(grades.count(grade) for grade in (*GRADES, NOT_GRADED)),
                      fmean(precisions) if precisions else None, fmean(recalls) if recalls else None,
                      len(precisions)))

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.case_table import DETAILS_HEADERS as HEADERS
-from qareport.case_table import MATCHED_BY, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
+from qareport.case_table import MATCHED_BY, DetailsRow, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
@@ -37,21 +37,31 @@ def _wraps(column: int, value: Any) -> bool:
     return isinstance(value, str) and column in WRAPPED and len(value) > WIDTHS[column - 1] - 2
 
 
-def _widths(details: Sequence[Sequence[tuple[Any, ...]]]) -> tuple[dict[int, float], tuple[str, ...]]:
+ATTEMPT = "attempt"  # the last column when cases were answered several times: one block of rows per attempt
+
+
+def _widths(details: Sequence[Sequence[DetailsRow]]) -> tuple[dict[int, float], tuple[str, ...]]:
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
     the widths are needed before the first row is written; and the headers (`MATCHED_BY` only when
     a row has a value for it)."""
     longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
+    attempts = False
     for rows in details:
-        for values in rows:
+        for attempt, values in rows:
+            attempts = attempts or attempt is not None
             for index, value in enumerate(values[:len(longest)]):
                 if isinstance(value, str) and len(value) + 2 > longest[index]:
                     longest[index] = len(value) + 2
             matched_by = matched_by or (len(values) > len(HEADERS) and values[len(HEADERS)] is not None)
-    headers = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
-    return {i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
-            for i, w in enumerate(WIDTHS[:len(headers)], start=1)}, headers
+    headers: tuple[str, ...] = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
+    widths: dict[int, float] = {
+        i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
+        for i, w in enumerate(WIDTHS[:len(headers)], start=1)}
+    if attempts:
+        headers = (*headers, ATTEMPT)
+        widths[len(headers)] = math.ceil(styles.header_units(ATTEMPT)) + 1
+    return widths, headers
 
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -66,9 +76,12 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
+    shown = len(headers) - 1 if headers[-1] == ATTEMPT else None  # the columns before the attempt's
     for result, rows in zip(report.results, report.details):
         case_id = result.case.id
-        for values in rows:
+        for attempt, values in rows:
+            if shown is not None:
+                values = (*values[:shown], *[None] * (shown - len(values)), attempt)
             linked = False
             if case_id not in first_rows:
                 first_rows[case_id] = row

@@ -58,7 +58,8 @@ SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, 
 def overview_columns(report: Report, *, templates_dir: str | None) -> list[Column]:
     """The columns for this run, in scanning order (`case_table.overview_columns`)."""
     return list(_overview_columns(report.results, report.kinds, reasons=report.reasons,
-                                  comparison=report.comparison, reviews=report.reviews, templates_dir=templates_dir))
+                                  comparison=report.comparison, reviews=report.reviews, consistency=report.consistency,
+                                  templates_dir=templates_dir))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from typing import Any
 from qareport import kinds
 from qareport.aggregates import REPORTED_METRICS
 from qareport.comparison import SCORE_BINS, noise_words
+from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
@@ -449,6 +450,23 @@ def _interval(low: float | None, high: float | None) -> str | None:
     return f"{signed_bound(low)} – {signed_bound(high)}"
 
 
+def write_attempts(tables: TableWriter, report: Report) -> None:
+    """With cases answered several times: the suite's pass@k and pass^k, and how consistent its
+    cases are (`consistency`)."""
+    rates = report.pass_rates
+    if rates is None:
+        return
+    tables.section("Attempts per case",
+                   f"pass@k: the chance that at least one of k attempts of a case passes; pass^k: that all k pass "
+                   f"(unbiased estimators from each case's attempts, averaged over the cases with k or more). "
+                   f"k: the number of attempts most cases have. {rates.describe()}. An attempt passes by its "
+                   f"kinds' rules: {pass_rules_text()}.")
+    tables.table(("k", "pass@k", "pass^k", "cases", "cases with attempts", "flaky", "left out"),
+                 [(rates.rates.k, rates.rates.pass_at_k, rates.rates.pass_hat_k, rates.rates.cases,
+                   rates.cases_with_attempts, rates.flaky, rates.rates.too_few_attempts)],
+                 (styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4))
+
+
 def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:
     """The tables that kinds of target other than the built-in ones add (`Kind.statistics_tables`)."""
     for table in kind_tables:
@@ -476,6 +494,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     if stats.qa_aggregates:
         ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.options.get("steps_semantics", 5)))
     write_kind_tables(tables, report.kind_tables)
+    write_attempts(tables, report)
     write_changes(tables, report)
     distribution = write_distribution(tables, report.score_distributions)
     write_judged_metrics(tables, report.judged)

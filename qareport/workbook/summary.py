@@ -28,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from qareport.comparison import Headline, HeadlineDelta, parse_created
-from qareport.digest import CaseLine, Digest, detectable_words, mattering, signed_bound
+from qareport.comparison import WITHIN_NOISE, Headline, HeadlineDelta, parse_created
+from qareport.consistency import SuiteConsistency, pass_rules_text
+from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
@@ -237,6 +238,25 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
     write_how_sure(block, digest)
 
 
+def write_consistency(block: Block, rates: SuiteConsistency | None) -> None:
+    """With cases answered several times: the suite's pass@k and pass^k (`consistency`)."""
+    if rates is None:
+        return
+    k = rates.rates.k
+    block.section("How consistent is it")
+    block.header("k", f"pass@{k}", f"pass^{k}", "cases", "flaky", "left out")
+    block.cell(0, k, number_format=styles.INTEGER_FORMAT)
+    block.cell(1, rates.rates.pass_at_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+    block.cell(2, rates.rates.pass_hat_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+    block.cell(3, rates.rates.cases, number_format=styles.INTEGER_FORMAT)
+    block.cell(4, rates.flaky, number_format=styles.INTEGER_FORMAT)
+    block.cell(5, rates.rates.too_few_attempts, number_format=styles.INTEGER_FORMAT)
+    block.row += 1
+    block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
+               f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
+               f"An attempt passes by its kinds' rules: {pass_rules_text()}.")
+
+
 def _not_scored(cell: Cell, item: Headline) -> None:
     if item.not_scored:
         cell.fill = styles.STATUS_FILLS["error" if item.errors else "missing" if item.missing else "invalid"]
@@ -271,6 +291,20 @@ def write_case_lines(block: Block, title: str, lines: Sequence[CaseLine], total:
         if more_kind and more_kind in links.first_change_rows:
             link_by_id(more, CHANGES, more_kind, column=CHANGE_KIND_COLUMN,
                        row=links.first_change_rows[more_kind], tooltip="Changes")
+
+
+def write_within_noise(block: Block, report: Report, links: SummaryLinks) -> None:
+    """The cases that moved no more than their own attempts vary by (listed apart, never counted as
+    regressions), and, once, what the lists above rest on (`Comparison.attempts_note`)."""
+    comparison = report.comparison
+    if comparison is None:
+        return
+    moved = comparison.moved(WITHIN_NOISE)
+    if moved:
+        write_case_lines(block, "Moved within noise", [moved_line(m) for m in moved[:TOP_CASES]], len(moved), links,
+                         what="what moved", more_kind=WITHIN_NOISE)
+    if comparison.attempts_note:
+        block.note(comparison.attempts_note)
 
 
 def _shown_name(line: CaseLine, same_names: frozenset[str]) -> str:
@@ -481,11 +515,13 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
     write_headline(left, digest, report.agreement, in_batches=bool((run.judge_usage or {}).get("batch")))
+    write_consistency(left, report.pass_rates)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
                          what="what moved", more_kind="regression", colour="regression")
         write_case_lines(left, "What got better", digest.improved, digest.improved_total, links,
                          what="what moved", more_kind="improvement", colour="improvement")
+        write_within_noise(left, report, links)
     write_weakest(left, digest, links)
 
     right = Block(ws, first, KEY_COLUMN)

@@ -23,7 +23,7 @@ from typing import Any
 
 from jinja2 import Template
 
-from qareport.kinds import Column, DetailRow, Kind, Metric, mean_over_turns
+from qareport.kinds import Column, DetailRow, Kind, Metric, PassRules, mean_over_turns
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.verdicts import StepVerdict, step_verdicts
 from qareport.records import CaseResult, TestCase, TurnOutput, TurnResult
@@ -216,6 +216,12 @@ class ReferenceSteps(Kind):
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"steps_score": mean_over_turns(t.qa.get("steps_score") for t in result.turns if t.qa)}
+
+    pass_rule = "steps score 1"
+
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        score = self.case_metrics(result)["steps_score"]
+        return None if score is None or not self.has_target(result.case) else score == 1
 
     def explain(self, result: CaseResult) -> str | None:
         several = len(result.case.turns) > 1

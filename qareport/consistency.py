@@ -1,0 +1,110 @@
+"""How consistent a case is over its attempts, and the suite's pass@k and pass^k.
+
+A case answered several times (`CaseResult.attempts`) has, per attempt, a pass verdict
+(`kinds.attempt_passed`: every kind's rule, `Kind.pass_rule`). From them:
+
+- per case: how many attempts passed ("2/3"), the spread of its main metric over its attempts (the
+  highest value less the lowest), and whether it is *flaky* (some attempts passed, some did not);
+- per suite: pass@k (at least one of k attempts passes) and pass^k (all k pass, as tau-bench defines
+  it), each the mean over cases of the unbiased estimator from the case's n attempts of which c
+  passed (`clustered_statistics.suite_pass_rates`). k is the number of attempts most cases have
+  (the larger on a tie); a case with more attempts is estimated from all of them, a case with fewer
+  is left out and counted (`too_few_attempts`). Cases without a pass verdict (no kind with a rule
+  has a value for them) are left out too.
+
+Runs without attempts have none of this: every function returns None or an empty mapping.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qareport import kinds
+from qareport.clustered_statistics import PassRates, suite_pass_rates
+from qareport.records import CaseResult
+
+
+@dataclass(frozen=True, slots=True)
+class CaseConsistency:
+    """One case's attempts at a glance."""
+
+    attempts: int
+    passed: int | None  # None: no attempt has a pass verdict
+    metric: str | None  # the main metric (`kinds.main_metric`), None without a value
+    low: float | None  # its lowest and highest value over the attempts
+    high: float | None
+
+    @property
+    def spread(self) -> float | None:
+        return None if self.low is None or self.high is None else self.high - self.low
+
+    @property
+    def flaky(self) -> bool:
+        """Some attempts passed and some did not."""
+        return self.passed is not None and 0 < self.passed < self.attempts
+
+    @property
+    def passed_text(self) -> str | None:
+        return None if self.passed is None else f"{self.passed}/{self.attempts}"
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteConsistency:
+    """The suite's pass@k and pass^k, with what they rest on."""
+
+    rates: PassRates
+    cases_with_attempts: int  # cases answered more than once
+    flaky: int  # cases whose attempts disagree
+    uneven: bool  # the cases do not all have the same number of attempts
+
+    def describe(self) -> str:
+        """One sentence for the Summary and the Statistics sheet."""
+        rates = self.rates
+        text = (f"pass@{rates.k} {rates.pass_at_k:.2f}, pass^{rates.k} {rates.pass_hat_k:.2f} over {rates.cases} "
+                f"case(s) with {rates.k} or more attempts; {self.flaky} flaky")
+        if rates.too_few_attempts:
+            text += f"; {rates.too_few_attempts} case(s) with fewer than {rates.k} attempts or no verdict left out"
+        elif self.uneven:
+            text += f"; cases with more than {rates.k} attempts estimated from all of theirs"
+        return text
+
+
+def case_consistency(result: CaseResult) -> CaseConsistency | None:
+    """None for a case answered once."""
+    if not result.attempts:
+        return None
+    verdicts = [attempt.passed for attempt in result.attempts if attempt.passed is not None]
+    metric = kinds.main_metric(result)
+    values = [] if metric is None else [
+        value for attempt in result.attempts if (value := kinds.case_metrics(attempt).get(metric)) is not None]
+    return CaseConsistency(
+        attempts=len(result.attempts),
+        passed=sum(verdicts) if verdicts else None,
+        metric=metric,
+        low=min(values, default=None),
+        high=max(values, default=None),
+    )
+
+
+def suite_consistency(results: Sequence[CaseResult]) -> SuiteConsistency | None:
+    """None when no case has attempts, or none has a pass verdict."""
+    with_attempts = [c for r in results if (c := case_consistency(r)) is not None]
+    if not with_attempts:
+        return None
+    counts = [(c.attempts, c.passed) for c in with_attempts if c.passed is not None]
+    if not counts:
+        return None
+    sizes = Counter(n for n, _ in counts)
+    k = max(sizes, key=lambda n: (sizes[n], n))
+    rates = suite_pass_rates(counts, k=k)
+    assert rates is not None  # k is one of the counts' sizes
+    rates = PassRates(rates.k, rates.pass_at_k, rates.pass_hat_k, rates.cases,
+                      rates.too_few_attempts + len(with_attempts) - len(counts))
+    return SuiteConsistency(rates, len(with_attempts), sum(c.flaky for c in with_attempts), len(sizes) > 1)
+
+
+def pass_rules_text() -> str:
+    """Every registered kind's pass rule, in one line."""
+    return "; ".join(f"{kind.label}: {kind.pass_rule}" for kind in kinds.REGISTRY if kind.pass_rule)

@@ -1,0 +1,138 @@
+"""End to end: runs with attempts per case against a baseline with attempts, read back from the
+workbook (openpyxl), the stored run and the email (`qareport email ... --eml`)."""
+
+import email
+import email.policy
+import json
+import textwrap
+
+import pytest
+from conftest import link_by_id
+from openpyxl import load_workbook
+
+from qareport.cli import main
+from qareport.runs import read_run
+
+CASE = """\
+id: {id}
+name: case {id}
+tags: [imf]
+conversation:
+- role: user
+  content: Population of Mexico?
+  target:
+    indicator_selection:
+    - dataset_id: IMF.RES:WEO
+      dimensions:
+      - dimension_name: INDICATOR
+        values:
+        - id: LP
+          name: Population
+"""
+RIGHT = [{"id": "LP", "name": "Population"}]
+WRONG = [{"id": "NGDP", "name": "GDP"}]
+
+
+def write_run(folder, passes):
+    """Test cases and one responses file per attempt (attempt N in attempt-N.jsonl); P: the target
+    term selected (recall and precision 1), F: another one (0)."""
+    folder.mkdir(exist_ok=True)
+    (folder / "cases.yaml").write_text("---\n".join(textwrap.dedent(CASE.format(id=i)) for i in passes), "utf-8")
+    attempts = max(len(v) for v in passes.values())
+    for number in range(1, attempts + 1):
+        lines = [json.dumps({"test_case_id": case_id, "attempt": number, "indicator_selection": [
+            {"dataset_id": "IMF.RES:WEO", "dimensions": [
+                {"dimension_name": "INDICATOR", "values": RIGHT if verdicts[number - 1] == "P" else WRONG}]}]})
+                 for case_id, verdicts in passes.items() if number <= len(verdicts)]
+        (folder / "responses").mkdir(exist_ok=True)
+        (folder / "responses" / f"attempt-{number}.jsonl").write_text("".join(line + "\n" for line in lines), "utf-8")
+    return folder
+
+
+def run(folder, *extra):
+    out = folder / "report.xlsx"
+    code = main(["run", str(folder / "cases.yaml"), "-r", str(folder / "responses"), "-o", str(out), "--quiet",
+                 *extra])
+    return code, out
+
+
+def summary_text(workbook):
+    return " ".join(str(value) for row in workbook["Summary"].iter_rows(values_only=True)
+                    for value in row if isinstance(value, str))
+
+
+def changes(workbook):
+    rows = list(workbook["Changes"].iter_rows(values_only=True))
+    header = rows[0]
+    return {(link_by_id(r["case id"])[2], r["change"]) for row in rows[1:] if (r := dict(zip(header, row)))["case id"]}
+
+
+def emailed(report, tmp_path):
+    out = tmp_path / "weekly.eml"
+    assert main(["email", str(report), "--to", "team@example.com", "--eml", str(out)]) == 0
+    message = email.message_from_bytes(out.read_bytes(), policy=email.policy.default)
+    return message, message.get_body(preferencelist=("plain",)).get_content()
+
+
+def test_three_attempts_against_three_list_nothing_as_regressed_and_say_why(tmp_path, capsys):
+    baseline = write_run(tmp_path / "week1", {"steady": "PPP", "dropped": "PPP", "flaky": "PFP"})
+    assert run(baseline)[0] == 0
+    current = write_run(tmp_path / "week2", {"steady": "PPP", "dropped": "FFF", "flaky": "FPF"})
+    code, report = run(current, "--baseline", str(baseline / "report.xlsx"), "--fail-on-regression")
+    assert code == 0  # the gate counts regressions only, and 3 attempts against 3 never decide one
+    assert "since the baseline: 0 regressed, 0 improved, 2 moved within noise" in capsys.readouterr().out
+    workbook = load_workbook(report)
+    assert changes(workbook) == {("dropped", "moved within noise"), ("flaky", "moved within noise")}
+    text = summary_text(workbook)
+    assert "Moved within noise (2)" in text
+    assert "too few attempts to ever tell a change from a flip (3 against 3" in text
+    assert text.count("Give 4 or more attempts per case in both runs") == 1
+    overview = {row[0]: row for row in workbook["Overview"].iter_rows(values_only=True)}
+    header = overview["id"]
+    assert overview["dropped"][header.index("attempts passed")] == "0/3"
+    assert overview["flaky"][header.index("attempts passed")] == "1/3"
+    assert overview["flaky"][header.index("flaky")] == "flaky"
+    stored = {row["case_id"]: row for row in read_run(report).cases}
+    assert stored["dropped"]["attempts"] == {"macro_precision": [0.0] * 3, "macro_recall": [0.0] * 3,
+                                             "dataset_precision": [1.0] * 3, "dataset_recall": [1.0] * 3}
+    assert stored["flaky"]["attempts"]["macro_recall"] == [0.0, 1.0, 0.0]
+    message, body = emailed(report, tmp_path)
+    assert "WHAT GOT WORSE (0)" in body and "MOVED WITHIN NOISE (2)" in body
+    assert message["Subject"].startswith("no regression")
+
+
+@pytest.mark.parametrize(("steady_before", "dropped_after", "flaky_before", "flaky_after"), [
+    ("PPPP", "FFFF", "PFPP", "PFFP"),  # 4 against 4: 2 / C(8, 4) = 0.029 is reachable
+    ("PPPPP", "FFFFF", "PFPFP", "FPFFP"),  # 5 against 5 (issue 20's planted cases)
+])
+def test_with_four_or_more_attempts_a_consistent_drop_is_a_regression_and_a_flaky_case_moved_within_noise(
+        tmp_path, steady_before, dropped_after, flaky_before, flaky_after):
+    baseline = write_run(tmp_path / "week1", {"steady": steady_before, "dropped": steady_before,
+                                              "flaky": flaky_before})
+    assert run(baseline)[0] == 0
+    current = write_run(tmp_path / "week2", {"steady": steady_before, "dropped": dropped_after,
+                                             "flaky": flaky_after})
+    code, report = run(current, "--baseline", str(baseline / "report.xlsx"), "--fail-on-regression")
+    assert code == 1  # the gate: one regression
+    workbook = load_workbook(report)
+    assert changes(workbook) == {("dropped", "regression"), ("flaky", "moved within noise")}
+    text = summary_text(workbook)
+    assert "What got worse (1)" in text and "Moved within noise (1)" in text
+    assert "too few attempts" not in text and "One run per case" not in text
+    message, body = emailed(report, tmp_path)
+    assert "WHAT GOT WORSE (1)" in body and "case dropped" in body.split("WHAT GOT BETTER")[0]
+    assert "MOVED WITHIN NOISE (1)" in body
+    assert "1 regression" in message["Subject"]
+
+
+def test_without_attempts_the_lists_are_as_before_and_say_one_run_cannot_tell_a_change_from_a_flip(tmp_path):
+    baseline = write_run(tmp_path / "week1", {"steady": "P", "dropped": "P"})
+    assert run(baseline)[0] == 0
+    current = write_run(tmp_path / "week2", {"steady": "P", "dropped": "F"})
+    code, report = run(current, "--baseline", str(baseline / "report.xlsx"))
+    assert code == 0
+    workbook = load_workbook(report)
+    assert changes(workbook) == {("dropped", "regression")}
+    assert "One run per case cannot tell a change from a flip" in summary_text(workbook)
+    assert "attempts" not in {cell.value for cell in workbook["qareport_results"][1]}
+    assert "attempts" not in read_run(report).cases[0]
