@@ -14,6 +14,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from qareport import __version__
@@ -21,6 +22,7 @@ from qareport.console import safe_streams, visible
 from qareport.errors import QAReportError, StrictModeError
 from qareport.exit_status import INTERNAL_ERROR, INTERRUPTED, JUDGE_FAILED, TERMINATED, USAGE_ERROR
 from qareport.files import remove_leftovers
+from qareport.records import TermMatching
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,6 +30,23 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _one_of(choices: type[StrEnum]) -> dict[str, Any]:
+    """An option whose value is one of `choices` (an enum), None when not given: the settings
+    decide its default, so that it is written once."""
+
+    def convert(text: str) -> StrEnum:
+        try:
+            return choices(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {text!r} (choose from {', '.join(choices)})") from None
+
+    return {"type": convert, "default": None, "metavar": "{" + ",".join(choices) + "}"}
+
+
+_MATCH_TERMS_BY = _one_of(TermMatching)
 
 
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
@@ -120,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the workbook to write (default report.xlsx)")
     run.add_argument("--results", metavar="FILE",
                      help="also write per-question results and aggregates (.yaml, .yml or .json)")
-    run.add_argument("--match-terms-by", choices=("id_and_name", "id"), default=None,
+    run.add_argument("--match-terms-by", **_MATCH_TERMS_BY,
                      help="identify a term by id and name together (default) or by id alone, "
                           "showing label differences")
     run.add_argument("--grade-extras", type=int, metavar="N", default=None,
@@ -206,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--steps-semantics", type=int, choices=(5, 6), default=None,
                           help="graphrag-eval's steps rules to check by, as for 'run' (default: the configuration's, "
                                "else 5)")
-    validate.add_argument("--match-terms-by", choices=("id_and_name", "id"), default=None,
+    validate.add_argument("--match-terms-by", **_MATCH_TERMS_BY,
                           help="identify a term by id and name together (default) or by id alone, as for 'run'")
     validate.add_argument("--config", metavar="FILE",
                           help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")

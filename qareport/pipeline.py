@@ -34,7 +34,7 @@ from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
-from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
+from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import (
     read_history,
@@ -68,7 +68,7 @@ class RunOptions:
     responses: tuple[str, ...]
     output: str = "report.xlsx"
     results_path: str | None = None
-    match_terms_by: str | None = None
+    match_terms_by: TermMatching | None = None  # default: the configuration's, else DEFAULT_TERM_MATCHING
     templates_dir: str | None = None
     config_path: str | None = None
     strict: bool = False
@@ -349,7 +349,7 @@ def _run(
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
         evaluation = evaluate_suite(suite, options=EvaluationOptions(
-            match_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras),
+            match_terms_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras),
             judge=judge_callable)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:

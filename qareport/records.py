@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 CaseKind = Literal["conversation", "qa"]
@@ -46,6 +47,17 @@ class Problem:
 
 
 # --- indicator selection ---------------------------------------------------------------------
+
+
+class TermMatching(StrEnum):
+    """When a selected term is a target's term (`--match-terms-by`): by id and name together (the
+    methodology's rule, the default: `DEFAULT_TERM_MATCHING`) or by id alone, the label may differ."""
+
+    ID_AND_NAME = "id_and_name"
+    ID = "id"
+
+
+DEFAULT_TERM_MATCHING = TermMatching.ID_AND_NAME
 
 
 @dataclass(frozen=True, slots=True)

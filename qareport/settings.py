@@ -53,6 +53,7 @@ from qareport.judge.settings import (
     public_url,
 )
 from qareport.preflight import header_text_problem
+from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
 
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -273,7 +274,7 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    match_terms_by: Literal["id_and_name", "id"] = "id_and_name"
+    match_terms_by: TermMatching = DEFAULT_TERM_MATCHING
     templates: str | None = None
     strict: bool = False
     steps_semantics: Literal[5, 6] = 5  # graphrag-eval's steps rules: 5.x (the default) or 6.x
@@ -288,7 +289,7 @@ def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunS
     configuration); no environment variables."""
     layers = Layers(section=None, options=options, environ={}, environment_names={}, config=config,
                     config_values={k: v for k, v in config.values.items() if k in RUN_CONFIG_KEYS})
-    match_by, where = layers.get("match_terms_by", "id_and_name")
+    match_by, where = layers.get("match_terms_by", DEFAULT_TERM_MATCHING)
     templates, templates_where = layers.get("templates", None)
     strict, strict_where = layers.get("strict", False)
     ge6, ge6_where = layers.get("config_ge6", None)
@@ -301,7 +302,7 @@ def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunS
     extras = Layers(section="indicator_selection", options={"acceptable_extras": options.get("acceptable_extras")},
                     environ={}, environment_names={}, config=config, config_values=grading)
     return RunSettings(
-        match_terms_by=_choice(match_by, where, ("id_and_name", "id")),  # type: ignore[arg-type]
+        match_terms_by=TermMatching(_choice(match_by, where, tuple(TermMatching))),
         templates=None if templates is None else _text(templates, templates_where),
         strict=_flag(strict, strict_where),
         steps_semantics=_semantics(layers, config),
