@@ -34,7 +34,7 @@ from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
-from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot, TermMatching
+from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import (
     read_history,
@@ -387,19 +387,19 @@ def _run(
         created=run_created_time().isoformat(),
         qareport_version=__version__,
         inputs=suite.inputs,
-        options={
-            "match_terms_by": match_by,
-            "templates": templates_dir,
-            "config": settings.config_file,
-            "strict": strict,
-            "steps_semantics": semantics,
-            "acceptable_extras": settings.run.acceptable_extras,
-            "cluster_by_tag": options.cluster_by_tag,
-            "config_ge6": settings.ge6.path,
-            "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
-        },
+        options=OptionsUsed(
+            match_terms_by=match_by,
+            templates=templates_dir,
+            config=settings.config_file,
+            strict=strict,
+            steps_semantics=semantics,
+            acceptable_extras=settings.run.acceptable_extras,
+            cluster_by_tag=options.cluster_by_tag,
+            config_ge6=settings.ge6.path,
+            judge=judge.settings if judge is not None else None,
+        ),
         judge_model=getattr(usage, "model", None),
-        judge_usage=usage.to_dict() if usage is not None else None,
+        judge_usage=usage,
         not_evaluated=not_evaluated,
     )
     def build_and_write(with_earlier: bool, notes: tuple[Problem, ...] = ()) -> Report:
@@ -513,7 +513,7 @@ def _summary_line(output: str, report: Report) -> str:
         steps = statistics.qa_aggregates.get("micro", {}).get("steps_score")
         if steps:
             line += f"; mean steps score {steps['mean']:.2f}"
-            if str(report.run.options.get("steps_semantics", 5)) == "6" and counts.get("error"):
+            if report.run.steps_semantics == 6 and counts.get("error"):
                 # graphrag-eval 6.x's mean: beside it, the deltas are over evaluated cases only
                 line += " (graphrag-eval 6.x's mean, error responses counted as 0)"
     if problems:

@@ -46,3 +46,61 @@ def test_a_wrong_match_terms_by_is_a_usage_error_naming_the_choices(command, tmp
     assert info.value.code == USAGE_ERROR
     err = capsys.readouterr().err
     assert "argument --match-terms-by: invalid choice: 'label' (choose from id_and_name, id)" in err
+
+
+def run_options(tmp_path, **kwargs):
+    from conftest import RESPONSES, TESTCASES
+
+    from qareport.pipeline import RunOptions
+
+    return RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(tmp_path / "report.xlsx"),
+                      judge_options={"cache_path": str(tmp_path / "cache.sqlite3")}, **kwargs)
+
+
+def test_a_run_carries_its_options_and_judge_usage_as_typed_records(tmp_path, monkeypatch):
+    from openai_stub import serve_stub
+    from openpyxl import load_workbook
+
+    from qareport.judge.settings import JudgeSettings
+    from qareport.judge.usage import JudgeUsage
+    from qareport.pipeline import run_pipeline
+    from qareport.records import OptionsUsed
+    from qareport.runs import RUN_SHEET
+
+    with serve_stub() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-typed-records")
+        outcome = run_pipeline(run_options(tmp_path, match_terms_by=TermMatching.ID, steps_semantics=6), progress=None)
+        url, calls = server.url, server.calls
+    run = outcome.report.run
+    assert isinstance(run.options, OptionsUsed) and isinstance(run.judge_usage, JudgeUsage)
+    assert run.options.match_terms_by is TermMatching.ID and run.steps_semantics == 6
+    assert isinstance(run.options.judge, JudgeSettings) and run.options.judge.base_url == url
+    assert run.judge_usage.calls == calls > 0
+    # the stored run keeps plain values: the enum's text, the judge's provenance without its key
+    stored = {row[0].value: row[1].value for row in load_workbook(tmp_path / "report.xlsx")[RUN_SHEET].iter_rows()}
+    assert stored["option.match_terms_by"] == "id" and stored["option.steps_semantics"] == 6
+    assert '"endpoint": "' + url in stored["option.judge"] and "sk-test-typed-records" not in str(stored)
+    assert stored["judge.calls"] == calls
+
+
+def test_an_older_workbook_gives_the_email_a_typed_judge_usage(tmp_path, monkeypatch):
+    from openai_stub import serve_stub
+
+    from qareport.emailing import read_digest
+    from qareport.pipeline import run_pipeline
+    from qareport.runs import stored_usage
+
+    with serve_stub() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-typed-records")
+        outcome = run_pipeline(run_options(tmp_path), progress=None)
+    usage = outcome.report.run.judge_usage
+    metadata = {"judge.model": usage.model, "judge.embedding_model": usage.embedding_model,
+                "judge.calls": usage.calls, "judge.cost_usd": usage.cost_usd}
+    restored = stored_usage(metadata)
+    assert (restored.model, restored.embedding_model, restored.calls, restored.cost_usd) == (
+        usage.model, usage.embedding_model, usage.calls, usage.cost_usd)
+    assert stored_usage({"judge.model": None}) is None
+    assert stored_usage({"judge.model": "m", "judge.cost_usd": "edited"}).cost_usd is None
+    assert read_digest(tmp_path / "report.xlsx").judge_model == usage.model
