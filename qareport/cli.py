@@ -32,6 +32,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def _default(record: type[Any], name: str) -> Any:
+    """The default declared on a settings record's field, for the help texts."""
+    from qareport.setting_sources import field_default
+
+    return field_default(record, name)
+
+
 def _one_of(choices: type[StrEnum]) -> dict[str, Any]:
     """An option whose value is one of `choices` (an enum), None when not given: the settings
     decide its default, so that it is written once."""
@@ -50,22 +57,25 @@ _MATCH_TERMS_BY = _one_of(TermMatching)
 
 
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
+    from qareport.judge.settings import JudgeSettings
     group = parser.add_argument_group("LLM judge (answer correctness, relevance, retrieval)")
     group.add_argument("--no-llm", action="store_true",
                        help="skip the LLM-judged metrics even when an API key is configured")
     group.add_argument("--judge-model", metavar="MODEL",
-                       help="chat model of the judge (default gpt-4o-mini; Azure: the deployment)")
+                       help=f"chat model of the judge (default {_default(JudgeSettings, 'model')}; Azure: the "
+                            "deployment)")
     group.add_argument("--embedding-model", metavar="MODEL",
-                       help="embedding model for answer relevance (default text-embedding-3-small)")
+                       help="embedding model for answer relevance (default "
+                            f"{_default(JudgeSettings, 'embedding_model')})")
     group.add_argument("--judge-base-url", metavar="URL",
                        help="OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM...); default $OPENAI_BASE_URL")
     group.add_argument("--judge-concurrency", type=int, metavar="N",
-                       help="judge calls in flight at once (default 8)")
+                       help=f"judge calls in flight at once (default {_default(JudgeSettings, 'concurrency')})")
     group.add_argument("--judge-timeout", type=float, metavar="SECONDS",
-                       help="timeout of one judge call (default 60)")
+                       help=f"timeout of one judge call (default {_default(JudgeSettings, 'timeout'):g})")
     group.add_argument("--judge-retries", type=int, metavar="N",
                        help="retries of a call by the openai SDK on 408, 409, 429, 5xx, connection errors "
-                            "and timeouts (default 4)")
+                            f"and timeouts (default {_default(JudgeSettings, 'max_retries')})")
     group.add_argument("--cache-path", metavar="FILE",
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
     group.add_argument("--judge-budget", type=float, metavar="DOLLARS",
@@ -89,6 +99,7 @@ def _add_message_options(parser: Any, *, prefix: str, to_help: str) -> None:
 
 
 def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None:
+    from qareport.settings import DEFAULT_PORTS, SECURITIES, EmailSettings
     group = parser.add_argument_group(
         group_title,
         "The password comes from $QAREPORT_SMTP_PASSWORD or email.password in qareport.yaml, never "
@@ -98,13 +109,16 @@ def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None
     group.add_argument("--smtp-host", metavar="HOST",
                        help="SMTP server (default $QAREPORT_SMTP_HOST or email.host)")
     group.add_argument("--smtp-port", type=int, metavar="PORT",
-                       help="SMTP port (default 587 for STARTTLS, 465 for SSL, 25 without encryption)")
-    group.add_argument("--smtp-security", choices=("starttls", "ssl", "none"),
+                       help="SMTP port (default {starttls} for STARTTLS, {ssl} for SSL, {none} without "
+                            "encryption)".format(
+                           **DEFAULT_PORTS))
+    group.add_argument("--smtp-security", choices=SECURITIES,
                        help="encryption: STARTTLS (default), SSL from the start, or none (a local relay)")
     group.add_argument("--smtp-user", metavar="USER",
                        help="log in as USER (default $QAREPORT_SMTP_USER or email.user; no login without one)")
     group.add_argument("--smtp-timeout", type=float, metavar="SECONDS",
-                       help="give up on the SMTP server after this long (default 30)")
+                       help="give up on the SMTP server after this long (default "
+                            f"{_default(EmailSettings, 'timeout'):g})")
 
 
 def _smtp_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -119,6 +133,7 @@ def _smtp_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from qareport.settings import RunSettings  # the defaults the help texts say
     parser = _Parser(
         prog="qareport",
         description="Evaluate a question-answering or text-to-query system and write an Excel report.",
@@ -143,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="identify a term by id and name together (default) or by id alone, "
                           "showing label differences")
     run.add_argument("--grade-extras", type=int, metavar="N", default=None,
-                     help="extra terms an 'acceptable' indicator-selection grade allows (default 2; more "
+                     help=f"extra terms an 'acceptable' indicator-selection grade allows (default "
+                          f"{_default(RunSettings, 'acceptable_extras')}; more "
                           "is 'problematic')")
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")

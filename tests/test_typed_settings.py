@@ -104,3 +104,68 @@ def test_an_older_workbook_gives_the_email_a_typed_judge_usage(tmp_path, monkeyp
     assert stored_usage({"judge.model": None}) is None
     assert stored_usage({"judge.model": "m", "judge.cost_usd": "edited"}).cost_usd is None
     assert read_digest(tmp_path / "report.xlsx").judge_model == usage.model
+
+
+# --- each value checked against its field's declaration, named by where it came from ---------------
+
+
+@pytest.mark.parametrize(("config", "environ", "exp"), [
+    ("judge:\n  concurrency: true\n", {}, "'judge.concurrency' in {file} must be an integer between 1 and 256 (got True)"),
+    ("judge:\n  temperature: 2.5\n", {}, "'judge.temperature' in {file} must be a number between 0 and 2 (got 2.5)"),
+    ("judge:\n  response_format: xml\n", {},
+     "'judge.response_format' in {file} must be one of json_schema, json_object (got 'xml')"),
+    ("judge:\n  budget: -1\n", {}, "'judge.budget' in {file} must be a number >= 0 (got -1)"),
+    ("judge:\n  model: '  '\n", {}, "'judge.model' in {file} must be a non-empty string (got '  ')"),
+    ("testcase_cache: true\n", {"QAREPORT_SMTP_TIMEOUT": "0"},
+     "environment variable QAREPORT_SMTP_TIMEOUT must be a number >= 0.001 (got '0')"),
+    ("email:\n  security: tls\n", {}, "'email.security' in {file} must be one of starttls, ssl, none (got 'tls')"),
+    ("steps_semantics: 7\n", {}, "{file}:1: 'steps_semantics' must be 5 or 6, graphrag-eval's major version whose "
+                                 "steps rules apply (got 7)"),
+])
+def test_a_wrong_value_is_named_by_its_source_and_its_fields_declaration(tmp_path, config, environ, exp):
+    from qareport.errors import SettingsError
+
+    (tmp_path / "qareport.yaml").write_text(config)
+    with pytest.raises(SettingsError) as info:
+        resolve_settings(environ={"HOME": str(tmp_path), "OPENAI_API_KEY": "k", **environ}, cwd=tmp_path,
+                         with_email=True)
+    assert str(info.value) == exp.format(file=tmp_path / "qareport.yaml")
+
+
+def test_values_from_the_environment_and_options_are_read_as_their_fields_types(tmp_path):
+    settings = resolve_settings(environ={"HOME": str(tmp_path), "QAREPORT_SMTP_PORT": " 2525 ",
+                                         "QAREPORT_SMTP_TIMEOUT": "12", "OPENAI_API_KEY": "k"},
+                                cwd=tmp_path, with_email=True, run_options={"steps_semantics": "6"},
+                                judge_options={"timeout": "7", "model": "  m  "})
+    assert settings.email.port == 2525 and settings.email.timeout == 12.0
+    assert settings.run.steps_semantics == 6
+    assert settings.judge.timeout == 7.0 and settings.judge.model == "m"
+
+
+def test_every_default_is_the_one_its_record_declares(tmp_path):
+    from dataclasses import fields
+
+    from qareport.judge.settings import JudgeSettings
+    from qareport.settings import EmailSettings
+
+    settings = resolve_settings(environ={"HOME": str(tmp_path), "OPENAI_API_KEY": "k"}, cwd=tmp_path, with_email=True)
+    assert settings.run == RunSettings() and settings.email == EmailSettings()
+    declared = JudgeSettings()
+    for field in fields(JudgeSettings):
+        if field.name not in ("api_key", "cache_path", "metrics"):  # the key and the cache come from the environment
+            assert getattr(settings.judge, field.name) == getattr(declared, field.name), field.name
+
+
+def test_the_help_says_the_defaults_the_records_declare(capsys):
+    from qareport.judge.settings import CONFIG_KEYS, JudgeSettings
+    from qareport.settings import DEFAULT_PORTS, EmailSettings
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    declared = JudgeSettings()
+    for said in (f"(default {declared.model};", f"(default {declared.concurrency})", f"(default {declared.timeout:g})",
+                 f"(default {declared.max_retries})", f"(default {RunSettings().acceptable_extras};",
+                 f"(default {EmailSettings().timeout:g})", f"(default {DEFAULT_PORTS['starttls']} for STARTTLS"):
+        assert said in shown, said
+    assert f"(default {declared.relevance_questions})" in CONFIG_KEYS["relevance_questions"]
