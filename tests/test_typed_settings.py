@@ -169,3 +169,26 @@ def test_the_help_says_the_defaults_the_records_declare(capsys):
                  f"(default {EmailSettings().timeout:g})", f"(default {DEFAULT_PORTS['starttls']} for STARTTLS"):
         assert said in shown, said
     assert f"(default {declared.relevance_questions})" in CONFIG_KEYS["relevance_questions"]
+
+
+def test_the_readme_configuration_example_says_the_records_defaults():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from qareport.judge.settings import DEFAULT_AZURE_API_VERSION, JudgeSettings
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Configuration: options, environment"):]
+    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
+    run = RunSettings()
+    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics", "testcase_cache")} == {
+        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics,
+        "testcase_cache": run.testcase_cache}
+    assert example["indicator_selection"]["acceptable_extras"] == run.acceptable_extras
+    judge, declared = example["judge"], JudgeSettings()
+    for name in ("model", "embedding_model", "timeout", "max_retries", "concurrency", "relevance_questions",
+                 "temperature", "response_format", "metrics"):
+        assert judge[name] == (list(declared.metrics) if name == "metrics" else getattr(declared, name)), name
+    assert judge["cache"] is declared.use_cache and str(judge["api_version"]) == DEFAULT_AZURE_API_VERSION
