@@ -25,7 +25,7 @@ from qareport.collector import run_scope
 from qareport.console import Progress
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
-from qareport.evaluation import EvaluationOptions, evaluate_suite
+from qareport.evaluation import evaluate_suite
 from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
@@ -44,7 +44,7 @@ from qareport.runs import (
     results_document,
     write_results_file,
 )
-from qareport.settings import Settings, resolve_settings
+from qareport.settings import RunSettings, Settings, resolve_settings
 from qareport.statistics import summarize
 from qareport.workbook import write_workbook
 
@@ -147,6 +147,16 @@ def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: C
         return None
 
 
+def given_run_settings(options: RunOptions) -> dict[str, Any]:
+    """The run settings `options` gives, by the names of `RunSettings`' fields (None: not given,
+    the environment, the configuration or the default decide). A field of `RunOptions` named as a
+    setting is passed on as it is."""
+    given = {name: getattr(options, name, None) for name in RunSettings.model_fields}
+    given["templates"] = options.templates_dir
+    given["strict"] = options.strict or None  # not asked for: the configuration may ask
+    return given
+
+
 def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> None:
     """Stop at once, writing nothing, when the run could not end well (see `qareport.preflight`)."""
     if options.fail_on_regression and not options.baseline:
@@ -245,10 +255,7 @@ def _run(
     on_warning: Callable[[str], None],
 ) -> RunOutcome | RunEstimate:
     settings = resolve_settings(
-        run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
-                     "strict": options.strict or None, "steps_semantics": options.steps_semantics,
-                     "config_ge6": options.config_ge6, "testcase_cache": options.testcase_cache,
-                     "acceptable_extras": options.acceptable_extras},
+        run_options=given_run_settings(options),
         judge_options=options.judge_options,
         email_options=email_options(options.email) if options.email is not None else None,
         config_path=options.config_path,
@@ -348,9 +355,7 @@ def _run(
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=EvaluationOptions(
-            match_terms_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras),
-            judge=judge_callable)
+        evaluation = evaluate_suite(suite, options=settings.run.evaluation, judge=judge_callable)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:

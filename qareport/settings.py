@@ -35,6 +35,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from qareport.config_file import RUN_CONFIG_KEYS, ConfigFile, find_config_file, read_config_file
 from qareport.errors import EmailSettingsError, SettingsError
+from qareport.evaluation import EvaluationOptions
 from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.resolution import JUDGE_ENVIRONMENT, resolve_ge6_judge_settings, resolve_judge_settings
 from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
@@ -91,6 +92,12 @@ class RunSettings(BaseModel):
     config_ge6: Text | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
     testcase_cache: Flag = True  # keep large test-case files parsed between runs (`parse_cache`)
     acceptable_extras: Annotated[int, Field(ge=0)] = DEFAULT_ACCEPTABLE_EXTRAS  # `indicator_selection.GRADES`
+
+    @property
+    def evaluation(self) -> EvaluationOptions:
+        """What the evaluator needs of these settings."""
+        return EvaluationOptions(match_terms_by=self.match_terms_by, steps_semantics=self.steps_semantics,
+                                 acceptable_extras=self.acceptable_extras)
 
 
 def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunSettings:

@@ -192,3 +192,16 @@ def test_the_readme_configuration_example_says_the_records_defaults():
                  "temperature", "response_format", "metrics"):
         assert judge[name] == (list(declared.metrics) if name == "metrics" else getattr(declared, name)), name
     assert judge["cache"] is declared.use_cache and str(judge["api_version"]) == DEFAULT_AZURE_API_VERSION
+
+
+def test_the_evaluator_gets_its_options_from_the_settings_whole(tmp_path):
+    from qareport.pipeline import RunOptions, given_run_settings
+
+    (tmp_path / "qareport.yaml").write_text("strict: true\nsteps_semantics: 6\nindicator_selection:\n"
+                                            "  acceptable_extras: 4\n")
+    request = RunOptions(testcases=("t",), responses=("r",), match_terms_by=TermMatching.ID)
+    settings = resolve(tmp_path, run_options=given_run_settings(request))
+    assert settings.run.evaluation == EvaluationOptions(match_terms_by=TermMatching.ID, steps_semantics=6,
+                                                        acceptable_extras=4)
+    assert settings.run.strict is True  # a request that does not ask for --strict leaves the file's
+    assert set(given_run_settings(request)) == set(RunSettings.model_fields)
