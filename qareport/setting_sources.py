@@ -101,7 +101,7 @@ def check(annotation: Any, found: Found, *, error: type[SettingsError] = Setting
     try:
         if isinstance(value, bool) and not _allows_bool(annotation):  # pydantic would read True as 1
             raise ValueError(value)
-        return _adapter(annotation).validate_python(value)
+        return _adapter(annotation).validate_python(value.strip() if isinstance(value, str) else value)
     except (ValidationError, ValueError):
         raise error(f"{found.where} must be {expected(annotation)} (got {value!r})") from None
 
