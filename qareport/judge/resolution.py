@@ -19,7 +19,7 @@ from typing import Any
 from qareport.config_file import ConfigFile
 from qareport.errors import JudgeSettingsError
 from qareport.files import home_folder
-from qareport.ge6_config import Ge6Config
+from qareport.ge6_config import Ge6Config, ModelEndpoint
 from qareport.judge.prices import ModelPrice, parse_prices
 from qareport.judge.settings import (
     CONFIG_KEYS,
@@ -206,44 +206,13 @@ def resolve_ge6_judge_settings(
     `openai` with a `base_url`) and Azure OpenAI (`azure`) are spoken natively; another provider
     needs litellm (`pip install 'qareport[litellm]'`): without it one clear JudgeSettingsError.
     """
-    from qareport.judge.litellm_transport import require_litellm
-
     generation = ge6.generation
     if generation is None:
         return None, f"{ge6.path} configures no LLM ('llm'), so no LLM metric is evaluated."
     given = dict(options)
     given["temperature"] = generation.temperature
-    where = f"{generation.where}: llm.generation"
-    litellm_chat = litellm_embedding = None
-    embedding_base_url = embedding_api_key = None
-    if generation.provider == "azure":
-        endpoint = generation.option("base_url", "api_base", "azure_endpoint") or environ.get("AZURE_API_BASE")
-        given.update(model=generation.model, azure_endpoint=endpoint, azure_deployment=generation.model,
-                     api_version=generation.option("api_version") or environ.get("AZURE_API_VERSION"))
-        key = generation.option("api_key") or environ.get("AZURE_API_KEY")
-        if key:
-            given["api_key"] = key
-    elif generation.native:
-        given.update(model=generation.model, base_url=generation.option("base_url", "api_base"))
-        if generation.option("api_key"):
-            given["api_key"] = generation.option("api_key")
-    else:
-        require_litellm(generation.provider, where)
-        litellm_chat = LiteLLMRoute(f"{generation.provider}/{generation.model}",
-                                    MappingProxyType(dict(generation.options)))
-        given.update(model=generation.model, api_key=PLACEHOLDER_API_KEY, base_url=None)
-    embedding = ge6.embedding
-    if embedding is not None:
-        given["embedding_model"] = embedding.model
-        if not embedding.native:
-            require_litellm(embedding.provider, f"{embedding.where}: llm.embedding")
-            litellm_embedding = LiteLLMRoute(f"{embedding.provider}/{embedding.model}",
-                                             MappingProxyType(dict(embedding.options)))
-        elif embedding.option("base_url", "api_base") or embedding.option("api_key"):
-            embedding_base_url = embedding.option("base_url", "api_base")
-            embedding_api_key = embedding.option("api_key")
-            if embedding_base_url is None and generation.provider != "azure":
-                embedding_base_url = given.get("base_url") or environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    litellm_chat = _ge6_chat(generation, environ, given)
+    litellm_embedding, embedding_base_url, embedding_api_key = _ge6_embedding(ge6, environ, given)
     metrics = [m for m, on in (("answer_correctness", ge6.answer_correctness),
                                ("answer_relevance", ge6.answer_relevance)) if on]
     metrics += ["retrieval_answer_recall", "retrieval_answer_precision"]
@@ -266,3 +235,48 @@ def resolve_ge6_judge_settings(
         litellm_embedding=litellm_embedding,
         source=ge6.path,
     ), None
+
+
+def _ge6_chat(generation: ModelEndpoint, environ: Mapping[str, str], given: dict[str, Any]) -> LiteLLMRoute | None:
+    """The chat model of a 6.x `llm.generation` as options in `given`; the litellm route when the
+    openai package does not speak its provider."""
+    from qareport.judge.litellm_transport import require_litellm
+
+    if generation.provider == "azure":
+        endpoint = generation.option("base_url", "api_base", "azure_endpoint") or environ.get("AZURE_API_BASE")
+        given.update(model=generation.model, azure_endpoint=endpoint, azure_deployment=generation.model,
+                     api_version=generation.option("api_version") or environ.get("AZURE_API_VERSION"))
+        key = generation.option("api_key") or environ.get("AZURE_API_KEY")
+        if key:
+            given["api_key"] = key
+        return None
+    if generation.native:
+        given.update(model=generation.model, base_url=generation.option("base_url", "api_base"))
+        if generation.option("api_key"):
+            given["api_key"] = generation.option("api_key")
+        return None
+    require_litellm(generation.provider, f"{generation.where}: llm.generation")
+    given.update(model=generation.model, api_key=PLACEHOLDER_API_KEY, base_url=None)
+    return LiteLLMRoute(f"{generation.provider}/{generation.model}", MappingProxyType(dict(generation.options)))
+
+
+def _ge6_embedding(ge6: Ge6Config, environ: Mapping[str, str],
+                   given: dict[str, Any]) -> tuple[LiteLLMRoute | None, str | None, str | None]:
+    """The embedding model of a 6.x `llm.embedding` as an option in `given`: (its litellm route,
+    or its own endpoint and key when it has them)."""
+    from qareport.judge.litellm_transport import require_litellm
+
+    embedding = ge6.embedding
+    if embedding is None:
+        return None, None, None
+    given["embedding_model"] = embedding.model
+    if not embedding.native:
+        require_litellm(embedding.provider, f"{embedding.where}: llm.embedding")
+        return LiteLLMRoute(f"{embedding.provider}/{embedding.model}", MappingProxyType(dict(embedding.options))), \
+            None, None
+    base_url, api_key = embedding.option("base_url", "api_base"), embedding.option("api_key")
+    if not (base_url or api_key):
+        return None, None, None
+    if base_url is None and (ge6.generation is None or ge6.generation.provider != "azure"):
+        base_url = given.get("base_url") or environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    return None, base_url, api_key
