@@ -205,3 +205,11 @@ def test_the_evaluator_gets_its_options_from_the_settings_whole(tmp_path):
                                                         acceptable_extras=4)
     assert settings.run.strict is True  # a request that does not ask for --strict leaves the file's
     assert set(given_run_settings(request)) == set(RunSettings.model_fields)
+
+
+def test_a_judge_that_is_off_still_has_its_metrics_checked(tmp_path):
+    from qareport.errors import JudgeError
+
+    (tmp_path / "qareport.yaml").write_text("judge:\n  enabled: false\n  metrics: [answer_f2]\n")
+    with pytest.raises(JudgeError, match=r"'judge.metrics' in .*qareport.yaml must list some of answer_correctness"):
+        resolve(tmp_path)

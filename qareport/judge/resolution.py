@@ -77,12 +77,12 @@ def resolve_judge_settings(
             checked[name] = checked[fallback] if found is None else setting(JudgeSettings, name, found, error=ERROR)
     budget = src.setting(JudgeSettings, "budget_usd", key="budget", error=ERROR)
     use_cache, cache_path = _cache(src, environ, judge_runs=off is None)
-    prices = _prices(src, section, config_file)
+    prices, metrics = _prices(src, section, config_file), _metrics(src)
     if off is not None:
         return None, off
     return JudgeSettings(**checked, api_key=api_key, base_url=base_url, azure_endpoint=azure_endpoint,
                          use_cache=use_cache, cache_path=cache_path, prices=MappingProxyType(prices),
-                         metrics=_metrics(src), budget_usd=budget), None
+                         metrics=metrics, budget_usd=budget), None
 
 
 def _judge_section(config: ConfigFile) -> dict[str, Any]:
