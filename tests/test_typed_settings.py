@@ -213,3 +213,22 @@ def test_a_judge_that_is_off_still_has_its_metrics_checked(tmp_path):
     (tmp_path / "qareport.yaml").write_text("judge:\n  enabled: false\n  metrics: [answer_f2]\n")
     with pytest.raises(JudgeError, match=r"'judge.metrics' in .*qareport.yaml must list some of answer_correctness"):
         resolve(tmp_path)
+
+
+@pytest.mark.parametrize(("config", "environ", "exp"), [
+    ("judge:\n  concurrency: 0\n", {}, "'judge.concurrency' in {file} must be an integer between 1 and 256 (got 0)"),
+    ("match_terms_by: label\n", {}, "'match_terms_by' in {file} must be one of id_and_name, id (got 'label')"),
+    ("strict: false\n", {"QAREPORT_SMTP_PORT": "smtp"},
+     "environment variable QAREPORT_SMTP_PORT must be an integer between 1 and 65535 (got 'smtp')"),
+])
+def test_a_wrong_setting_is_a_usage_error_naming_its_source(tmp_path, monkeypatch, capsys, config, environ, exp):
+    from conftest import RESPONSES, TESTCASES
+
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "my.yaml").write_text(config)
+    code = main(["run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(tmp_path / "r.xlsx"), "--config",
+                 str(tmp_path / "my.yaml"), "--email-to", "a@example.org", "--smtp-host", "localhost"])
+    assert code == USAGE_ERROR
+    assert capsys.readouterr().err == f"qareport: {exp.format(file=tmp_path / 'my.yaml')}\n"
+    assert not (tmp_path / "r.xlsx").exists()
