@@ -18,9 +18,12 @@ environment variable, or the file and key), what it must be, and what was found.
 judge's API key, the SMTP password) never come from a command-line option and are never shown by
 repr().
 
-Adding an option: a field (type, constraints, default) on its record; for a run setting, its
-configuration key in `config_file.RUN_CONFIG_KEYS`; the command-line option in `cli.py`, passed
-on by name; a line in the README's options table.
+Adding an option: a field (type, constraints, default) on its record, and its configuration key:
+a run setting's in `config_file.RUN_CONFIG_KEYS` (a `RunOptions` field of the same name is passed
+on by `pipeline.given_run_settings`), a judge setting's in `judge.settings.CONFIG_KEYS` and its
+name in `judge.resolution.CHECKED`, an email setting's in `EMAIL_CONFIG_KEYS` (and
+`EMAIL_ENVIRONMENT`); then the command-line option in `cli.py` (its help says the default with
+`_default`) and a row in the README's options table.
 """
 
 from __future__ import annotations
