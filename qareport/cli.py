@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import traceback
@@ -28,15 +29,37 @@ from qareport.records import TermMatching
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2 (never a traceback)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _default(record: type[Any], name: str) -> Any:
-    """The default declared on a settings record's field, for the help texts."""
+DECLARED = re.compile(r"\{(JudgeSettings|RunSettings|EmailSettings|DEFAULT_PORTS)\.(\w+)\}")
+"""How a help text says a setting's default: `{JudgeSettings.timeout}`, `{DEFAULT_PORTS.ssl}`."""
+
+
+def _declared(record: str, name: str) -> str:
+    """The default declared on a settings record's field (read only when the help is shown:
+    importing the settings takes a moment that `--version` and a usage error need not wait for)."""
+    from qareport import settings
+    from qareport.judge.settings import JudgeSettings
     from qareport.setting_sources import field_default
 
-    return field_default(record, name)
+    if record == "DEFAULT_PORTS":
+        return str(settings.DEFAULT_PORTS[name])
+    value = field_default({"JudgeSettings": JudgeSettings, "RunSettings": settings.RunSettings,
+                           "EmailSettings": settings.EmailSettings}[record], name)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class _Help(argparse.HelpFormatter):
+    """argparse's help, the settings' declared defaults filled in (`DECLARED`)."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return DECLARED.sub(lambda match: _declared(match[1], match[2]), super()._expand_help(action))
 
 
 def _one_of(choices: type[StrEnum]) -> dict[str, Any]:
@@ -57,25 +80,22 @@ _MATCH_TERMS_BY = _one_of(TermMatching)
 
 
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
-    from qareport.judge.settings import JudgeSettings
     group = parser.add_argument_group("LLM judge (answer correctness, relevance, retrieval)")
     group.add_argument("--no-llm", action="store_true",
                        help="skip the LLM-judged metrics even when an API key is configured")
     group.add_argument("--judge-model", metavar="MODEL",
-                       help=f"chat model of the judge (default {_default(JudgeSettings, 'model')}; Azure: the "
-                            "deployment)")
+                       help="chat model of the judge (default {JudgeSettings.model}; Azure: the deployment)")
     group.add_argument("--embedding-model", metavar="MODEL",
-                       help="embedding model for answer relevance (default "
-                            f"{_default(JudgeSettings, 'embedding_model')})")
+                       help="embedding model for answer relevance (default {JudgeSettings.embedding_model})")
     group.add_argument("--judge-base-url", metavar="URL",
                        help="OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM...); default $OPENAI_BASE_URL")
     group.add_argument("--judge-concurrency", type=int, metavar="N",
-                       help=f"judge calls in flight at once (default {_default(JudgeSettings, 'concurrency')})")
+                       help="judge calls in flight at once (default {JudgeSettings.concurrency})")
     group.add_argument("--judge-timeout", type=float, metavar="SECONDS",
-                       help=f"timeout of one judge call (default {_default(JudgeSettings, 'timeout'):g})")
+                       help="timeout of one judge call (default {JudgeSettings.timeout})")
     group.add_argument("--judge-retries", type=int, metavar="N",
                        help="retries of a call by the openai SDK on 408, 409, 429, 5xx, connection errors "
-                            f"and timeouts (default {_default(JudgeSettings, 'max_retries')})")
+                            "and timeouts (default {JudgeSettings.max_retries})")
     group.add_argument("--cache-path", metavar="FILE",
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
     group.add_argument("--judge-budget", type=float, metavar="DOLLARS",
@@ -99,7 +119,6 @@ def _add_message_options(parser: Any, *, prefix: str, to_help: str) -> None:
 
 
 def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None:
-    from qareport.settings import DEFAULT_PORTS, SECURITIES, EmailSettings
     group = parser.add_argument_group(
         group_title,
         "The password comes from $QAREPORT_SMTP_PASSWORD or email.password in qareport.yaml, never "
@@ -109,16 +128,14 @@ def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None
     group.add_argument("--smtp-host", metavar="HOST",
                        help="SMTP server (default $QAREPORT_SMTP_HOST or email.host)")
     group.add_argument("--smtp-port", type=int, metavar="PORT",
-                       help="SMTP port (default {starttls} for STARTTLS, {ssl} for SSL, {none} without "
-                            "encryption)".format(
-                           **DEFAULT_PORTS))
-    group.add_argument("--smtp-security", choices=SECURITIES,
+                       help="SMTP port (default {DEFAULT_PORTS.starttls} for STARTTLS, {DEFAULT_PORTS.ssl} for SSL, "
+                            "{DEFAULT_PORTS.none} without encryption)")
+    group.add_argument("--smtp-security", choices=("starttls", "ssl", "none"),  # settings.SECURITIES
                        help="encryption: STARTTLS (default), SSL from the start, or none (a local relay)")
     group.add_argument("--smtp-user", metavar="USER",
                        help="log in as USER (default $QAREPORT_SMTP_USER or email.user; no login without one)")
     group.add_argument("--smtp-timeout", type=float, metavar="SECONDS",
-                       help="give up on the SMTP server after this long (default "
-                            f"{_default(EmailSettings, 'timeout'):g})")
+                       help="give up on the SMTP server after this long (default {EmailSettings.timeout})")
 
 
 def _smtp_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -133,7 +150,6 @@ def _smtp_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from qareport.settings import RunSettings  # the defaults the help texts say
     parser = _Parser(
         prog="qareport",
         description="Evaluate a question-answering or text-to-query system and write an Excel report.",
@@ -158,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="identify a term by id and name together (default) or by id alone, "
                           "showing label differences")
     run.add_argument("--grade-extras", type=int, metavar="N", default=None,
-                     help=f"extra terms an 'acceptable' indicator-selection grade allows (default "
-                          f"{_default(RunSettings, 'acceptable_extras')}; more "
+                     help="extra terms an 'acceptable' indicator-selection grade allows (default "
+                          "{RunSettings.acceptable_extras}; more "
                           "is 'problematic')")
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")

@@ -232,3 +232,23 @@ def test_a_wrong_setting_is_a_usage_error_naming_its_source(tmp_path, monkeypatc
     assert code == USAGE_ERROR
     assert capsys.readouterr().err == f"qareport: {exp.format(file=tmp_path / 'my.yaml')}\n"
     assert not (tmp_path / "r.xlsx").exists()
+
+
+def test_version_and_usage_errors_do_not_wait_for_the_settings_to_be_imported():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom qareport.cli import main\n"
+            "for argv in (['--version'], ['run', '--no-such-option']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(name for name in ('qareport.settings', 'pydantic', 'qareport.kinds') if name in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_the_smtp_security_choices_are_the_settings():
+    from qareport.cli import build_parser
+    from qareport.settings import SECURITIES
+
+    run = next(action for action in build_parser()._actions if action.dest == "command").choices["run"]
+    assert tuple(next(a for a in run._actions if a.dest == "smtp_security").choices) == SECURITIES
