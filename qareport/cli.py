@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import traceback
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from qareport import __version__
@@ -28,13 +30,60 @@ from qareport.exit_status import (
     USAGE_ERROR,
 )
 from qareport.files import remove_leftovers
+from qareport.records import TermMatching
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2 (never a traceback)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+DECLARED = re.compile(r"\{(JudgeSettings|RunSettings|EmailSettings|DEFAULT_PORTS)\.(\w+)\}")
+"""How a help text says a setting's default: `{JudgeSettings.timeout}`, `{DEFAULT_PORTS.ssl}`."""
+
+
+def _declared(record: str, name: str) -> str:
+    """The default declared on a settings record's field (read only when the help is shown:
+    importing the settings takes a moment that `--version` and a usage error need not wait for)."""
+    from qareport import settings
+    from qareport.judge.settings import JudgeSettings
+    from qareport.setting_sources import field_default
+
+    if record == "DEFAULT_PORTS":
+        return str(settings.DEFAULT_PORTS[name])
+    value = field_default({"JudgeSettings": JudgeSettings, "RunSettings": settings.RunSettings,
+                           "EmailSettings": settings.EmailSettings}[record], name)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class _Help(argparse.HelpFormatter):
+    """argparse's help, the settings' declared defaults filled in (`DECLARED`)."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return DECLARED.sub(lambda match: _declared(match[1], match[2]), super()._expand_help(action))
+
+
+def _one_of(choices: type[StrEnum]) -> dict[str, Any]:
+    """An option whose value is one of `choices` (an enum), None when not given: the settings
+    decide its default, so that it is written once."""
+
+    def convert(text: str) -> StrEnum:
+        try:
+            return choices(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {text!r} (choose from {', '.join(choices)})") from None
+
+    return {"type": convert, "default": None, "metavar": "{" + ",".join(choices) + "}"}
+
+
+_MATCH_TERMS_BY = _one_of(TermMatching)
 
 
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
@@ -42,18 +91,18 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-llm", action="store_true",
                        help="skip the LLM-judged metrics even when an API key is configured")
     group.add_argument("--judge-model", metavar="MODEL",
-                       help="chat model of the judge (default gpt-4o-mini; Azure: the deployment)")
+                       help="chat model of the judge (default {JudgeSettings.model}; Azure: the deployment)")
     group.add_argument("--embedding-model", metavar="MODEL",
-                       help="embedding model for answer relevance (default text-embedding-3-small)")
+                       help="embedding model for answer relevance (default {JudgeSettings.embedding_model})")
     group.add_argument("--judge-base-url", metavar="URL",
                        help="OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM...); default $OPENAI_BASE_URL")
     group.add_argument("--judge-concurrency", type=int, metavar="N",
-                       help="judge calls in flight at once (default 8)")
+                       help="judge calls in flight at once (default {JudgeSettings.concurrency})")
     group.add_argument("--judge-timeout", type=float, metavar="SECONDS",
-                       help="timeout of one judge call (default 60)")
+                       help="timeout of one judge call (default {JudgeSettings.timeout})")
     group.add_argument("--judge-retries", type=int, metavar="N",
                        help="retries of a call by the openai SDK on 408, 409, 429, 5xx, connection errors "
-                            "and timeouts (default 4)")
+                            "and timeouts (default {JudgeSettings.max_retries})")
     group.add_argument("--cache-path", metavar="FILE",
                        help="the judge cache (default ~/.cache/qareport/judge.sqlite3)")
     group.add_argument("--judge-budget", type=float, metavar="DOLLARS",
@@ -96,13 +145,14 @@ def _add_smtp_options(parser: argparse.ArgumentParser, group_title: str) -> None
     group.add_argument("--smtp-host", metavar="HOST",
                        help="SMTP server (default $QAREPORT_SMTP_HOST or email.host)")
     group.add_argument("--smtp-port", type=int, metavar="PORT",
-                       help="SMTP port (default 587 for STARTTLS, 465 for SSL, 25 without encryption)")
-    group.add_argument("--smtp-security", choices=("starttls", "ssl", "none"),
+                       help="SMTP port (default {DEFAULT_PORTS.starttls} for STARTTLS, {DEFAULT_PORTS.ssl} for SSL, "
+                            "{DEFAULT_PORTS.none} without encryption)")
+    group.add_argument("--smtp-security", choices=("starttls", "ssl", "none"),  # settings.SECURITIES
                        help="encryption: STARTTLS (default), SSL from the start, or none (a local relay)")
     group.add_argument("--smtp-user", metavar="USER",
                        help="log in as USER (default $QAREPORT_SMTP_USER or email.user; no login without one)")
     group.add_argument("--smtp-timeout", type=float, metavar="SECONDS",
-                       help="give up on the SMTP server after this long (default 30)")
+                       help="give up on the SMTP server after this long (default {EmailSettings.timeout})")
 
 
 def _smtp_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -137,11 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the workbook to write (default report.xlsx)")
     run.add_argument("--results", metavar="FILE",
                      help="also write per-question results and aggregates (.yaml, .yml or .json)")
-    run.add_argument("--match-terms-by", choices=("id_and_name", "id"), default=None,
+    run.add_argument("--match-terms-by", **_MATCH_TERMS_BY,
                      help="identify a term by id and name together (default) or by id alone, "
                           "showing label differences")
     run.add_argument("--grade-extras", type=int, metavar="N", default=None,
-                     help="extra terms an 'acceptable' indicator-selection grade allows (default 2; more "
+                     help="extra terms an 'acceptable' indicator-selection grade allows (default "
+                          "{RunSettings.acceptable_extras}; more "
                           "is 'problematic')")
     run.add_argument("--answer-pass-f1", type=_unit_fraction, metavar="F1", default=None,
                      help="with attempts per case: an attempt's answer passes at this answer F1 or above "
@@ -226,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--steps-semantics", type=int, choices=(5, 6), default=None,
                           help="graphrag-eval's steps rules to check by, as for 'run' (default: the configuration's, "
                                "else 5)")
-    validate.add_argument("--match-terms-by", choices=("id_and_name", "id"), default=None,
+    validate.add_argument("--match-terms-by", **_MATCH_TERMS_BY,
                           help="identify a term by id and name together (default) or by id alone, as for 'run'")
     validate.add_argument("--config", metavar="FILE",
                           help="configuration file (default ./qareport.yaml, else [tool.qareport] in ./pyproject.toml)")

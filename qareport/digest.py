@@ -133,8 +133,8 @@ def build_digest(
     present = [kind for kind in kinds.REGISTRY if any(row.get(m.key) is not None for row in rows for m in kind.metrics)]
     regressed = compared.moved("regression") if compared else ()
     improved = compared.moved("improvement") if compared else ()
-    usage = run.judge_usage or {}
-    cost = usage.get("cost_usd")
+    usage = run.judge_usage
+    cost = usage.cost_usd if usage is not None else None
     digest = Digest(
         created=run.created,
         qareport_version=run.qareport_version,
@@ -155,7 +155,7 @@ def build_digest(
         weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows)) is not None),
         judged=tuple(metric for metric in judged if metric.judged or metric.not_scored),
         not_evaluated=tuple((family, stakeholder_words(why)) for family, why in sorted(run.not_evaluated.items())),
-        judge_model=run.judge_model or usage.get("model"),
+        judge_model=run.judge_model or (usage.model if usage is not None else None),
         judge_cost=float(cost) if isinstance(cost, (int, float)) else None,
         tests=compared.tests if compared else 0,
         beyond_noise=compared.beyond_noise if compared else 0,

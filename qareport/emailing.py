@@ -31,7 +31,7 @@ from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signe
 from qareport.errors import EmailError
 from qareport.records import Problem, RunInfo
 from qareport.redaction import register_secret, scrub, secret_forms
-from qareport.runs import read_report
+from qareport.runs import read_report, stored_usage
 from qareport.settings import DEFAULT_PORTS, EmailSettings
 from qareport.templating import template_environment
 
@@ -114,7 +114,7 @@ def read_digest(report_path: str | Path, *, on_problem: Callable[[Problem], None
         created=record.snapshot.created,
         qareport_version=record.snapshot.qareport_version,
         judge_model=metadata.get("judge.model"),
-        judge_usage={"cost_usd": metadata.get("judge.cost_usd")} if metadata.get("judge.model") else None,
+        judge_usage=stored_usage(metadata),
         not_evaluated={key.removeprefix("not_evaluated."): str(value) for key, value in metadata.items()
                        if key.startswith("not_evaluated.") and value},
     )

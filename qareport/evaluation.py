@@ -14,13 +14,14 @@ from typing import Any
 from qareport import qa
 from qareport.collector import collector_paused
 from qareport.kinds import PassRules, TurnInput, attempt_passed, extra_kinds
-from qareport.kinds.indicator_selection import DEFAULT_ACCEPTABLE_EXTRAS, MatchBy, score_indicator_selection
+from qareport.kinds.indicator_selection import DEFAULT_ACCEPTABLE_EXTRAS, score_indicator_selection
 from qareport.kinds.steps import KIND_NAME as STEPS_KIND
 from qareport.kinds.steps import with_verdicts
 from qareport.kinds.steps.matching import StepsOutcome, six_only_steps_advice
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
+    DEFAULT_TERM_MATCHING,
     USAGE_FIELDS,
     CaseResult,
     CaseStatus,
@@ -28,6 +29,7 @@ from qareport.records import (
     Problem,
     Response,
     Suite,
+    TermMatching,
     TestCase,
     Turn,
     TurnOutput,
@@ -39,7 +41,7 @@ from qareport.set_metrics import mean_or_none
 
 @dataclass(frozen=True, slots=True)
 class EvaluationOptions:
-    match_by: MatchBy = "id_and_name"
+    match_terms_by: TermMatching = DEFAULT_TERM_MATCHING
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5 or 6
     acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS  # extra terms an `acceptable` grade allows
     pass_rules: PassRules = field(default_factory=PassRules)  # when an attempt of a case answered several times passes
@@ -236,7 +238,7 @@ def _evaluate_turn(
         indicator = score_indicator_selection(
             turn.target.indicator_selection,
             output.indicator_selection if output else None,
-            match_by=options.match_by,
+            match_terms_by=options.match_terms_by,
             acceptable_extras=options.acceptable_extras,
         )
     qa_result = None

@@ -25,18 +25,17 @@ from qareport.collector import run_scope
 from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
-from qareport.evaluation import EvaluationOptions, evaluate_suite
+from qareport.evaluation import evaluate_suite
 from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
 from qareport.judged_metrics import count_judged_metrics
-from qareport.kinds import PassRules
 from qareport.kinds.custom_evaluations import use_custom_evaluations
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
-from qareport.records import CaseResult, Location, Problem, RunInfo, RunSnapshot
+from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.runs import (
     read_history,
@@ -46,7 +45,7 @@ from qareport.runs import (
     results_document,
     write_results_file,
 )
-from qareport.settings import Settings, resolve_settings
+from qareport.settings import RunSettings, Settings, resolve_settings
 from qareport.statistics import summarize
 from qareport.workbook import write_workbook
 
@@ -70,7 +69,7 @@ class RunOptions:
     responses: tuple[str, ...]
     output: str = "report.xlsx"
     results_path: str | None = None
-    match_terms_by: str | None = None
+    match_terms_by: TermMatching | None = None  # default: the configuration's, else DEFAULT_TERM_MATCHING
     templates_dir: str | None = None
     config_path: str | None = None
     strict: bool = False
@@ -148,6 +147,16 @@ def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: C
     except Exception as error:  # noqa: BLE001 - a bug in an optional stage never costs the workbook
         faults.append(StageFault(stage, error, left_out, source))
         return None
+
+
+def given_run_settings(options: RunOptions) -> dict[str, Any]:
+    """The run settings `options` gives, by the names of `RunSettings`' fields (None: not given,
+    the environment, the configuration or the default decide). A field of `RunOptions` named as a
+    setting is passed on as it is."""
+    given = {name: getattr(options, name, None) for name in RunSettings.model_fields}
+    given["templates"] = options.templates_dir
+    given["strict"] = options.strict or None  # not asked for: the configuration may ask
+    return given
 
 
 def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> None:
@@ -246,10 +255,7 @@ def _run(
     on_warning: Callable[[str], None],
 ) -> RunOutcome | RunEstimate:
     settings = resolve_settings(
-        run_options={"match_terms_by": options.match_terms_by, "templates": options.templates_dir,
-                     "strict": options.strict or None, "steps_semantics": options.steps_semantics,
-                     "config_ge6": options.config_ge6, "testcase_cache": options.testcase_cache,
-                     "acceptable_extras": options.acceptable_extras},
+        run_options=given_run_settings(options),
         judge_options=options.judge_options,
         email_options=email_options(options.email) if options.email is not None else None,
         config_path=options.config_path,
@@ -349,10 +355,7 @@ def _run(
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=EvaluationOptions(
-            match_by=match_by, steps_semantics=semantics, acceptable_extras=settings.run.acceptable_extras,
-            pass_rules=PassRules() if options.answer_pass_f1 is None else PassRules(answer_f1=options.answer_pass_f1)),
-            judge=judge_callable)
+        evaluation = evaluate_suite(suite, options=settings.run.evaluation, judge=judge_callable)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:
@@ -389,20 +392,20 @@ def _run(
         created=run_created_time().isoformat(),
         qareport_version=__version__,
         inputs=suite.inputs,
-        options={
-            "match_terms_by": match_by,
-            "templates": templates_dir,
-            "config": settings.config_file,
-            "strict": strict,
-            "steps_semantics": semantics,
-            "acceptable_extras": settings.run.acceptable_extras,
-            "cluster_by_tag": options.cluster_by_tag,
-            **({"answer_pass_f1": options.answer_pass_f1} if options.answer_pass_f1 is not None else {}),
-            "config_ge6": settings.ge6.path,
-            "judge": judge.settings.describe() if judge is not None else None,  # no key, no credentials
-        },
+        options=OptionsUsed(
+            match_terms_by=match_by,
+            templates=templates_dir,
+            config=settings.config_file,
+            strict=strict,
+            steps_semantics=semantics,
+            acceptable_extras=settings.run.acceptable_extras,
+            cluster_by_tag=options.cluster_by_tag,
+            config_ge6=settings.ge6.path,
+            answer_pass_f1=settings.run.answer_pass_f1,
+            judge=judge.settings if judge is not None else None,
+        ),
         judge_model=getattr(usage, "model", None),
-        judge_usage=usage.to_dict() if usage is not None else None,
+        judge_usage=usage,
         not_evaluated=not_evaluated,
     )
     def build_and_write(with_earlier: bool, notes: tuple[Problem, ...] = ()) -> Report:
@@ -478,7 +481,7 @@ def _judge_line(report: Report) -> str | None:
     the same figures as the Summary's judge line and the Statistics sheet (`report.judged`)."""
     shown = [metric.describe() for metric in report.judged if metric.judged or metric.not_scored]
     shown += report.agreement.warnings() if report.agreement is not None else ()
-    batches = " (in batches)" if (report.run.judge_usage or {}).get("batch") else ""
+    batches = " (in batches)" if report.run.judge_usage is not None and report.run.judge_usage.batch else ""
     return f"judge{batches}: " + "; ".join(shown) if shown else None
 
 
@@ -491,6 +494,6 @@ def _summary_line(output: str, report: Report) -> str:
     own steps mean (errors counted as 0) follows, named as such."""
     notes = []
     steps = (report.statistics.qa_aggregates or {}).get("micro", {}).get("steps_score")
-    if steps and str(report.run.options.get("steps_semantics", 5)) == "6" and report.digest.status_counts.get("error"):
+    if steps and report.run.steps_semantics == 6 and report.digest.status_counts.get("error"):
         notes.append(f"mean steps score {steps['mean']:.2f} (graphrag-eval 6.x's mean, error responses counted as 0)")
     return summary_line(report.digest, output=output, notes=notes)

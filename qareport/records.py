@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # the judge's records, named here only as types: the judge imports this module
+    from qareport.judge.settings import JudgeSettings
+    from qareport.judge.usage import JudgeUsage
 
 CaseKind = Literal["conversation", "qa"]
 USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
@@ -46,6 +51,17 @@ class Problem:
 
 
 # --- indicator selection ---------------------------------------------------------------------
+
+
+class TermMatching(StrEnum):
+    """When a selected term is a target's term (`--match-terms-by`): by id and name together (the
+    methodology's rule, the default: `DEFAULT_TERM_MATCHING`) or by id alone, the label may differ."""
+
+    ID_AND_NAME = "id_and_name"
+    ID = "id"
+
+
+DEFAULT_TERM_MATCHING = TermMatching.ID_AND_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,16 +288,39 @@ class CaseResult:
 
 
 @dataclass(frozen=True, slots=True)
+class OptionsUsed:
+    """The settings a run was made with, resolved (`qareport.settings.Settings`: nothing is left to
+    a default here), for the Summary sheet and the stored run (`runs.stored_options` names them
+    `option.<name>`)."""
+
+    match_terms_by: TermMatching
+    templates: str | None
+    config: str | None  # the configuration file read, if any
+    strict: bool
+    steps_semantics: int
+    acceptable_extras: int
+    cluster_by_tag: str | None
+    config_ge6: str | None
+    judge: JudgeSettings | None  # None: no judge; shown and stored by `JudgeSettings.describe()` (no key)
+    answer_pass_f1: float | None = None  # given: an attempt's answer passes at this F1 or above (`PassRules`)
+
+
+@dataclass(frozen=True, slots=True)
 class RunInfo:
     """What was run, for the Summary sheet and for comparing runs later."""
 
     created: str  # ISO 8601, UTC
     qareport_version: str
     inputs: tuple[InputSummary, ...] = ()
-    options: dict[str, Any] = field(default_factory=dict)
+    options: OptionsUsed | None = None  # None: not known (a run made again from an older workbook, a test)
     judge_model: str | None = None
-    judge_usage: dict[str, Any] | None = None  # JudgeUsage.to_dict()
+    judge_usage: JudgeUsage | None = None  # None: the judge did not run
     not_evaluated: dict[str, str] = field(default_factory=dict)  # metric family -> why not
+
+    @property
+    def steps_semantics(self) -> int | None:
+        """The graphrag-eval steps rules the run was scored by, when known."""
+        return None if self.options is None else self.options.steps_semantics
 
 
 REVIEW_CHOICES = ("ok", "judge wrong", "known issue", "fixed", "needs a look")

@@ -29,8 +29,9 @@ import math
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from dataclasses import field as dataclass_field  # "field" names a case row's field here
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +53,9 @@ from qareport.digest import Digest, digest_from_json, digest_to_json
 from qareport.errors import BaselineError, QAReportError
 from qareport.files import write_atomically
 from qareport.id_text import normalise_id
+from qareport.judge.usage import JudgeUsage
 from qareport.judge_agreement import case_judgments, stored_judgments
-from qareport.records import USAGE_FIELDS, CaseResult, Location, Problem, Review, RunSnapshot
+from qareport.records import USAGE_FIELDS, CaseResult, Location, OptionsUsed, Problem, Review, RunSnapshot
 from qareport.side_by_side import case_outputs
 from qareport.yaml_input import YamlProblem, yaml_documents
 
@@ -416,12 +418,12 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     for item in report.headline:
         pairs += [(f"metric.{item.metric}.{what}", getattr(item, what))
                   for what in ("mean", "cases", "errors", "missing", "invalid", "low", "high")]
-    usage = run.judge_usage or {}
+    usage = run.judge_usage
     pairs += [
-        ("judge.model", run.judge_model or usage.get("model")),
-        ("judge.embedding_model", usage.get("embedding_model")),
-        ("judge.calls", usage.get("calls")),
-        ("judge.cost_usd", usage.get("cost_usd")),
+        ("judge.model", run.judge_model or (usage.model if usage else None)),
+        ("judge.embedding_model", usage.embedding_model if usage else None),
+        ("judge.calls", usage.calls if usage else None),
+        ("judge.cost_usd", usage.cost_usd if usage else None),
     ]
     for metric in report.judged:
         pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
@@ -436,7 +438,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
             (f"input.{index}.sha256", given.sha256),
         ]
     pairs += [(f"option.{key}", value if isinstance(value, (int, float, str)) else _text(value))
-              for key, value in sorted(run.options.items()) if value is not None]
+              for key, value in sorted(stored_options(run.options).items()) if value is not None]
     if comparison is not None:
         pairs += [
             ("baseline.source", comparison.baseline_source),
@@ -456,6 +458,22 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     parts = [text[start:start + DIGEST_PART] for start in range(0, len(text), DIGEST_PART)]
     pairs += [(f"digest.{index}", part) for index, part in enumerate(parts, start=1)]
     return pairs
+
+
+def stored_options(options: OptionsUsed | None) -> dict[str, Any]:
+    """The options a run was made with as the stored run names them (`option.<name>`) and the
+    Summary shows them: plain values, the judge as its provenance (`JudgeSettings.describe()`, no
+    key, no credentials). Empty when they are not known."""
+    if options is None:
+        return {}
+    values: dict[str, Any] = {}
+    for item in fields(options):
+        value = getattr(options, item.name)
+        values[item.name] = value.value if isinstance(value, Enum) else value
+    values["judge"] = options.judge.describe() if options.judge is not None else None
+    if options.answer_pass_f1 is None:  # said only when given, as runs before attempts had no such option
+        del values["answer_pass_f1"]
+    return values
 
 
 DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32,767)
@@ -508,8 +526,8 @@ def results_document(report: Report) -> dict[str, Any]:
     statistics = report.statistics
     return {
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
-                     **_semantics_entry(report.run.options)},
-        "results": question_records(statistics.question_results, report.run.options.get("steps_semantics")),
+                     **_semantics_entry(report.run.steps_semantics)},
+        "results": question_records(statistics.question_results, report.run.steps_semantics),
         "aggregates": statistics.qa_aggregates or {},
         "data_query_metrics": {
             "all": asdict(statistics.data_query) if statistics.data_query else None,
@@ -537,7 +555,8 @@ def _judge_entry(report: Report) -> dict[str, Any]:
     usage, and what was not evaluated and why (the judge's failure among them)."""
     entry: dict[str, Any] = {}
     if report.run.judge_usage is not None:
-        usage = {key: value for key, value in report.run.judge_usage.items() if key != "elapsed_sec"}  # reproducible
+        usage = {key: value for key, value in report.run.judge_usage.to_dict().items()
+                 if key != "elapsed_sec"}  # reproducible
         entry["judge"] = {"metrics": [metric.to_dict() for metric in report.judged], "usage": usage}
         if report.agreement is not None:
             entry["judge"]["agreement"] = report.agreement.to_dict()
@@ -546,9 +565,8 @@ def _judge_entry(report: Report) -> dict[str, Any]:
     return entry
 
 
-def _semantics_entry(options: Mapping[str, Any]) -> dict[str, Any]:
+def _semantics_entry(semantics: int | None) -> dict[str, Any]:
     """Which graphrag-eval's steps rules scored the run, when the run says."""
-    semantics = options.get("steps_semantics")
     return {} if semantics is None else {"steps_semantics": semantics}
 
 
@@ -658,6 +676,18 @@ def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
         cases=tuple(rows),
         steps_semantics=_stated_semantics(about.get("steps_semantics")),
     )
+
+
+def stored_usage(metadata: Mapping[str, Any]) -> JudgeUsage | None:
+    """The judge's usage as far as a workbook's `qareport_run` sheet keeps it (model, embedding
+    model, calls, cost), None when the judge did not run."""
+    model = metadata.get("judge.model")
+    if not model:
+        return None
+    calls, cost = metadata.get("judge.calls"), metadata.get("judge.cost_usd")
+    return JudgeUsage(model=str(model), embedding_model=str(metadata.get("judge.embedding_model") or ""),
+                      calls=calls if isinstance(calls, int) and not isinstance(calls, bool) else 0,
+                      cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
 
 
 def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> ReportRecord:

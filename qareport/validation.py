@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from qareport.evaluation import EvaluationOptions, evaluate_suite, reference_problems
+from qareport.evaluation import evaluate_suite, reference_problems
 from qareport.ge6_config import read_ge6_config
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.preflight import check_inputs_exist
-from qareport.records import Problem, Suite
+from qareport.records import Problem, Suite, TermMatching
 from qareport.settings import resolve_settings
 
 
@@ -33,7 +33,7 @@ def validate_inputs(
     responses: Sequence[str] = (),
     *,
     steps_semantics: int | None = None,
-    match_terms_by: str | None = None,
+    match_terms_by: TermMatching | None = None,
     config_path: str | None = None,
     config_ge6: str | None = None,
 ) -> Validation:
@@ -53,8 +53,7 @@ def validate_inputs(
     cache = ParseCache(default_folder(os.environ)) if settings.run.testcase_cache else None
     suite = load_suite(testcases, responses, cache=cache)
     if responses:
-        options = EvaluationOptions(match_by=settings.run.match_terms_by, steps_semantics=semantics)
-        found = evaluate_suite(suite, options=options).problems
+        found = evaluate_suite(suite, options=settings.run.evaluation).problems
     else:
         found = tuple(problem for case in suite.cases for problem in reference_problems(case, semantics))
     return Validation(suite, (*suite.problems, *found), semantics)

@@ -10,6 +10,7 @@ from qareport.records import (
     Location,
     Target,
     Term,
+    TermMatching,
     TestCase,
     Turn,
     TurnResult,
@@ -24,12 +25,12 @@ def selection(**dimensions):
     return (DatasetSelection("IMF.RES:WEO", tuple(DimensionTerms(k, tuple(v)) for k, v in dimensions.items())),)
 
 
-def case_result(*turns, match_by="id_and_name"):
+def case_result(*turns, match_terms_by=TermMatching.ID_AND_NAME):
     """turns: (user message, target dims, selected dims)."""
     case_turns, turn_results = [], []
     for number, (message, target, selected) in enumerate(turns, start=1):
         case_turns.append(Turn(number, message, Target(indicator_selection=selection(**target))))
-        score = score_indicator_selection(selection(**target), selection(**selected), match_by=match_by)
+        score = score_indicator_selection(selection(**target), selection(**selected), match_terms_by=match_terms_by)
         turn_results.append(TurnResult(number, message, indicator=score))
     case = TestCase("c1", "conversation", "n", ("imf",), tuple(case_turns), Location("t.yaml", 1))
     return CaseResult(case, "success", turns=tuple(turn_results))
@@ -107,7 +108,7 @@ def test_matching_by_id_shows_the_label_the_system_used():
     assert "False Negatives [1]" in got  # by id and name, a relabelled term is a miss
     got = render_indicator_details(case_result(
         ("q", dict(COUNTRY=[Term("MEX", "Mexico")]), dict(COUNTRY=[Term("MEX", "United Mexican States")])),
-        match_by="id",
+        match_terms_by=TermMatching.ID,
     ))
     assert "  * MEX: Mexico (selected as: United Mexican States)" in got.splitlines()
 

@@ -3,7 +3,7 @@
 import pytest
 
 from qareport.kinds.indicator_selection import score_indicator_selection
-from qareport.records import DatasetSelection, DimensionTerms, Term
+from qareport.records import DatasetSelection, DimensionTerms, Term, TermMatching
 
 GDP = Term("GDP", "gross domestic product")
 GDPPC = Term("GDPPC", "GDP per capita")
@@ -83,7 +83,7 @@ def test_by_default_a_term_is_its_id_and_name_together():
 
 def test_matching_by_id_alone_keeps_the_label_difference():
     relabelled = Term("MEX", "Mexico, United Mexican States")
-    got = score_indicator_selection(selection(COUNTRY=[MEX]), selection(COUNTRY=[relabelled]), match_by="id")
+    got = score_indicator_selection(selection(COUNTRY=[MEX]), selection(COUNTRY=[relabelled]), match_terms_by=TermMatching.ID)
     (country,) = got.dimensions
     (tp,) = country.true_positives
     assert tp.term == MEX and tp.selected_name == "Mexico, United Mexican States" and tp.label_differs

@@ -67,6 +67,7 @@ def test_the_estimate_equals_what_a_direct_run_then_reports(stub, tmp_path):
     outcome = run_pipeline(options(tmp_path))
     usage = outcome.report.run.judge_usage
     assert usage is not None
+    usage = usage.to_dict()  # the usage as the results file stores it
     by_metric = usage["by_metric"]
     for metric in ("answer_correctness", "retrieval_answer_recall", "retrieval_answer_precision"):
         assert rows[metric].calls == by_metric[metric]["calls"] > 0, metric

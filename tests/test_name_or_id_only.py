@@ -12,7 +12,7 @@ from openpyxl import load_workbook
 
 from qareport.cli import main
 from qareport.kinds.indicator_selection import match_terms, score_dimension
-from qareport.records import Term
+from qareport.records import Term, TermMatching
 
 GDP = Term("NGDP", "Gross domestic product")
 NAME_ONLY = Term("", "Gross domestic product")
@@ -29,9 +29,9 @@ ID_ONLY = Term("NGDP", "")
     (GDP, GDP, None),
 ])
 def test_a_term_giving_one_part_matches_by_that_part(exp, got, how):
-    pairs, missed, extra = match_terms([exp], [got], match_by="id_and_name")
+    pairs, missed, extra = match_terms([exp], [got], match_terms_by=TermMatching.ID_AND_NAME)
     assert [(p[2]) for p in pairs] == [how] and missed == [] and extra == []
-    score = score_dimension("INDICATOR", [exp], [got], match_by="id_and_name")
+    score = score_dimension("INDICATOR", [exp], [got], match_terms_by=TermMatching.ID_AND_NAME)
     (found,) = score.true_positives
     assert (score.recall, score.precision, found.matched_by) == (1.0, 1.0, how)
     assert found.term == GDP or (exp == got and found.term == exp)  # shown with what either side gave
@@ -45,14 +45,14 @@ def test_a_term_giving_one_part_matches_by_that_part(exp, got, how):
     (GDP, Term("NGDP", "Gross domestic product, constant prices")),  # both whole: id and name together
 ])
 def test_terms_with_nothing_in_common_do_not_match(exp, got):
-    score = score_dimension("INDICATOR", [exp], [got], match_by="id_and_name")
+    score = score_dimension("INDICATOR", [exp], [got], match_terms_by=TermMatching.ID_AND_NAME)
     assert (score.recall, score.precision) == (0.0, 0.0)
 
 
 def test_each_term_is_matched_once_exact_pairs_first():
     target = [NAME_ONLY, GDP]
     selected = [GDP, Term("X", "Gross domestic product")]
-    pairs, missed, extra = match_terms(target, selected, match_by="id_and_name")
+    pairs, missed, extra = match_terms(target, selected, match_terms_by=TermMatching.ID_AND_NAME)
     assert {(t, s) for t, s, _ in pairs} == {(GDP, GDP), (NAME_ONLY, Term("X", "Gross domestic product"))}
     assert missed == [] and extra == []
 

@@ -12,6 +12,7 @@ from openpyxl import load_workbook
 
 from qareport.cli import main
 from qareport.evaluation import evaluate_suite
+from qareport.judge.usage import JudgeUsage
 from qareport.loading import load_suite
 from qareport.records import RunInfo
 from qareport.report import build_report
@@ -168,8 +169,8 @@ def test_the_summary_fits_one_screen_without_wrapping_or_clipping(workbook):
 def test_the_judge_and_its_cost_appear_when_the_judge_ran(tmp_path):
     suite = load_suite([str(TESTCASES)], [str(RESPONSES)])
     results = evaluate_suite(suite).results
-    usage = {"model": "gpt-4o-mini", "embedding_model": "text-embedding-3-small", "calls": 120, "cached_calls": 30,
-             "failed_calls": 0, "cost_usd": 0.01234}
+    usage = JudgeUsage(model="gpt-4o-mini", embedding_model="text-embedding-3-small", calls=120, cached_calls=30,
+                       failed_calls=0, cost_usd=0.01234)
     run = RunInfo(created="2024-05-08T10:00:00+00:00", qareport_version="0.1.0", judge_model="gpt-4o-mini", judge_usage=usage)
     write_workbook(build_report(results, (), run), tmp_path / "report.xlsx")
     info = key_values(load_workbook(tmp_path / "report.xlsx")["Summary"])

@@ -1,8 +1,9 @@
-"""The judge's settings: the record, its defaults and its configuration keys.
+"""The judge's settings: the record, its defaults and constraints (declared once, on its fields),
+and its configuration keys.
 
-`qareport.settings.resolve_judge_settings` builds them from options, the environment and the
-configuration file (in that order). No API key and no base URL, or `--no-llm`, means no judge:
-the run goes on without the LLM metrics.
+`qareport.judge.resolution.resolve_judge_settings` builds them from options, the environment and
+the configuration file (in that order), each value checked as its field declares. No API key and
+no base URL, or `--no-llm`, means no judge: the run goes on without the LLM metrics.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import Field, Strict
 
 from qareport.files import cache_home
 from qareport.ge6_config import CustomEvaluation
 from qareport.judge.prices import PRICES_CHECKED, ModelPrice
+from qareport.setting_sources import Text
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
@@ -36,7 +40,8 @@ CONTEXT_METRICS = ("retrieval_context_recall", "retrieval_context_precision")
 """Judged under graphrag-eval 6.x rules only: the retrieved contexts against the reference step's
 contexts, by the LLM (under 5.x these metrics are string similarities and need no LLM)."""
 ALL_METRICS = (*METRICS, *CONTEXT_METRICS)
-RESPONSE_FORMATS = ("json_schema", "json_object")
+ResponseFormat = Literal["json_schema", "json_object"]
+RESPONSE_FORMATS: tuple[str, ...] = get_args(ResponseFormat)
 
 
 @dataclass(frozen=True)
@@ -53,23 +58,23 @@ class JudgeSettings:
     """Everything the judge needs; `resolve_judge_settings` builds it from options, config and
     environment. `api_key` is never shown by repr() or `describe()`."""
 
-    model: str = DEFAULT_MODEL
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    model: Text = DEFAULT_MODEL
+    embedding_model: Text = DEFAULT_EMBEDDING_MODEL
     api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-    azure_endpoint: str | None = None
-    azure_deployment: str | None = None
-    azure_embedding_deployment: str | None = None
-    api_version: str | None = None
-    timeout: float = 60.0
-    max_retries: int = 4
-    concurrency: int = 8
-    relevance_questions: int = 3
-    use_cache: bool = True
+    base_url: Text | None = None
+    azure_endpoint: Text | None = None
+    azure_deployment: Text | None = None  # default: the model's name
+    azure_embedding_deployment: Text | None = None  # default: the embedding model's name
+    api_version: Text | None = None  # Azure's (default DEFAULT_AZURE_API_VERSION)
+    timeout: Annotated[float, Field(ge=0.001)] = 60.0  # seconds per request
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 4
+    concurrency: Annotated[int, Field(ge=1, le=256)] = 8
+    relevance_questions: Annotated[int, Field(ge=1, le=20)] = 3
+    use_cache: Annotated[bool, Strict()] = True
     cache_path: str | None = None
     prices: Mapping[str, ModelPrice] = field(default_factory=lambda: MappingProxyType({}))
-    temperature: float = 0.0
-    response_format: str = "json_schema"
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    response_format: ResponseFormat = "json_schema"
     metrics: tuple[str, ...] = METRICS
     max_tokens: int | None = None  # a limit on each reply (graphrag-eval 6.x's llm.generation.max_tokens)
     correctness_prompt: str | None = None  # 6.x's answer_correctness.prompt: a str.format template
@@ -80,10 +85,10 @@ class JudgeSettings:
     litellm_chat: LiteLLMRoute | None = None  # chat through litellm instead of the openai package
     litellm_embedding: LiteLLMRoute | None = None
     source: str | None = None  # the configuration file the model came from, for messages
-    budget_usd: float | None = None  # stop sending judgments before the spend passes it (judge.cost.Budget)
-    batch: bool = False  # judge through the Batch API (judge.batch)
-    batch_wait: float | None = None  # seconds to wait for batches; None: until they end; 0: submit and stop
-    batch_poll: float = 60.0  # the longest interval between two looks at a batch, in seconds
+    budget_usd: Annotated[float, Field(ge=0)] | None = None  # stop judging before spending more (judge.cost.Budget)
+    batch: Annotated[bool, Strict()] = False  # judge through the Batch API (judge.batch)
+    batch_wait: Annotated[float, Field(ge=0)] | None = None  # seconds to wait for batches (None: to the end; 0: submit)
+    batch_poll: Annotated[float, Field(ge=0.01)] = 60.0  # the longest interval between two looks at a batch, in seconds
 
     @property
     def is_azure(self) -> bool:
@@ -165,15 +170,17 @@ CONFIG_KEYS = {
     "azure_deployment": "Azure deployment of the chat model (default: the model name)",
     "azure_embedding_deployment": "Azure deployment of the embedding model (default: its name)",
     "api_version": f"Azure API version (env OPENAI_API_VERSION, default {DEFAULT_AZURE_API_VERSION})",
-    "timeout": "seconds per request (default 60)",
-    "max_retries": "retries of a failed request (default 4)",
-    "concurrency": "requests in flight at most (default 8)",
-    "relevance_questions": "questions generated per answer for answer relevance (default 3)",
+    "timeout": f"seconds per request (default {JudgeSettings.timeout:g})",
+    "max_retries": f"retries of a failed request (default {JudgeSettings.max_retries})",
+    "concurrency": f"requests in flight at most (default {JudgeSettings.concurrency})",
+    "relevance_questions": f"questions generated per answer for answer relevance (default "
+                           f"{JudgeSettings.relevance_questions})",
     "cache": "cache replies (default true)",
     "cache_path": "cache file (default ~/.cache/qareport/judge.sqlite3)",
     "prices": "{model: {input_per_million, output_per_million}} in US dollars",
-    "temperature": "sampling temperature (default 0)",
-    "response_format": "json_schema (default) or json_object, for servers without JSON schemas",
+    "temperature": f"sampling temperature (default {JudgeSettings.temperature:g})",
+    "response_format": f"{' or '.join(RESPONSE_FORMATS)} (default {JudgeSettings.response_format}), for servers "
+                       "without JSON schemas",
     "retry_base_delay": "no longer used: the openai SDK's backoff applies (0.5 s doubling to 8 s)",
     "metrics": f"which LLM metrics to compute (default all: {', '.join(METRICS)})",
     "budget": "US dollars the judge may spend in a run at most (default: no limit; --judge-budget)",

@@ -2,7 +2,7 @@
 averages, the details cell, the Details rows and the reason a case lost points.
 
 Terms of all datasets of one turn are pooled per dimension. A term is identified by its id and
-name together (the methodology's rule) or, with `match_by="id"`, by its id alone, in which case a
+name together (the methodology's rule) or, with `match_terms_by=TermMatching.ID`, by its id alone, in which case a
 true positive keeps the system's label so the report can show where labels differ.
 
 Each turn also gets statgpt's grade (`grade_turn`), a case the worst grade of its turns, and each
@@ -15,16 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any
 
 from qareport.id_text import visible
 from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, PassRules, Table
 from qareport.records import (
+    DEFAULT_TERM_MATCHING,
     CaseResult,
     DatasetSelection,
     DimensionScore,
     IndicatorScore,
     Term,
+    TermMatching,
     TermVerdict,
     TestCase,
     TurnOutput,
@@ -33,7 +35,6 @@ from qareport.records import (
 from qareport.set_metrics import SetScore, ratio
 from qareport.templating import template_environment
 
-MatchBy = Literal["id_and_name", "id"]
 DETAILS_TEMPLATE = "indicator_selection_details.txt"
 
 GRADES = ("ideal", "acceptable", "problematic", "failure")
@@ -60,9 +61,9 @@ def pool_dimensions(datasets: Iterable[DatasetSelection]) -> dict[str, list[Term
 NAME_ONLY, ID_ONLY = "name only", "id only"
 
 
-def _term_key(term: Term, match_by: MatchBy) -> Term | str | tuple[str, str]:
+def _term_key(term: Term, match_terms_by: TermMatching) -> Term | str | tuple[str, str]:
     """What makes two terms the same term in one dimension's list (for removing repeats)."""
-    if match_by == "id" and term.id:
+    if match_terms_by == TermMatching.ID and term.id:
         return term.id
     return term if term.id else ("name", term.name)
 
@@ -78,21 +79,21 @@ def _partial_match(target: Term, selected: Term) -> str | None:
 
 
 def match_terms(
-    target: Iterable[Term], selected: Iterable[Term], *, match_by: MatchBy
+    target: Iterable[Term], selected: Iterable[Term], *, match_terms_by: TermMatching
 ) -> tuple[list[tuple[Term, Term, str | None]], list[Term], list[Term]]:
     """(target, selected, how) pairs, then the target terms and the selected terms left unmatched.
 
-    A term is matched by id and name (or by id alone with `match_by="id"`); a term that gives only a
+    A term is matched by id and name (or by id alone with `match_terms_by=TermMatching.ID`); a term that gives only a
     name equals the term with that name, one that gives only an id the term with that id (`how`
     says which; None for the ordinary rule). Equal terms are paired first, then the partial ones, in
     the order given, each term at most once."""
-    targets = list({_term_key(t, match_by): t for t in target}.values())
-    remaining = {_term_key(s, match_by): s for s in selected}
+    targets = list({_term_key(t, match_terms_by): t for t in target}.values())
+    remaining = {_term_key(s, match_terms_by): s for s in selected}
     order = {id(term): index for index, term in enumerate(remaining.values())}
     pairs: list[tuple[Term, Term, str | None]] = []
     later: list[Term] = []
     for term in targets:
-        key = _term_key(term, match_by)
+        key = _term_key(term, match_terms_by)
         found = remaining.pop(key, None)
         if found is None:
             later.append(term)
@@ -113,10 +114,10 @@ def match_terms(
 
 
 def score_dimension(
-    dimension_name: str, target: list[Term], selected: list[Term], *, match_by: MatchBy
+    dimension_name: str, target: list[Term], selected: list[Term], *, match_terms_by: TermMatching
 ) -> DimensionScore:
     """Score one dimension. An empty target makes it a dimension not in target: all FP."""
-    pairs, missed, extra = match_terms(target, selected, match_by=match_by)
+    pairs, missed, extra = match_terms(target, selected, match_terms_by=match_terms_by)
     overlap = SetScore(tuple(pairs), tuple(extra), tuple(missed))
     if not target:
         return DimensionScore(
@@ -152,7 +153,7 @@ def score_indicator_selection(
     target: Iterable[DatasetSelection],
     selected: Iterable[DatasetSelection] | None,
     *,
-    match_by: MatchBy = "id_and_name",
+    match_terms_by: TermMatching = DEFAULT_TERM_MATCHING,
     acceptable_extras: int = DEFAULT_ACCEPTABLE_EXTRAS,
 ) -> IndicatorScore:
     """Score one turn (SPEC section 2) and grade it (`grade_turn`).
@@ -166,11 +167,11 @@ def score_indicator_selection(
     target_terms = {name: terms for name, terms in pool_dimensions(target).items() if terms}
     selected_terms = pool_dimensions(selected)
     dimensions = tuple(
-        score_dimension(name, terms, selected_terms.get(name, []), match_by=match_by)
+        score_dimension(name, terms, selected_terms.get(name, []), match_terms_by=match_terms_by)
         for name, terms in target_terms.items()
     )
     not_in_target = tuple(
-        score_dimension(name, [], terms, match_by=match_by)
+        score_dimension(name, [], terms, match_terms_by=match_terms_by)
         for name, terms in selected_terms.items()
         if name not in target_terms and terms
     )

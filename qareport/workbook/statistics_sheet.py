@@ -18,6 +18,7 @@ from qareport.digest import signed_bound
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table, metric_label
+from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
@@ -362,14 +363,13 @@ def write_judge(tables: TableWriter, run: RunInfo) -> None:
     usage = run.judge_usage
     if not usage:
         return
-    tables.section("LLM judge", f"model {usage.get('model')}, embeddings {usage.get('embedding_model')}. "
+    tables.section("LLM judge", f"model {usage.model}, embeddings {usage.embedding_model}. "
                                 "Requests, not cases: failed calls failed after the SDK's retries (the judgments "
                                 "they were for are not judged, above); cached calls cost nothing.")
-    rows = [("all metrics", usage.get("calls"), usage.get("cached_calls"), usage.get("failed_calls"),
-             usage.get("input_tokens"), usage.get("output_tokens"), usage.get("cost_usd"))]
-    for metric, figures in sorted((usage.get("by_metric") or {}).items()):
-        rows.append((metric, figures.get("calls"), figures.get("cached_calls"), figures.get("failed_calls"),
-                     figures.get("input_tokens"), figures.get("output_tokens"), figures.get("cost_usd")))
+    rows: list[tuple[Any, ...]] = [("all metrics", usage.calls, usage.cached_calls, usage.failed_calls,
+                                    usage.input_tokens, usage.output_tokens, usage.cost_usd)]
+    for metric, figures in sorted(usage.by_metric.items()):  # tokens are counted for all metrics together
+        rows.append((metric, figures.calls, figures.cached_calls, figures.failed_calls, None, None, figures.cost_usd))
     tables.table(
         ("metric", "calls", "cached calls", "failed calls", "input tokens", "output tokens", "cost (USD)"),
         rows,
@@ -492,7 +492,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
                  (None, *[styles.INTEGER_FORMAT] * (len(counts) + 1)))
     ranges = write_data_query(tables, stats)
     if stats.qa_aggregates:
-        ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.options.get("steps_semantics", 5)))
+        ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.steps_semantics or DEFAULT_SEMANTICS))
     write_kind_tables(tables, report.kind_tables)
     write_attempts(tables, report)
     write_changes(tables, report)

@@ -34,6 +34,7 @@ from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, matte
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
+from qareport.runs import stored_options
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write
@@ -454,26 +455,25 @@ def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
         _key_value(block, "test cases" if item.role == "testcases" else "responses", _tail(item.path))
         block.cell(1, f"{item.files} file(s), {item.records} {what}, sha256 {item.sha256[:12]}…")
         block.row += 1
-    usage = run.judge_usage or {}
+    usage = run.judge_usage
     model = digest.judge_model
     if model:
-        embeddings = usage.get("embedding_model")
+        embeddings = usage.embedding_model if usage is not None else None
         _key_value(block, "judge", f"{model}" + (f", embeddings {embeddings}" if embeddings else ""))
-        settings = run.options.get("judge") or {}
-        if settings.get("endpoint"):
-            _key_value(block, "judge via", _tail(str(settings["endpoint"])))
-        calls = (f"{usage.get('calls', 0)} calls, {usage.get('cached_calls', 0)} cached, "
-                 f"{usage.get('failed_calls', 0)} calls failed")
-        batch = usage.get("batch")
-        if isinstance(batch, dict):  # judged through the Batch API (--judge-batch)
-            calls += f"; judged in batches ({batch.get('batches', 0)} batch(es)), at batch prices"
+        judge = run.options.judge if run.options is not None else None
+        if judge is not None:
+            _key_value(block, "judge via", _tail(judge.endpoint))
+        calls = (f"{usage.calls} calls, {usage.cached_calls} cached, {usage.failed_calls} calls failed"
+                 if usage is not None else "0 calls, 0 cached, 0 calls failed")
+        if usage is not None and usage.batch:  # judged through the Batch API (--judge-batch)
+            calls += f"; judged in batches ({usage.batches} batch(es)), at batch prices"
         if digest.judge_cost is not None:
             _key_value(block, "judge cost", f"${digest.judge_cost:,.4f} ({calls})")
         else:
-            _key_value(block, "judge cost", f"{usage.get('cost_note') or 'unknown'} ({calls})")
+            _key_value(block, "judge cost", f"{(usage.cost_note if usage else None) or 'unknown'} ({calls})")
     else:
         _key_value(block, "judge", "not used")
-    _key_value(block, "options", _options_text(run.options))
+    _key_value(block, "options", _options_text(stored_options(run.options)))
     if digest.baseline is not None:
         about = f"{digest.baseline.source}, run of {display_time(digest.baseline.created)}"
         if digest.baseline.version:
@@ -514,7 +514,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     first = max(5, row + 1)
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
-    write_headline(left, digest, report.agreement, in_batches=bool((run.judge_usage or {}).get("batch")))
+    write_headline(left, digest, report.agreement, in_batches=run.judge_usage is not None and run.judge_usage.batch)
     write_consistency(left, report.pass_rates)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
