@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from qareport import kinds, qa
+from qareport import kinds
 from qareport.collector import collector_paused
 from qareport.evaluation_options import EvaluationOptions, Semantics
 from qareport.kinds import SharedEvaluation, TurnInput
@@ -49,7 +49,7 @@ def evaluate_case(
     if not case.turns:  # the test case itself could not be read; loading reported why
         return CaseResult(case, "invalid", error=case.comments or "invalid test case"), problems
     if case.kind == "qa":  # a question of a graphrag-eval Q&A dataset: evaluated as graphrag-eval does
-        return qa.evaluate_question_case(case, response, options.steps_semantics)
+        return _question_evaluation().evaluate_question(case, response, options)
     if response is None:
         return CaseResult(case, "missing", error="no response for this case"), problems
     if response.status == "invalid":
@@ -80,6 +80,14 @@ def evaluate_case(
         error="; ".join(errors) or None,
         response=response,
     ), problems
+
+
+def _question_evaluation() -> SharedEvaluation:
+    """The evaluation that the kinds a Q&A question carries share."""
+    found = next((kind.shared for kind in kinds.REGISTRY if kind.in_questions and kind.shared is not None), None)
+    if found is None:
+        raise RuntimeError("no registered kind evaluates the questions of a Q&A dataset")
+    return found
 
 
 def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_OPTIONS.steps_semantics) -> list[Problem]:

@@ -34,20 +34,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from qareport.kinds.qa_turn import question_dict, response_dict, scored_question, steps_advice, steps_problem
 from qareport.kinds.steps.matching import StepsOutcome, annotate_reference_steps, evaluate_steps
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
-    QA_RECORD,
-    REFERENCE_STEPS,
     USAGE_FIELDS,  # copied from a successful response when present
-    CaseResult,
-    CaseStatus,
-    Problem,
-    Response,
-    TestCase,
-    TurnResult,
-)
+    )
 
 RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
 """Keys that may name the question of a response record, in order of preference."""
@@ -279,41 +270,3 @@ def is_hashable(value: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-def evaluate_question_case(case: TestCase, response: Response | None,
-                           semantics: Semantics) -> tuple[CaseResult, list[Problem]]:
-    """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
-    the aggregates count it as an error instead of leaving it out."""
-    turn = case.turns[0]
-    result, outcome = scored_question(
-        template_id=case.groups[0] if case.groups else None,
-        question=question_dict(case, turn),
-        response=None if response is None else response_dict(
-            case.id, response, response.turns[0] if response.turns else None, with_tokens=True
-        ),
-        semantics=semantics,
-    )
-    status: CaseStatus
-    error: str | None
-    if response is None:
-        status, error = "missing", "no response for this question"
-    elif response.status == "invalid":
-        status, error = "invalid", response.error
-    elif result.get("status") == "error":
-        status, error = "error", str(result.get("error"))
-    elif result.get("steps_error"):
-        status, error = "invalid", str(result["steps_error"])
-    else:
-        status, error = "success", None
-    problems = []
-    if result.get("steps_error") and response is not None:
-        problems.append(steps_problem(case, turn, response, outcome, f"question '{case.id}'"))
-    problems.extend(steps_advice(case, turn, outcome, semantics, f"question '{case.id}'"))
-    if result.get("steps_note") and response is not None:
-        problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
-    scores: dict[str, Any] = {QA_RECORD: result}
-    if outcome:
-        scores[REFERENCE_STEPS] = outcome
-    turn_result = TurnResult(1, turn.user_message, scores=scores)
-    return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems

@@ -155,6 +155,12 @@ class SharedEvaluation:
     def evaluate(self, turn: TurnInput) -> TurnScores:
         raise NotImplementedError
 
+    def evaluate_question(self, case: TestCase, response: Response | None,
+                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
+        """A question of a graphrag-eval Q&A dataset (a case of kind `qa`), whose kinds name this
+        evaluation: the whole case, as graphrag-eval evaluates a question."""
+        raise NotImplementedError(f"{type(self).__name__} does not evaluate Q&A questions")
+
 
 class Kind:
     """One kind of target. Subclasses set `name`, `label` and `metrics` and override what applies.

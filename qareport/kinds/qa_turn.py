@@ -4,7 +4,7 @@ graphrag-eval scores a question's answer and steps in one result dict (`qareport
 name `QA_TURN` as their shared evaluation, which runs once per turn that has a reference or an output
 of either, and keeps the dict under `records.QA_RECORD` and the steps' `StepsOutcome` under the
 steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
-with its template and token counts (`qa.evaluate_question_case`).
+with its template and token counts (`QATurn.evaluate_question`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ from qareport.records import (
     QA_RECORD,
     REFERENCE_STEPS,
     USAGE_FIELDS,
+    CaseResult,
+    CaseStatus,
     Location,
     Problem,
     Response,
     TestCase,
     Turn,
     TurnOutput,
+    TurnResult,
 )
 
 if TYPE_CHECKING:  # the steps package imports this module: its modules are imported where used
@@ -62,8 +65,8 @@ def scored_question(*, template_id: Any, question: dict[str, Any], response: dic
     """graphrag-eval's result dict of a question, with its retrieval contexts scored, and the
     outcome of its steps with their verdicts; each output is parsed once for all of it."""
     from qareport import qa
-    from qareport.kinds.steps import with_verdicts
     from qareport.kinds.steps.parsed_outputs import question_scope
+    from qareport.kinds.steps.verdicts import with_verdicts
     from qareport.retrieval_context import with_context_scores
 
     with question_scope():
@@ -151,4 +154,47 @@ class QATurn(SharedEvaluation):
         return TurnScores(scores, tuple(problems), invalid=bool(result.get("steps_error")))
 
 
+    def evaluate_question(self, case: TestCase, response: Response | None,
+                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
+        return evaluate_question_case(case, response, options.steps_semantics)
+
+
 QA_TURN = QATurn()
+
+
+def evaluate_question_case(case: TestCase, response: Response | None,
+                           semantics: Semantics) -> tuple[CaseResult, list[Problem]]:
+    """A Q&A question; a missing or unusable response still yields graphrag's error sample, so
+    the aggregates count it as an error instead of leaving it out."""
+    turn = case.turns[0]
+    result, outcome = scored_question(
+        template_id=case.groups[0] if case.groups else None,
+        question=question_dict(case, turn),
+        response=None if response is None else response_dict(
+            case.id, response, response.turns[0] if response.turns else None, with_tokens=True
+        ),
+        semantics=semantics,
+    )
+    status: CaseStatus
+    error: str | None
+    if response is None:
+        status, error = "missing", "no response for this question"
+    elif response.status == "invalid":
+        status, error = "invalid", response.error
+    elif result.get("status") == "error":
+        status, error = "error", str(result.get("error"))
+    elif result.get("steps_error"):
+        status, error = "invalid", str(result["steps_error"])
+    else:
+        status, error = "success", None
+    problems = []
+    if result.get("steps_error") and response is not None:
+        problems.append(steps_problem(case, turn, response, outcome, f"question '{case.id}'"))
+    problems.extend(steps_advice(case, turn, outcome, semantics, f"question '{case.id}'"))
+    if result.get("steps_note") and response is not None:
+        problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
+    scores: dict[str, Any] = {QA_RECORD: result}
+    if outcome:
+        scores[REFERENCE_STEPS] = outcome
+    turn_result = TurnResult(1, turn.user_message, scores=scores)
+    return CaseResult(case, status, turns=(turn_result,), error=error, response=response), problems

@@ -18,7 +18,6 @@ to say which call matched each reference step, with what score, or why none did.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import Template
@@ -29,7 +28,7 @@ from qareport.input_shapes import plain
 from qareport.kinds import Column, DetailRow, Kind, Metric, mean_over_turns
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.matching import StepsOutcome
-from qareport.kinds.steps.verdicts import StepVerdict, step_verdicts
+from qareport.kinds.steps.verdicts import StepVerdict, verdicts_of
 from qareport.records import CaseResult, Problem, TestCase, TurnResult
 from qareport.yaml_input import line_of
 
@@ -50,25 +49,7 @@ def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
         return None
     if outcome.verdicts is not None:
         return outcome.verdicts
-    return _verdicts_of(qa, outcome)
-
-
-def with_verdicts(qa: dict[str, Any], outcome: StepsOutcome) -> StepsOutcome:
-    """`outcome` keeping the verdicts of its reference steps (`qa` is the turn's result dict).
-
-    They are worked out once, as the turn is evaluated: the case's reason, the facts a later run
-    compares and the details cell all read them, and the question's outputs are still parsed then
-    (`parsed_outputs`); worked out on demand they cost each reader another comparison."""
-    verdicts = _verdicts_of(qa, outcome)
-    return outcome if verdicts is None else replace(outcome, verdicts=verdicts)
-
-
-def _verdicts_of(qa: dict[str, Any], outcome: StepsOutcome) -> tuple[StepVerdict, ...] | None:
-    groups = qa.get("reference_steps")
-    if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
-        return None
-    actual = qa.get("actual_steps")
-    return step_verdicts(groups, actual if isinstance(actual, list) else [], outcome)
+    return verdicts_of(qa, outcome)
 
 
 def _fallback_verdicts(qa: dict[str, Any]) -> list[StepVerdict]:
