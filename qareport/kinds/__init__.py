@@ -65,6 +65,7 @@ __all__ = [
     "metric_label",
     "register",
     "register_kind",
+    "run_kinds",
     "unregister",
 ]
 
@@ -340,6 +341,12 @@ register_kind = register  # the name under which the top-level package exports i
 
 def unregister(name: str) -> None:
     REGISTRY[:] = [kind for kind in REGISTRY if kind.name != name]
+
+
+def run_kinds(results: Sequence[CaseResult]) -> tuple[Kind, ...]:
+    """The kinds a run has: the registered kinds present in its results (`Kind.present`), in
+    registry order. A stored run has the columns of these kinds only."""
+    return tuple(kind for kind in REGISTRY if kind.present(results))
 
 
 def all_metrics() -> tuple[Metric, ...]:
