@@ -471,17 +471,18 @@ def _declared_targets(item: dict[str, Any]) -> tuple[str, ...]:
     """The kinds of target a case that could not be read declares: the keys of its messages'
     targets (a question's parts of the kinds questions carry), so that Statistics and the
     Summary count it among the cases that could have had those metrics."""
-    names = {kind.name for kind in _target_kinds()}
+    readers = _target_kinds()
     found: dict[str, None] = {}
     conversation = item.get("conversation")
     if isinstance(conversation, list):
         for message in conversation:
             target = message.get("target") if isinstance(message, dict) else None
             if isinstance(target, dict):
-                found.update((key, None) for key in target if key in names and target[key] is not None)
+                order = {key: index for index, key in enumerate(target)}
+                declared = sorted((kind for kind in readers if kind.declared_in(target)), key=lambda k: order[k.name])
+                found.update((kind.name, None) for kind in declared)
     else:
-        found.update((kind.name, None) for kind in _target_kinds()
-                     if kind.in_questions and item.get(kind.name) is not None)
+        found.update((kind.name, None) for kind in readers if kind.in_questions and kind.declared_in(item))
     return tuple(found)
 
 

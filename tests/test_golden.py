@@ -92,8 +92,9 @@ def test_the_bundled_report_is_unchanged(bundled, monkeypatch):
 def test_a_kind_registered_as_the_readme_says_leaves_a_run_without_it_unchanged(bundled, monkeypatch):
     """The README's recipe: a kind outside the package calls `qareport.register_kind`; a run whose
     inputs have nothing of it gets exactly the report it got before (no column, no row, no line)."""
-    import qareport
     from test_kinds import ExpectedKeywords
+
+    import qareport
 
     kind = qareport.register_kind(ExpectedKeywords())
     try:

@@ -156,3 +156,42 @@ def test_kinds_that_share_an_evaluation_are_scored_once_per_turn(registry_kept):
     assert result.status == "success"
     result, _ = evaluate_case(*_echo_case("fine", "bad"))
     assert result.status == "invalid"  # the shared evaluation said the case cannot be evaluated
+
+
+COUNTED = """\
+- id: good
+  conversation:
+  - role: user
+    content: q
+    target:
+      indicator_selection:
+      - dataset_id: WEO
+        dimensions:
+        - dimension_name: COUNTRY
+          values: [{id: MEX, name: Mexico}]
+- id: broken-elsewhere
+  conversation:
+  - role: user
+    content: q
+    target:
+      indicator_selection:
+  - role: user
+    content: q2
+    target:
+      reference_steps: 5
+"""
+
+
+def test_an_unreadable_case_counts_for_every_kind_it_declares_as_a_readable_one_would(tmp_path):
+    """`indicator_selection:` without a value is a target (an empty selection) in a case that can be
+    read; in a case that cannot be read it counts among the indicator-selection cases too."""
+    from qareport.evaluation import evaluate_suite
+    from qareport.statistics import summarize
+
+    (tmp_path / "cases.yaml").write_text(COUNTED, encoding="utf-8")
+    (tmp_path / "r.json").write_text(json.dumps([{"id": "good", "indicator_selection": []}]), encoding="utf-8")
+    suite = load_suite([tmp_path / "cases.yaml"], [tmp_path / "r.json"])
+    broken = suite.cases[1]
+    assert broken.turns == () and broken.declared_targets == ("indicator_selection", "reference_steps")
+    data_query = summarize(evaluate_suite(suite).results).data_query
+    assert data_query is not None and (data_query.cases, data_query.invalid) == (2, 1)

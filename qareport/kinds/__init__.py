@@ -211,6 +211,12 @@ class Kind:
         value = target.get(self.name)
         return None if value is None else self.parse_target(plain(value), line=line_of(target, self.name))
 
+    def declared_in(self, target: Mapping[str, Any]) -> bool:
+        """Whether a target mapping (or a Q&A question) has a part of this kind, read or not: a
+        case too broken to read counts among the cases that could have had the kind's metrics, the
+        same as it would if it could be read (`read_target` would give a part)."""
+        return target.get(self.name) is not None
+
     def parse_target(self, value: Any, *, line: int | None) -> Any:
         """This kind's part of a target, checked; raise `qareport.errors.ShapeError` when unusable."""
         return value

@@ -622,6 +622,9 @@ class IndicatorSelection(Kind):
         raw = target[self.name]
         return () if raw is None else parse_indicator_selection(raw, line=line_of(target, self.name))
 
+    def declared_in(self, target: Mapping[str, Any]) -> bool:
+        return self.name in target  # a key without a value is a target too (an empty selection)
+
     def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
         raw = turn.get(self.name)
         return None if raw is None else parse_indicator_selection(raw, line=line)
