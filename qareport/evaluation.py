@@ -117,12 +117,12 @@ def _evaluate_turn(
     shared_done: list[SharedEvaluation] = []
     for index, kind in enumerate(kinds.REGISTRY):
         part = kind.target_of(case, turn.number - 1)
-        given = TurnInput(case, turn.number, part, kind.output_of(output), turn=turn, response=response,
-                          turn_output=output, options=options)
         shared = kind.shared
         if shared is None:
             if part is not None:
-                scores[kind.name] = kind.evaluate_turn(given)
+                scores[kind.name] = kind.evaluate_turn(TurnInput(
+                    case, turn.number, part, kind.output_of(output), turn=turn, response=response,
+                    turn_output=output, options=options))
             continue
         if any(done is shared for done in shared_done):
             continue
@@ -130,7 +130,8 @@ def _evaluate_turn(
         if any(other.target_of(case, turn.number - 1) is not None or other.output_of(output) is not None
                for other in sharers):
             shared_done.append(shared)
-            scored = shared.evaluate(given)
+            scored = shared.evaluate(TurnInput(case, turn.number, part, kind.output_of(output), turn=turn,
+                                               response=response, turn_output=output, options=options))
             scores.update(scored.scores)
             problems.extend(scored.problems)
             invalid = invalid or scored.invalid

@@ -117,6 +117,14 @@ def case_fields(run: Sequence[kinds.Kind] | None = None) -> tuple[str, ...]:
     return (*CASE_HEAD_FIELDS, *metric_keys, *USAGE_FIELDS, "judged")
 
 
+def kind_sections(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The results file's `kinds` entry: each of the run's kinds' suite-level section
+    (`Kind.results_section`); no entry when none has one."""
+    sections = {kind.name: dict(section) for kind in kinds.run_kinds(results)
+                if (section := kind.results_section(results)) is not None}
+    return {"kinds": sections} if sections else {}
+
+
 def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
     """Case rows as a stored run keeps them: without the metrics of registered kinds the run does
     not have (`kinds.run_kinds`), so that registering a kind changes no stored run that does not use it."""
@@ -497,6 +505,7 @@ def results_document(report: Report) -> dict[str, Any]:
             "per_dimension": [asdict(d) for d in statistics.per_dimension],
         },
         "cases": stored_case_rows(report.rows, kinds.run_kinds(report.results)),
+        **kind_sections(report.results),
         **_judge_entry(report),
     }
 

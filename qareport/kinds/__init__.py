@@ -314,6 +314,12 @@ class Kind:
     def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
         return []
 
+    def results_section(self, results: Sequence[CaseResult]) -> Mapping[str, Any] | None:
+        """The kind's suite-level figures for the results file, JSON-ready, written under
+        `kinds.<name>` (None: none). The built-in kinds' figures have their historic places
+        (graphrag-eval's `aggregates`, `data_query_metrics`)."""
+        return None
+
 
 def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
     return lambda result: kind.case_metrics(result).get(key)
