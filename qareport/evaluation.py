@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from qareport import kinds
 from qareport.collector import collector_paused
 from qareport.evaluation_options import EvaluationOptions, Semantics
-from qareport.kinds import SharedEvaluation, TurnInput
+from qareport.kinds import Kind, SharedEvaluation, TurnInput
 from qareport.records import (
     QA_RECORD,
     CaseResult,
@@ -82,6 +83,23 @@ def evaluate_case(
     ), problems
 
 
+@lru_cache(maxsize=8)
+def _plan(registered: tuple[Kind, ...]) -> tuple[tuple[Kind, SharedEvaluation | None, tuple[str, ...]], ...]:
+    """How a turn is scored by the registered kinds, worked out once per registry: each kind that
+    scores itself, and each shared evaluation once (at its first kind), with the names of the
+    kinds that share it (any of their parts in the turn asks for it)."""
+    plan: list[tuple[Kind, SharedEvaluation | None, tuple[str, ...]]] = []
+    seen: list[SharedEvaluation] = []
+    for kind in registered:
+        shared = kind.shared
+        if shared is None:
+            plan.append((kind, None, (kind.name,)))
+        elif not any(done is shared for done in seen):
+            seen.append(shared)
+            plan.append((kind, shared, tuple(other.name for other in registered if other.shared is shared)))
+    return tuple(plan)
+
+
 def _question_evaluation() -> SharedEvaluation:
     """The evaluation that the kinds a Q&A question carries share."""
     found = next((kind.shared for kind in kinds.REGISTRY if kind.in_questions and kind.shared is not None), None)
@@ -114,24 +132,17 @@ def _evaluate_turn(
         problems.append(Problem(response.location, f"case '{case.id}', turn {turn.number}: {error}", case.id))
     scores: dict[str, Any] = {}
     invalid = False
-    shared_done: list[SharedEvaluation] = []
-    for index, kind in enumerate(kinds.REGISTRY):
-        part = kind.target_of(case, turn.number - 1)
-        shared = kind.shared
+    targets, outputs = turn.target.parts, output.parts if output is not None else {}
+    for kind, shared, names in _plan(tuple(kinds.REGISTRY)):
         if shared is None:
+            part = targets.get(kind.name)
             if part is not None:
                 scores[kind.name] = kind.evaluate_turn(TurnInput(
-                    case, turn.number, part, kind.output_of(output), turn=turn, response=response,
+                    case, turn.number, part, outputs.get(kind.name), turn=turn, response=response,
                     turn_output=output, options=options))
-            continue
-        if any(done is shared for done in shared_done):
-            continue
-        sharers = [other for other in kinds.REGISTRY[index:] if other.shared is shared]
-        if any(other.target_of(case, turn.number - 1) is not None or other.output_of(output) is not None
-               for other in sharers):
-            shared_done.append(shared)
-            scored = shared.evaluate(TurnInput(case, turn.number, part, kind.output_of(output), turn=turn,
-                                               response=response, turn_output=output, options=options))
+        elif any(targets.get(name) is not None or outputs.get(name) is not None for name in names):
+            scored = shared.evaluate(TurnInput(case, turn.number, targets.get(kind.name), outputs.get(kind.name),
+                                               turn=turn, response=response, turn_output=output, options=options))
             scores.update(scored.scores)
             problems.extend(scored.problems)
             invalid = invalid or scored.invalid
