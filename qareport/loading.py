@@ -21,19 +21,21 @@ from qareport.collector import collector_paused
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.id_text import normalise_id
+from qareport.input_shapes import ShapeErrors, optional_text, plain
+from qareport.input_shapes import as_id as _as_id
+from qareport.input_shapes import keys_as_written as _keys_as_written
+from qareport.input_shapes import require_str as _require_str
+from qareport.input_shapes import written as _written
 from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
 from qareport.parse_cache import ParseCache, ParsedItem
 from qareport.records import (
     USAGE_FIELDS,
-    DatasetSelection,
-    DimensionTerms,
     InputSummary,
     Location,
     Problem,
     Response,
     Suite,
     Target,
-    Term,
     TestCase,
     Turn,
     TurnOutput,
@@ -44,19 +46,19 @@ from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, writte
 TESTCASE_SUFFIXES = (".yaml", ".yml")
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
 RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
-TURN_KEYS = ("indicator_selection", "actual_answer", "actual_steps")
-RESPONSE_KEYS = (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error", "attempt")
-"""The keys a response record is read by (besides those of plugged-in kinds); any other is named
-as a problem ("unknown key: not evaluated"), never dropped in silence."""
-TARGET_KEYS = ("indicator_selection", "reference_answer", "reference_steps")
-"""The keys a target is read by (besides those of plugged-in kinds)."""
+RESPONSE_KEYS = (*RESPONSE_ID_KEYS, "turns", *USAGE_FIELDS, "status", "error", "attempt")
+"""The keys a response record is read by, besides the kinds' output keys (`_turn_keys`); any other
+is named as a problem ("unknown key: not evaluated"), never dropped in silence."""
 STATGPT_ONLY = "a key of statgpt's fuller ground-truth schema, which qareport does not score"
-KEY_ADVICE = {
-    "steps": "graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'",
-    **dict.fromkeys(("is_out_of_scope", "tool_calls", "query_normalization", "datasets_selection"), STATGPT_ONLY),
-}
-"""What to say of unknown keys whose meaning is known (another version's name for a key, another
-tool's key); any other gets "check its spelling if it was meant to be scored"."""
+KEY_ADVICE = dict.fromkeys(("is_out_of_scope", "tool_calls", "query_normalization", "datasets_selection"),
+                           STATGPT_ONLY)
+"""What to say of unknown keys whose meaning is known (another tool's key; the kinds add their
+keys' other names, `Kind.key_advice`); any other gets "check its spelling if it was meant to be
+scored"."""
+
+
+def _key_advice() -> dict[str, str]:
+    return {**KEY_ADVICE, **{key: advice for kind in kinds.REGISTRY for key, advice in kind.key_advice}}
 
 
 # --- reading files -----------------------------------------------------------------------------
@@ -87,7 +89,7 @@ class _Collector:
                      f"the response for '{case_id}'" if case_id is not None else f"a {in_what}")
             more = count - 1
             also = f" (also in {more} more {in_what}{'s' if more > 1 else ''} of this file)" if more else ""
-            advice = KEY_ADVICE.get(key, "check its spelling if it was meant to be scored")
+            advice = _key_advice().get(key, "check its spelling if it was meant to be scored")
             shown = key if len(key) <= 80 else key[:79] + "…"
             self.add(path, line, f"unknown key '{shown}' in {where}{also}: not evaluated; {advice}", case_id)
         self.unknown.clear()
@@ -237,46 +239,6 @@ def _yaml_documents(path: Path, text: str, problems: _Collector, *, testcases: b
 # --- shapes ------------------------------------------------------------------------------------
 
 
-def _written(container: Any, key: Any) -> Any:
-    """`container[key]` as written when it is an id or a name: a YAML scalar that YAML 1.1 would
-    read as a number or a boolean (`010`, `1:20`, `1.10`, `NO`) is its text, and so is a JSON number
-    whose float would not give its text back (`1.10`). A null (`~`, `null`) is no value, in YAML as in
-    JSON. Other values as they are."""
-    value = container.get(key)
-    if isinstance(value, str) or value is None:  # null (`~`, `null`, nothing) means no value, as in JSON
-        return value
-    text = written_text(container, key)
-    if text is not None:
-        return text
-    return getattr(value, "written", value)
-
-
-def _as_id(value: Any) -> str | None:
-    """An id or a name read from a value (see `_written`), normalised (see `id_text`); None when
-    the value is not one."""
-    if isinstance(value, str):
-        return normalise_id(value)
-    if value is None or isinstance(value, (bool, dict, list)):
-        return None
-    return normalise_id(str(getattr(value, "written", value)))
-
-
-def _require_str(container: Any, key: str, what: str, *, optional: bool = False,
-                 identifier: bool = True) -> str | None:
-    """A text field: an id or a name (as written, normalised: see `_written`), or, with
-    `identifier=False`, a text kept as written."""
-    value = _written(container, key)
-    if value is None:
-        if optional:
-            return None
-        raise ShapeError(f"{what} has no '{key}'; add it", line_of(container))
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ShapeError(
-            f"'{key}' must be a string (got {describe_value(value)})", line_of(container, key)
-        )
-    return normalise_id(str(value)) if identifier else str(value)
-
-
 def _item_id(container: Any, key: Any) -> str | None:
     """An id or a name in a mapping or list, as written and normalised; None when absent or not
     text (for problems and rows of cases too broken to parse)."""
@@ -303,173 +265,45 @@ def _require_list(container: Any, key: str, what: str) -> list[Any]:
     return value
 
 
-def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetSelection, ...]:
-    """`[{dataset_id, dimensions: [{dimension_name, values: [{id, name}]}]}]` into records."""
-    if isinstance(value, dict):  # one dataset given without the list around it
-        value = [value]
-    if not isinstance(value, list):
-        raise ShapeError(
-            "'indicator_selection' must be a list of {dataset_id, dimensions} "
-            f"(got {describe_value(value)})",
-            line,
-        )
-    empty: list[tuple[str, int | None]] = []  # (dimension, line) of each value without id and name
-    datasets = []
-    for index, dataset in enumerate(value):
-        if not isinstance(dataset, dict):
-            raise ShapeError(
-                "each 'indicator_selection' entry must be a mapping {dataset_id, dimensions} "
-                f"(got {describe_value(dataset)})",
-                line_of(value, index) or line,
-            )
-        dataset_id = _require_str(dataset, "dataset_id", "dataset", optional=True) or ""
-        raw_dimensions = dataset.get("dimensions") or []
-        if not isinstance(raw_dimensions, list):
-            raise ShapeError(
-                "'dimensions' must be a list of {dimension_name, values} "
-                f"(got {describe_value(raw_dimensions)})",
-                line_of(dataset, "dimensions"),
-            )
-        dimensions = []
-        for d_index, dimension in enumerate(raw_dimensions):
-            if not isinstance(dimension, dict):
-                raise ShapeError(
-                    "each dimension must be a mapping {dimension_name, values} "
-                    f"(got {describe_value(dimension)})",
-                    line_of(raw_dimensions, d_index),
-                )
-            name = _require_str(dimension, "dimension_name", "dimension") or ""
-            raw_values = dimension.get("values")
-            if raw_values is None:
-                raw_values = []
-            if not isinstance(raw_values, list):
-                raise ShapeError(
-                    f"dimension '{name}': 'values' must be a list of {{id, name}} "
-                    f"(got {describe_value(raw_values)})",
-                    line_of(dimension, "values"),
-                )
-            terms = []
-            for v_index, term in enumerate(raw_values):
-                if not isinstance(term, dict):
-                    raise ShapeError(
-                        f"dimension '{name}': each value must be a mapping {{id, name}} "
-                        f"(got {describe_value(term)})",
-                        line_of(raw_values, v_index),
-                    )
-                term_id = _require_str(term, "id", f"a value of dimension '{name}'", optional=True) or ""
-                term_name = _require_str(term, "name", f"value '{term_id}'", optional=True) or ""
-                if not term_id and not term_name:
-                    empty.append((name, line_of(raw_values, v_index) or line_of(term)))
-                    continue
-                terms.append(Term(term_id, term_name))
-            dimensions.append(DimensionTerms(name, tuple(terms)))
-        datasets.append(DatasetSelection(dataset_id, tuple(dimensions)))
-    if empty:
-        raise _ValuesWithoutIdOrName(empty, line)
-    return tuple(datasets)
-
-
-class _ValuesWithoutIdOrName(ShapeError):
-    """Values of an indicator selection that give neither an id nor a name (the only invalid
-    values: one may give a name alone or an id alone): every one of them, each with its line."""
-
-    def __init__(self, found: list[tuple[str, int | None]], line: int | None) -> None:
-        self.each = [(where, f"a value of dimension '{dimension}' has neither 'id' nor 'name'; "
-                             "give it an id, a name or both")
-                     for dimension, where in found]
-        lines = [str(where) for _, where in found if where is not None]
-        where_all = f" (lines {', '.join(lines)})" if len(found) > 1 and lines else ""
-        super().__init__(f"{len(found)} value(s) with neither 'id' nor 'name'{where_all}: "
-                         + "; ".join(message for _, message in self.each[:1]),
-                         found[0][1] if found[0][1] is not None else line)
-
-
 def _shape_problems(error: ShapeError, line: int | None) -> list[tuple[int | None, str]]:
     """(line, message) for each problem a ShapeError stands for: one, or every value without id
     and name of a selection."""
-    if isinstance(error, _ValuesWithoutIdOrName):
+    if isinstance(error, ShapeErrors):
         return [(where or error.line or line, message) for where, message in error.each]
     return [(error.line or line, str(error))]
 
 
-def _parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict[str, Any], ...], ...]:
-    if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
-        raise ShapeError(
-            "'reference_steps' must be a list of groups, each a list of steps "
-            f"(got {describe_value(value)})",
-            line,
-        )
-    groups = []
-    for g_index, group in enumerate(value):
-        for s_index, step in enumerate(group):
-            if not isinstance(step, dict) or "name" not in step:
-                raise ShapeError(
-                    f"reference step {s_index + 1} of group {g_index + 1} must be a mapping "
-                    f"with a 'name' (got {describe_value(step)})",
-                    line_of(group, s_index) or line,
-                )
-        groups.append(tuple(_plain(step) for step in group))
-    return tuple(groups)
+def _target_kinds() -> list[kinds.Kind]:
+    return [kind for kind in kinds.REGISTRY if kind.reads_target]
 
 
-def _parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict[str, Any], ...]:
-    if not isinstance(value, list):
-        raise ShapeError(f"'actual_steps' must be a list of steps (got {describe_value(value)})", line)
-    for index, step in enumerate(value):
-        if not isinstance(step, dict) or "name" not in step:
-            raise ShapeError(
-                f"actual step {index + 1} must be a mapping with a 'name' (got {describe_value(step)})",
-                line_of(value, index) or line,
-            )
-    return tuple(value)  # response records are plain already (see _raw_response_records)
-
-
-def _plain(value: Any) -> Any:
-    """Drop the line-tracking types, so records hold ordinary dicts and lists."""
-    if isinstance(value, dict):
-        return {key: _plain(item) if isinstance(item, (dict, list)) else item for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) if isinstance(item, (dict, list)) else item for item in value]
-    return value
-
-
-def _optional_text(container: dict[str, Any], key: str) -> str | None:
-    """A text (a message, a reference answer) as written: `NO` stays NO (see `_written`)."""
-    value = _written(container, key)
-    if value is None:
-        return None
-    if isinstance(value, (dict, list)):
-        raise ShapeError(f"'{key}' must be text (got {describe_value(value)})", line_of(container, key))
-    return str(value)
+def _turn_keys() -> tuple[str, ...]:
+    """The keys of a response turn (or record) that the kinds read."""
+    return tuple(key for kind in kinds.REGISTRY if (key := kind.output_key) is not None)
 
 
 def _parse_target(target: Any, *, line: int | None) -> Target:
     if not isinstance(target, dict):
         raise ShapeError(f"'target' must be a mapping (got {describe_value(target)})", line)
-    plugged_in = kinds.extra_kinds()
-    known = {"indicator_selection", "reference_answer", "reference_steps", *(k.name for k in plugged_in)}
+    readers = _target_kinds()
+    known = {kind.name for kind in readers}
     if not known & set(target):
         raise ShapeError(f"'target' has none of {', '.join(sorted(known))}", line_of(target))
-    selection = None
-    if "indicator_selection" in target:
-        raw = target["indicator_selection"]
-        selection = (
-            () if raw is None
-            else parse_indicator_selection(raw, line=line_of(target, "indicator_selection"))
-        )
-    steps = None
-    if target.get("reference_steps") is not None:
-        steps = _parse_steps_groups(
-            target["reference_steps"], line=line_of(target, "reference_steps")
-        )
-    return Target(
-        indicator_selection=selection,
-        reference_answer=_optional_text(target, "reference_answer"),
-        reference_steps=steps,
-        reference_steps_line=line_of(target, "reference_steps") if steps is not None else None,
-        parts={kind.name: kind.parse_target(_plain(target[kind.name]), line=line_of(target, kind.name))
-               for kind in plugged_in if target.get(kind.name) is not None},
-    )
+    return _target_of(target, readers)
+
+
+def _target_of(mapping: dict[str, Any], readers: Sequence[kinds.Kind]) -> Target:
+    """Each kind's part of a target (or of a Q&A question), with the line it is written at."""
+    parts: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for kind in readers:
+        part = kind.read_target(mapping, line=line_of(mapping, kind.name))
+        if part is not None:
+            parts[kind.name] = part
+            where = line_of(mapping, kind.name)
+            if where is not None:
+                lines[kind.name] = where
+    return Target(parts=parts, lines=lines)
 
 
 def definition_hash(case_payload: Any) -> str:
@@ -518,7 +352,7 @@ def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
                 line_of(message, "target"),
             )
         target = _parse_target(message["target"], line=line_of(message, "target"))
-        content = _optional_text(message, "content") or ""
+        content = optional_text(message, "content") or ""
         turns.append(Turn(len(turns) + 1, content, target))
     if not turns:
         raise ShapeError(
@@ -542,11 +376,8 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCas
     question_id = _require_str(raw, "id", f"a question of template '{template_id}'")
     assert question_id is not None
     text = _require_str(raw, "question_text", f"question '{question_id}'", identifier=False) or ""
-    steps = None
-    if raw.get("reference_steps") is not None:
-        steps = _parse_steps_groups(raw["reference_steps"], line=line_of(raw, "reference_steps"))
-    target = Target(reference_answer=_optional_text(raw, "reference_answer"), reference_steps=steps,
-                    reference_steps_line=line_of(raw, "reference_steps") if steps is not None else None)
+    readers = [kind for kind in _target_kinds() if kind.in_questions]
+    target = _target_of(raw, readers)
     return TestCase(
         id=question_id,
         kind="qa",
@@ -555,7 +386,7 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCas
         turns=(Turn(1, text, target),),
         location=Location(path, line_of(raw)),
         definition_hash=definition_hash(
-            {"q": text, "a": raw.get("reference_answer"), "s": raw.get("reference_steps")}
+            {"q": text, **{kind.question_hash_key or kind.name: raw.get(kind.name) for kind in readers}}
         ),
         cluster=template_id,
     )
@@ -598,7 +429,7 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
 
 def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: _Collector) -> None:
     """Keys of a case's targets that no kind reads (statgpt's fuller ground truth has several)."""
-    known = {*TARGET_KEYS, *(kind.name for kind in kinds.extra_kinds())}
+    known = {kind.name for kind in _target_kinds()}
     for message in item.get("conversation") or []:
         target = message.get("target") if isinstance(message, dict) else None
         if isinstance(target, dict):
@@ -609,10 +440,10 @@ def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: _Co
 
 def _count_unknown_response_keys(record: dict[str, Any], case_id: str, line: int | None, problems: _Collector) -> None:
     """Keys of a response record (or of one of its turns) that nothing reads."""
-    extra = tuple(kind.name for kind in kinds.extra_kinds())
+    turn_keys = _turn_keys()
     raw_turns = record.get("turns")
     turns: list[Any] = raw_turns if isinstance(raw_turns, list) else []
-    for part, known in ((record, (*RESPONSE_KEYS, *extra)), *((turn, (*TURN_KEYS, *extra)) for turn in turns)):
+    for part, known in ((record, (*RESPONSE_KEYS, *turn_keys)), *((turn, turn_keys) for turn in turns)):
         if isinstance(part, dict):
             for key in part:
                 if key not in known:
@@ -638,18 +469,20 @@ def _invalid_case(item: dict[str, Any], path: str, reason: str, line: int | None
 
 def _declared_targets(item: dict[str, Any]) -> tuple[str, ...]:
     """The kinds of target a case that could not be read declares: the keys of its messages'
-    targets (a question's `reference_answer` / `reference_steps`), so that Statistics and the
+    targets (a question's parts of the kinds questions carry), so that Statistics and the
     Summary count it among the cases that could have had those metrics."""
-    names = {"indicator_selection", "reference_answer", "reference_steps", *(k.name for k in kinds.extra_kinds())}
+    readers = _target_kinds()
     found: dict[str, None] = {}
     conversation = item.get("conversation")
     if isinstance(conversation, list):
         for message in conversation:
             target = message.get("target") if isinstance(message, dict) else None
             if isinstance(target, dict):
-                found.update((key, None) for key in target if key in names and target[key] is not None)
+                order = {key: index for index, key in enumerate(target)}
+                declared = sorted((kind for kind in readers if kind.declared_in(target)), key=lambda k: order[k.name])
+                found.update((kind.name, None) for kind in declared)
     else:
-        found.update((key, None) for key in ("reference_answer", "reference_steps") if item.get(key) is not None)
+        found.update((kind.name, None) for kind in readers if kind.in_questions and kind.declared_in(item))
     return tuple(found)
 
 
@@ -776,7 +609,7 @@ def _records_in_json_value(value: Any) -> list[tuple[dict[str, Any] | Any, str |
     if isinstance(value, list):
         return [(item, None) for item in value]
     if isinstance(value, dict):
-        if _record_id(value) is not None or any(key in value for key in ("turns", *TURN_KEYS)):
+        if _record_id(value) is not None or any(key in value for key in ("turns", *_turn_keys())):
             return [(value, None)]
         written = _key_texts(value)
         return [(item, normalise_id(written.get(key, str(key)))) for key, item in value.items()]
@@ -785,7 +618,7 @@ def _records_in_json_value(value: Any) -> list[tuple[dict[str, Any] | Any, str |
 
 def _ids_as_written(record: Any) -> None:
     """Put back, in a YAML response record, the ids and names YAML 1.1 read as something else
-    (see `_written`): the record's id fields and those of its indicator selections (its turns'
+    (see `_written`): the record's id fields and those its kinds' outputs hold (its turns'
     too), before the record loses what YAML remembered."""
     if not isinstance(record, LineDict):
         return
@@ -793,27 +626,8 @@ def _ids_as_written(record: Any) -> None:
     turns = record.get("turns")
     for turn in [record, *(turns if isinstance(turns, list) else ())]:
         if isinstance(turn, dict):
-            _selection_as_written(turn.get("indicator_selection"))
-
-
-def _selection_as_written(value: Any) -> None:
-    for dataset in value if isinstance(value, list) else [value]:
-        if not isinstance(dataset, LineDict):
-            continue
-        _keys_as_written(dataset, ("dataset_id",))
-        for dimension in dataset.get("dimensions") or ():
-            if isinstance(dimension, LineDict):
-                _keys_as_written(dimension, ("dimension_name",))
-                for term in dimension.get("values") or ():
-                    if isinstance(term, LineDict):
-                        _keys_as_written(term, ("id", "name"))
-
-
-def _keys_as_written(mapping: LineDict, keys: Sequence[str]) -> None:
-    for key in keys:
-        text = written_text(mapping, key)
-        if text is not None and mapping.get(key) is not None:  # a null stays no value
-            mapping[key] = text
+            for kind in kinds.REGISTRY:
+                kind.output_as_written(turn)
 
 
 def _raw_response_records(
@@ -866,7 +680,7 @@ def _raw_response_records(
         for record, key in _records_in_json_value(document):
             where = lines.get(key, line_of(document)) if key is not None else line_of(record)
             _ids_as_written(record)
-            yield _plain(record) if isinstance(record, (dict, list)) else record, key, where
+            yield plain(record) if isinstance(record, (dict, list)) else record, key, where
 
 
 def _json_records(value: Any, lines: dict[str, int]) -> Iterator[tuple[Any, str | None, int | None]]:
@@ -909,22 +723,9 @@ def _number(record: dict[str, Any], key: str, notes: list[str]) -> int | float |
 
 
 def _turn_output(raw: dict[str, Any], *, line: int | None) -> TurnOutput:
-    selection = None
-    if raw.get("indicator_selection") is not None:
-        selection = parse_indicator_selection(raw["indicator_selection"], line=line)
-    answer = raw.get("actual_answer")
-    steps = None
-    if raw.get("actual_steps") is not None:
-        steps = _parse_actual_steps(raw["actual_steps"], line=line)
-    parts = {kind.name: part for kind in kinds.extra_kinds()
-             if (part := kind.parse_output(_plain(raw), line=line)) is not None}
-    return TurnOutput(
-        indicator_selection=selection,
-        # a structured answer (content parts) stays data: JSON in the results file, its text in a cell
-        actual_answer=_plain(answer) if isinstance(answer, (dict, list)) else None if answer is None else str(answer),
-        actual_steps=steps,
-        parts=parts,
-    )
+    """Each kind's part of a response turn."""
+    return TurnOutput(parts={kind.name: part for kind in kinds.REGISTRY
+                             if (part := kind.parse_output(raw, line=line)) is not None})
 
 
 def parse_response(record: Any, *, key_id: str | None, location: Location,
@@ -942,12 +743,14 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
     attempt = _attempt(record, location.line)
     tokens = {key: _number(record, key, notes) for key in USAGE_FIELDS}
     unusable = {key: str(record[key]) for key in USAGE_FIELDS if record.get(key) is not None and tokens[key] is None}
-    extra = {k: v for k, v in record.items()
-             if k not in (*RESPONSE_ID_KEYS, "turns", *TURN_KEYS, *USAGE_FIELDS, "status", "error", "attempt")}
+    read = (*RESPONSE_KEYS, *_turn_keys())
+    extra = {k: v for k, v in record.items() if k not in read}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
         try:  # graphrag-eval 6.x scores the steps an error response still carries
-            kept = (_turn_output(record, line=location.line),) if record.get("actual_steps") is not None else ()
+            kept = (_turn_output(record, line=location.line),) if any(
+                record.get(key) is not None for kind in kinds.REGISTRY
+                if kind.kept_on_error and (key := kind.output_key) is not None) else ()
         except ShapeError:
             kept = ()
         return Response(

@@ -38,9 +38,9 @@ import orjson
 
 from qareport import kinds
 from qareport.files import CLOSE_ON_EXEC, NO_FOLLOW, TrustedFolder, UntrustedCacheError, cache_home, open_trusted_folder
-from qareport.records import DatasetSelection, DimensionTerms, Location, Problem, Target, Term, TestCase, Turn, Unloaded
+from qareport.records import Location, Problem, Target, TestCase, Turn, Unloaded
 
-CACHE_FORMAT = 2  # raised when what an entry holds changes shape (1: pickles)
+CACHE_FORMAT = 3  # raised when what an entry holds changes shape (1: pickles)
 MIN_CACHED_BYTES = 1 << 20
 BUDGET_BYTES = 1 << 30
 SUFFIX = ".jsonl"
@@ -237,13 +237,14 @@ class ParseCache:
             digest = hashlib.sha256(f"{CACHE_FORMAT} {sys.version}".encode())
             package = Path(__file__).resolve().parent
             sources = sorted(package.rglob("*.py"))
-            for kind in kinds.extra_kinds():
+            for kind in kinds.REGISTRY:
                 module = sys.modules.get(type(kind).__module__)
                 source = getattr(module, "__file__", None)
                 if not source:
                     self._code = ""
                     return self._code
-                sources.append(Path(source))
+                if not Path(source).resolve().is_relative_to(package):
+                    sources.append(Path(source))
             try:
                 for source in sources:
                     digest.update(str(source).encode())
@@ -274,15 +275,14 @@ def _encoded_item(item: ParsedItem) -> list[Any]:
 
 def _encoded_turn(turn: Turn) -> list[Any]:
     target = turn.target
-    selection = None if target.indicator_selection is None else [
-        [dataset.dataset_id, [[dimension.dimension_name, [[term.id, term.name] for term in dimension.values]]
-                              for dimension in dataset.dimensions]]
-        for dataset in target.indicator_selection]
-    steps = None if target.reference_steps is None else [list(group) for group in target.reference_steps]
-    _check_plain(steps)
-    _check_plain(target.parts)
-    return [turn.number, turn.user_message, selection, target.reference_answer, steps, target.parts,
-            target.reference_steps_line]
+    parts = {name: kind.encode_part(part) if (kind := _kind(name)) else part for name, part in target.parts.items()}
+    _check_plain(parts)
+    return [turn.number, turn.user_message, parts, target.lines]
+
+
+def _kind(name: str) -> kinds.Kind | None:
+    """The registered kind of a target part (None: none is; the part is kept as the plain data it is)."""
+    return next((kind for kind in kinds.REGISTRY if kind.name == name), None)
 
 
 def _check_plain(value: Any) -> None:
@@ -321,15 +321,8 @@ def _decoded_item(data: list[Any]) -> ParsedItem:
 
 
 def _decoded_turn(data: list[Any]) -> Turn:
-    number, user_message, selection, reference_answer, steps, parts, steps_line = data
+    number, user_message, parts, lines = data
     return Turn(number, user_message, Target(
-        indicator_selection=None if selection is None else tuple(
-            DatasetSelection(dataset_id, tuple(
-                DimensionTerms(dimension_name, tuple(Term(term_id, term_name) for term_id, term_name in terms))
-                for dimension_name, terms in dimensions))
-            for dataset_id, dimensions in selection),
-        reference_answer=reference_answer,
-        reference_steps=None if steps is None else tuple(tuple(group) for group in steps),
-        parts=parts,
-        reference_steps_line=steps_line,
+        parts={name: kind.decode_part(part) if (kind := _kind(name)) else part for name, part in parts.items()},
+        lines={name: line for name, line in lines.items()},
     ))

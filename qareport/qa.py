@@ -36,7 +36,9 @@ from typing import Any
 
 from qareport.kinds.steps.matching import StepsOutcome, annotate_reference_steps, evaluate_steps
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
-from qareport.records import USAGE_FIELDS  # copied from a successful response when present
+from qareport.records import (
+    USAGE_FIELDS,  # copied from a successful response when present
+    )
 
 RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
 """Keys that may name the question of a response record, in order of preference."""

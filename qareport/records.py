@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from statistics import fmean
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # the judge's records, named here only as types: the judge imports this module
@@ -90,15 +91,41 @@ class DatasetSelection:
 # --- test cases --------------------------------------------------------------------------------
 
 
+# The built-in kinds' names, for the typed accessors below (each kind's module reads and writes its parts)
+INDICATOR_SELECTION = "indicator_selection"
+REFERENCE_ANSWER = "reference_answer"
+REFERENCE_STEPS = "reference_steps"
+QA_RECORD = "qa"
+"""The key of `TurnResult.scores` that holds a turn's graphrag-eval result dict: the record that
+graphrag-eval's question evaluation fills for the reference answer and the reference steps together,
+which the judge adds its keys to and the results file writes as it is."""
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
-    """What one user turn is expected to produce; any subset of the kinds may be present."""
+    """What one user turn is expected to produce: each kind's parsed part, by kind name (any subset
+    of the kinds may be present), and the line each part is written at."""
 
-    indicator_selection: tuple[DatasetSelection, ...] | None = None
-    reference_answer: str | None = None
-    reference_steps: tuple[tuple[dict[str, Any], ...], ...] | None = None
-    parts: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
-    reference_steps_line: int | None = None  # where `reference_steps` is written: a fault in them is located there
+    parts: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    # read-only accessors of the built-in kinds' parts (the parts live in `parts`)
+    @property
+    def indicator_selection(self) -> tuple[DatasetSelection, ...] | None:
+        return self.parts.get(INDICATOR_SELECTION)
+
+    @property
+    def reference_answer(self) -> str | None:
+        return self.parts.get(REFERENCE_ANSWER)
+
+    @property
+    def reference_steps(self) -> tuple[tuple[dict[str, Any], ...], ...] | None:
+        return self.parts.get(REFERENCE_STEPS)
+
+    @property
+    def reference_steps_line(self) -> int | None:
+        """Where `reference_steps` is written: a fault in them is located there."""
+        return self.lines.get(REFERENCE_STEPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,12 +162,23 @@ class TestCase:
 
 @dataclass(frozen=True, slots=True)
 class TurnOutput:
-    """What the system produced for one turn."""
+    """What the system produced for one turn: each kind's parsed part of it, by kind name."""
 
-    indicator_selection: tuple[DatasetSelection, ...] | None = None
-    actual_answer: str | list[Any] | dict[str, Any] | None = None  # structured: content parts, kept as data
-    actual_steps: tuple[dict[str, Any], ...] | None = None
-    parts: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
+    parts: dict[str, Any] = field(default_factory=dict)
+
+    # read-only accessors of the built-in kinds' parts
+    @property
+    def indicator_selection(self) -> tuple[DatasetSelection, ...] | None:
+        return self.parts.get(INDICATOR_SELECTION)
+
+    @property
+    def actual_answer(self) -> str | list[Any] | dict[str, Any] | None:
+        """The answer; a structured one (content parts) kept as data."""
+        return self.parts.get(REFERENCE_ANSWER)
+
+    @property
+    def actual_steps(self) -> tuple[dict[str, Any], ...] | None:
+        return self.parts.get(REFERENCE_STEPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,12 +291,23 @@ class IndicatorScore:
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
+    """One turn scored: each kind's score by kind name (and graphrag-eval's result dict under
+    `QA_RECORD`), and why the turn could not be evaluated, if it could not."""
+
     number: int
     user_message: str
-    indicator: IndicatorScore | None = None
-    qa: dict[str, Any] | None = None  # graphrag-eval result keys (steps, answer metrics, ...)
     error: str | None = None  # this turn could not be evaluated
-    scores: dict[str, Any] = field(default_factory=dict)  # kinds beyond the built-in three, by name
+    scores: dict[str, Any] = field(default_factory=dict)
+
+    # read-only accessors of the built-in kinds' scores
+    @property
+    def indicator(self) -> IndicatorScore | None:
+        return self.scores.get(INDICATOR_SELECTION)
+
+    @property
+    def qa(self) -> dict[str, Any] | None:
+        """graphrag-eval's result keys (steps, answer metrics, ...), see `QA_RECORD`."""
+        return self.scores.get(QA_RECORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +316,6 @@ class CaseResult:
     status: CaseStatus
     turns: tuple[TurnResult, ...] = ()
     error: str | None = None
-    macro_precision: float | None = None  # mean over evaluated turns with indicator targets
-    macro_recall: float | None = None
     response: Response | None = None
     passed: bool | None = None  # of an attempt (in `attempts`): whether it passed (`kinds.attempt_passed`)
     attempts: tuple[CaseResult, ...] = ()
@@ -282,9 +329,27 @@ class CaseResult:
         return (self.response.attempt if self.response is not None else None) or 1
 
     @property
+    def macro_precision(self) -> float | None:
+        """The mean over evaluated turns with indicator targets (read from the turns' scores); of a
+        case answered several times, the mean over its attempts that have one."""
+        if self.attempts:
+            return _mean([p for a in self.attempts if (p := a.macro_precision) is not None])
+        return _mean([t.indicator.macro_precision for t in self.turns if t.indicator is not None])
+
+    @property
+    def macro_recall(self) -> float | None:
+        if self.attempts:
+            return _mean([r for a in self.attempts if (r := a.macro_recall) is not None])
+        return _mean([t.indicator.macro_recall for t in self.turns if t.indicator is not None])
+
+    @property
     def has_indicator_target(self) -> bool:
-        return "indicator_selection" in self.case.declared_targets or any(
+        return INDICATOR_SELECTION in self.case.declared_targets or any(
             t.target.indicator_selection is not None for t in self.case.turns)
+
+
+def _mean(values: list[float]) -> float | None:
+    return fmean(values) if values else None
 
 
 @dataclass(frozen=True, slots=True)

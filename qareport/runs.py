@@ -115,10 +115,27 @@ class StoredTable:
 # --- case rows ----------------------------------------------------------------------------------------
 
 
-def case_fields() -> tuple[str, ...]:
-    """The columns of a case row: who the case is, every registered kind's metrics, usage, and the
-    case's judgments (last: a workbook written before qareport kept them just lacks the column)."""
-    return (*CASE_HEAD_FIELDS, *kinds.case_metric_keys(), *USAGE_FIELDS, "judged")
+def case_fields(run: Sequence[kinds.Kind] | None = None) -> tuple[str, ...]:
+    """The columns of a case row: who the case is, the metrics of the run's kinds (`run`; None: of
+    every registered kind, as a stored run is read back), usage, and the case's judgments (last: a
+    workbook written before qareport kept them just lacks the column)."""
+    metric_keys = kinds.case_metric_keys() if run is None else tuple(m.key for kind in run for m in kind.metrics)
+    return (*CASE_HEAD_FIELDS, *metric_keys, *USAGE_FIELDS, "judged")
+
+
+def kind_sections(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The results file's `kinds` entry: each of the run's kinds' suite-level section
+    (`Kind.results_section`); no entry when none has one."""
+    sections = {kind.name: dict(section) for kind in kinds.run_kinds(results)
+                if (section := kind.results_section(results)) is not None}
+    return {"kinds": sections} if sections else {}
+
+
+def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
+    """Case rows as a stored run keeps them: without the metrics of registered kinds the run does
+    not have (`kinds.run_kinds`), so that registering a kind changes no stored run that does not use it."""
+    absent = {m.key for kind in kinds.REGISTRY if kind not in run for m in kind.metrics}
+    return [{key: value for key, value in row.items() if key not in absent} for row in rows]
 
 
 def case_row(result: CaseResult) -> dict[str, Any]:
@@ -485,7 +502,7 @@ def _text(value: Any) -> str:
 
 def stored_run_tables(report: Report) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
-    fields = case_fields()
+    fields = case_fields(kinds.run_kinds(report.results))
     if any(ATTEMPTS_FIELD in row for row in report.rows):
         fields = (*fields, ATTEMPTS_FIELD)
     tables = [
@@ -534,7 +551,8 @@ def results_document(report: Report) -> dict[str, Any]:
             "per_group": [asdict(g) for g in statistics.per_group],
             "per_dimension": [asdict(d) for d in statistics.per_dimension],
         },
-        "cases": list(report.rows),
+        "cases": stored_case_rows(report.rows, kinds.run_kinds(report.results)),
+        **kind_sections(report.results),
         **_judge_entry(report),
     }
 

@@ -29,9 +29,9 @@ def case_result(*turns, match_terms_by=TermMatching.ID_AND_NAME):
     """turns: (user message, target dims, selected dims)."""
     case_turns, turn_results = [], []
     for number, (message, target, selected) in enumerate(turns, start=1):
-        case_turns.append(Turn(number, message, Target(indicator_selection=selection(**target))))
+        case_turns.append(Turn(number, message, Target(parts={"indicator_selection": selection(**target)})))
         score = score_indicator_selection(selection(**target), selection(**selected), match_terms_by=match_terms_by)
-        turn_results.append(TurnResult(number, message, indicator=score))
+        turn_results.append(TurnResult(number, message, scores={"indicator_selection": score}))
     case = TestCase("c1", "conversation", "n", ("imf",), tuple(case_turns), Location("t.yaml", 1))
     return CaseResult(case, "success", turns=tuple(turn_results))
 

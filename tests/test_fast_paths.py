@@ -50,7 +50,7 @@ def test_the_verdicts_kept_with_an_evaluation_are_those_worked_out_on_demand(gen
             outcome = turn.scores.get(KIND_NAME)
             if not isinstance(outcome, StepsOutcome):
                 continue
-            on_demand = turn_verdicts(replace(turn, scores={KIND_NAME: replace(outcome, verdicts=None)}))
+            on_demand = turn_verdicts(replace(turn, scores={**turn.scores, KIND_NAME: replace(outcome, verdicts=None)}))
             assert outcome.verdicts == on_demand
             kept += outcome.verdicts is not None
     assert kept > 100

@@ -88,6 +88,23 @@ def test_the_bundled_report_is_unchanged(bundled, monkeypatch):
     _pin("bundled", bundled, "report.xlsx", "results.json")
 
 
+@pytest.mark.skipif(UPDATE, reason="compares with the goldens the other tests write")
+def test_a_kind_registered_as_the_readme_says_leaves_a_run_without_it_unchanged(bundled, monkeypatch):
+    """The README's recipe: a kind outside the package calls `qareport.register_kind`; a run whose
+    inputs have nothing of it gets exactly the report it got before (no column, no row, no line)."""
+    from test_kinds import ExpectedKeywords
+
+    import qareport
+
+    kind = qareport.register_kind(ExpectedKeywords())
+    try:
+        _run(bundled, EPOCH, monkeypatch, "testcases", "--responses", "testcases/responses", "--output",
+             "report.xlsx", "--results", "results.json", "--no-llm")
+    finally:
+        qareport.kinds.unregister(kind.name)
+    _pin("bundled", bundled, "report.xlsx", "results.json")
+
+
 def test_the_bundled_report_against_a_baseline_and_history_is_unchanged(bundled, monkeypatch):
     _run(bundled, BASELINE_EPOCH, monkeypatch, "testcases", "--responses", "last-week", "--output", "last.xlsx",
          "--results", "last.yaml", "--no-llm")

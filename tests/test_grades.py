@@ -117,10 +117,10 @@ def test_the_worst_grade_wins_and_unknown_grades_are_ignored():
 def conversation(*turns: tuple[tuple[DatasetSelection, ...], tuple[DatasetSelection, ...] | None],
                  acceptable_extras: int = 2, status: str = "success"):
     case = TestCase(id="c", kind="conversation", name="c", groups=("t",), location=Location("c.yaml", 1),
-                    turns=tuple(Turn(n, f"message {n}", Target(indicator_selection=target))
+                    turns=tuple(Turn(n, f"message {n}", Target(parts={"indicator_selection": target}))
                                 for n, (target, _) in enumerate(turns, start=1)))
     response = Response("c", Location("r.json"), status=status,  # type: ignore[arg-type]
-                        turns=tuple(TurnOutput(indicator_selection=selected) for _, selected in turns))
+                        turns=tuple(TurnOutput(parts={} if selected is None else {"indicator_selection": selected}) for _, selected in turns))
     result, _ = evaluate_case(case, response, options=EvaluationOptions(acceptable_extras=acceptable_extras))
     return result
 

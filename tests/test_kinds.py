@@ -68,6 +68,10 @@ class ExpectedKeywords(Kind):
         return [Table("Keyword recall", ("cases", "mean keyword recall"),
                       ((len(values), sum(values) / len(values) if values else None),), (None, "score"))]
 
+    def results_section(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        values = [v for r in results if (v := self.case_metrics(r)["keyword_recall"]) is not None]
+        return {"cases": len(values), "mean_keyword_recall": sum(values) / len(values) if values else None}
+
 
 @pytest.fixture
 def keywords_kind():
@@ -139,6 +143,7 @@ def test_a_kind_registered_outside_the_package_reaches_every_output(keywords_kin
 
     document = json.loads((this_week / "report.json").read_text())
     assert {c["case_id"]: c["keyword_recall"] for c in document["cases"]} == {"capital": 0.5, "river": 1.0}
+    assert document["kinds"] == {"expected_keywords": {"cases": 2, "mean_keyword_recall": 0.75}}  # its own section
 
     changes = _sheet(workbook, "Changes")
     assert any(row[:4] == ("capital", "capital of norway", "regression", "keyword recall") for row in changes), changes

@@ -486,7 +486,8 @@ def test_a_plugged_in_kind_whose_target_json_would_change_is_parsed_each_time(tm
         again = load_suite([path], [], cache=cache)
     finally:
         kinds.unregister(kind.name)
-    assert parsed.cases[0].turns[0].target.parts == {"expected_keywords": ("population", "country")}
+    # every kind's part is in `parts` now, the built-in ones too
+    assert parsed.cases[0].turns[0].target.parts["expected_keywords"] == ("population", "country")
     assert again.cases == parsed.cases and cache.hits == 0 and entries(tmp_path / "cache") == []
 
 
@@ -501,8 +502,7 @@ def test_every_field_of_the_records_an_entry_holds_is_kept():
         records.TestCase: ["id", "kind", "name", "groups", "turns", "location", "comments", "definition_hash",
                            "declared_targets", "cluster"],
         records.Turn: ["number", "user_message", "target"],
-        records.Target: ["indicator_selection", "reference_answer", "reference_steps", "parts",
-                         "reference_steps_line"],
+        records.Target: ["parts", "lines"],  # every kind's part, by kind name
         records.DatasetSelection: ["dataset_id", "dimensions"],
         records.DimensionTerms: ["dimension_name", "values"],
         records.Term: ["id", "name"],
@@ -545,9 +545,10 @@ def test_every_field_of_a_parsed_test_case_comes_back_from_an_entry():
     from qareport.records import DatasetSelection, DimensionTerms, Location, Target, Term, TestCase, Turn
 
     target = Target(
-        indicator_selection=(DatasetSelection("WEO", (DimensionTerms("INDICATOR", (Term("GDP", "gdp"),)),)),),
-        reference_answer="answer", reference_steps=(({"name": "sparql", "output": "x"},),),
-        parts={"custom": {"a": 1}}, reference_steps_line=7,
+        parts={"indicator_selection": (DatasetSelection("WEO", (DimensionTerms("INDICATOR", (Term("GDP", "gdp"),)),)),),
+               "reference_answer": "answer", "reference_steps": (({"name": "sparql", "output": "x"},),),
+               "custom": {"a": 1}},
+        lines={"reference_steps": 7},
     )
     case = TestCase(id="c1", kind="conversation", name="n", groups=("g",), turns=(Turn(2, "hello", target),),
                     location=Location("cases.yaml", 3), comments="why", definition_hash="abc",

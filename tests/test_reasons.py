@@ -31,9 +31,9 @@ def selection(dataset_id="IMF.RES:WEO", **dimensions):
 def indicator_case(*turns):
     """A case whose turns are (target, selected) pairs, scored as evaluation would."""
     case = TestCase("c1", "conversation", "case", ("imf",),
-                    tuple(Turn(i, f"question {i}", Target(indicator_selection=t)) for i, (t, _) in enumerate(turns, 1)),
+                    tuple(Turn(i, f"question {i}", Target(parts={"indicator_selection": t})) for i, (t, _) in enumerate(turns, 1)),
                     Location("cases.yaml", 1))
-    results = tuple(TurnResult(i, f"question {i}", indicator=score_indicator_selection(t, s))
+    results = tuple(TurnResult(i, f"question {i}", scores={"indicator_selection": score_indicator_selection(t, s)})
                     for i, (t, s) in enumerate(turns, 1))
     return CaseResult(case, "success", turns=results)
 
@@ -62,9 +62,9 @@ def test_a_multi_turn_case_says_which_turn_lost_points():
 
 
 def qa_case(qa):
-    case = TestCase("q1", "qa", "question?", ("template",), (Turn(1, "question?", Target(reference_answer="x")),),
+    case = TestCase("q1", "qa", "question?", ("template",), (Turn(1, "question?", Target(parts={"reference_answer": "x"})),),
                     Location("qa.yaml", 1))
-    return CaseResult(case, "success", turns=(TurnResult(1, "question?", qa=qa),))
+    return CaseResult(case, "success", turns=(TurnResult(1, "question?", scores={"qa": qa}),))
 
 
 def test_steps_name_the_reference_steps_no_call_matched():

@@ -291,7 +291,7 @@ def turn_of(reference_groups, actual_steps, *, semantics=5):
     result, outcome = evaluate_question_outcome(template_id="t", question=question,
                                                 response={"question_id": "q", "actual_steps": actual_steps},
                                                 semantics=semantics)
-    return TurnResult(1, "?", qa=result, scores={"reference_steps": outcome} if outcome else {})
+    return TurnResult(1, "?", scores={"qa": result, **({"reference_steps": outcome} if outcome else {})})
 
 
 def case_of(turn):

@@ -13,9 +13,10 @@ exported here (`__all__`).
 
 Every metric a kind declares lies in [0, 1] and higher is better, so a drop is a regression.
 
-The three built-in kinds keep their parsed parts in typed fields of the records (`Target.
-indicator_selection`, `TurnResult.indicator`, `TurnResult.qa`, ...); a kind added later keeps them in
-the records' `parts` / `scores` mappings under its name, which the base class reads for it.
+Every kind, the built-in ones too, keeps its parsed parts in the records' `parts` mappings and its
+scores in `TurnResult.scores`, under its name; the loader and the evaluator ask the kinds and name none.
+Kinds that are scored together in one evaluation of a turn (graphrag-eval scores a question's answer
+and steps in one result dict) share a `SharedEvaluation`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from qareport.errors import ShapeError
-from qareport.records import CaseResult, TestCase, TurnOutput
+from qareport.input_shapes import plain
+from qareport.records import CaseResult, Problem, Response, TestCase, Turn, TurnOutput
+from qareport.yaml_input import line_of
+
+if TYPE_CHECKING:
+    from qareport.evaluation_options import EvaluationOptions
 
 # what a kind's author needs, in one import: the protocol, the records it reads and returns, the
 # error that a malformed part raises (it becomes a Problem with file and line), and the registry
@@ -44,8 +50,10 @@ __all__ = [
     "Metric",
     "PassRules",
     "ShapeError",
+    "SharedEvaluation",
     "Table",
     "TurnInput",
+    "TurnScores",
     "all_metrics",
     "attempt_passed",
     "case_facts",
@@ -54,7 +62,6 @@ __all__ = [
     "case_reason",
     "explain_case",
     "explain_change",
-    "extra_kinds",
     "headline_metric_keys",
     "kind_of_metric",
     "main_metric",
@@ -63,6 +70,7 @@ __all__ = [
     "metric_label",
     "register",
     "register_kind",
+    "run_kinds",
     "unregister",
 ]
 
@@ -135,12 +143,42 @@ class PassRules:
 
 @dataclass(frozen=True, slots=True)
 class TurnInput:
-    """What a kind needs to score one turn: its part of the target and of the system's output."""
+    """What a kind needs to score one turn: its part of the target and of the system's output, and,
+    for what a kind needs beyond them, the whole turn, the response and the run's options."""
 
     case: TestCase
     turn_number: int
     target: Any
     output: Any  # None when the system produced nothing of this kind for the turn
+    turn: Turn | None = None
+    response: Response | None = None
+    turn_output: TurnOutput | None = None  # None: the response has no output for this turn
+    options: EvaluationOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnScores:
+    """What evaluating a turn gave: scores to keep in `TurnResult.scores` (by kind name, or a shared
+    record's key), the problems it found, and whether they make the case invalid (not evaluated)."""
+
+    scores: Mapping[str, Any]
+    problems: tuple[Problem, ...] = ()
+    invalid: bool = False
+
+
+class SharedEvaluation:
+    """One evaluation of a turn that scores several kinds together; the kinds name it as `shared`.
+
+    It runs once per turn in which any of its kinds has a target or an output part."""
+
+    def evaluate(self, turn: TurnInput) -> TurnScores:
+        raise NotImplementedError
+
+    def evaluate_question(self, case: TestCase, response: Response | None,
+                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
+        """A question of a graphrag-eval Q&A dataset (a case of kind `qa`), whose kinds name this
+        evaluation: the whole case, as graphrag-eval evaluates a question."""
+        raise NotImplementedError(f"{type(self).__name__} does not evaluate Q&A questions")
 
 
 class Kind:
@@ -179,7 +217,40 @@ class Kind:
     pass_rule: str = ""
     """When an attempt passes, in the analyst's words (empty: the kind has no pass rule)."""
 
+    reads_target: bool = True
+    """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
+    in_questions: bool = False
+    """Whether a question of a graphrag-eval Q&A dataset carries this kind's part (under `name`)."""
+    kept_on_error: bool = False
+    """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
+    shared: SharedEvaluation | None = None
+    """The evaluation this kind is scored in together with others (None: `evaluate_turn`)."""
+    question_hash_key: str = ""
+    """The short key under which a Q&A question's definition hash holds this kind's part (an
+    `in_questions` kind; kept as it was so that the hashes of stored runs stay valid)."""
+    key_advice: tuple[tuple[str, str], ...] = ()
+    """(key, advice) for keys of a response that mean this kind's output under another name (an
+    older version's): what the unknown-key problem says instead of "check its spelling"."""
+
+    @property
+    def output_key(self) -> str | None:
+        """The key of a response turn (or record) that holds this kind's output (default: `name`;
+        None: the kind reads nothing of a response)."""
+        return self.name
+
     # --- reading -------------------------------------------------------------------------------
+
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+        """This kind's part of a target mapping as read (with its lines, `yaml_input.line_of`); None
+        when it has none. The default hands the value, as plain data, to `parse_target`."""
+        value = target.get(self.name)
+        return None if value is None else self.parse_target(plain(value), line=line_of(target, self.name))
+
+    def declared_in(self, target: Mapping[str, Any]) -> bool:
+        """Whether a target mapping (or a Q&A question) has a part of this kind, read or not: a
+        case too broken to read counts among the cases that could have had the kind's metrics, the
+        same as it would if it could be read (`read_target` would give a part)."""
+        return target.get(self.name) is not None
 
     def parse_target(self, value: Any, *, line: int | None) -> Any:
         """This kind's part of a target, checked; raise `qareport.errors.ShapeError` when unusable."""
@@ -187,12 +258,24 @@ class Kind:
 
     def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
         """This kind's part of a response turn (None when absent); raise `ShapeError` when unusable."""
-        return turn.get(self.name)
+        return None if self.output_key is None else turn.get(self.output_key)
 
-    # --- where a case keeps this kind's parts (built-in kinds override with their typed fields) ---
+    def output_as_written(self, turn: Mapping[str, Any]) -> None:
+        """Put back, in a YAML response turn, the ids and names YAML 1.1 read as something else (see
+        `input_shapes.written`), before the record loses what YAML remembered. Default: nothing."""
+
+    def encode_part(self, part: Any) -> Any:
+        """A parsed target part as plain JSON data, for the parse cache (default: as it is)."""
+        return part
+
+    def decode_part(self, data: Any) -> Any:
+        """`encode_part` undone."""
+        return data
+
+    # --- where a case keeps this kind's parts ----------------------------------------------------
 
     def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return case.turns[turn_index].target.parts.get(self.name)
+        return case.turns[turn_index].target.parts.get(self.name) if self.reads_target else None
 
     def output_of(self, output: TurnOutput | None) -> Any:
         return None if output is None else output.parts.get(self.name)
@@ -209,8 +292,13 @@ class Kind:
             self.target_of(case, index) is not None for index in range(len(case.turns)))
 
     def evaluate_turn(self, turn: TurnInput) -> Any:
-        """Score one turn; the result is kept in `TurnResult.scores[name]`."""
+        """Score one turn that has a target of this kind; the result is kept in `TurnResult.scores[name]`."""
         raise NotImplementedError(f"kind {self.name!r} does not score turns")
+
+    def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
+        """The faults of a case's targets of this kind that any response would meet (what `validate`
+        reports for test cases given without responses)."""
+        return []
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
         """Each metric of `metrics` for one case (None where the case has no value)."""
@@ -268,6 +356,12 @@ class Kind:
 
     def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
         return []
+
+    def results_section(self, results: Sequence[CaseResult]) -> Mapping[str, Any] | None:
+        """The kind's suite-level figures for the results file, JSON-ready, written under
+        `kinds.<name>` (None: none). The built-in kinds' figures have their historic places
+        (graphrag-eval's `aggregates`, `data_query_metrics`)."""
+        return None
 
 
 def _over_attempts(
@@ -339,9 +433,10 @@ def unregister(name: str) -> None:
     REGISTRY[:] = [kind for kind in REGISTRY if kind.name != name]
 
 
-def extra_kinds() -> list[Kind]:
-    """The kinds that keep their parts in the records' generic mappings (all but the built-ins)."""
-    return [kind for kind in REGISTRY if not getattr(kind, "builtin", False)]
+def run_kinds(results: Sequence[CaseResult]) -> tuple[Kind, ...]:
+    """The kinds a run has: the registered kinds present in its results (`Kind.present`), in
+    registry order. A stored run has the columns of these kinds only."""
+    return tuple(kind for kind in REGISTRY if kind.present(results))
 
 
 def all_metrics() -> tuple[Metric, ...]:

@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qareport.errors import NOT_JUDGED
+from qareport.input_shapes import optional_text, plain
 from qareport.kinds import Column, ColumnPlace, Kind, Metric, PassRules, mean_over_turns
-from qareport.records import CaseResult, TestCase, TurnOutput
+from qareport.kinds.qa_turn import QA_TURN
+from qareport.records import CaseResult
 
 
 def answer_text(value: Any) -> str | None:
@@ -77,7 +79,6 @@ def _judge_errors(result: CaseResult) -> str | None:
 class ReferenceAnswer(Kind):
     """The system's final answer, against the reference answer and the question (LLM-judged)."""
 
-    builtin = True
     name = "reference_answer"
     label = "reference answer"
     metrics = (
@@ -87,11 +88,23 @@ class ReferenceAnswer(Kind):
         Metric("answer_relevance", "answer relevance", headline=True),
     )
 
-    def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return case.turns[turn_index].target.reference_answer
+    in_questions = True
+    question_hash_key = "a"
+    shared = QA_TURN
 
-    def output_of(self, output: TurnOutput | None) -> Any:
-        return None if output is None else output.actual_answer
+    @property
+    def output_key(self) -> str:
+        return "actual_answer"
+
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+        """The reference answer as written (`NO` stays NO)."""
+        return optional_text(target, self.name)  # type: ignore[arg-type]
+
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+        """The answer; a structured one (content parts) stays data: JSON in the results file, its
+        text in a cell."""
+        answer = turn.get(self.output_key)
+        return plain(answer) if isinstance(answer, (dict, list)) else None if answer is None else str(answer)
 
     def score_of(self, result: CaseResult, turn_index: int) -> Any:
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None

@@ -21,7 +21,7 @@ from qareport import kinds
 from qareport.errors import SettingsError
 from qareport.ge6_config import CustomEvaluation
 from qareport.kinds import Column, Kind, Metric, Table, mean_over_turns
-from qareport.records import CaseResult, TestCase
+from qareport.records import CaseResult
 
 KIND_NAME = "custom_evaluations"
 
@@ -36,16 +36,17 @@ def _number(value: Any) -> float | None:
 class CustomEvaluations(Kind):
     """The outputs of a run's custom LLM metrics, read from each turn's result dict."""
 
-    builtin = True  # its values live in `TurnResult.qa`, as the answers kind's do
     name = KIND_NAME
     label = "custom LLM metrics"
+    reads_target = False  # its values live in `TurnResult.qa`, where the judge writes them
+
+    @property
+    def output_key(self) -> str | None:
+        return None
 
     def __init__(self, evaluations: Sequence[CustomEvaluation]):
         self.evaluations = tuple(evaluations)
         self.metrics = tuple(Metric(key, key.replace("_", " ")) for e in self.evaluations for key in e.output_keys)
-
-    def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return None
 
     def present(self, results: Sequence[CaseResult]) -> bool:
         keys = [metric.key for metric in self.metrics]

@@ -12,28 +12,31 @@ beside and never inside the macro averages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from statistics import fmean
 from typing import Any
 
+from qareport.describing import describe_value
+from qareport.errors import ShapeError
 from qareport.id_text import visible
-from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, PassRules, Table
+from qareport.input_shapes import ShapeErrors, keys_as_written, require_str
+from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, PassRules, Table, TurnInput
 from qareport.records import (
     DEFAULT_TERM_MATCHING,
     CaseResult,
     DatasetSelection,
     DimensionScore,
+    DimensionTerms,
     IndicatorScore,
     Term,
     TermMatching,
     TermVerdict,
-    TestCase,
-    TurnOutput,
     TurnResult,
 )
 from qareport.set_metrics import SetScore, ratio
 from qareport.templating import template_environment
+from qareport.yaml_input import LineDict, line_of
 
 DETAILS_TEMPLATE = "indicator_selection_details.txt"
 
@@ -500,10 +503,108 @@ def explain_indicator_change(old: Facts, new: Facts) -> str | None:
     return "; ".join(said) or None
 
 
+# --- reading ---------------------------------------------------------------------------------------
+
+
+def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetSelection, ...]:
+    """`[{dataset_id, dimensions: [{dimension_name, values: [{id, name}]}]}]` into records."""
+    if isinstance(value, dict):  # one dataset given without the list around it
+        value = [value]
+    if not isinstance(value, list):
+        raise ShapeError(
+            "'indicator_selection' must be a list of {dataset_id, dimensions} "
+            f"(got {describe_value(value)})",
+            line,
+        )
+    empty: list[tuple[str, int | None]] = []  # (dimension, line) of each value without id and name
+    datasets = []
+    for index, dataset in enumerate(value):
+        if not isinstance(dataset, dict):
+            raise ShapeError(
+                "each 'indicator_selection' entry must be a mapping {dataset_id, dimensions} "
+                f"(got {describe_value(dataset)})",
+                line_of(value, index) or line,
+            )
+        dataset_id = require_str(dataset, "dataset_id", "dataset", optional=True) or ""
+        raw_dimensions = dataset.get("dimensions") or []
+        if not isinstance(raw_dimensions, list):
+            raise ShapeError(
+                "'dimensions' must be a list of {dimension_name, values} "
+                f"(got {describe_value(raw_dimensions)})",
+                line_of(dataset, "dimensions"),
+            )
+        dimensions = []
+        for d_index, dimension in enumerate(raw_dimensions):
+            if not isinstance(dimension, dict):
+                raise ShapeError(
+                    "each dimension must be a mapping {dimension_name, values} "
+                    f"(got {describe_value(dimension)})",
+                    line_of(raw_dimensions, d_index),
+                )
+            name = require_str(dimension, "dimension_name", "dimension") or ""
+            raw_values = dimension.get("values")
+            if raw_values is None:
+                raw_values = []
+            if not isinstance(raw_values, list):
+                raise ShapeError(
+                    f"dimension '{name}': 'values' must be a list of {{id, name}} "
+                    f"(got {describe_value(raw_values)})",
+                    line_of(dimension, "values"),
+                )
+            terms = []
+            for v_index, term in enumerate(raw_values):
+                if not isinstance(term, dict):
+                    raise ShapeError(
+                        f"dimension '{name}': each value must be a mapping {{id, name}} "
+                        f"(got {describe_value(term)})",
+                        line_of(raw_values, v_index),
+                    )
+                term_id = require_str(term, "id", f"a value of dimension '{name}'", optional=True) or ""
+                term_name = require_str(term, "name", f"value '{term_id}'", optional=True) or ""
+                if not term_id and not term_name:
+                    empty.append((name, line_of(raw_values, v_index) or line_of(term)))
+                    continue
+                terms.append(Term(term_id, term_name))
+            dimensions.append(DimensionTerms(name, tuple(terms)))
+        datasets.append(DatasetSelection(dataset_id, tuple(dimensions)))
+    if empty:
+        raise _ValuesWithoutIdOrName(empty, line)
+    return tuple(datasets)
+
+
+class _ValuesWithoutIdOrName(ShapeErrors):
+    """Values of an indicator selection that give neither an id nor a name (the only invalid
+    values: one may give a name alone or an id alone): every one of them, each with its line."""
+
+    def __init__(self, found: list[tuple[str, int | None]], line: int | None) -> None:
+        each = [(where, f"a value of dimension '{dimension}' has neither 'id' nor 'name'; "
+                        "give it an id, a name or both")
+                for dimension, where in found]
+        lines = [str(where) for _, where in found if where is not None]
+        where_all = f" (lines {', '.join(lines)})" if len(found) > 1 and lines else ""
+        super().__init__(f"{len(found)} value(s) with neither 'id' nor 'name'{where_all}: "
+                         + "; ".join(message for _, message in each[:1]),
+                         found[0][1] if found[0][1] is not None else line, each)
+
+
+
+def selection_as_written(value: Any) -> None:
+    """Put back, in a YAML indicator selection, the ids and names YAML 1.1 read as something else."""
+    for dataset in value if isinstance(value, list) else [value]:
+        if not isinstance(dataset, LineDict):
+            continue
+        keys_as_written(dataset, ("dataset_id",))
+        for dimension in dataset.get("dimensions") or ():
+            if isinstance(dimension, LineDict):
+                keys_as_written(dimension, ("dimension_name",))
+                for term in dimension.get("values") or ():
+                    if isinstance(term, LineDict):
+                        keys_as_written(term, ("id", "name"))
+
+
 class IndicatorSelection(Kind):
     """Dimension terms a system selects for a data query, scored per dimension (SPEC section 2)."""
 
-    builtin = True
     name = "indicator_selection"
     label = "indicator selection"
     metrics = (
@@ -515,14 +616,42 @@ class IndicatorSelection(Kind):
     rank_metrics = ("macro_recall", "macro_precision")  # missing terms weigh more than extra ones
     grades = GRADES
 
-    def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return case.turns[turn_index].target.indicator_selection
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+        """The selection; a key written without a value is an empty selection (nothing expected)."""
+        if self.name not in target:
+            return None
+        raw = target[self.name]
+        return () if raw is None else parse_indicator_selection(raw, line=line_of(target, self.name))
 
-    def output_of(self, output: TurnOutput | None) -> Any:
-        return None if output is None else output.indicator_selection
+    def declared_in(self, target: Mapping[str, Any]) -> bool:
+        return self.name in target  # a key without a value is a target too (an empty selection)
 
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        return result.turns[turn_index].indicator if turn_index < len(result.turns) else None
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+        raw = turn.get(self.name)
+        return None if raw is None else parse_indicator_selection(raw, line=line)
+
+    def output_as_written(self, turn: Mapping[str, Any]) -> None:
+        selection_as_written(turn.get(self.name))
+
+    def encode_part(self, part: Any) -> Any:
+        return [[dataset.dataset_id, [[dimension.dimension_name, [[term.id, term.name] for term in dimension.values]]
+                                      for dimension in dataset.dimensions]]
+                for dataset in part]
+
+    def decode_part(self, data: Any) -> Any:
+        return tuple(
+            DatasetSelection(dataset_id, tuple(
+                DimensionTerms(dimension_name, tuple(Term(term_id, term_name) for term_id, term_name in terms))
+                for dimension_name, terms in dimensions))
+            for dataset_id, dimensions in data)
+
+    def evaluate_turn(self, turn: TurnInput) -> IndicatorScore:
+        options = turn.options
+        return score_indicator_selection(
+            turn.target, turn.output,
+            match_terms_by=options.match_terms_by if options else DEFAULT_TERM_MATCHING,
+            acceptable_extras=options.acceptable_extras if options else DEFAULT_ACCEPTABLE_EXTRAS,
+        )
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
         dataset_precision, dataset_recall = dataset_scores(result)

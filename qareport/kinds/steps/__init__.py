@@ -17,16 +17,23 @@ to say which call matched each reference step, with what score, or why none did.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Template
 
+from qareport.describing import describe_value
+from qareport.errors import ShapeError
+from qareport.input_shapes import plain
 from qareport.kinds import Column, DetailRow, Kind, Metric, PassRules, mean_over_turns
+from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.matching import StepsOutcome
-from qareport.kinds.steps.verdicts import StepVerdict, step_verdicts
-from qareport.records import CaseResult, TestCase, TurnOutput, TurnResult
+from qareport.kinds.steps.verdicts import StepVerdict, verdicts_of
+from qareport.records import CaseResult, Problem, TestCase, TurnResult
+from qareport.yaml_input import line_of
+
+if TYPE_CHECKING:
+    from qareport.evaluation_options import EvaluationOptions
 from qareport.templating import template_environment
 
 DETAILS_TEMPLATE = "steps_details.txt"
@@ -42,25 +49,7 @@ def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
         return None
     if outcome.verdicts is not None:
         return outcome.verdicts
-    return _verdicts_of(qa, outcome)
-
-
-def with_verdicts(qa: dict[str, Any], outcome: StepsOutcome) -> StepsOutcome:
-    """`outcome` keeping the verdicts of its reference steps (`qa` is the turn's result dict).
-
-    They are worked out once, as the turn is evaluated: the case's reason, the facts a later run
-    compares and the details cell all read them, and the question's outputs are still parsed then
-    (`parsed_outputs`); worked out on demand they cost each reader another comparison."""
-    verdicts = _verdicts_of(qa, outcome)
-    return outcome if verdicts is None else replace(outcome, verdicts=verdicts)
-
-
-def _verdicts_of(qa: dict[str, Any], outcome: StepsOutcome) -> tuple[StepVerdict, ...] | None:
-    groups = qa.get("reference_steps")
-    if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
-        return None
-    actual = qa.get("actual_steps")
-    return step_verdicts(groups, actual if isinstance(actual, list) else [], outcome)
+    return verdicts_of(qa, outcome)
 
 
 def _fallback_verdicts(qa: dict[str, Any]) -> list[StepVerdict]:
@@ -197,19 +186,72 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     return rows
 
 
+def parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict[str, Any], ...], ...]:
+    """`reference_steps` as written: a list of groups, each a list of steps with a `name`."""
+    if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
+        raise ShapeError(
+            "'reference_steps' must be a list of groups, each a list of steps "
+            f"(got {describe_value(value)})",
+            line,
+        )
+    groups = []
+    for g_index, group in enumerate(value):
+        for s_index, step in enumerate(group):
+            if not isinstance(step, dict) or "name" not in step:
+                raise ShapeError(
+                    f"reference step {s_index + 1} of group {g_index + 1} must be a mapping "
+                    f"with a 'name' (got {describe_value(step)})",
+                    line_of(group, s_index) or line,
+                )
+        groups.append(tuple(plain(step) for step in group))
+    return tuple(groups)
+
+
+def parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict[str, Any], ...]:
+    """A response's `actual_steps`: a list of steps with a `name`."""
+    if not isinstance(value, list):
+        raise ShapeError(f"'actual_steps' must be a list of steps (got {describe_value(value)})", line)
+    for index, step in enumerate(value):
+        if not isinstance(step, dict) or "name" not in step:
+            raise ShapeError(
+                f"actual step {index + 1} must be a mapping with a 'name' (got {describe_value(step)})",
+                line_of(value, index) or line,
+            )
+    return tuple(value)  # response records are plain already (see loading._raw_response_records)
+
+
 class ReferenceSteps(Kind):
     """The tool calls a system made, against the reference's groups of steps (graphrag-eval's rules)."""
 
-    builtin = True
     name = KIND_NAME
     label = "reference steps"
     metrics = (Metric("steps_score", "steps score", headline=True),)
+    in_questions = True
+    kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
+    question_hash_key = "s"
+    key_advice = (("steps", "graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'"),)
+    shared = QA_TURN
 
-    def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return case.turns[turn_index].target.reference_steps
+    @property
+    def output_key(self) -> str:
+        return "actual_steps"
 
-    def output_of(self, output: TurnOutput | None) -> Any:
-        return None if output is None else output.actual_steps
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+        value = target.get(self.name)
+        return None if value is None else parse_steps_groups(value, line=line_of(target, self.name))
+
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+        value = turn.get(self.output_key)
+        return None if value is None else parse_actual_steps(value, line=line)
+
+    def encode_part(self, part: Any) -> Any:
+        return [list(group) for group in part]
+
+    def decode_part(self, data: Any) -> Any:
+        return tuple(tuple(group) for group in data)
+
+    def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
+        return reference_steps_problems(case, options.steps_semantics)
 
     def score_of(self, result: CaseResult, turn_index: int) -> Any:
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None

@@ -19,7 +19,7 @@ evaluation works them out once per turn, right after scoring, and keeps them wit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from qareport.kinds.steps.matching import StepMatch, StepsOutcome, compare_pair, searched_calls
@@ -157,3 +157,21 @@ def _first_incomplete_later_group(groups: Sequence[Sequence[Any]], matches: Sequ
         if len(found) < len(groups[later]):
             return later + 1
     return group_index + 2
+
+
+def with_verdicts(qa: dict[str, Any], outcome: StepsOutcome) -> StepsOutcome:
+    """`outcome` keeping the verdicts of its reference steps (`qa` is the turn's result dict).
+
+    They are worked out once, as the turn is evaluated: the case's reason, the facts a later run
+    compares and the details cell all read them, and the question's outputs are still parsed then
+    (`parsed_outputs`); worked out on demand they cost each reader another comparison."""
+    verdicts = verdicts_of(qa, outcome)
+    return outcome if verdicts is None else replace(outcome, verdicts=verdicts)
+
+
+def verdicts_of(qa: dict[str, Any], outcome: StepsOutcome) -> tuple[StepVerdict, ...] | None:
+    groups = qa.get("reference_steps")
+    if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
+        return None
+    actual = qa.get("actual_steps")
+    return step_verdicts(groups, actual if isinstance(actual, list) else [], outcome)
