@@ -90,6 +90,9 @@ class JudgeCache:
             connection.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
             try:
                 connection.execute("PRAGMA journal_mode = WAL")
+                # with WAL, NORMAL syncs at checkpoints, not at every reply stored: a crash may lose
+                # the last replies (asked again on the next run), never the file's consistency
+                connection.execute("PRAGMA synchronous = NORMAL")
             except sqlite3.OperationalError as error:  # e.g. a network file system: fall back to the default
                 if _locked(error):
                     raise

@@ -12,6 +12,7 @@ work at all (an unknown metric) raise `JudgeError`.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import queue
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -302,12 +303,25 @@ class Judge:
         try:
             for outcome in ready:
                 settle(outcome)
-            running: dict[futures.Future[Any], str] = {executor.submit(task): "task" for task in tasks}
+            # each future puts itself in `completed` when done: waiting on the queue costs the same
+            # however many futures are pending (futures.wait over all of them grew with the run)
+            completed: queue.SimpleQueue[futures.Future[Any]] = queue.SimpleQueue()
+            running: dict[futures.Future[Any], str] = {}
+
+            def submit(work: Callable[[], Any], kind: str) -> None:
+                future = executor.submit(work)
+                running[future] = kind
+                future.add_done_callback(completed.put)
+
+            for task in tasks:
+                submit(task, "task")
             waiting: list[_Outcome] = []
             waiting_inputs = 0
             tasks_left = len(tasks)
             while running:
-                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                done = [completed.get()]
+                while not completed.empty():
+                    done.append(completed.get())
                 for future in done:
                     if running.pop(future) == "task":
                         tasks_left -= 1
@@ -333,7 +347,7 @@ class Judge:
                 while waiting and (waiting_inputs >= EMBEDDING_BATCH_INPUTS or tasks_left == 0):
                     batch, waiting = _take_batch(waiting)
                     waiting_inputs -= sum(len(o.waiting.inputs) for o in batch if o.waiting)
-                    running[executor.submit(self._embed_batch, batch)] = "embeddings"
+                    submit(partial(self._embed_batch, batch), "embeddings")
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
 
