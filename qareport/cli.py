@@ -53,6 +53,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                        help="stop sending judgments before the judge's spend would pass DOLLARS; the rest are "
                             f"'not judged: budget reached' (exit status {JUDGE_FAILED}; default judge.budget, "
                             "no limit)")
+    group.add_argument("--judge-repeats", type=int, metavar="N",
+                       help="ask each judgment N times (1 to 20), each its own cache entry; a metric's value is "
+                            "the mean, and Statistics splits its variance into the judge's and the system's "
+                            "(default judge.repeats, 1)")
     group.add_argument("--estimate", action="store_true",
                        help="load and evaluate, then print the judgments needed, how many are cached, their tokens "
                             "and cost (direct and in batches); no API request, nothing written, exit status 0")
@@ -227,6 +231,7 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         "use_cache": False if args.no_cache else None,
         "cache_path": args.cache_path,
         "budget": args.judge_budget,
+        "repeats": args.judge_repeats,
     }
     return {key: value for key, value in options.items() if value is not None}
 

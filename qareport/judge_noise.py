@@ -31,11 +31,8 @@ from dataclasses import dataclass
 from statistics import fmean, variance
 from typing import Any
 
-from qareport.judged_metrics import JUDGED_METRICS, JudgedMetricSpec
+from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX, JudgedMetricSpec
 from qareport.records import CaseResult
-
-REPEATS_SUFFIX = "_repeats"
-"""A judged value's per-repeat values are kept under its key and this suffix ("answer_f1_repeats")."""
 
 
 @dataclass(frozen=True, slots=True)

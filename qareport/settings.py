@@ -430,6 +430,7 @@ def resolve_judge_settings(
     budget, where = src.get("budget", None)
     if budget is not None:
         budget = _number(budget, where, integer=False, minimum=0.0, error=error)
+    repeats = _number(*src.get("repeats", 1), integer=True, minimum=1, maximum=20, error=error)
 
     metrics_value, where = src.get("metrics", METRICS)
     if isinstance(metrics_value, str):
@@ -491,6 +492,7 @@ def resolve_judge_settings(
             response_format=response_format,
             metrics=metrics,
             budget_usd=budget,
+            repeats=repeats,
         ),
         None,
     )

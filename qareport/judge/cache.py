@@ -39,11 +39,15 @@ SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside the database, checked as it is."""
 
 
-def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str) -> str:
+def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str, repeat: int = 0) -> str:
     """A stable hash of one request to `endpoint`: the same request to the same endpoint always
-    gives the same key."""
+    gives the same key. `repeat`: which repeat of a judgment asked several times (`--judge-repeats`)
+    the request is; the first (0) has the key of a run without repeats, each other one its own."""
+    described: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": kind, "endpoint": endpoint, "request": request}
+    if repeat:
+        described["repeat"] = repeat
     canonical = json.dumps(
-        {"v": SCHEMA_VERSION, "kind": kind, "endpoint": endpoint, "request": request},
+        described,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

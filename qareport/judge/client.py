@@ -25,7 +25,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -59,6 +61,21 @@ the judge is taken to be down: the calls not yet sent are not sent."""
 REFUSED_REQUEST = frozenset({400, 413, 422})
 """HTTP statuses by which a server that works refuses one request (too long, filtered, malformed): that
 case's metric failed, as with a reply that cannot be used; the judge did not fail, and other calls go on."""
+
+
+_REPEAT: ContextVar[int] = ContextVar("qareport_judge_repeat", default=0)
+
+
+@contextmanager
+def asking_repeat(number: int) -> Iterator[None]:
+    """Within the block, in this thread, chat judgments are repeat `number` of a judgment asked
+    several times (0: the first): each repeat has its own cache entries (`cache.cache_key`).
+    Embeddings are keyed by their inputs alone: the same texts have the same vectors."""
+    token = _REPEAT.set(number)
+    try:
+        yield
+    finally:
+        _REPEAT.reset(token)
 
 
 class RetryCounter:
@@ -346,7 +363,7 @@ class JudgeClient:
         return request
 
     def _chat_key(self, request: Mapping[str, Any]) -> str:
-        return cache_key("chat", request, endpoint=self._chat_endpoint)
+        return cache_key("chat", request, endpoint=self._chat_endpoint, repeat=_REPEAT.get())
 
     def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str) -> None:
         """Mark a judgment that failed, so that the next run asks again and says it did."""

@@ -15,8 +15,9 @@ import concurrent.futures as futures
 import queue
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
+from statistics import fmean
 from typing import Any, TextIO
 
 import jinja2
@@ -25,7 +26,7 @@ from qareport.errors import NOT_JUDGED, JudgeAborted, JudgeCallFailed, JudgeErro
 from qareport.judge import answer_correctness, answer_relevance, custom_metric, retrieval_answer
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors
 from qareport.judge.checks import check_embeddings
-from qareport.judge.client import JudgeClient
+from qareport.judge.client import JudgeClient, asking_repeat
 from qareport.judge.cost import (
     BATCH_DISCOUNT,
     BUDGET_WORDS,
@@ -41,6 +42,7 @@ from qareport.judge.prices import PRICES_CHECKED, PriceTable
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
+from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX
 from qareport.kinds.answers import answer_text
 from qareport.qa import order_result_keys
 from qareport.retrieval_context import parse_contexts
@@ -51,6 +53,8 @@ ERROR_KEYS = {
     **retrieval_answer.ERROR_KEYS,
 }
 COST_KEYS = {metric: f"{metric}_cost" for metric in ALL_METRICS}
+REPEATED_VALUES = frozenset(spec.key for spec in JUDGED_METRICS)
+"""The judged values whose repeats are listed beside them (`<key>_repeats`) when judgments are repeated."""
 
 EMBEDDING_BATCH_INPUTS = 256
 EMBEDDING_BATCH_CHARS = 400_000
@@ -143,6 +147,7 @@ class _Outcome:
     metric: str
     step: int | None
     ledger: Ledger = field(default_factory=Ledger)
+    repeat: int = 0  # which repeat of the judgment (--judge-repeats)
     updates: dict[str, Any] = field(default_factory=dict)
     error: bool = False
     not_judged: bool = False  # the error is that the judgment could not be obtained
@@ -152,14 +157,15 @@ class _Outcome:
 
 @dataclass(frozen=True, slots=True)
 class _Task:
-    """One metric of one case, to be run by a worker."""
+    """One metric of one case (one repeat of it), to be run by a worker."""
 
     case: int
     metric: str
-    run: Callable[[], _Outcome]
+    run: Callable[[int], _Outcome]
+    repeat: int = 0
 
     def __call__(self) -> _Outcome:
-        return self.run()
+        return self.run(self.repeat)
 
 
 class _Progress:
@@ -267,7 +273,7 @@ class Judge:
         for index, result in enumerate(results):
             if result.get("status") != "success":
                 continue
-            for item in self._plan(index, result, chosen):
+            for item in self._repeated(self._plan(index, result, chosen)):
                 if isinstance(item, _Outcome):
                     ready.append(item)
                 else:
@@ -281,19 +287,22 @@ class Judge:
         not_judged: list[str] = []  # the error of each judgment not obtained
 
         def settle(outcome: _Outcome) -> None:
-            """A metric of a case is complete: count it, and finish the case if it was the last."""
+            """A metric (a repeat of it) of a case is complete: count it, and finish the case if it
+            was the last."""
             progress_bar.advance(outcome.ledger)
             ledgers.append((outcome.metric, outcome.ledger))
-            if outcome.error:
-                errors[outcome.metric] = errors.get(outcome.metric, 0) + 1
-            if outcome.not_judged:
-                not_judged.append(next((value for value in outcome.updates.values()
-                                        if isinstance(value, str) and value.startswith(NOT_JUDGED)), NOT_JUDGED))
             outcomes_by_case.setdefault(outcome.case, []).append(outcome)
             pending_by_case[outcome.case] -= 1
             if pending_by_case[outcome.case] == 0:
-                judged[outcome.case] = _judged_copy(results[outcome.case], outcomes_by_case.pop(outcome.case),
-                                                    order=chosen)
+                complete = _combine_repeats(outcomes_by_case.pop(outcome.case))
+                for done in complete:
+                    if done.error:
+                        errors[done.metric] = errors.get(done.metric, 0) + 1
+                    if done.not_judged:
+                        not_judged.append(next((value for value in done.updates.values()
+                                                if isinstance(value, str) and value.startswith(NOT_JUDGED)),
+                                               NOT_JUDGED))
+                judged[outcome.case] = _judged_copy(results[outcome.case], complete, order=chosen)
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
@@ -405,7 +414,7 @@ class Judge:
             for index, result in enumerate(results):
                 if result.get("status") != "success":
                     continue
-                for item in self._plan(index, result, chosen):
+                for item in self._repeated(self._plan(index, result, chosen)):
                     if not isinstance(item, _Task):
                         continue
                     try:
@@ -532,12 +541,22 @@ class Judge:
         evaluation = self._custom.get(metric)
         return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
 
+    def _repeated(self, planned: Iterable[_Outcome | Callable[[], _Outcome]],
+                  ) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+        """The planned work with each task asked `settings.repeats` times (repeat 0 as planned)."""
+        for item in planned:
+            yield item
+            if isinstance(item, _Task):
+                for number in range(1, self.settings.repeats):
+                    yield replace(item, repeat=number)
+
     def _task(self, index: int, metric: str, step: int | None,
               compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> _Task:
-        def work() -> _Outcome:
-            outcome = _Outcome(index, metric, step)
+        def work(repeat: int) -> _Outcome:
+            outcome = _Outcome(index, metric, step, repeat=repeat)
             try:
-                produced = compute(outcome.ledger)
+                with asking_repeat(repeat):
+                    produced = compute(outcome.ledger)
             except JudgeCallFailed as error:
                 outcome.updates = self._failed(metric, NOT_JUDGED + str(error))
                 outcome.error = outcome.not_judged = True
@@ -640,6 +659,42 @@ class Judge:
             self._client.store_embeddings(generated.key, encode_vectors(case_vectors))
             _complete_relevance(outcome, case_vectors)
         return ledger, batch
+
+
+def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
+    """One outcome per judgment (a metric of the case, or of one of its steps) from the outcomes
+    of its repeats. Without repeats, the outcomes as they are. With them: when no repeat gave a
+    value, the first repeat's outcome (its error), as a judgment without repeats; otherwise the
+    first repeat with a value, each of its scores (float values) replaced by the mean over the
+    repeats with a value, its counts and reason kept, and beside each judged value the list of the
+    repeats' values (`<key>_repeats`, None for a repeat that gave none). The cost is every
+    repeat's."""
+    groups: dict[tuple[str, int | None], list[_Outcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault((outcome.metric, outcome.step), []).append(outcome)
+    combined = []
+    for group in groups.values():
+        if len(group) == 1:
+            combined.append(group[0])
+            continue
+        group.sort(key=lambda o: o.repeat)
+        valued = [o for o in group if not o.error]
+        first = valued[0] if valued else group[0]
+        updates = dict(first.updates)
+        for key, value in first.updates.items():
+            if key.endswith("_cost"):
+                costs = [o.updates.get(key) for o in group]
+                updates[key] = None if any(c is None for c in costs) else sum(costs)
+            elif valued and isinstance(value, float):
+                values = [o.updates.get(key) for o in valued]
+                floats = [v for v in values if isinstance(v, float)]
+                if len(floats) == len(values):
+                    updates[key] = fmean(floats)
+                    if key in REPEATED_VALUES:
+                        updates[key + REPEATS_SUFFIX] = [o.updates.get(key) if not o.error else None for o in group]
+        combined.append(_Outcome(first.case, first.metric, first.step, first.ledger, updates=updates,
+                                 error=first.error, not_judged=first.not_judged))
+    return combined
 
 
 def _complete_relevance(outcome: _Outcome, vectors: list[list[float]]) -> None:

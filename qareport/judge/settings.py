@@ -81,6 +81,7 @@ class JudgeSettings:
     litellm_embedding: LiteLLMRoute | None = None
     source: str | None = None  # the configuration file the model came from, for messages
     budget_usd: float | None = None  # stop sending judgments before the spend passes it (judge.cost.Budget)
+    repeats: int = 1  # times each judgment is asked; a metric's value is the mean (qareport.judge_noise)
 
     @property
     def is_azure(self) -> bool:
@@ -117,6 +118,8 @@ class JudgeSettings:
             described["max_tokens"] = self.max_tokens
         if self.budget_usd is not None:
             described["budget_usd"] = self.budget_usd
+        if self.repeats != 1:
+            described["repeats"] = self.repeats
         if self.custom_evaluations:
             described["custom_evaluations"] = [evaluation.name for evaluation in self.custom_evaluations]
         if self.correctness_prompt is not None:
@@ -172,4 +175,5 @@ CONFIG_KEYS = {
     "retry_base_delay": "no longer used: the openai SDK's backoff applies (0.5 s doubling to 8 s)",
     "metrics": f"which LLM metrics to compute (default all: {', '.join(METRICS)})",
     "budget": "US dollars the judge may spend in a run at most (default: no limit; --judge-budget)",
+    "repeats": "times each judgment is asked, 1 to 20; a metric's value is the mean (default 1; --judge-repeats)",
 }
