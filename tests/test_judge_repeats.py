@@ -9,11 +9,17 @@ import json
 import threading
 
 import pytest
+from conftest import RESPONSES, TESTCASES
 from openai_stub import Fault, claims, section, serve_stub
+from openpyxl import load_workbook
 
+from qareport.exit_status import REPORT_WRITTEN
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.cache import cache_key
+from qareport.judge_noise import split_variance
+from qareport.pipeline import RunOptions, run_pipeline
 from qareport.settings import JudgeSettingsError, resolve_judge_settings
+from qareport.workbook.statistics_sheet import NOISE_TITLE
 
 
 @pytest.fixture
@@ -35,16 +41,16 @@ def qa(n: int) -> dict:
 
 
 def noisy_correctness(server) -> None:
-    """A judge that finds 0, 1, 2, 0, 1, 2, ... of the two reference claims in the answer, in the
-    order it is asked: each repeat a different reply to the same request."""
+    """A judge that finds 0, 1, 2, 0, 1, 2, ... of the reference claims (at least two) among the
+    answer's two, in the order it is asked: each repeat a different reply to the same request."""
     counter = itertools.count()
     lock = threading.Lock()
 
     def rule(prompt: str, body: dict) -> dict:
+        reference = len(claims(section(prompt, "reference_answer") or "")) or 1
         with lock:
             matching = next(counter) % 3
-        reference = claims(section(prompt, "reference_answer") or "")
-        return {"reason": "noisy", "reference_claims_count": len(reference), "actual_claims_count": 2,
+        return {"reason": "noisy", "reference_claims_count": max(reference, 2), "actual_claims_count": 2,
                 "matching_claims_count": matching}
 
     server.rules["answer_correctness"] = rule
@@ -164,3 +170,59 @@ def test_repeats_come_from_the_option_or_the_configuration_and_are_checked(tmp_p
     for bad in (0, 21, "many", 2.5):
         with pytest.raises(JudgeSettingsError, match="repeats"):
             resolve_judge_settings(options={}, config={"repeats": bad}, environ=environ)
+
+
+def noise_table(path) -> dict[str, tuple]:
+    """The Statistics sheet's judge-noise table: metric -> the other columns."""
+    rows = list(load_workbook(path)["Statistics"].iter_rows(values_only=True))
+    start = next(index for index, row in enumerate(rows) if row[0] == NOISE_TITLE)
+    header = next(index for index in range(start, len(rows)) if rows[index][:2] == ("metric", "cases"))
+    table = {}
+    for row in rows[header + 1:]:
+        if row[0] is None:
+            break
+        table[row[0]] = row[1:8]
+    return table
+
+
+def test_a_run_with_repeats_shows_the_variance_split_its_judged_values_give(server, tmp_path, monkeypatch):
+    noisy_correctness(server)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    output = tmp_path / "report.xlsx"
+    options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(output),
+                         judge_options={"cache_path": str(tmp_path / "cache.sqlite3"), "repeats": 3,
+                                        "metrics": ("answer_correctness",), "concurrency": 1})
+    outcome = run_pipeline(options, progress=None)
+    assert outcome.exit_status == REPORT_WRITTEN
+    per_case = []
+    for result in outcome.report.results:
+        for turn in result.turns:
+            if turn.qa is not None and "answer_f1_repeats" in turn.qa:
+                repeats = turn.qa["answer_f1_repeats"]
+                assert turn.qa["answer_f1"] == pytest.approx(sum(repeats) / 3)
+                per_case.append([repeats])
+    assert len(per_case) * 3 == server.chat_calls
+    expected = split_variance(per_case)
+    table = noise_table(output)
+    assert set(table) == {"answer F1"}
+    cases, values, judge_variance, attempts_variance, cases_variance, share, sd = table["answer F1"]
+    assert (cases, values) == (len(per_case), 3 * len(per_case))
+    assert judge_variance == pytest.approx(expected.judge) and judge_variance > 0
+    assert attempts_variance is None
+    assert cases_variance == pytest.approx(expected.case)
+    assert share == pytest.approx(expected.judge / (expected.judge + max(expected.case, 0.0)))
+    assert sd == pytest.approx(expected.judge ** 0.5)
+
+
+def test_a_run_without_repeats_has_no_variance_split(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    output = tmp_path / "report.xlsx"
+    options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(output),
+                         judge_options={"cache_path": str(tmp_path / "cache.sqlite3"),
+                                        "metrics": ("answer_correctness",)})
+    outcome = run_pipeline(options, progress=None)
+    assert outcome.report.judge_noise == ()
+    rows = list(load_workbook(output)["Statistics"].iter_rows(values_only=True))
+    assert all(row[0] != NOISE_TITLE for row in rows)
