@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -80,15 +81,18 @@ def measure(url: str, workers: int, cases: int, profile: str | None) -> int:
 
                 profiler = cProfile.Profile()
                 profiler.enable()
-            cpu, started = cpu_seconds(), time.perf_counter()
+            before, cpu, started = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(), time.perf_counter()
             run = judge.judge_results(results)
             elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+            after = resource.getrusage(resource.RUSAGE_SELF)
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(profile)
             rerun = judge.judge_results(results)
     values = [[r.get("answer_f1"), r.get("answer_eval_error")] for r in run.results]
-    print(json.dumps({"elapsed": elapsed, "cpu": cpu, "calls": run.usage.calls,
+    print(json.dumps({"elapsed": elapsed, "cpu": cpu, "system_cpu": after.ru_stime - before.ru_stime,
+                      "switches": after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw,
+                      "calls": run.usage.calls,
                       "rerun_calls": rerun.usage.calls, "rerun_cached": rerun.usage.cached_calls,
                       "values": values}))
     return 0
