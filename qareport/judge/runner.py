@@ -665,8 +665,8 @@ def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
     """One outcome per judgment (a metric of the case, or of one of its steps) from the outcomes
     of its repeats. Without repeats, the outcomes as they are. With them: when no repeat gave a
     value, the first repeat's outcome (its error), as a judgment without repeats; otherwise the
-    first repeat with a value, each of its scores (float values) replaced by the mean over the
-    repeats with a value, its counts and reason kept, and beside each judged value the list of the
+    first repeat with a value, each of its scores (its judged value, and any other float) replaced
+    by the mean over the repeats with a value, its counts and reason kept, and beside each judged value the list of the
     repeats' values (`<key>_repeats`, None for a repeat that gave none). The cost is every
     repeat's."""
     groups: dict[tuple[str, int | None], list[_Outcome]] = {}
@@ -685,16 +685,20 @@ def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
             if key.endswith("_cost"):
                 costs = [o.updates.get(key) for o in group]
                 updates[key] = None if any(c is None for c in costs) else sum(costs)
-            elif valued and isinstance(value, float):
+            elif valued and _number(value) and (isinstance(value, float) or key in REPEATED_VALUES):
                 values = [o.updates.get(key) for o in valued]
-                floats = [v for v in values if isinstance(v, float)]
-                if len(floats) == len(values):
-                    updates[key] = fmean(floats)
+                numbers = [float(v) for v in values if _number(v)]
+                if len(numbers) == len(values):
+                    updates[key] = fmean(numbers)
                     if key in REPEATED_VALUES:
                         updates[key + REPEATS_SUFFIX] = [o.updates.get(key) if not o.error else None for o in group]
         combined.append(_Outcome(first.case, first.metric, first.step, first.ledger, updates=updates,
                                  error=first.error, not_judged=first.not_judged))
     return combined
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _complete_relevance(outcome: _Outcome, vectors: list[list[float]]) -> None:
