@@ -686,7 +686,7 @@ def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
                 costs = [o.updates.get(key) for o in group]
                 updates[key] = None if any(c is None for c in costs) else sum(costs)
             elif valued and _number(value) and (isinstance(value, float) or key in REPEATED_VALUES):
-                values = [o.updates.get(key) for o in valued]
+                values: list[Any] = [o.updates.get(key) for o in valued]
                 numbers = [float(v) for v in values if _number(v)]
                 if len(numbers) == len(values):
                     updates[key] = fmean(numbers)
