@@ -91,6 +91,12 @@ class JudgeNoise:
         total = sum(max(part, 0.0) for part in parts if part is not None)
         return max(self.split.judge, 0.0) / total if total > 0 else None
 
+    def to_dict(self) -> dict[str, Any]:
+        split = self.split
+        return {"key": self.key, "label": self.label, "cases": split.cases, "values": split.repeats,
+                "judge_variance": split.judge, "attempts_variance": split.attempt, "cases_variance": split.case,
+                "judge_share": self.judge_share}
+
 
 def judge_noise(results: Sequence[CaseResult]) -> tuple[JudgeNoise, ...]:
     """The variance split of every judged metric with per-repeat values in `results` (a run

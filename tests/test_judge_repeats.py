@@ -191,6 +191,7 @@ def test_a_run_with_repeats_shows_the_variance_split_its_judged_values_give(serv
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     output = tmp_path / "report.xlsx"
     options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(output),
+                         results_path=str(tmp_path / "results.json"),
                          judge_options={"cache_path": str(tmp_path / "cache.sqlite3"), "repeats": 3,
                                         "metrics": ("answer_correctness",), "concurrency": 1})
     outcome = run_pipeline(options, progress=None)
@@ -213,6 +214,12 @@ def test_a_run_with_repeats_shows_the_variance_split_its_judged_values_give(serv
     assert cases_variance == pytest.approx(expected.case)
     assert share == pytest.approx(expected.judge / (expected.judge + max(expected.case, 0.0)))
     assert sd == pytest.approx(expected.judge ** 0.5)
+    (stored,) = json.loads((tmp_path / "results.json").read_text())["judge"]["noise"]
+    assert stored["key"] == "answer_f1" and stored["attempts_variance"] is None
+    assert (stored["cases"], stored["values"]) == (cases, values)
+    assert stored["judge_variance"] == pytest.approx(expected.judge)
+    assert stored["cases_variance"] == pytest.approx(expected.case)
+    assert stored["judge_share"] == pytest.approx(share)
 
 
 def test_a_run_without_repeats_has_no_variance_split(server, tmp_path, monkeypatch):
