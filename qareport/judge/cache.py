@@ -4,8 +4,8 @@ The key is a SHA-256 of the request as sent, minus credentials, and of where it 
 endpoint kind (`chat` or `embeddings`), the endpoint (the base URL without credentials, or the
 litellm route), the model, the full messages or inputs, and every parameter (temperature,
 response_format, ...). A new prompt template, a new model, a new parameter or the same model name on
-another server is a new key. Only replies the judge's checks accepted are stored, so a rerun tries
-failed cases again.
+another server is a new key. With judge repeats, each repeat but the first adds its number to the
+key. Only replies the judge's checks accepted are stored, so a rerun tries failed cases again.
 
 The API key is never part of a key or a value: requests are stored by hash and replies hold only
 the model's output and token usage. One connection, guarded by a lock, serves all threads; WAL mode
