@@ -119,6 +119,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-batch-poll", type=float, metavar="SECONDS",
                        help="the longest interval between two looks at a batch; polling starts at 0.5 s and "
                             "grows by half each time up to it (default 60)")
+    group.add_argument("--judge-repeats", type=int, metavar="N",
+                       help="ask each judgment N times (1 to 20), each its own cache entry; a metric's value is "
+                            "the mean, and Statistics splits its variance into the judge's and the system's "
+                            "(default judge.repeats, 1)")
     group.add_argument("--estimate", action="store_true",
                        help="load and evaluate, then print the judgments needed, how many are cached, their tokens "
                             "and cost (direct and in batches); no API request, nothing written, exit status 0")
@@ -312,6 +316,7 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         "batch": args.judge_batch,
         "batch_wait": args.judge_batch_wait,
         "batch_poll": args.judge_batch_poll,
+        "repeats": args.judge_repeats,
     }
     return {key: value for key, value in options.items() if value is not None}
 

@@ -63,6 +63,9 @@ JUDGED_METRICS = (
     JudgedMetricSpec("retrieval_context_precision", "retrieval context precision (LLM)",
                      "retrieval_context_precision_error", on_steps=True, mark="retrieval_context_precision_cost"),
 )
+REPEATS_SUFFIX = "_repeats"
+"""With `--judge-repeats`, a judged value's per-repeat values are kept under its key and this
+suffix ("answer_f1_repeats": one number per repeat, None for a repeat that gave none)."""
 MOSTLY_FAILED = 0.5  # a metric that failed for more than this share of its cases is flagged
 
 

@@ -31,6 +31,7 @@ from qareport.comparison import (
 from qareport.consistency import CaseConsistency, SuiteConsistency, case_consistency, suite_consistency
 from qareport.digest import Digest, build_digest
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
+from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import Kind, Table
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
@@ -72,6 +73,7 @@ class Report:
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
     side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
     agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
+    judge_noise: tuple[JudgeNoise, ...] = ()  # with judge repeats: each judged metric's variance split
     grades: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
     overview: CaseTable = field(default_factory=lambda: CaseTable((), ()))
@@ -158,6 +160,7 @@ def build_report(
         side_by_side=(side_by_side(comparison, baseline.cases, rows)
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
+        judge_noise=judge_noise(results) if run.judge_usage is not None else (),
         grades=kinds.grade_counts(results),
         overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
                                 consistency=consistency, templates_dir=templates_dir),

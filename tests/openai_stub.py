@@ -254,6 +254,7 @@ class Fault:
     sleep: wait this long first (then answer normally, unless status or content is set);
     content: answer 200 with this message content (chat only).
     data: rewrite the `data` items of a 200 embeddings reply (embeddings only).
+    reply: answer 200 with this JSON as the whole chat reply (chat only): a malformed completion.
     `path`: "chat", "embeddings" or None for either.
     """
 
@@ -262,6 +263,7 @@ class Fault:
     sleep: float = 0.0
     content: str | None = None
     data: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    reply: Any = None
     path: str | None = None
     message: str = "stub fault"
 
@@ -529,7 +531,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -594,7 +596,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized(stub):
             return 401
         status, payload, headers = reply_to(stub, kind, body, fault)
-        if status == 200 and kind == "chat":
+        if status == 200 and kind == "chat" and not (fault is not None and fault.reply is not None):
             record.reply = payload["choices"][0]["message"]["content"]
         self._send(status, payload, headers)
         return status
@@ -777,6 +779,8 @@ def reply_to(stub: StubOpenAI, kind: str, body: dict[str, Any],
         if fault is not None and fault.data is not None:
             payload["data"] = fault.data(payload["data"])
         return 200, payload, {}
+    if fault is not None and fault.reply is not None:  # a whole malformed chat reply
+        return 200, fault.reply, {}
     if fault is not None and fault.content is not None:
         content = fault.content
     else:

@@ -7,7 +7,8 @@ response_format, ...). A new prompt template, a new model, a new parameter or th
 another server is a new key. Only replies the judge's checks accepted are stored, so a rerun tries
 failed cases again. A batch run (`judge.batch`) also keeps here, under keys of their own, the
 batches it submitted (kind `batch`) and the replies they gave until the run has checked them (kind
-`batch_reply`): see `qareport.judge.batch`.
+`batch_reply`): see `qareport.judge.batch`. With judge repeats, each repeat but the first
+adds its number to the key.
 
 The API key is never part of a key or a value: requests are stored by hash and replies hold only
 the model's output and token usage. One connection, guarded by a lock, serves all threads; WAL mode
@@ -41,14 +42,18 @@ SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside the database, checked as it is."""
 
 
-def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str, attempt: int | None = None) -> str:
+def cache_key(kind: str, request: Mapping[str, Any], *, endpoint: str, attempt: int | None = None,
+              repeat: int = 0) -> str:
     """A stable hash of one request to `endpoint`: the same request to the same endpoint always
     gives the same key. `attempt`: which attempt of a case answered several times the request
     judges, so that two attempts' identical answers are judged (and cached) apart; None, for a case
-    run once, leaves the key as it always was."""
+    run once, leaves the key as it always was. `repeat`: which repeat of a judgment asked several
+    times (`--judge-repeats`) the request is; the first (0) has the key of a run without repeats."""
     keyed: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": kind, "endpoint": endpoint, "request": request}
     if attempt is not None:
         keyed["attempt"] = attempt
+    if repeat:
+        keyed["repeat"] = repeat
     canonical = json.dumps(
         keyed,
         sort_keys=True,
@@ -97,6 +102,9 @@ class JudgeCache:
             connection.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
             try:
                 connection.execute("PRAGMA journal_mode = WAL")
+                # with WAL, NORMAL syncs at checkpoints, not at every reply stored: a crash may lose
+                # the last replies (asked again on the next run), never the file's consistency
+                connection.execute("PRAGMA synchronous = NORMAL")
             except sqlite3.OperationalError as error:  # e.g. a network file system: fall back to the default
                 if _locked(error):
                     raise

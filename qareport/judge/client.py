@@ -27,8 +27,10 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
@@ -62,6 +64,21 @@ the judge is taken to be down: the calls not yet sent are not sent."""
 REFUSED_REQUEST = frozenset({400, 413, 422})
 """HTTP statuses by which a server that works refuses one request (too long, filtered, malformed): that
 case's metric failed, as with a reply that cannot be used; the judge did not fail, and other calls go on."""
+
+
+_REPEAT: ContextVar[int] = ContextVar("qareport_judge_repeat", default=0)
+
+
+@contextmanager
+def asking_repeat(number: int) -> Iterator[None]:
+    """Within the block, in this thread, chat judgments are repeat `number` of a judgment asked
+    several times (0: the first): each repeat has its own cache entries (`cache.cache_key`).
+    Embeddings are keyed by their inputs alone: the same texts have the same vectors."""
+    token = _REPEAT.set(number)
+    try:
+        yield
+    finally:
+        _REPEAT.reset(token)
 
 
 class RetryCounter:
@@ -176,6 +193,56 @@ def scrub(text: str, settings: JudgeSettings) -> str:
     if key and key != PLACEHOLDER_API_KEY:
         text = text.replace(key, "***")
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class _ChatReply:
+    """What the judge reads of a chat completion: its model, token usage (`has_usage` False when
+    the reply gave none), and the first choice's content, refusal and finish reason."""
+
+    model: str | None
+    has_usage: bool
+    input_tokens: int
+    output_tokens: int
+    content: str | None
+    refusal: str | None
+    finish_reason: str | None
+
+    @classmethod
+    def of_json(cls, data: Any) -> _ChatReply:
+        """From the reply's JSON as sent; what is missing or of another type is read as absent."""
+        data = data if isinstance(data, dict) else {}
+        usage = data.get("usage")
+        choices = data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        message = message if isinstance(message, dict) else {}
+        return cls(_text_or_none(data.get("model")), isinstance(usage, dict),
+                   _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"),
+                   _text_or_none(message.get("content")), _text_or_none(message.get("refusal")),
+                   _text_or_none(choice.get("finish_reason")))
+
+    @classmethod
+    def of_object(cls, completion: Any) -> _ChatReply:
+        """From a completion object (litellm's, shaped as the SDK's)."""
+        usage = completion.usage
+        choice = completion.choices[0] if completion.choices else None
+        message = choice.message if choice is not None else None
+        return cls(completion.model, usage is not None,
+                   (usage.prompt_tokens or 0) if usage is not None else 0,
+                   (usage.completion_tokens or 0) if usage is not None else 0,
+                   message.content if message is not None else None,
+                   getattr(message, "refusal", None) if message is not None else None,
+                   choice.finish_reason if choice is not None else None)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _tokens(usage: Any, name: str) -> int:
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class JudgeClient:
@@ -310,7 +377,7 @@ class JudgeClient:
         return request
 
     def _chat_key(self, request: Mapping[str, Any], attempt: int | None) -> str:
-        return cache_key("chat", request, endpoint=self._chat_endpoint, attempt=attempt)
+        return cache_key("chat", request, endpoint=self._chat_endpoint, attempt=attempt, repeat=_REPEAT.get())
 
     def _remember_failure(self, metric: str, messages: list[dict[str, str]], message: str,
                           attempt: int | None) -> None:
@@ -343,41 +410,41 @@ class JudgeClient:
                     return checked
         reserved = 0.0
         if batched is not None:
-            completion = read_batch_reply(openai.types.chat.ChatCompletion, batched)
+            reply = _ChatReply.of_object(read_batch_reply(openai.types.chat.ChatCompletion, batched))
         elif self.batch is not None:
             raise self.batch.defer(key, "chat", request)  # asked in the next batch, not sent
         else:
             reserved = self._admit("chat", metric, request)
             try:
-                completion = self._send(lambda: self._chat_client.chat.completions.create(**request), ledger)
+                if self._litellm is not None and self._chat_client is self._litellm:
+                    reply = _ChatReply.of_object(self._send(
+                        lambda: self._chat_client.chat.completions.create(**request), ledger))
+                else:
+                    # the request dict as the JSON body and the reply's JSON as a dict: the same HTTP
+                    # exchange, retries and errors as `chat.completions.create`, without the SDK's
+                    # typed-parameter transform and reply model, which were a third of a call's CPU time
+                    reply = _ChatReply.of_json(self._send(
+                        lambda: self._client.post("/chat/completions", body=request, cast_to=object), ledger))
             except BaseException:
                 self._settle(reserved, 0.0)
                 raise
-        usage = completion.usage
-        if usage is None:
-            cost = None
-            input_tokens = output_tokens = 0
-        else:
-            input_tokens = usage.prompt_tokens or 0
-            output_tokens = usage.completion_tokens or 0
-            cost = self._prices.cost((self.settings.model, completion.model), input_tokens, output_tokens,
-                                     batch=batched is not None)
+        input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
+        cost = None if not reply.has_usage else self._prices.cost(
+            (self.settings.model, reply.model), input_tokens, output_tokens, batch=batched is not None)
         self._settle(reserved, cost)
         with self._lock:
             self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
         ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
-        choice = completion.choices[0] if completion.choices else None
-        content = choice.message.content if choice is not None else None
-        refusal = getattr(choice.message, "refusal", None) if choice is not None else None
-        if refusal and not content:
-            raise JudgeOutputError(f"the judge refused: {preview(refusal)}", None)
-        if choice is not None and choice.finish_reason == "length":
+        content = reply.content
+        if reply.refusal and not content:
+            raise JudgeOutputError(f"the judge refused: {preview(reply.refusal)}", None)
+        if reply.finish_reason == "length":
             raise JudgeOutputError("the reply was cut off at the token limit", content)
         checked = check(content)
         if self._cache is not None:
             value = {
                 "content": content,
-                "model": completion.model,
+                "model": reply.model,
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
             }
             self._cache.put(key, kind="chat", model=self.chat_model, value=value)

@@ -46,7 +46,7 @@ ALIASES = {"use_cache": "cache", "cache_file": "cache_path"}
 """Older names of the `judge:` section's keys."""
 NOT_EVALUATED = "answer correctness, answer relevance and the retrieval-answer metrics are not evaluated"
 CHECKED = ("model", "embedding_model", "timeout", "max_retries", "concurrency", "relevance_questions",
-           "temperature", "response_format", "batch", "batch_poll")
+           "temperature", "response_format", "batch", "batch_poll", "repeats")
 """Settings that are the `JudgeSettings` field of their name, checked as it declares."""
 ERROR = JudgeSettingsError
 

@@ -12,11 +12,13 @@ work at all (an unknown metric) raise `JudgeError`.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import queue
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import partial
+from statistics import fmean
 from typing import Any
 
 import jinja2
@@ -26,7 +28,7 @@ from qareport.judge import answer_correctness, answer_relevance, custom_metric, 
 from qareport.judge.answer_relevance import GeneratedQuestions, decode_vectors, encode_vectors
 from qareport.judge.batch import BatchJudging, batch_problem
 from qareport.judge.checks import check_embeddings
-from qareport.judge.client import JudgeClient
+from qareport.judge.client import JudgeClient, asking_repeat
 from qareport.judge.cost import (
     BATCH_DISCOUNT,
     BUDGET_WORDS,
@@ -42,6 +44,7 @@ from qareport.judge.prices import PRICES_CHECKED, PriceTable
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
+from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX
 from qareport.kinds.answers import answer_text
 from qareport.progress import OnProgress, ProgressEvent, no_progress
 from qareport.qa import order_result_keys
@@ -53,6 +56,8 @@ ERROR_KEYS = {
     **retrieval_answer.ERROR_KEYS,
 }
 COST_KEYS = {metric: f"{metric}_cost" for metric in ALL_METRICS}
+REPEATED_VALUES = frozenset(spec.key for spec in JUDGED_METRICS)
+"""The judged values whose repeats are listed beside them (`<key>_repeats`) when judgments are repeated."""
 
 EMBEDDING_BATCH_INPUTS = 256
 EMBEDDING_BATCH_CHARS = 400_000
@@ -145,6 +150,7 @@ class _Outcome:
     metric: str
     step: int | None
     ledger: Ledger = field(default_factory=Ledger)
+    repeat: int = 0  # which repeat of the judgment (--judge-repeats)
     updates: dict[str, Any] = field(default_factory=dict)
     error: bool = False
     not_judged: bool = False  # the error is that the judgment could not be obtained
@@ -154,14 +160,15 @@ class _Outcome:
 
 @dataclass(frozen=True, slots=True)
 class _Task:
-    """One metric of one case, to be run by a worker."""
+    """One metric of one case (one repeat of it), to be run by a worker."""
 
     case: int
     metric: str
-    run: Callable[[], _Outcome]
+    run: Callable[[int], _Outcome]
+    repeat: int = 0
 
     def __call__(self) -> _Outcome:
-        return self.run()
+        return self.run(self.repeat)
 
 
 class _Progress:
@@ -259,7 +266,7 @@ class Judge:
         for index, result in enumerate(results):
             if result.get("status") != "success":
                 continue
-            for item in self._plan(index, result, chosen):
+            for item in self._repeated(self._plan(index, result, chosen)):
                 if isinstance(item, _Outcome):
                     ready.append(item)
                 else:
@@ -273,19 +280,22 @@ class Judge:
         not_judged: list[str] = []  # the error of each judgment not obtained
 
         def settle(outcome: _Outcome) -> None:
-            """A metric of a case is complete: count it, and finish the case if it was the last."""
+            """A metric (a repeat of it) of a case is complete: count it, and finish the case if it
+            was the last."""
             progress_bar.advance(outcome.ledger)
             ledgers.append((outcome.metric, outcome.ledger))
-            if outcome.error:
-                errors[outcome.metric] = errors.get(outcome.metric, 0) + 1
-            if outcome.not_judged:
-                not_judged.append(next((value for value in outcome.updates.values()
-                                        if isinstance(value, str) and value.startswith(NOT_JUDGED)), NOT_JUDGED))
             outcomes_by_case.setdefault(outcome.case, []).append(outcome)
             pending_by_case[outcome.case] -= 1
             if pending_by_case[outcome.case] == 0:
-                judged[outcome.case] = _judged_copy(results[outcome.case], outcomes_by_case.pop(outcome.case),
-                                                    order=chosen)
+                complete = _combine_repeats(outcomes_by_case.pop(outcome.case))
+                for done in complete:
+                    if done.error:
+                        errors[done.metric] = errors.get(done.metric, 0) + 1
+                    if done.not_judged:
+                        not_judged.append(next((value for value in done.updates.values()
+                                                if isinstance(value, str) and value.startswith(NOT_JUDGED)),
+                                               NOT_JUDGED))
+                judged[outcome.case] = _judged_copy(results[outcome.case], complete, order=chosen)
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
@@ -295,12 +305,25 @@ class Judge:
         try:
             for outcome in ready:
                 settle(outcome)
-            running: dict[futures.Future[Any], str] = {executor.submit(task): "task" for task in tasks}
+            # each future puts itself in `completed` when done: waiting on the queue costs the same
+            # however many futures are pending (futures.wait over all of them grew with the run)
+            completed: queue.SimpleQueue[futures.Future[Any]] = queue.SimpleQueue()
+            running: dict[futures.Future[Any], str] = {}
+
+            def submit(work: Callable[[], Any], kind: str) -> None:
+                future = executor.submit(work)
+                running[future] = kind
+                future.add_done_callback(completed.put)
+
+            for task in tasks:
+                submit(task, "task")
             waiting: list[_Outcome] = []
             waiting_inputs = 0
             tasks_left = len(tasks)
             while running:
-                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                done = [completed.get()]
+                while not completed.empty():
+                    done.append(completed.get())
                 for future in done:
                     if running.pop(future) == "task":
                         tasks_left -= 1
@@ -328,7 +351,7 @@ class Judge:
                     batch, waiting = (waiting[:1], waiting[1:]) if batches is not None else _take_batch(waiting)
                     waiting_inputs -= sum(len(o.waiting.inputs) for o in batch if o.waiting)
                     tries = 1 if batches is None else 0  # a batch's reply is the same when asked again
-                    running[executor.submit(self._embed_batch, batch, tries_left=tries)] = "embeddings"
+                    submit(partial(self._embed_batch, batch, tries_left=tries), "embeddings")
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
         if batches is not None:  # the batch replies used are in the cache now, as direct replies are
@@ -381,7 +404,7 @@ class Judge:
         for index, result in enumerate(results):
             if result.get("status") != "success":
                 continue
-            for item in self._plan(index, result, chosen):
+            for item in self._repeated(self._plan(index, result, chosen)):
                 if not isinstance(item, _Task):
                     continue
                 outcome = item()
@@ -423,7 +446,7 @@ class Judge:
             for index, result in enumerate(results):
                 if result.get("status") != "success":
                     continue
-                for item in self._plan(index, result, chosen):
+                for item in self._repeated(self._plan(index, result, chosen)):
                     if not isinstance(item, _Task):
                         continue
                     try:
@@ -552,15 +575,25 @@ class Judge:
         evaluation = self._custom.get(metric)
         return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
 
+    def _repeated(self, planned: Iterable[_Outcome | Callable[[], _Outcome]],
+                  ) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+        """The planned work with each task asked `settings.repeats` times (repeat 0 as planned)."""
+        for item in planned:
+            yield item
+            if isinstance(item, _Task):
+                for number in range(1, self.settings.repeats):
+                    yield replace(item, repeat=number)
+
     def _task(self, attempt: int | None, index: int, metric: str, step: int | None,
               compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> _Task:
         """One metric of one result; its chat requests are cached under the result's `attempt` too
-        (see `attempt_of`)."""
-        def work() -> _Outcome:
-            outcome = _Outcome(index, metric, step)
+        (see `attempt_of`) and, asked again (`settings.repeats`), under each repeat's number."""
+        def work(repeat: int) -> _Outcome:
+            outcome = _Outcome(index, metric, step, repeat=repeat)
             outcome.ledger.attempt = attempt
             try:
-                produced = compute(outcome.ledger)
+                with asking_repeat(repeat):
+                    produced = compute(outcome.ledger)
             except JudgeCallFailed as error:
                 outcome.updates = self._failed(metric, NOT_JUDGED + str(error))
                 outcome.error = outcome.not_judged = True
@@ -663,6 +696,46 @@ class Judge:
             self._client.store_embeddings(generated.key, encode_vectors(case_vectors))
             _complete_relevance(outcome, case_vectors)
         return ledger, batch
+
+
+def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
+    """One outcome per judgment (a metric of the case, or of one of its steps) from the outcomes
+    of its repeats. Without repeats, the outcomes as they are. With them: when no repeat gave a
+    value, the first repeat's outcome (its error), as a judgment without repeats; otherwise the
+    first repeat with a value, each of its scores (its judged value, and any other float) replaced
+    by the mean over the repeats with a value, its counts and reason kept, and beside each judged value the list of the
+    repeats' values (`<key>_repeats`, None for a repeat that gave none). The cost is every
+    repeat's."""
+    groups: dict[tuple[str, int | None], list[_Outcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault((outcome.metric, outcome.step), []).append(outcome)
+    combined = []
+    for group in groups.values():
+        if len(group) == 1:
+            combined.append(group[0])
+            continue
+        group.sort(key=lambda o: o.repeat)
+        valued = [o for o in group if not o.error]
+        first = valued[0] if valued else group[0]
+        updates = dict(first.updates)
+        for key, value in first.updates.items():
+            if key.endswith("_cost"):
+                costs = [o.updates.get(key) for o in group]
+                updates[key] = None if any(c is None for c in costs) else sum(costs)
+            elif valued and _number(value) and (isinstance(value, float) or key in REPEATED_VALUES):
+                values: list[Any] = [o.updates.get(key) for o in valued]
+                numbers = [float(v) for v in values if _number(v)]
+                if len(numbers) == len(values):
+                    updates[key] = fmean(numbers)
+                    if key in REPEATED_VALUES:
+                        updates[key + REPEATS_SUFFIX] = [o.updates.get(key) if not o.error else None for o in group]
+        combined.append(_Outcome(first.case, first.metric, first.step, first.ledger, updates=updates,
+                                 error=first.error, not_judged=first.not_judged))
+    return combined
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _complete_relevance(outcome: _Outcome, vectors: list[list[float]]) -> None:

@@ -89,6 +89,7 @@ class JudgeSettings:
     batch: Annotated[bool, Strict()] = False  # judge through the Batch API (judge.batch)
     batch_wait: Annotated[float, Field(ge=0)] | None = None  # seconds to wait for batches (None: to the end; 0: submit)
     batch_poll: Annotated[float, Field(ge=0.01)] = 60.0  # the longest interval between two looks at a batch, in seconds
+    repeats: Annotated[int, Field(ge=1, le=20)] = 1  # times each judgment is asked; the value is the mean (judge_noise)
 
     @property
     def is_azure(self) -> bool:
@@ -127,6 +128,8 @@ class JudgeSettings:
             described["budget_usd"] = self.budget_usd
         if self.batch:
             described["batch"] = True
+        if self.repeats != 1:
+            described["repeats"] = self.repeats
         if self.custom_evaluations:
             described["custom_evaluations"] = [evaluation.name for evaluation in self.custom_evaluations]
         if self.correctness_prompt is not None:
@@ -187,4 +190,5 @@ CONFIG_KEYS = {
     "batch": "judge through the OpenAI Batch API, at batch prices (default false; --judge-batch)",
     "batch_wait": "seconds to wait for batches, 0 to submit and stop (default: until they end; --judge-batch-wait)",
     "batch_poll": "longest interval between two looks at a batch, in seconds (default 60; --judge-batch-poll)",
+    "repeats": "times each judgment is asked, 1 to 20; a metric's value is the mean (default 1; --judge-repeats)",
 }

@@ -16,6 +16,7 @@ from qareport.comparison import SCORE_BINS, noise_words
 from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
+from qareport.judge_noise import JudgeNoise
 from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table, metric_label
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS
@@ -341,6 +342,37 @@ def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None)
             tables.ws.cell(first + offset, 5).fill = styles.REGRESSION_FILL
 
 
+NOISE_TITLE = "The judge's noise and the system's"
+
+
+def write_judge_noise(tables: TableWriter, noise: Sequence[JudgeNoise]) -> None:
+    """With judge repeats: per judged metric, the variance between repeats of a judgment (the
+    judge's), between attempts of a case and between cases (the system's), and the judge's share."""
+    if not noise:
+        return
+    tables.section(NOISE_TITLE, (
+        "Each judgment was asked several times (--judge-repeats); a case's value is the mean over its repeats. "
+        "Variances of a case's value, split as a nested random-effects ANOVA: judge = mean variance between the "
+        "repeats of a judgment; attempts = between the attempts of a case, beyond the repeats (empty with one "
+        "attempt per case: then the cases column holds it too); cases = between cases, beyond both. A share of "
+        "the judge near 100 % means the metric's differences are mostly the judge's noise. Estimates are "
+        "unbiased and may come out below zero by chance (counted as zero in the share)."))
+    rows = [(item.label, item.split.cases, item.split.repeats, item.split.judge, item.split.attempt,
+             item.split.case, item.judge_share,
+             math.sqrt(item.split.judge) if item.split.judge is not None and item.split.judge > 0 else None)
+            for item in noise]
+    tables.table(
+        ("metric", "cases", "values", "judge variance", "attempts variance", "cases variance", "judge's share",
+         "judge SD"),
+        rows,
+        (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[VARIANCE_FORMAT] * 3, styles.PERCENT_FORMAT,
+         styles.SCORE_FORMAT),
+    )
+
+
+VARIANCE_FORMAT = "0.00000"
+
+
 def _judged_note(metric: JudgedMetric) -> str | None:
     notes = []
     if metric.mostly_failed:
@@ -499,6 +531,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     distribution = write_distribution(tables, report.score_distributions)
     write_judged_metrics(tables, report.judged)
     write_judge_agreement(tables, report.agreement)
+    write_judge_noise(tables, report.judge_noise)
     write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
     styles.set_widths(ws, widths)

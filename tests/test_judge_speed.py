@@ -1,0 +1,104 @@
+"""The direct judge's speed without changing what it judges (issue 21, item 6): how it reads
+replies, waits for its workers and stores replies. The figures are benchmarks/bench_judge.py's."""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import pytest
+from openai_stub import Fault, serve_stub
+
+from qareport.judge import Judge, JudgeSettings
+from qareport.judge.cache import JudgeCache
+
+
+@pytest.fixture
+def server():
+    with serve_stub() as stub:
+        yield stub
+
+
+def settings_for(server, tmp_path, **overrides) -> JudgeSettings:
+    values = dict(base_url=server.url, api_key="sk-test", cache_path=str(tmp_path / "judge.sqlite3"),
+                  timeout=5.0, max_retries=0, metrics=("answer_correctness",))
+    values.update(overrides)
+    return JudgeSettings(**values)
+
+
+def qa(n: int) -> dict:
+    return {"question_id": f"q{n}", "question_text": f"question {n}?", "status": "success",
+            "reference_answer": f"a{n}; b{n}", "actual_answer": f"a{n}; c{n}"}
+
+
+@pytest.mark.parametrize("reply", [
+    {"id": "chatcmpl-x", "object": "chat.completion", "model": "gpt-4o-mini"},
+    {"id": "chatcmpl-x", "choices": [], "usage": None},
+    {"choices": [{"message": None, "finish_reason": "stop"}]},
+    {"choices": "not a list", "usage": {"prompt_tokens": "many"}},
+    ["not", "an", "object"],
+])
+def test_a_malformed_chat_completion_fails_that_cases_metric_with_a_message_and_the_run_goes_on(
+        server, tmp_path, reply):
+    server.script(Fault(reply=reply), Fault(reply=reply))  # the first request and its corrective retry
+    with Judge(settings_for(server, tmp_path, concurrency=1)) as judge:
+        run = judge.judge_results([qa(0), qa(1)])
+    failed = [r for r in run.results if "answer_eval_error" in r]
+    assert len(failed) == 1 and "answer_f1" not in failed[0]
+    assert "could not be used" in failed[0]["answer_eval_error"]
+    assert sum("answer_f1" in r for r in run.results) == 1
+    assert run.failure is None  # the judge answered: the reply, not the call, failed
+
+
+def test_a_reply_read_from_json_gives_the_same_keys_usage_and_cache_as_before(server, tmp_path):
+    server.usage = (120, 30)
+    with Judge(settings_for(server, tmp_path)) as judge:
+        first = judge.judge_results([qa(0)])
+        again = judge.judge_results([qa(0)])
+    judged = first.results[0]
+    assert (judged["answer_reference_claims_count"], judged["answer_actual_claims_count"],
+            judged["answer_matching_claims_count"], judged["answer_f1"]) == (2, 2, 1, 0.5)
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (120, 30)
+    assert first.usage.cost_usd == pytest.approx((120 * 0.15 + 30 * 0.60) / 1e6)
+    assert again.usage.calls == 0 and again.usage.cached_calls == 1
+    assert again.results[0]["answer_f1"] == 0.5
+    body = server.requests[0].body
+    assert set(body) == {"model", "messages", "temperature", "response_format"}
+
+
+def _runner_thread_cpu(settings: JudgeSettings, cases: int) -> float:
+    """CPU time of the thread that runs `judge_results` (the workers' is not counted); the
+    garbage collector is held off, whose passes grow with everything alive in the test process."""
+    results = [qa(n) for n in range(cases)]
+    with Judge(settings) as judge:
+        gc.disable()
+        try:
+            started = time.thread_time()
+            run = judge.judge_results(results)
+            spent = time.thread_time() - started
+        finally:
+            gc.enable()
+    assert run.usage.calls == cases
+    return spent
+
+
+def test_the_runners_wait_for_finished_work_does_not_grow_with_the_work_still_pending(server, tmp_path):
+    """futures.wait(FIRST_COMPLETED) over every pending future cost the runner's thread time in
+    proportion to the tasks still pending at every wake-up: with replies coming one by one, quadratic
+    in the cases (measured: 8 times the cases took 35 times the CPU)."""
+    server.latency = 0.004
+    settings = settings_for(server, tmp_path, use_cache=False, concurrency=8)
+    small = min(_runner_thread_cpu(settings, 200) for _ in range(2))
+    large = _runner_thread_cpu(settings, 1600)
+    assert large / small < 16  # 8 times the cases: linear is about 8, quadratic about 64
+
+
+def test_the_cache_syncs_the_disk_at_checkpoints_not_at_every_reply_stored(tmp_path):
+    cache = JudgeCache(tmp_path / "judge.sqlite3")
+    try:
+        connection = cache._connection
+        assert connection is not None
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert connection.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    finally:
+        cache.close()
