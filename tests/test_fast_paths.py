@@ -121,6 +121,16 @@ def _cells_or_error(read, var, bindings):
 @given(bindings=_bindings | _uniform, var=st.sampled_from(["a", "b"]))
 def test_a_column_read_whole_is_the_column_read_cell_by_cell(bindings, var):
     assert _cells_or_error(tables._read_column, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+    whole = tables._read_uniform_column(var, bindings)  # short columns are read cell by cell: ask it directly
+    if whole is not None:
+        assert _cells_or_error(lambda *_: whole, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+
+
+@settings(max_examples=100, deadline=None)
+@given(bindings=_uniform, var=st.just("a"), copies=st.integers(min_value=2, max_value=4))
+def test_a_long_column_read_whole_is_the_column_read_cell_by_cell(bindings, var, copies):
+    longer = bindings * copies  # beyond SHORT_COLUMN rows, where `_read_column` reads the whole column
+    assert _cells_or_error(tables._read_column, var, longer) == _cells_or_error(tables._read_cells, var, longer)
 
 
 def test_a_column_kept_for_a_question_is_never_another_lists():

@@ -338,9 +338,16 @@ def _column(var: Any, bindings: list[Any]) -> Column:
     return column_once(bindings, var, _read_column)
 
 
+SHORT_COLUMN = 8
+"""Columns of at most this many rows are read cell by cell: the whole-column reading's passes cost
+more than they save on a few cells (the common question's result has one to five rows)."""
+
+
 def _read_column(var: Any, bindings: list[Any]) -> Column:
-    """The cells of `var` down the rows. A column of one kind of term, as nearly all are, is read
-    a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
+    """The cells of `var` down the rows. A longer column of one kind of term, as nearly all are, is
+    read a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
+    if len(bindings) <= SHORT_COLUMN:
+        return _read_cells(var, bindings)
     column = _read_uniform_column(var, bindings)
     return _read_cells(var, bindings) if column is None else column
 
@@ -393,6 +400,7 @@ def _read_cells(var: Any, bindings: list[Any]) -> Column:
     """The cells of `var` down the rows, one by one, whatever the bindings hold (see `cell_key`)."""
     cells: list[Cell] = []
     append = cells.append
+    typed = _typed_keys.tables
     for binding in bindings:
         term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)  # noqa: SIM401 - a mapping may have no get()
         if term is _ABSENT:
@@ -406,7 +414,12 @@ def _read_cells(var: Any, bindings: list[Any]) -> Column:
                 append(UNBOUND if value is None else value if type(value) is str else str(value))
                 continue
             if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
-                append(_typed_keys.keys(term.get("type"), datatype, [value])[0])
+                kind = term.get("type")
+                try:
+                    known = typed[(kind, datatype)].get(value)
+                except (KeyError, TypeError):  # a kind not met yet, or one that cannot be a key
+                    known = None
+                append(_typed_keys.keys(kind, datatype, [value])[0] if known is None else known)
                 continue
         append(cell_key(term))
     return tuple(cells)
@@ -420,15 +433,15 @@ class _TypedKeys:
     KEPT = 65536
 
     def __init__(self) -> None:
-        self._tables: dict[tuple[Any, str], dict[str, Hashable]] = {}
+        self.tables: dict[tuple[Any, str], dict[str, Hashable]] = {}  # read directly by `_read_cells`
         self._count = 0
 
     def keys(self, kind: Any, datatype: str, values: list[str]) -> list[Cell]:
         """The keys of text values of terms of this type and datatype, as `cell_key` makes them
         (TypeError when the type cannot be a key)."""
-        table = self._tables.get((kind, datatype))
+        table = self.tables.get((kind, datatype))
         if table is None:
-            table = self._tables[(kind, datatype)] = {}
+            table = self.tables[(kind, datatype)] = {}
         keys = list(map(table.get, values))
         if None in keys:  # values not converted yet (a key is never None)
             convert = typed_text_converter(kind, datatype)
@@ -436,13 +449,13 @@ class _TypedKeys:
                 if key is None:
                     if self._count >= self.KEPT:
                         self.clear()
-                        self._tables[(kind, datatype)] = table = {}
+                        self.tables[(kind, datatype)] = table = {}
                     keys[index] = table[values[index]] = convert(values[index])
                     self._count += 1
         return keys
 
     def clear(self) -> None:
-        self._tables.clear()
+        self.tables.clear()
         self._count = 0
 
 
