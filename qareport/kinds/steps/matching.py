@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from qareport.describing import describe_value
 from qareport.kinds.steps.parsed_outputs import question_scope
@@ -60,9 +60,9 @@ SIX_ONLY_STEPS = ("retrieve_data_points", "retrieve_time_series", "iri_discovery
 """Reference steps only graphrag-eval 6.x's rules score (5.x has no comparison for them)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StepMatch:
-    """A reference step and the actual step that reproduced its output."""
+class StepMatch(NamedTuple):
+    """A reference step and the actual step that reproduced its output (a named tuple, made
+    several times faster than a frozen dataclass)."""
 
     reference_index: int  # 0-based, within its group
     actual_index: int  # 0-based, within the actual steps
@@ -274,11 +274,11 @@ def _mean_of_group_scores(groups: Sequence[Sequence[Mapping[str, Any]]], matches
 def _failed_calls(actual_steps: Any) -> tuple[FailedCall, ...]:
     if not _is_list(actual_steps):
         return ()
-    return tuple(
+    return tuple([
         FailedCall(index=index, id=step.get("id"), name=step.get("name"), error=_text_or_none(step.get("error")))
         for index, step in enumerate(actual_steps)
-        if isinstance(step, Mapping) and step.get("status") == "error"
-    )
+        if (type(step) is dict or isinstance(step, Mapping)) and step.get("status") == "error"
+    ])
 
 
 def _failed_retrieval_notes(actual_steps: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -326,10 +326,12 @@ def _checked_group(group: Any, what: str, in_group: str) -> Sequence[Mapping[str
                else "put in it the steps the system must call, or remove it")
         raise ReferenceStepsError(f"{what} of 'reference_steps' is empty; {fix}.")
     for index, step in enumerate(group):
-        if not isinstance(step, Mapping) or "name" not in step:
+        if (type(step) is not dict and not isinstance(step, Mapping)) or "name" not in step:
             raise ReferenceStepsError(f"reference step {index + 1} {in_group} has no 'name'; name the tool the step "
                                       "calls.")
-        _require_hashable(step["name"], f"the 'name' of reference step {index + 1} {in_group}", ReferenceStepsError)
+        if type(step["name"]) is not str:
+            _require_hashable(step["name"], f"the 'name' of reference step {index + 1} {in_group}",
+                              ReferenceStepsError)
     return cast(Sequence[Mapping[str, Any]], group)
 
 
@@ -382,7 +384,7 @@ def _check_actual_steps(actual_steps: Any) -> None:
             "give the tool calls in the order they were made."
         )
     for index, step in enumerate(actual_steps):
-        if not isinstance(step, Mapping):
+        if type(step) is not dict and not isinstance(step, Mapping):
             raise StepsError(
                 f"actual step {index + 1} must be an object with 'name', 'status' and 'output' "
                 f"(got {describe_value(step)})."
@@ -391,7 +393,7 @@ def _check_actual_steps(actual_steps: Any) -> None:
             raise StepsError(f"actual step {index + 1} has no 'name'; name the tool the step called.")
         if "status" not in step:
             raise StepsError(f"{actual_label(index, step)} has no 'status'; set it to 'success' or 'error'.")
-        if step["status"] == "success":
+        if step["status"] == "success" and type(step["name"]) is not str:
             _require_hashable(step["name"], f"the 'name' of actual step {index + 1}")
 
 

@@ -13,9 +13,8 @@ questions at the same time keep apart.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 import orjson
@@ -38,18 +37,24 @@ class _Kept:
 _scope: ContextVar[_Kept | None] = ContextVar("qareport_question_outputs", default=None)
 
 
-@contextmanager
-def question_scope() -> Iterator[None]:
+class question_scope:
     """Parse each output text once, and read each column once, within the block (a block within
-    another shares the outer one's)."""
-    if _scope.get() is not None:
-        yield
-        return
-    token = _scope.set(_Kept())
-    try:
-        yield
-    finally:
-        _scope.reset(token)
+    another shares the outer one's). A class rather than a generator: it is entered for every
+    question and every verdict, where a generator's set-up was a measurable share of scoring."""
+
+    __slots__ = ("_token",)
+
+    def __init__(self) -> None:
+        self._token: Token[_Kept | None] | None = None
+
+    def __enter__(self) -> None:
+        if _scope.get() is None:
+            self._token = _scope.set(_Kept())
+
+    def __exit__(self, *exception: object) -> None:
+        if self._token is not None:
+            _scope.reset(self._token)
+            self._token = None
 
 
 def parsed_json(output: Any) -> Any:
