@@ -136,7 +136,10 @@ def index_responses(chat_responses: Mapping[str, dict[str, Any]] | list[dict[str
         return dict(chat_responses)
     indexed: dict[Any, Any] = {}
     for number, record in enumerate(_as_list(chat_responses, "the responses"), start=1):
-        key = next((k for k in RESPONSE_ID_KEYS if isinstance(record, Mapping) and k in record), None)
+        if type(record) is dict and "question_id" in record:  # the common record, without the search below
+            key: str | None = "question_id"
+        else:
+            key = next((k for k in RESPONSE_ID_KEYS if isinstance(record, Mapping) and k in record), None)
         if key is None:
             raise ValueError(
                 f"response {number} does not name its question; give it a 'question_id'."

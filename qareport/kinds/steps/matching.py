@@ -188,7 +188,7 @@ class _Matcher:
         pair = StepPair(reference, self.actual_steps[actual_index], reference_index, actual_index, place,
                         self.semantics)
         comparison = compare_pair(pair)
-        if comparison.note:
+        if comparison.note is not None:
             self.notes.append(f"{pair.actual_label} against {pair.reference_label}: {comparison.note}")
         return comparison.score
 
@@ -220,16 +220,18 @@ class _Matcher:
 
     def match_all_groups(self, groups: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[StepMatch, ...]:
         matches: list[StepMatch] = []
-        search_upto = len(self.actual_steps)
+        actual_steps = self.actual_steps
+        search_upto = len(actual_steps)
         for group_index in reversed(range(len(groups))):
             group = groups[group_index]
             place = f"of group {group_index + 1}"
             used: set[int] = set()
             found = []
+            successful = [index for index in reversed(range(search_upto)) if actual_steps[index]["status"] == "success"]
             for reference_index in reversed(range(len(group))):
                 reference = group[reference_index]
-                for actual_index in reversed(range(search_upto)):
-                    if actual_index in used or self.actual_steps[actual_index]["status"] != "success":
+                for actual_index in successful:
+                    if actual_index in used:
                         continue
                     score = self.score(reference, reference_index, actual_index, place)
                     if score > 0.0:

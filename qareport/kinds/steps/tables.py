@@ -403,24 +403,24 @@ def _read_cells(var: Any, bindings: list[Any]) -> Column:
     typed = _typed_keys.tables
     for binding in bindings:
         term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)  # noqa: SIM401 - a mapping may have no get()
-        if term is _ABSENT:
-            append(UNBOUND)
-            continue
-        # the common term (a URI, or a literal without a datatype) is its value: no conversion
         if type(term) is dict:
-            datatype = term.get("datatype")
-            value = term.get("value")
-            if datatype is None and "datatype" not in term:
-                append(UNBOUND if value is None else value if type(value) is str else str(value))
+            if "datatype" not in term:  # the common term (a URI, or a plain literal) is its value: no conversion
+                value = term.get("value")
+                append(value if type(value) is str else UNBOUND if value is None else str(value))
                 continue
+            datatype = term["datatype"]
+            value = term.get("value")
             if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
                 kind = term.get("type")
                 try:
                     known = typed[(kind, datatype)].get(value)
                 except (KeyError, TypeError):  # a kind not met yet, or one that cannot be a key
                     known = None
-                append(_typed_keys.keys(kind, datatype, [value])[0] if known is None else known)
+                append(_typed_keys.key(kind, datatype, value) if known is None else known)
                 continue
+        elif term is _ABSENT:
+            append(UNBOUND)
+            continue
         append(cell_key(term))
     return tuple(cells)
 
@@ -453,6 +453,20 @@ class _TypedKeys:
                     keys[index] = table[values[index]] = convert(values[index])
                     self._count += 1
         return keys
+
+    def key(self, kind: Any, datatype: str, value: str) -> Cell:
+        """`keys` of one value (TypeError when the type cannot be a key)."""
+        table = self.tables.get((kind, datatype))
+        if table is None:
+            table = self.tables[(kind, datatype)] = {}
+        key = table.get(value)
+        if key is None:
+            if self._count >= self.KEPT:
+                self.clear()
+                self.tables[(kind, datatype)] = table = {}
+            key = table[value] = typed_text_converter(kind, datatype)(value)
+            self._count += 1
+        return key
 
     def clear(self) -> None:
         self.tables.clear()
