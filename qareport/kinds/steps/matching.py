@@ -373,8 +373,17 @@ def six_only_steps_advice(reference_groups: Any, semantics: Semantics) -> str | 
 
 def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
     groups = _groups_list(reference_groups)
+    if all(_plain_group(group) for group in groups):  # the common groups, without a message made for each
+        return cast(list[Sequence[Mapping[str, Any]]], groups if type(groups) is list else list(groups))
     return [_checked_group(group, f"group {number}", f"of group {number}")
             for number, group in enumerate(groups, start=1)]
+
+
+def _plain_group(group: Any) -> bool:
+    """A non-empty list of dicts, each with a text 'name': what `_checked_group` accepts as it is."""
+    return type(group) is list and bool(group) and all(
+        type(step) is dict and type(step.get("name")) is str for step in group
+    )
 
 
 def _check_actual_steps(actual_steps: Any) -> None:
