@@ -204,3 +204,30 @@ def test_a_typed_value_converted_for_a_whole_column_is_the_cell_of_its_term(kind
 @given(text=st.text(max_size=8) | st.sampled_from(["\ud800", "\ufffe", "\uffff", "a\x0bb", "\x1f", "\t\n"]))
 def test_a_printable_text_needs_no_cleaning(text):
     assert cells.clean_text(text) == cells._UNWRITABLE.sub(cells.REPLACEMENT, text)
+
+
+@pytest.mark.parametrize("semantics", [5, 6])
+@pytest.mark.parametrize("make_suite", [lambda: synthetic_suite.generate_suite(150, 4, widths="ordinary"),
+                                        lambda: ge6_suite.generate_ge6_suite(150, 12)])
+def test_the_step_kind_kept_for_a_pair_is_the_one_the_kinds_choose_when_asked(make_suite, semantics):
+    from qareport.kinds.steps import registry
+
+    reference_qas, responses = make_suite()
+    records = responses.values() if isinstance(responses, dict) else responses
+    actual_steps = [step for response in records for step in response.get("actual_steps") or []]
+    references = [step for template in reference_qas for question in template["questions"]
+                  for group in question.get("reference_steps") or [] for step in group]
+    # a step each kind applies to, with and without an output, whatever the suites hold
+    references += [{"name": name, "output_media_type": media, **output} for name in
+                   ("sparql_query", "retrieval", "retrieve_time_series", "retrieve_data_points", "iri_discovery", "x")
+                   for media in (None, "application/json", "application/sparql-results+json")
+                   for output in ({}, {"output": "[]"})]
+    registry._CHOSEN.clear()
+    asked = 0
+    for reference in references[:400]:
+        for actual in actual_steps[:60]:
+            kept = registry.step_kind_for(reference, actual, semantics=semantics)
+            assert kept is registry.ask_step_kinds(reference, actual, semantics=semantics)
+            assert registry.step_kind_for(reference, actual, semantics=semantics) is kept  # now from _CHOSEN
+            asked += 1
+    assert asked > 1000 and len(registry._CHOSEN) > 5
