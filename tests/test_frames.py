@@ -104,3 +104,12 @@ def test_pandas_is_imported_by_a_summary_only_when_it_has_groups_to_count(folder
             "statistics = summarize(evaluate_suite(suite).results)\n"
             "assert statistics.qa_aggregates or statistics.per_group")
     assert _imports_pandas(code) is exp
+
+
+def test_the_readmes_notebook_example_runs(report):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = text[text.index("frame = report.to_pandas()"):]
+    example = example[:example.index("```")]
+    namespace = {"report": report}
+    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    assert "steps_score" in namespace["frame"]
