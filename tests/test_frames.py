@@ -111,5 +111,5 @@ def test_the_readmes_notebook_example_runs(report):
     example = text[text.index("frame = report.to_pandas()"):]
     example = example[:example.index("```")]
     namespace = {"report": report}
-    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    exec(compile(example, "README.md", "exec"), namespace)  # the README's own example
     assert "steps_score" in namespace["frame"]
