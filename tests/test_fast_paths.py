@@ -144,6 +144,17 @@ def test_a_column_kept_for_a_question_is_never_another_lists():
     assert tables._column("a", second) is not tables._column("a", second)  # outside a scope: read again
 
 
+def test_the_columns_of_a_result_read_together_are_those_read_one_by_one():
+    bindings = [{"a": {"type": "uri", "value": f"u{i}"}, "b": {"type": "literal", "value": str(i)}} for i in range(12)]
+    short = bindings[:3]
+    for rows in (bindings, short):
+        with question_scope():
+            together = tables._columns(["a", "b", "c"], rows)
+            assert together == [tables._read_cells(var, rows) for var in ("a", "b", "c")]
+            assert all(column is tables._column(var, rows) for column, var in zip(together, "abc", strict=True))
+        assert tables._columns(["b", "a"], rows) == [tables._column("b", rows), tables._column("a", rows)]
+
+
 # --- aggregates -----------------------------------------------------------------------------------
 
 _json_values = st.recursive(

@@ -98,3 +98,27 @@ def column_once(bindings: Any, variable: Any, read: Callable[[Any, Any], T]) -> 
     column = read(variable, bindings)
     kept.columns[key] = (bindings, column)
     return column
+
+
+def columns_once(bindings: Any, variables: Any, read: Callable[[Any, Any], T]) -> list[T]:
+    """`column_once` for each of `variables` of the same bindings (one look-up of the scope for all)."""
+    kept = _scope.get()
+    if kept is None:
+        return [read(variable, bindings) for variable in variables]
+    columns = kept.columns
+    list_id = id(bindings)
+    found_columns = []
+    for variable in variables:
+        try:
+            key = (list_id, variable)
+            found = columns.get(key)
+        except TypeError:  # a variable that cannot be a key (the reading says what is wrong with it)
+            found_columns.append(read(variable, bindings))
+            continue
+        if found is not None and found[0] is bindings:
+            found_columns.append(found[1])
+            continue
+        column = read(variable, bindings)
+        columns[key] = (bindings, column)
+        found_columns.append(column)
+    return found_columns
