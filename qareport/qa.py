@@ -96,7 +96,7 @@ def run_evaluation(
     responses = index_responses(chat_responses)
     results = []
     for template_number, template in enumerate(_as_list(reference_qas, "the reference Q&A dataset"), start=1):
-        if not isinstance(template, Mapping) or "template_id" not in template:
+        if (type(template) is not dict and not isinstance(template, Mapping)) or "template_id" not in template:
             raise ValueError(
                 f"template {template_number} of the reference Q&A dataset has no 'template_id'; "
                 "each template is {template_id, questions}."
@@ -104,7 +104,7 @@ def run_evaluation(
         template_id = template["template_id"]
         questions = _as_list(template.get("questions"), f"'questions' of template {template_id!r}")
         for question in questions:
-            question_id = question.get("id") if isinstance(question, Mapping) else None
+            question_id = question.get("id") if type(question) is dict or isinstance(question, Mapping) else None
             result = evaluate_question(
                 template_id=template_id,
                 question=question,
@@ -138,7 +138,10 @@ def index_responses(chat_responses: Mapping[str, dict[str, Any]] | list[dict[str
         return dict(chat_responses)
     indexed: dict[Any, Any] = {}
     for number, record in enumerate(_as_list(chat_responses, "the responses"), start=1):
-        key = next((k for k in RESPONSE_ID_KEYS if isinstance(record, Mapping) and k in record), None)
+        if type(record) is dict and "question_id" in record:  # the common record, without the search below
+            key: str | None = "question_id"
+        else:
+            key = next((k for k in RESPONSE_ID_KEYS if isinstance(record, Mapping) and k in record), None)
         if key is None:
             raise ValueError(
                 f"response {number} does not name its question; give it a 'question_id'."
@@ -168,7 +171,8 @@ def evaluate_question_outcome(
     semantics: Semantics = DEFAULT_SEMANTICS,
 ) -> tuple[dict[str, Any], StepsOutcome | None]:
     """`evaluate_question`, and how its steps score came about (None when steps were not scored)."""
-    if not isinstance(question, Mapping) or "id" not in question or "question_text" not in question:
+    if (type(question) is not dict and not isinstance(question, Mapping)) or "id" not in question \
+            or "question_text" not in question:
         raise ValueError(
             f"a question of template {template_id!r} lacks 'id' or 'question_text' "
             f"(got {_short(question)}); each question is {{id, question_text, reference_answer?, "
@@ -177,7 +181,7 @@ def evaluate_question_outcome(
     question_id = question["id"]
     result: dict[str, Any] = {"template_id": template_id}
 
-    if response is None or not isinstance(response, Mapping):
+    if response is None or (type(response) is not dict and not isinstance(response, Mapping)):
         result["question_id"] = question_id
         _add_reference(result, question, annotated_steps=None)
         result["status"] = "error"
@@ -237,7 +241,7 @@ def copy_steps(value: Any) -> Any:
     part of qareport changes: the caller's input stays as it was, at a fraction of a deep copy's
     cost (deep copies of every step were a fifth of the evaluation time)."""
     if isinstance(value, list):
-        return [copy_steps(item) for item in value]
+        return [dict(item) if type(item) is dict else copy_steps(item) for item in value]
     if isinstance(value, dict):
         return dict(value)
     return value
@@ -265,6 +269,8 @@ def _short(value: Any) -> str:
 
 
 def is_hashable(value: Any) -> bool:
+    if type(value) is str:
+        return True
     try:
         hash(value)
     except TypeError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from qareport import kinds
 from qareport.case_table import CaseTable, DetailsRow, details_table, overview_table
@@ -38,6 +38,12 @@ from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, 
 from qareport.runs import case_rows
 from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
+
+if TYPE_CHECKING:  # imported by `Report.to_pandas`, when a notebook asks for a frame
+    import pandas as pd
+
+TURN_METRICS = ("steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance")
+"""The per-turn figures `Report.to_pandas(level="turn")` gives (graphrag-eval's per-question keys)."""
 
 MIN_EVALUATED_SHARE = 0.5  # below this share of cases evaluated, a run is reported as incomplete
 
@@ -82,6 +88,42 @@ class Report:
     consistency: dict[str, CaseConsistency] = field(default_factory=dict)
     """Case id -> its attempts at a glance, for the cases answered several times (`consistency`)."""
     pass_rates: SuiteConsistency | None = None  # the suite's pass@k and pass^k, when cases have attempts
+
+    def to_pandas(self, level: Literal["case", "turn"] = "case") -> pd.DataFrame:
+        """The run's results as a pandas frame, for a notebook (pandas is imported here, not before).
+
+        `level="case"`: one row per case, in test-case order: `case_id`, `name`, `groups` (a tuple:
+        the tags; a Q&A question's template), `cluster`, `status`, `reason` (why it lost points, or
+        None), then each metric of the run's kinds as floats (NaN where a case has no value: the
+        figures are the Overview's). `level="turn"`: one row per turn of each case: `case_id`, `turn`,
+        `user_message`, `status` (the case's), `error` (the turn's), `steps_score` and the answer
+        metrics graphrag-eval gives per question, where a turn has them.
+        """
+        import pandas as pd
+
+        if level == "case":
+            metric_keys = [metric.key for kind in self.kinds for metric in kind.metrics]
+            rows = []
+            for result in self.results:
+                case = result.case
+                row: dict[str, Any] = {"case_id": case.id, "name": case.name, "groups": case.groups,
+                                       "cluster": case.cluster, "status": result.status,
+                                       "reason": self.reasons.get(case.id)}
+                metrics: dict[str, Any] = {}
+                for kind in self.kinds:
+                    metrics.update(kind.case_metrics(result))
+                row.update((key, metrics.get(key)) for key in metric_keys)
+                rows.append(row)
+            return _frame(pd, rows, ["case_id", "name", "groups", "cluster", "status", "reason"], metric_keys)
+        if level == "turn":
+            turn_rows = [
+                {"case_id": result.case.id, "turn": turn.number, "user_message": turn.user_message,
+                 "status": result.status, "error": turn.error,
+                 **{key: _number((turn.qa or {}).get(key)) for key in TURN_METRICS}}
+                for result in self.results for turn in result.turns
+            ]
+            return _frame(pd, turn_rows, ["case_id", "turn", "user_message", "status", "error"], TURN_METRICS)
+        raise ValueError(f"level must be 'case' or 'turn' (got {level!r}).")
 
     @property
     def snapshot(self) -> RunSnapshot:
@@ -270,3 +312,17 @@ def _score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]
         if sum(counts):
             distributions[metric] = counts
     return distributions
+
+
+def _number(value: Any) -> float | None:
+    """A metric's value as a float, or None (a missing or non-numeric value)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _frame(pd: Any, rows: list[dict[str, Any]], columns: Sequence[str], numbers: Sequence[str]) -> pd.DataFrame:
+    """A frame of `rows`: `columns` as they are (None stays None), `numbers` as floats (None is NaN)."""
+    data = {column: pd.Series([row[column] for row in rows], dtype=object) for column in columns}
+    data.update((key, pd.Series([row[key] for row in rows], dtype="float64")) for key in numbers)
+    return pd.DataFrame(data, columns=[*columns, *numbers])

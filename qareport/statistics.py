@@ -2,6 +2,12 @@
 
 Averages are over *evaluated* cases only, and always travel with the counts of error, missing and
 invalid cases beside them, so a run that fails more never looks better.
+
+The per-group figures (per tag and per dimension) are computed as pandas frames here, in
+`group_frames`; pandas is imported when a run has cases to group (indicator-selection targets), so
+a run without them, and the import of the pipeline, do not pay for it. The per-template figures are
+graphrag-eval's aggregates (`aggregates.compute_aggregates`), kept in its own arithmetic so that its
+users get its very numbers.
 """
 
 from __future__ import annotations
@@ -9,14 +15,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from qareport.aggregates import compute_aggregates
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.means import mean
 from qareport.records import CaseResult
+
+if TYPE_CHECKING:  # imported when first needed (`group_frames`): it is most of the pipeline's import time
+    import pandas as pd
 
 STATUSES = ("success", "error", "missing", "invalid")
 
@@ -59,7 +66,34 @@ class SuiteStatistics:
     question_results: list[dict[str, Any]] = field(default_factory=list)  # graphrag-eval's per-question dicts
 
 
-def _indicator_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
+@dataclass(frozen=True, slots=True)
+class GroupFrames:
+    """The per-group figures' rows as frames: `groups` one row per (case, tag) of the cases with an
+    indicator-selection target (columns case, group, status, precision, recall); `dimensions` one row
+    per (evaluated case, turn, dimension) (case, dimension, precision, recall, tp, fp, fn)."""
+
+    groups: pd.DataFrame
+    dimensions: pd.DataFrame
+
+
+def group_frames(results: Sequence[CaseResult]) -> GroupFrames | None:
+    """The frames the per-tag and per-dimension figures are computed from; None (and pandas not
+    imported) when no case has an indicator-selection target."""
+    group_rows = _group_rows(results)
+    if not group_rows:
+        return None
+    import pandas as pd
+
+    return GroupFrames(
+        groups=pd.DataFrame(group_rows, columns=["case", "group", "status", "precision", "recall"]),
+        dimensions=pd.DataFrame(_dimension_rows(results), columns=list(DIMENSION_COLUMNS)),
+    )
+
+
+DIMENSION_COLUMNS = ("case", "dimension", "precision", "recall", "tp", "fp", "fn")
+
+
+def _group_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
     """One row per (case, group) for the cases with an indicator target."""
     rows = []
     for result in results:
@@ -73,7 +107,7 @@ def _indicator_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
                 "precision": result.macro_precision,
                 "recall": result.macro_recall,
             })
-    return pd.DataFrame(rows, columns=["case", "group", "status", "precision", "recall"])
+    return rows
 
 
 def _scores(name: str, frame: pd.DataFrame) -> GroupScores:
@@ -97,14 +131,11 @@ def _mean(series: pd.Series) -> float | None:
     return mean([float(value) for value in series.dropna()])
 
 
-def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, ...]:
-    """Per dimension name: the per-case value is the mean over the case's turns that target it;
-    beside it, the cases whose target has the dimension that were not evaluated."""
+def _dimension_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
+    """One row per (evaluated case, turn, dimension of its target)."""
     rows = []
-    not_scored: Counter[str] = Counter()
     for result in results:
         if result.status != "success":
-            not_scored.update(_target_dimensions(result))
             continue
         # a case answered several times: its value per dimension is the mean over its attempts' turns
         # (the counts are summed over them)
@@ -123,9 +154,18 @@ def _dimension_scores(results: Sequence[CaseResult]) -> tuple[DimensionScores, .
                     "fp": len(dimension.false_positives),
                     "fn": len(dimension.false_negatives),
                 })
-    if not rows:
+    return rows
+
+
+def _dimension_scores(results: Sequence[CaseResult], frame: pd.DataFrame | None) -> tuple[DimensionScores, ...]:
+    """Per dimension name: the per-case value is the mean over the case's turns that target it;
+    beside it, the cases whose target has the dimension that were not evaluated."""
+    not_scored: Counter[str] = Counter()
+    for result in results:
+        if result.status != "success":
+            not_scored.update(_target_dimensions(result))
+    if frame is None or not len(frame):
         return tuple(DimensionScores(str(name), 0, None, None, 0, 0, 0, count) for name, count in not_scored.items())
-    frame = pd.DataFrame(rows)
     per_case = frame.groupby(["dimension", "case"], sort=False).agg(
         precision=("precision", "mean"), recall=("recall", "mean"),
         tp=("tp", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
@@ -174,10 +214,11 @@ def summarize(results: Sequence[CaseResult], *, steps_semantics: Semantics = DEF
               custom_metrics: Sequence[str] = ()) -> SuiteStatistics:
     """The suite's figures; the Q&A aggregates by graphrag-eval `steps_semantics`' rules, with the
     custom LLM metrics' outputs among them."""
-    frame = _indicator_frame(results)
+    frames = group_frames(results)
     data_query = None
     per_group: tuple[GroupScores, ...] = ()
-    if len(frame):
+    if frames is not None:
+        frame = frames.groups
         overall = frame.drop_duplicates("case")
         data_query = _scores("all test cases", overall)
         per_group = tuple(
@@ -187,7 +228,7 @@ def summarize(results: Sequence[CaseResult], *, steps_semantics: Semantics = DEF
     return SuiteStatistics(
         data_query=data_query,
         per_group=per_group,
-        per_dimension=_dimension_scores(results),
+        per_dimension=_dimension_scores(results, None if frames is None else frames.dimensions),
         qa_aggregates=compute_aggregates(questions, semantics=steps_semantics, custom_metrics=custom_metrics)
         if questions else None,
         status_counts={status: sum(r.status == status for r in results) for status in STATUSES},

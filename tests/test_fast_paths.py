@@ -121,6 +121,16 @@ def _cells_or_error(read, var, bindings):
 @given(bindings=_bindings | _uniform, var=st.sampled_from(["a", "b"]))
 def test_a_column_read_whole_is_the_column_read_cell_by_cell(bindings, var):
     assert _cells_or_error(tables._read_column, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+    whole = tables._read_uniform_column(var, bindings)  # short columns are read cell by cell: ask it directly
+    if whole is not None:
+        assert _cells_or_error(lambda *_: whole, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+
+
+@settings(max_examples=100, deadline=None)
+@given(bindings=_uniform, var=st.just("a"), copies=st.integers(min_value=2, max_value=4))
+def test_a_long_column_read_whole_is_the_column_read_cell_by_cell(bindings, var, copies):
+    longer = bindings * copies  # beyond SHORT_COLUMN rows, where `_read_column` reads the whole column
+    assert _cells_or_error(tables._read_column, var, longer) == _cells_or_error(tables._read_cells, var, longer)
 
 
 def test_a_column_kept_for_a_question_is_never_another_lists():
@@ -132,6 +142,17 @@ def test_a_column_kept_for_a_question_is_never_another_lists():
         assert tables._column("a", second) == ("u2",)
         assert tables._column("a", second) is tables._column("a", second)
     assert tables._column("a", second) is not tables._column("a", second)  # outside a scope: read again
+
+
+def test_the_columns_of_a_result_read_together_are_those_read_one_by_one():
+    bindings = [{"a": {"type": "uri", "value": f"u{i}"}, "b": {"type": "literal", "value": str(i)}} for i in range(12)]
+    short = bindings[:3]
+    for rows in (bindings, short):
+        with question_scope():
+            together = tables._columns(["a", "b", "c"], rows)
+            assert together == [tables._read_cells(var, rows) for var in ("a", "b", "c")]
+            assert all(column is tables._column(var, rows) for column, var in zip(together, "abc", strict=True))
+        assert tables._columns(["b", "a"], rows) == [tables._column("b", rows), tables._column("a", rows)]
 
 
 # --- aggregates -----------------------------------------------------------------------------------
@@ -194,3 +215,30 @@ def test_a_typed_value_converted_for_a_whole_column_is_the_cell_of_its_term(kind
 @given(text=st.text(max_size=8) | st.sampled_from(["\ud800", "\ufffe", "\uffff", "a\x0bb", "\x1f", "\t\n"]))
 def test_a_printable_text_needs_no_cleaning(text):
     assert cells.clean_text(text) == cells._UNWRITABLE.sub(cells.REPLACEMENT, text)
+
+
+@pytest.mark.parametrize("semantics", [5, 6])
+@pytest.mark.parametrize("make_suite", [lambda: synthetic_suite.generate_suite(150, 4, widths="ordinary"),
+                                        lambda: ge6_suite.generate_ge6_suite(150, 12)])
+def test_the_step_kind_kept_for_a_pair_is_the_one_the_kinds_choose_when_asked(make_suite, semantics):
+    from qareport.kinds.steps import registry
+
+    reference_qas, responses = make_suite()
+    records = responses.values() if isinstance(responses, dict) else responses
+    actual_steps = [step for response in records for step in response.get("actual_steps") or []]
+    references = [step for template in reference_qas for question in template["questions"]
+                  for group in question.get("reference_steps") or [] for step in group]
+    # a step each kind applies to, with and without an output, whatever the suites hold
+    references += [{"name": name, "output_media_type": media, **output} for name in
+                   ("sparql_query", "retrieval", "retrieve_time_series", "retrieve_data_points", "iri_discovery", "x")
+                   for media in (None, "application/json", "application/sparql-results+json")
+                   for output in ({}, {"output": "[]"})]
+    registry._CHOSEN.clear()
+    asked = 0
+    for reference in references[:400]:
+        for actual in actual_steps[:60]:
+            kept = registry.step_kind_for(reference, actual, semantics=semantics)
+            assert kept is registry.ask_step_kinds(reference, actual, semantics=semantics)
+            assert registry.step_kind_for(reference, actual, semantics=semantics) is kept  # now from _CHOSEN
+            asked += 1
+    assert asked > 1000 and len(registry._CHOSEN) > 5

@@ -33,6 +33,7 @@ from dateutil import parser as date_parser
 
 from qareport.kinds.steps.step_kind import (
     MATCH,
+    NO_MATCH,
     Comparison,
     ReferenceStepsError,
     Semantics,
@@ -92,7 +93,7 @@ class RetrieveDataPoints:
         for key, same in checks:
             if not same():
                 if not explain:
-                    return Comparison(0.0)
+                    return NO_MATCH
                 return Comparison(0.0, _difference(key, expected.get(key), got.get(key), anchor))
         return MATCH
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from qareport.kinds.steps.step_kind import (
     MATCH,
+    NO_MATCH,
     Comparison,
     Semantics,
     Step,
@@ -30,7 +31,7 @@ class ExactOutput:
         if expected == got:
             return MATCH
         if not explain:
-            return Comparison(0.0)
+            return NO_MATCH
         return Comparison(0.0, f"output {short(repr(got), 40)}, expected {short(repr(expected), 40)}")
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
+    NO_MATCH,
     Comparison,
     ReferenceStepsError,
     Semantics,
@@ -78,7 +79,7 @@ class IriDiscovery:
             elif value.get("value") == iri:
                 in_literal = True
         if not explain:
-            return Comparison(0.0)
+            return NO_MATCH
         if in_literal:
             return Comparison(0.0, "IRI found in autocomplete_search, but as a literal, not a uri binding")
         return Comparison(0.0, "IRI not found in any autocomplete_search binding")

@@ -13,9 +13,8 @@ questions at the same time keep apart.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 import orjson
@@ -38,18 +37,24 @@ class _Kept:
 _scope: ContextVar[_Kept | None] = ContextVar("qareport_question_outputs", default=None)
 
 
-@contextmanager
-def question_scope() -> Iterator[None]:
+class question_scope:
     """Parse each output text once, and read each column once, within the block (a block within
-    another shares the outer one's)."""
-    if _scope.get() is not None:
-        yield
-        return
-    token = _scope.set(_Kept())
-    try:
-        yield
-    finally:
-        _scope.reset(token)
+    another shares the outer one's). A class rather than a generator: it is entered for every
+    question and every verdict, where a generator's set-up was a measurable share of scoring."""
+
+    __slots__ = ("_token",)
+
+    def __init__(self) -> None:
+        self._token: Token[_Kept | None] | None = None
+
+    def __enter__(self) -> None:
+        if _scope.get() is None:
+            self._token = _scope.set(_Kept())
+
+    def __exit__(self, *exception: object) -> None:
+        if self._token is not None:
+            _scope.reset(self._token)
+            self._token = None
 
 
 def parsed_json(output: Any) -> Any:
@@ -93,3 +98,27 @@ def column_once(bindings: Any, variable: Any, read: Callable[[Any, Any], T]) -> 
     column = read(variable, bindings)
     kept.columns[key] = (bindings, column)
     return column
+
+
+def columns_once(bindings: Any, variables: Any, read: Callable[[Any, Any], T]) -> list[T]:
+    """`column_once` for each of `variables` of the same bindings (one look-up of the scope for all)."""
+    kept = _scope.get()
+    if kept is None:
+        return [read(variable, bindings) for variable in variables]
+    columns = kept.columns
+    list_id = id(bindings)
+    found_columns = []
+    for variable in variables:
+        try:
+            key = (list_id, variable)
+            found = columns.get(key)
+        except TypeError:  # a variable that cannot be a key (the reading says what is wrong with it)
+            found_columns.append(read(variable, bindings))
+            continue
+        if found is not None and found[0] is bindings:
+            found_columns.append(found[1])
+            continue
+        column = read(variable, bindings)
+        columns[key] = (bindings, column)
+        found_columns.append(column)
+    return found_columns

@@ -30,11 +30,37 @@ STEP_KINDS: tuple[StepKind, ...] = (
 
 
 def step_kind_for(reference: Step, actual: Step, *, semantics: Semantics) -> StepKind:
-    """The kind that compares this pair."""
+    """The kind that compares this pair.
+
+    Every kind's `applies` reads no more than the rules, both names, the reference's
+    `output_media_type` and whether it has an output (`tests/test_step_kinds.py` checks the
+    answers kept by them on generated suites); so the answer is kept by those (`_CHOSEN`) and each
+    pair costs one look-up instead of asking the kinds in turn (under 6.x every call is compared
+    with every reference step, and most pairs fall through to the last kind)."""
+    try:
+        key = (semantics, reference["name"], actual["name"], reference.get("output_media_type"),
+               not reference.get("output"))
+        kind = _CHOSEN.get(key)
+    except (KeyError, TypeError):  # a part missing, or one that cannot be a key: ask the kinds
+        return ask_step_kinds(reference, actual, semantics=semantics)
+    if kind is None:
+        kind = ask_step_kinds(reference, actual, semantics=semantics)
+        if len(_CHOSEN) >= CHOSEN_KEPT:
+            _CHOSEN.clear()
+        _CHOSEN[key] = kind
+    return kind
+
+
+def ask_step_kinds(reference: Step, actual: Step, *, semantics: Semantics) -> StepKind:
+    """The kind that compares this pair, asking each kind in turn."""
     for kind in STEP_KINDS:
         if kind.applies(reference, actual, semantics=semantics):
             return kind
     return EXACT_OUTPUT
+
+
+_CHOSEN: dict[tuple[Any, ...], StepKind] = {}
+CHOSEN_KEPT = 4096  # answers kept at most (all are dropped when that many are)
 
 
 def tool_names(reference: Step, *, semantics: Semantics) -> tuple[Any, ...]:

@@ -19,6 +19,8 @@ from typing import Any, cast
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     JSON,
+    MATCH,
+    NO_MATCH,
     SPARQL_RESULTS_JSON,
     Comparison,
     Semantics,
@@ -60,8 +62,10 @@ class Retrieval:
                 f"{pair.actual_label} has 'k' {k!r} in its 'args', or document ids that are not "
                 "strings or numbers; 'k' must be an integer."
             ) from None
-        if score == 1.0 or not explain:
-            return Comparison(score)
+        if score == 1.0:
+            return MATCH
+        if not explain:
+            return NO_MATCH if score == 0.0 else Comparison(score)
         return Comparison(score, describe_recall(reference_ids, actual_ids, k, score))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
+    NO_MATCH,
     SPARQL_RESULTS_JSON,
     Comparison,
     ReferenceStepsError,
@@ -69,19 +70,25 @@ class SparqlResults:
                 f"{pair.reference_label} has no 'required_columns'; add the list of columns the answer "
                 "must contain."
             )
+        required_columns = reference["required_columns"]
+        head_vars = _head_vars(actual_result)
         try:
             verdict = compare_tables(
                 reference_result,
-                _vars_as_list(actual_result),
-                _columns_as_list(reference["required_columns"]),
+                _vars_as_list(actual_result, head_vars),
+                _columns_as_list(required_columns),
                 ordered=reference.get("ordered", False),
                 ignore_duplicates=reference.get("ignore_duplicates", True),
                 explain=explain,
             )
         except SparqlResultError as error:
             raise ReferenceStepsError(f"{pair.reference_label}: {error}; fix the reference step.") from None
-        notes = [note for note in (_string_note(reference["required_columns"], "'required_columns'"),
-                                   _string_note(_head_vars(actual_result), "the actual 'head.vars'"),
+        if verdict.note is None and type(required_columns) is not str and type(head_vars) is not str:
+            if verdict.matched:  # the common verdicts, without notes: no new objects
+                return MATCH
+            return NO_MATCH if verdict.reason is None else Comparison(0.0, verdict.reason)
+        notes = [note for note in (_string_note(required_columns, "'required_columns'"),
+                                   _string_note(head_vars, "the actual 'head.vars'"),
                                    verdict.note) if note]
         if verdict.matched and not notes:
             return MATCH
@@ -95,13 +102,12 @@ def _columns_as_list(required_columns: Any) -> Any:
 
 
 def _head_vars(result: Any) -> Any:
-    head = result.get("head") if isinstance(result, dict) else None
-    return head.get("vars") if isinstance(head, dict) else None
+    head = result.get("head") if type(result) is dict else None
+    return head.get("vars") if type(head) is dict else None
 
 
-def _vars_as_list(result: Any) -> Any:
-    """`head.vars` written as one string is that one variable (as for `required_columns`)."""
-    variables = _head_vars(result)
+def _vars_as_list(result: Any, variables: Any) -> Any:
+    """`head.vars` (`variables`) written as one string is that one variable (as for `required_columns`)."""
     if isinstance(variables, str):
         return {**result, "head": {**result["head"], "vars": [variables]}}
     return result

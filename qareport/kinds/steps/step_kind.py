@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from qareport.kinds.steps.parsed_outputs import parsed_json
 
@@ -54,12 +54,13 @@ class Comparison:
 
 
 MATCH = Comparison(1.0)
+NO_MATCH = Comparison(0.0)  # without a reason: one object for every pair that does not match
 
 
-@dataclass(frozen=True, slots=True)
-class StepPair:
+class StepPair(NamedTuple):
     """A reference step and an actual step about to be compared, with where each sits (for
-    messages: `place` is "of the last group" or "of group 2")."""
+    messages: `place` is "of the last group" or "of group 2"). A named tuple rather than a frozen
+    dataclass: one is made for every pair compared, and a tuple is made several times faster."""
 
     reference: Step
     actual: Step

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from itertools import product, repeat
 from typing import Any
 
-from qareport.kinds.steps.parsed_outputs import column_once
+from qareport.kinds.steps.parsed_outputs import column_once, columns_once
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_INTEGER_TYPES = frozenset(
@@ -245,11 +245,11 @@ def compare_tables(
         return TableVerdict(True)
 
     try:
-        reference_columns = [_column(var, reference_bindings) for var in required]
+        reference_columns = _columns(required, reference_bindings)
     except (TypeError, KeyError, IndexError, AttributeError) as error:
         raise SparqlResultError(f"the reference bindings are not SPARQL JSON terms ({error})") from None
     try:
-        actual_columns = [_column(var, actual_bindings) for var in actual_vars]
+        actual_columns = _columns(actual_vars, actual_bindings)
     except (TypeError, KeyError, IndexError, AttributeError):
         # graphrag-eval raises here; an unreadable actual result does not match
         return TableVerdict(False, "returned bindings that are not SPARQL JSON terms")
@@ -331,6 +331,11 @@ Cell = Hashable
 Column = tuple[Cell, ...]
 
 
+def _columns(variables: Sequence[Any], bindings: list[Any]) -> list[Column]:
+    """`_column` of each of `variables` (a short column read cell by cell without further ado)."""
+    return columns_once(bindings, variables, _read_cells if len(bindings) <= SHORT_COLUMN else _read_column)
+
+
 def _column(var: Any, bindings: list[Any]) -> Column:
     """The cells of `var` down the rows (see `cell_key`), read once per question: a reference
     result is compared with each call, an actual result with each reference step
@@ -338,9 +343,16 @@ def _column(var: Any, bindings: list[Any]) -> Column:
     return column_once(bindings, var, _read_column)
 
 
+SHORT_COLUMN = 8
+"""Columns of at most this many rows are read cell by cell: the whole-column reading's passes cost
+more than they save on a few cells (the common question's result has one to five rows)."""
+
+
 def _read_column(var: Any, bindings: list[Any]) -> Column:
-    """The cells of `var` down the rows. A column of one kind of term, as nearly all are, is read
-    a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
+    """The cells of `var` down the rows. A longer column of one kind of term, as nearly all are, is
+    read a whole column at a time (`_read_uniform_column`); any other cell by cell, with the same cells."""
+    if len(bindings) <= SHORT_COLUMN:
+        return _read_cells(var, bindings)
     column = _read_uniform_column(var, bindings)
     return _read_cells(var, bindings) if column is None else column
 
@@ -393,21 +405,27 @@ def _read_cells(var: Any, bindings: list[Any]) -> Column:
     """The cells of `var` down the rows, one by one, whatever the bindings hold (see `cell_key`)."""
     cells: list[Cell] = []
     append = cells.append
+    typed = _typed_keys.tables
     for binding in bindings:
         term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)  # noqa: SIM401 - a mapping may have no get()
-        if term is _ABSENT:
+        if type(term) is dict:
+            if "datatype" not in term:  # the common term (a URI, or a plain literal) is its value: no conversion
+                value = term.get("value")
+                append(value if type(value) is str else UNBOUND if value is None else str(value))
+                continue
+            datatype = term["datatype"]
+            value = term.get("value")
+            if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
+                kind = term.get("type")
+                try:
+                    known = typed[(kind, datatype)].get(value)
+                except (KeyError, TypeError):  # a kind not met yet, or one that cannot be a key
+                    known = None
+                append(_typed_keys.key(kind, datatype, value) if known is None else known)
+                continue
+        elif term is _ABSENT:
             append(UNBOUND)
             continue
-        # the common term (a URI, or a literal without a datatype) is its value: no conversion
-        if type(term) is dict:
-            datatype = term.get("datatype")
-            value = term.get("value")
-            if datatype is None and "datatype" not in term:
-                append(UNBOUND if value is None else value if type(value) is str else str(value))
-                continue
-            if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
-                append(_typed_keys.keys(term.get("type"), datatype, [value])[0])
-                continue
         append(cell_key(term))
     return tuple(cells)
 
@@ -420,15 +438,15 @@ class _TypedKeys:
     KEPT = 65536
 
     def __init__(self) -> None:
-        self._tables: dict[tuple[Any, str], dict[str, Hashable]] = {}
+        self.tables: dict[tuple[Any, str], dict[str, Hashable]] = {}  # read directly by `_read_cells`
         self._count = 0
 
     def keys(self, kind: Any, datatype: str, values: list[str]) -> list[Cell]:
         """The keys of text values of terms of this type and datatype, as `cell_key` makes them
         (TypeError when the type cannot be a key)."""
-        table = self._tables.get((kind, datatype))
+        table = self.tables.get((kind, datatype))
         if table is None:
-            table = self._tables[(kind, datatype)] = {}
+            table = self.tables[(kind, datatype)] = {}
         keys = list(map(table.get, values))
         if None in keys:  # values not converted yet (a key is never None)
             convert = typed_text_converter(kind, datatype)
@@ -436,13 +454,27 @@ class _TypedKeys:
                 if key is None:
                     if self._count >= self.KEPT:
                         self.clear()
-                        self._tables[(kind, datatype)] = table = {}
+                        self.tables[(kind, datatype)] = table = {}
                     keys[index] = table[values[index]] = convert(values[index])
                     self._count += 1
         return keys
 
+    def key(self, kind: Any, datatype: str, value: str) -> Cell:
+        """`keys` of one value (TypeError when the type cannot be a key)."""
+        table = self.tables.get((kind, datatype))
+        if table is None:
+            table = self.tables[(kind, datatype)] = {}
+        key = table.get(value)
+        if key is None:
+            if self._count >= self.KEPT:
+                self.clear()
+                self.tables[(kind, datatype)] = table = {}
+            key = table[value] = typed_text_converter(kind, datatype)(value)
+            self._count += 1
+        return key
+
     def clear(self) -> None:
-        self._tables.clear()
+        self.tables.clear()
         self._count = 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from qareport.kinds.steps.step_kind import (
     MATCH,
+    NO_MATCH,
     Comparison,
     ReferenceStepsError,
     Semantics,
@@ -53,7 +54,7 @@ class RetrieveTimeSeries:
         if matched:
             return MATCH
         if not explain:
-            return Comparison(0.0)
+            return NO_MATCH
         if not same_ids:
             return Comparison(0.0, f"mrid {shown(got_mrid)}, expected {shown(expected_mrid)}")
         return Comparison(0.0, f"limit {shown(got_limit)}, expected {shown(expected_limit)}")
