@@ -148,7 +148,7 @@ def run_once(testcases: Path, responses: Path, output: Path, *, baseline: Path |
     from qareport.loading import load_suite
     from qareport.records import RunInfo
     from qareport.report import build_report
-    from qareport.runs import read_run
+    from qareport.run_reading import read_run
     from qareport.statistics import summarize
     from qareport.workbook import write_workbook
 

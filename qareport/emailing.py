@@ -31,7 +31,7 @@ from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signe
 from qareport.errors import EmailError
 from qareport.records import Problem, RunInfo
 from qareport.redaction import register_secret, scrub, secret_forms
-from qareport.runs import read_report, stored_usage
+from qareport.run_reading import read_report, stored_usage
 from qareport.settings import DEFAULT_PORTS, EmailSettings
 from qareport.templating import template_environment
 

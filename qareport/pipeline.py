@@ -37,14 +37,9 @@ from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
 from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
-from qareport.runs import (
-    read_history,
-    read_history_reviews,
-    read_reviews,
-    read_run,
-    results_document,
-    write_results_file,
-)
+from qareport.results_file import results_document, write_results_file
+from qareport.run_reading import read_history, read_run
+from qareport.run_reviews import read_history_reviews, read_reviews
 from qareport.settings import RunSettings, Settings, resolve_settings
 from qareport.statistics import summarize
 from qareport.workbook import write_workbook

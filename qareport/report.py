@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from qareport import kinds
+from qareport.case_rows import case_rows
 from qareport.case_table import CaseTable, DetailsRow, details_table, overview_table
 from qareport.collector import collector_paused
 from qareport.comparison import (
@@ -35,7 +36,6 @@ from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import Kind, Table
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
-from qareport.runs import case_rows
 from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
 

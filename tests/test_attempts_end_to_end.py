@@ -11,7 +11,7 @@ from conftest import link_by_id
 from openpyxl import load_workbook
 
 from qareport.cli import main
-from qareport.runs import read_run
+from qareport.run_reading import read_run
 
 CASE = """\
 id: {id}

@@ -16,7 +16,8 @@ from openpyxl import Workbook, load_workbook
 
 from qareport.cli import main
 from qareport.errors import BaselineError
-from qareport.runs import RESULTS_SHEET, RUN_SHEET, read_history, read_report, read_run
+from qareport.run_reading import read_history, read_report, read_run
+from qareport.runs import RESULTS_SHEET, RUN_SHEET
 from qareport.workbook.compare import NOT_KEPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -449,7 +450,7 @@ def test_a_results_file_that_is_not_a_qareport_run_is_refused_as_a_baseline(tmp_
 
 
 def test_a_results_file_is_written_without_yaml_aliases_so_it_reads_back_under_the_alias_guard(tmp_path):
-    from qareport.runs import write_results_file
+    from qareport.results_file import write_results_file
 
     shared = {"groups": ["imf", "weo"]}
     path = tmp_path / "results.yaml"

@@ -233,7 +233,7 @@ def test_clusters_named_by_tags_are_what_the_summary_counts_and_the_stored_run_k
 
 def test_the_verdict_and_the_email_count_the_changes_beyond_noise_from_the_same_decision(clustered_run, tmp_path):
     from qareport.emailing import email_context
-    from qareport.runs import read_report
+    from qareport.run_reading import read_report
 
     rows = _rows(clustered_run["workbook"]["Statistics"])
     changes = _table_after(rows, ["change of", "metric", "cases", "clusters"])

@@ -330,9 +330,9 @@ def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outp
 def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
     from conftest import RESPONSES, TESTCASES
 
+    from qareport.case_rows import case_rows
     from qareport.evaluation import evaluate_suite
     from qareport.loading import load_suite
-    from qareport.runs import case_rows
     from qareport.statistics import summarize
 
     results = evaluate_suite(load_suite([str(TESTCASES)], [str(RESPONSES)])).results

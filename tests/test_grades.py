@@ -34,7 +34,7 @@ from qareport.records import (
     Turn,
     TurnOutput,
 )
-from qareport.runs import read_run
+from qareport.run_reading import read_run
 from qareport.settings import read_config_file, resolve_run_settings
 
 GDP = {"id": "GDP", "name": "gross domestic product"}

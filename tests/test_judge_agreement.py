@@ -27,7 +27,8 @@ from qareport.judge_agreement import (
     wilson_interval,
 )
 from qareport.records import Review
-from qareport.runs import decode_case_row, read_reviews
+from qareport.run_reviews import read_reviews
+from qareport.runs import decode_case_row
 
 WEEK_1, WEEK_2, WEEK_3 = "1714557600", "1715162400", "1715767200"
 A = "c10bbc8dce98a4b8832d125134a16153"  # judged: correctness, relevance, retrieval

@@ -16,7 +16,7 @@ from test_baseline_and_trend import REGRESSED, TESTCASES, WEEK_18, WEEK_20, last
 from test_libreoffice import require
 
 from qareport.records import REVIEW_CHOICES
-from qareport.runs import read_reviews
+from qareport.run_reviews import read_reviews
 from qareport.workbook.summary import KEY_COLUMN, VALUE_COLUMN
 
 KEY, VALUE = KEY_COLUMN - 1, VALUE_COLUMN - 1  # the Summary's right-hand block, counted from 0

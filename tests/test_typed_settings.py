@@ -89,7 +89,7 @@ def test_an_older_workbook_gives_the_email_a_typed_judge_usage(tmp_path, monkeyp
 
     from qareport.emailing import read_digest
     from qareport.pipeline import run_pipeline
-    from qareport.runs import stored_usage
+    from qareport.run_reading import stored_usage
 
     with serve_stub() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

@@ -1,7 +1,7 @@
 """The hidden, machine-readable sheets: the run as data, so the workbook alone can be a baseline,
-a point of a trend, or the source of an email. The format is defined (and read) in `qareport.runs`;
-this module only lays its tables out. The sheets are hidden, not very hidden, so anyone curious can
-unhide them.
+a point of a trend, or the source of an email. The format is defined in `qareport.runs` (read back
+in `qareport.run_reading`); this module only lays its tables out. The sheets are hidden, not very
+hidden, so anyone curious can unhide them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from qareport.report import Report
-from qareport.runs import stored_run_tables
+from qareport.run_sheets import stored_run_tables
 from qareport.workbook import styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Book, Sheet

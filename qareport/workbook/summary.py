@@ -34,7 +34,7 @@ from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, matte
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
-from qareport.runs import stored_options
+from qareport.run_sheets import stored_options
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write

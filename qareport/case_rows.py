@@ -1,0 +1,82 @@
+"""A case as one flat row (`case_row`): who the case is, every registered kind's metrics, its
+values per attempt, token usage and judgments: what a later run compares. Built from the report model
+only; `runs.py` and the `run_*` modules store these rows, `comparison.py` compares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from qareport import kinds
+from qareport.judge_agreement import case_judgments
+from qareport.records import USAGE_FIELDS, CaseResult
+from qareport.side_by_side import case_outputs
+
+CASE_HEAD_FIELDS = ("case_id", "kind", "name", "groups", "cluster", "status", "error", "definition_hash", "file",
+                    "reason", "targets", "facts", "outputs", "dimensions")
+
+
+ATTEMPTS_FIELD = "attempts"
+"""A case answered several times: each metric's values over its attempts, in attempt order (JSON;
+`attempt_values`), so a later run can compare attempts with attempts. The column (and the key of a
+results file's case row) is there only when a case of the run has attempts."""
+
+
+def case_fields(run: Sequence[kinds.Kind] | None = None) -> tuple[str, ...]:
+    """The columns of a case row: who the case is, the metrics of the run's kinds (`run`; None: of
+    every registered kind, as a stored run is read back), usage, and the case's judgments (last: a
+    workbook written before qareport kept them just lacks the column)."""
+    metric_keys = kinds.case_metric_keys() if run is None else tuple(m.key for kind in run for m in kind.metrics)
+    return (*CASE_HEAD_FIELDS, *metric_keys, *USAGE_FIELDS, "judged")
+
+
+def case_row(result: CaseResult) -> dict[str, Any]:
+    """The headline figures of one case, flat, JSON-ready."""
+    response = result.response
+    row: dict[str, Any] = {
+        "case_id": result.case.id,
+        "kind": result.case.kind,
+        "name": result.case.name,
+        "groups": list(result.case.groups),
+        "cluster": result.case.cluster,  # None: a cluster of its own (`clusters`)
+        "status": result.status,
+        "error": result.error,
+        "definition_hash": result.case.definition_hash,
+        "file": result.case.location.path,
+        "reason": kinds.case_reason(result),
+        "targets": [kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)],
+        "facts": kinds.case_facts(result),
+        "outputs": case_outputs(result),  # what the system produced, for the next run's Compare sheet
+        "judged": case_judgments(result),
+        "dimensions": dimension_scores(result),  # for the next run's changes per dimension
+        **kinds.case_metrics(result),
+    }
+    for key in USAGE_FIELDS:
+        row[key] = getattr(response, key) if response is not None else None
+    if result.attempts:
+        row[ATTEMPTS_FIELD] = attempt_values(result)
+    return row
+
+
+def attempt_values(result: CaseResult) -> dict[str, list[float | None]]:
+    """Each metric's value in each attempt of a case (None where an attempt has none), for the
+    metrics any attempt has."""
+    each = [kinds.case_metrics(attempt) for attempt in result.attempts]
+    return {key: [values.get(key) for values in each] for key in kinds.case_metric_keys()
+            if any(values.get(key) is not None for values in each)}
+
+
+def dimension_scores(result: CaseResult) -> dict[str, dict[str, float]]:
+    """Each target dimension's precision and recall in one case: the means over the case's turns
+    whose target has it (as the Statistics sheet's per-dimension means take them)."""
+    per_turn: dict[str, list[tuple[float, float]]] = {}
+    for turn in result.turns:
+        for dimension in turn.indicator.dimensions if turn.indicator is not None else ():
+            per_turn.setdefault(dimension.dimension_name, []).append((dimension.precision, dimension.recall))
+    return {name: {"precision": sum(p for p, _ in pairs) / len(pairs), "recall": sum(r for _, r in pairs) / len(pairs)}
+            for name, pairs in per_turn.items()}
+
+
+def case_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
+    return [case_row(result) for result in results]

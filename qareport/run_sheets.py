@@ -1,0 +1,126 @@
+"""The stored-run format (`runs.py`) written as the workbook's hidden sheets: `stored_run_tables`,
+which the workbook writer lays out, and the run's key-value facts (`run_metadata`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from qareport import kinds
+from qareport.case_rows import ATTEMPTS_FIELD, case_fields
+from qareport.comparison import status_counts
+from qareport.digest import digest_to_json
+from qareport.records import OptionsUsed
+from qareport.run_reviews import REVIEWS_FIELDS, REVIEWS_SHEET, stored_review_rows
+from qareport.runs import CHANGE_FIELDS, CHANGES_SHEET, RESULTS_SHEET, RUN_FORMAT, RUN_SHEET, _text, encode_case_value
+
+if TYPE_CHECKING:
+    from qareport.report import Report
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTable:
+    """One hidden sheet of the workbook: its name, header and rows of plain values."""
+
+    sheet: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+
+def run_metadata(report: Report) -> list[tuple[str, Any]]:
+    """The qareport_run sheet as key, value pairs (flat, so any tool can read it): the run's facts,
+    the alerts a reader must see before any number, how far the judge got, the baseline, and the
+    digest (as JSON, in parts that each fit a cell) from which `qareport email` writes its message."""
+    run, rows, comparison = report.run, report.rows, report.comparison
+    pairs: list[tuple[str, Any]] = [
+        ("format", RUN_FORMAT),
+        ("created", run.created),
+        ("qareport_version", run.qareport_version),
+        ("cases", len(rows)),
+    ]
+    alerts = {"not_loaded": report.not_loaded, "incomplete": report.incomplete}
+    pairs += [(f"alert.{name}", text) for name, text in alerts.items() if text]
+    pairs += [(f"status.{status}", count) for status, count in status_counts(rows).items()]
+    for item in report.headline:
+        pairs += [(f"metric.{item.metric}.{what}", getattr(item, what))
+                  for what in ("mean", "cases", "errors", "missing", "invalid", "low", "high")]
+    usage = run.judge_usage
+    pairs += [
+        ("judge.model", run.judge_model or (usage.model if usage else None)),
+        ("judge.embedding_model", usage.embedding_model if usage else None),
+        ("judge.calls", usage.calls if usage else None),
+        ("judge.cost_usd", usage.cost_usd if usage else None),
+    ]
+    for metric in report.judged:
+        pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
+                  for field in ("label", "mean", "judged", "failed", "not_judged", "not_applicable")]
+    pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
+    for index, given in enumerate(run.inputs, start=1):
+        pairs += [
+            (f"input.{index}.role", given.role),
+            (f"input.{index}.path", given.path),
+            (f"input.{index}.files", given.files),
+            (f"input.{index}.records", given.records),
+            (f"input.{index}.sha256", given.sha256),
+        ]
+    pairs += [(f"option.{key}", value if isinstance(value, (int, float, str)) else _text(value))
+              for key, value in sorted(stored_options(run.options).items()) if value is not None]
+    if comparison is not None:
+        pairs += [
+            ("baseline.source", comparison.baseline_source),
+            ("baseline.created", comparison.baseline_created),
+            ("baseline.qareport_version", comparison.baseline_version),
+        ]
+        pairs += [(f"baseline.warning.{index}", text) for index, text in enumerate(comparison.warnings, start=1)]
+        for delta in comparison.headline:
+            if delta.old is not None:
+                pairs += [(f"baseline.metric.{delta.metric}.mean", delta.old),
+                          (f"baseline.metric.{delta.metric}.cases", delta.old_cases)]
+            if delta.shared_cases:
+                pairs += [(f"baseline.metric.{delta.metric}.{what}", getattr(delta, what))
+                          for what in ("shared_old", "shared_new", "shared_cases", "p_value")]
+        pairs += [(f"changes.{kind.replace(' ', '_')}", count) for kind, count in comparison.counts().items()]
+    text = digest_to_json(report.digest)
+    parts = [text[start:start + DIGEST_PART] for start in range(0, len(text), DIGEST_PART)]
+    pairs += [(f"digest.{index}", part) for index, part in enumerate(parts, start=1)]
+    return pairs
+
+
+def stored_options(options: OptionsUsed | None) -> dict[str, Any]:
+    """The options a run was made with as the stored run names them (`option.<name>`) and the
+    Summary shows them: plain values, the judge as its provenance (`JudgeSettings.describe()`, no
+    key, no credentials). Empty when they are not known."""
+    if options is None:
+        return {}
+    values: dict[str, Any] = {}
+    for item in fields(options):
+        value = getattr(options, item.name)
+        values[item.name] = value.value if isinstance(value, Enum) else value
+    values["judge"] = options.judge.describe() if options.judge is not None else None
+    if options.answer_pass_f1 is None:  # said only when given, as runs before attempts had no such option
+        del values["answer_pass_f1"]
+    return values
+
+
+DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32,767)
+
+
+def stored_run_tables(report: Report) -> list[StoredTable]:
+    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
+    fields = case_fields(kinds.run_kinds(report.results))
+    if any(ATTEMPTS_FIELD in row for row in report.rows):
+        fields = (*fields, ATTEMPTS_FIELD)
+    tables = [
+        StoredTable(RESULTS_SHEET, fields,
+                    tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in report.rows)),
+        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(report))),
+    ]
+    if report.comparison is not None:
+        tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(
+            tuple(getattr(change, field) for field in CHANGE_FIELDS) for change in report.comparison.changes
+        )))
+    if report.reviews or report.kept_reviews:
+        tables.append(StoredTable(REVIEWS_SHEET, REVIEWS_FIELDS, tuple(stored_review_rows(report))))
+    return tables
