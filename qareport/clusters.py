@@ -5,7 +5,7 @@ graphrag-eval question was generated from, or a group a conversation case declar
 key in the test case or with a tag that starts with the prefix given to `--cluster-by-tag` (the
 whole tag names the cluster; the `cluster` key wins over a tag). A case without one is a cluster of
 its own. The cluster is set once on the case (`TestCase.cluster`), kept in its stored row
-(`runs.case_row`, field `cluster`), and read back from there (`row_cluster`).
+(`case_rows.case_row`, field `cluster`), and read back from there (`row_cluster`).
 """
 
 from __future__ import annotations

@@ -20,16 +20,9 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, cast
 
 from qareport import kinds
-from qareport.comparison import (
-    DEFAULT_TOLERANCE,
-    DESIGN_EFFECT_SHOWN,
-    CaseMovement,
-    Comparison,
-    Headline,
-    HeadlineDelta,
-    fewest_clusters_to_decide,
-    weakest_cases,
-)
+from qareport.case_changes import CaseMovement
+from qareport.comparison import Comparison, HeadlineDelta
+from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
 from qareport.judged_metrics import JudgedMetric
 from qareport.records import RunInfo
 

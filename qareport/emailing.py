@@ -26,7 +26,6 @@ from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Any, Literal
 
-from qareport.comparison import parse_created
 from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
 from qareport.errors import EmailError
 from qareport.records import Problem, RunInfo
@@ -34,6 +33,7 @@ from qareport.redaction import register_secret, scrub, secret_forms
 from qareport.run_reading import read_report, stored_usage
 from qareport.settings import DEFAULT_PORTS, EmailSettings
 from qareport.templating import template_environment
+from qareport.trend import parse_created
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 HTML_TEMPLATE = "email.html"

@@ -355,7 +355,7 @@ def _mean(values: list[float]) -> float | None:
 @dataclass(frozen=True, slots=True)
 class OptionsUsed:
     """The settings a run was made with, resolved (`qareport.settings.Settings`: nothing is left to
-    a default here), for the Summary sheet and the stored run (`runs.stored_options` names them
+    a default here), for the Summary sheet and the stored run (`run_sheets.stored_options` names them
     `option.<name>`)."""
 
     match_terms_by: TermMatching
@@ -399,7 +399,7 @@ class Review:
     verdict: str | None = None  # one of REVIEW_CHOICES, or whatever was typed
     note: str | None = None
     last_seen: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-    """For a case absent from the run the review was read from: its stored row (`runs.case_row`)
+    """For a case absent from the run the review was read from: its stored row (`case_rows.case_row`)
     when it was last evaluated, so the review comes back as it was if nothing changed meanwhile."""
 
     def __bool__(self) -> bool:
@@ -410,7 +410,7 @@ class Review:
 class RunSnapshot:
     """A run as a later run sees it: when, which version, and one flat row per case.
 
-    `cases` are `runs.case_rows()` rows (keys in `runs.case_fields()`); they are what the
+    `cases` are `case_rows.case_rows()` rows (keys in `case_rows.case_fields()`); they are what the
     workbook's hidden `qareport_results` sheet and the results file's `cases` list hold, so either
     can be a baseline or a point of a trend.
     """

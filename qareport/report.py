@@ -15,22 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from qareport import kinds
+from qareport.case_changes import case_moved
 from qareport.case_rows import case_rows
 from qareport.case_table import CaseTable, DetailsRow, details_table, overview_table
 from qareport.collector import collector_paused
-from qareport.comparison import (
-    Comparison,
-    Headline,
-    TrendPoint,
-    case_moved,
-    compare_runs,
-    headline_metrics,
-    score_distribution,
-    status_counts,
-    trend_points,
-)
+from qareport.comparison import Comparison, compare_runs
 from qareport.consistency import CaseConsistency, SuiteConsistency, case_consistency, suite_consistency
 from qareport.digest import Digest, build_digest
+from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
@@ -38,6 +30,7 @@ from qareport.kinds import Kind, Table
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
+from qareport.trend import TrendPoint, trend_points
 
 if TYPE_CHECKING:  # imported by `Report.to_pandas`, when a notebook asks for a frame
     import pandas as pd
@@ -56,7 +49,7 @@ class Report:
     results: tuple[CaseResult, ...]  # in test-case order
     problems: tuple[Problem, ...]
     statistics: SuiteStatistics
-    rows: tuple[dict[str, Any], ...]  # one stored-run row per case (`runs.case_rows`)
+    rows: tuple[dict[str, Any], ...]  # one stored-run row per case (`case_rows.case_rows`)
     headline: tuple[Headline, ...]
     status_counts: dict[str, int]
     kinds: tuple[Kind, ...]  # the kinds of target this run has, in registry order

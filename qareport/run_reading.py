@@ -11,17 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from qareport import kinds
-from qareport.comparison import (
-    CHANGE_KINDS,
-    CaseChange,
-    Comparison,
-    Headline,
-    HeadlineDelta,
-    group_movements,
-    headline_metrics,
-)
+from qareport.case_changes import CHANGE_KINDS, CaseChange, group_movements
+from qareport.comparison import Comparison, HeadlineDelta
 from qareport.digest import Digest, digest_from_json
 from qareport.errors import BaselineError, QAReportError
+from qareport.headline import Headline, headline_metrics
 from qareport.judge.usage import JudgeUsage
 from qareport.records import Location, Problem, RunSnapshot
 from qareport.results_file import _stated_semantics, read_results_file

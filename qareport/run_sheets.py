@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from qareport import kinds
 from qareport.case_rows import ATTEMPTS_FIELD, case_fields
-from qareport.comparison import status_counts
 from qareport.digest import digest_to_json
+from qareport.headline import status_counts
 from qareport.records import OptionsUsed
 from qareport.run_reviews import REVIEWS_FIELDS, REVIEWS_SHEET, stored_review_rows
 from qareport.runs import CHANGE_FIELDS, CHANGES_SHEET, RESULTS_SHEET, RUN_FORMAT, RUN_SHEET, _text, encode_case_value

@@ -38,10 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from qareport import kinds
 from qareport.case_rows import ATTEMPTS_FIELD, CASE_HEAD_FIELDS, case_fields
-from qareport.comparison import (
-    STATUSES,
-)
 from qareport.errors import BaselineError
+from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import stored_judgments
 from qareport.records import USAGE_FIELDS, Location, Problem

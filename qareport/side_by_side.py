@@ -1,7 +1,7 @@
 """What the system produced for a case, kept with the run, and last run's and this run's outputs of
 each regressed or improved case side by side (the Compare sheet).
 
-A run keeps, per case, its outputs as text (`case_outputs`, stored by `runs.case_row` in the case
+A run keeps, per case, its outputs as text (`case_outputs`, stored by `case_rows.case_row` in the case
 row's `outputs`): per turn the indicator selection, the steps called (name, status, arguments)
 and the answer. The next run, given this one as its baseline, reads them back and lays the two
 runs' outputs of every case that moved next to each other (`side_by_side`), as promptfoo's viewer

@@ -311,7 +311,8 @@ def test_a_case_with_attempts_is_listed_by_what_its_attempts_can_tell(old, new, 
 
 
 def test_one_run_per_case_keeps_todays_lists_and_says_a_single_run_cannot_tell():
-    from qareport.comparison import ONE_RUN_NOTE, compare_runs
+    from qareport.case_changes import ONE_RUN_NOTE
+    from qareport.comparison import compare_runs
     from qareport.records import RunSnapshot
 
     row = {"case_id": "c", "name": "c", "status": "success", "definition_hash": "h", "groups": []}

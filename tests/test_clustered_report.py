@@ -261,7 +261,7 @@ def test_a_digest_stored_before_the_false_discovery_rate_was_controlled_decides_
 
 
 def test_clusters_whose_means_are_all_equal_leave_the_smallest_detectable_change_unestimated():
-    from qareport.comparison import headline_metrics
+    from qareport.headline import headline_metrics
 
     rows = [{"case_id": f"q{t}{i}", "kind": "qa", "groups": [f"t{t}"], "cluster": f"t{t}", "status": "success",
              "steps_score": value} for t in range(3) for i, value in enumerate((0.0, 1.0))]

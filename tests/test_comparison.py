@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from qareport.comparison import (
-    SCORE_BINS,
-    compare_runs,
-    headline_metrics,
-    score_bin,
-    score_distribution,
-    trend_points,
-    weakest_cases,
-)
+from qareport.comparison import compare_runs
+from qareport.headline import SCORE_BINS, headline_metrics, score_bin, score_distribution, weakest_cases
 from qareport.records import RunSnapshot
+from qareport.trend import trend_points
 
 
 def case(case_id: str, status: str = "success", *, kind: str = "conversation", definition_hash: str = "h",

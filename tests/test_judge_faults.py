@@ -28,9 +28,9 @@ from openai_stub import (
 from openpyxl import load_workbook
 
 from qareport.cli import main
-from qareport.comparison import headline_metrics, score_distribution
 from qareport.errors import JudgeOutputError
 from qareport.exit_status import GATE_FAILED, JUDGE_FAILED, REPORT_WRITTEN
+from qareport.headline import headline_metrics, score_distribution
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.answer_relevance import decode_vectors, encode_vectors, relevance_score
 

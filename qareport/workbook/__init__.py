@@ -30,10 +30,11 @@ import xlsxwriter
 from xlsxwriter.exceptions import XlsxWriterException
 
 from qareport.collector import collector_paused
-from qareport.comparison import Comparison, parse_created
+from qareport.comparison import Comparison
 from qareport.errors import QAReportError
 from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
+from qareport.trend import parse_created
 from qareport.workbook import styles
 from qareport.workbook.cells import clean_text, write
 from qareport.workbook.changes import write_changes

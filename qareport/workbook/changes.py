@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from qareport.comparison import CaseChange, Comparison
+from qareport.case_changes import CaseChange
+from qareport.comparison import Comparison
 from qareport.kinds import metric_label
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id

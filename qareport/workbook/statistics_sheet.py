@@ -12,9 +12,10 @@ from typing import Any
 
 from qareport import kinds
 from qareport.aggregates import REPORTED_METRICS
-from qareport.comparison import SCORE_BINS, noise_words
+from qareport.comparison import noise_words
 from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
+from qareport.headline import SCORE_BINS
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
 from qareport.judge_noise import JudgeNoise
 from qareport.judged_metrics import JudgedMetric

@@ -28,13 +28,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from qareport.comparison import WITHIN_NOISE, Headline, HeadlineDelta, parse_created
+from qareport.case_changes import WITHIN_NOISE
+from qareport.comparison import HeadlineDelta
 from qareport.consistency import SuiteConsistency, pass_rules_text
 from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
+from qareport.headline import Headline
 from qareport.judge_agreement import JudgeAgreement
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.run_sheets import stored_options
+from qareport.trend import parse_created
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write

@@ -8,8 +8,8 @@ from datetime import UTC
 from pathlib import Path
 
 from qareport import kinds
-from qareport.comparison import TrendPoint, parse_created
 from qareport.kinds import metric_label
+from qareport.trend import TrendPoint, parse_created
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet

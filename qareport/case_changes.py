@@ -1,0 +1,290 @@
+"""What changed per case since a baseline (`CaseChange`), and one line per changed case on how it
+moved and why (`CaseMovement`).
+
+Pure functions over two runs' case rows (`case_rows.case_rows`); no I/O. Every metric compared here
+lies in [0, 1] and higher is better, so a drop is a regression. Per case present in both runs:
+
+- its test definition changed (`definition_hash` differs): *test changed*, never a regression;
+- success → error / missing / invalid: a *regression* of its status; the way back an *improvement*;
+- both evaluated: every metric whose value moved by more than `tolerance` is a regression (down)
+  or an improvement (up); a metric present in only one run (e.g. the LLM judge was off) is not
+  compared. A case answered several times in both runs is regressed or improved only when
+  `decide_case_change` on its main metric's attempts says so (`case_verdict`); its other moves are
+  *moved within noise*, listed apart and never counted as regressions. What the lists rest on (one
+  run per case, or attempts too few to ever decide) is said once (`attempts_note`).
+- A case's grade (`Kind.grades`, kept with its facts) that moved between two evaluated runs of an
+  unchanged test is a change line of its own ("grade ideal → problematic"): a regression when it
+  got worse, an improvement when it got better.
+
+Cases only in the current run are *new*, cases only in the baseline *removed*, unless they could
+not be loaded this time (their file, or their item of it, could not be read): then they are *not
+loaded* (`why_not_loaded`), listed first, and never counted as removed or regressed. Every changed
+case also gets one line (`group_movements`), in the words of its kinds (`kinds.explain_change`:
+"lost COUNTRY MEX", "target edited: COUNTRY +KEN").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from qareport import kinds
+from qareport.clustered_statistics import MINIMUM_ATTEMPTS, CaseVerdict, decide_case_change
+from qareport.clustered_statistics import CaseChange as AttemptsChange
+from qareport.headline import DEFAULT_TOLERANCE, _number
+from qareport.records import Unloaded
+from qareport.significance import ALPHA
+
+ChangeKind = Literal["regression", "improvement", "moved within noise", "test changed", "new case", "removed case",
+                     "not loaded"]
+
+
+CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "moved within noise", "test changed", "new case",
+                                        "removed case", "not loaded")
+
+
+WITHIN_NOISE: ChangeKind = "moved within noise"
+ONE_RUN_NOTE = ("One run per case cannot tell a change from a flip: each case listed as regressed or improved moved "
+                "in a single attempt. Give several attempts per case ('attempt': 1, 2, ...; 4 or more in both runs) "
+                "so that only changes beyond a case's own noise are listed.")
+
+
+ATTEMPTS_KEY = "attempts"  # a stored case row's values per attempt (`case_rows.attempt_values`)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseChange:
+    """One line of the Changes sheet: a case, a metric (or `status`), its old and new value."""
+
+    kind: ChangeKind
+    case_id: str
+    name: str
+    metric: str | None = None  # None: the case as a whole (new, removed, test changed)
+    old: float | str | None = None
+    new: float | str | None = None
+    delta: float | None = None
+    old_status: str | None = None
+    new_status: str | None = None
+    reason: str | None = None  # why the case moved, the same on each of its lines (`CaseMovement.reason`)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseMovement:
+    """One changed case in one line: how it moved (its metrics, its status) and why."""
+
+    kind: ChangeKind  # a case with any regression is a regression, even if something else improved
+    case_id: str
+    name: str
+    moves: tuple[CaseChange, ...]  # its lines in the Changes sheet
+    reason: str | None
+
+    @property
+    def worst_delta(self) -> float | None:
+        deltas = [change.delta for change in self.moves if change.delta is not None]
+        return min(deltas) if deltas else None
+
+    def describe_moves(self) -> str:
+        """"macro recall 1.00 → 0.50, macro precision 1.00 → 0.67" or "success → error"."""
+        parts = []
+        for change in self.moves:
+            if change.metric == "status" or change.metric is None:
+                if change.old_status != change.new_status and change.new_status is not None:
+                    parts.append(f"{change.old_status or 'new'} \u2192 {change.new_status}")
+                continue
+            parts.append(f"{kinds.metric_label(change.metric)} {_two(change.old)} \u2192 {_two(change.new)}")
+        return ", ".join(dict.fromkeys(parts))
+
+
+def _two(value: Any) -> str:
+    number = _number(value)
+    return f"{number:.2f}" if number is not None else str(value)
+
+
+def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: float) -> list[CaseChange]:
+    case_id, name = str(new.get("case_id")), str(new.get("name") or old.get("name") or "")
+    old_status, new_status = old.get("status"), new.get("status")
+    statuses = {"old_status": old_status, "new_status": new_status}
+
+    def metric_changes(kind_of: Any, *, grades: bool = True) -> list[CaseChange]:
+        changes = []
+        for metric in kinds.case_metric_keys():
+            before, after = _number(old.get(metric)), _number(new.get(metric))
+            if before is None or after is None or abs(after - before) <= tolerance:
+                continue
+            changes.append(CaseChange(kind_of(after - before), case_id, name, metric, before, after,
+                                      after - before, **statuses))
+        for move in kinds.grade_moves(_facts(old), _facts(new)) if grades else ():  # "grade ideal → acceptable"
+            changes.append(CaseChange(kind_of(-1.0 if move.worse else 1.0), case_id, name, move.metric,
+                                      move.old, move.new, None, **statuses))
+        return changes
+
+    if test_changed(old, new):
+        changes = metric_changes(lambda delta: "test changed", grades=False)  # an edited target regrades
+        if old_status != new_status:
+            changes.insert(0, CaseChange("test changed", case_id, name, "status", old_status, new_status, None,
+                                         **statuses))
+        return changes or [CaseChange("test changed", case_id, name, None, None, None, None, **statuses)]
+    if old_status == "success" and new_status != "success":
+        return [CaseChange("regression", case_id, name, "status", old_status, new_status, None, **statuses)]
+    if old_status != "success" and new_status == "success":
+        return [CaseChange("improvement", case_id, name, "status", old_status, new_status, None, **statuses)]
+    if old_status != "success":
+        return []  # neither run scored it: nothing to compare
+    decided = case_verdict(old, new)
+    if decided is not None and decided.verdict not in (CaseVerdict.REGRESSED, CaseVerdict.IMPROVED):
+        return metric_changes(lambda delta: WITHIN_NOISE)  # a flip, as far as its attempts can tell
+    return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
+
+
+def case_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> AttemptsChange | None:
+    """Whether a case answered several times in both runs changed beyond what its own attempts vary
+    by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric_key` that
+    both runs have); None when a run has no attempts of it (one run per case: today's rule)."""
+    before, after = old.get(ATTEMPTS_KEY), new.get(ATTEMPTS_KEY)
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return None
+    for kind in kinds.REGISTRY:
+        key = kind.main_metric_key()
+        old_values = [v for v in before.get(key) or () if _number(v) is not None]
+        new_values = [v for v in after.get(key) or () if _number(v) is not None]
+        if key is not None and old_values and new_values:
+            return _decided(tuple(old_values), tuple(new_values))
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _decided(old_values: tuple[float, ...], new_values: tuple[float, ...]) -> AttemptsChange:
+    """`decide_case_change`, once per pair of attempt values (the changes and the note both ask)."""
+    return decide_case_change(old_values, new_values)
+
+
+def attempts_note(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
+                  *, level: float = ALPHA) -> str | None:
+    """What the lists of regressed and improved cases rest on, said once: one run per case (no case
+    has attempts in both runs), or attempts too few to ever decide at `level` (3 against 3)."""
+    sizes: Counter[tuple[int, int]] = Counter()
+    for case_id, new in new_rows.items():
+        old = old_rows.get(case_id)
+        if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
+            continue
+        decided = case_verdict(old, new)
+        if decided is not None:
+            sizes[(decided.old_attempts, decided.new_attempts)] += 1
+    if not sizes:
+        return ONE_RUN_NOTE
+    hopeless = sorted(pair for pair in sizes if smallest_p(*pair) > level)
+    if not hopeless:
+        return None
+    cases = sum(sizes[pair] for pair in hopeless)
+    pairs = ", ".join(f"{a} against {b}" for a, b in hopeless)
+    return (f"{cases} case(s) have too few attempts to ever tell a change from a flip ({pairs}: no split of so few "
+            f"attempts reaches p {level:g}); what moved in them is listed as moved within noise. Give 4 or more "
+            "attempts per case in both runs.")
+
+
+def smallest_p(old_attempts: int, new_attempts: int) -> float:
+    """The smallest p-value `decide_case_change` can reach with attempts of these numbers."""
+    if min(old_attempts, new_attempts) < MINIMUM_ATTEMPTS:
+        return 1.0
+    return (2 if old_attempts == new_attempts else 1) / math.comb(old_attempts + new_attempts, new_attempts)
+
+
+def case_moved(old: Mapping[str, Any], new: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """Whether a case changed between two of its rows (its test, its status or a metric)."""
+    return bool(_case_changes(old, new, tolerance))
+
+
+def test_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether the case's test definition differs between the two runs."""
+    old_hash, new_hash = old.get("definition_hash") or "", new.get("definition_hash") or ""
+    return bool(old_hash and new_hash and old_hash != new_hash)
+
+
+def _display_order(change: CaseChange) -> tuple[Any, ...]:
+    """Regressions first (status losses, then the biggest drops), then improvements (status gains,
+    then the biggest rises), then changed tests, new and removed cases in input order."""
+    if change.kind == "not loaded":
+        return (-1,)
+    rank = CHANGE_KINDS.index(change.kind)
+    # status changes first, then metrics by how far they moved, then grades (which have no delta)
+    place = 1 if change.delta is not None else 0 if change.metric in ("status", None) else 2
+    if change.kind == "regression":
+        return (rank, place, change.delta or 0.0)
+    if change.kind == "improvement":
+        return (rank, place, -(change.delta or 0.0))
+    return (rank,)
+
+
+def _facts(row: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    facts = (row or {}).get("facts")
+    return facts if isinstance(facts, Mapping) else {}
+
+
+def _status_words(status: Any, error: Any) -> str:
+    text = {"error": "the system answered with an error", "missing": "no response",
+            "invalid": "the response could not be evaluated"}.get(str(status), str(status))
+    return f"{text}: {error}" if error and status in ("error", "invalid") else text
+
+
+def movement_reason(kind: ChangeKind, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str | None:
+    """Why a case moved, in one line: a lost status says what happened; otherwise the kinds say
+    what changed in their facts, and failing that the case's reason now (or, improved, before)."""
+    if kind in ("new case", "removed case", "not loaded"):
+        return None
+    old_status, new_status = (old or {}).get("status"), (new or {}).get("status")
+    if kind == "regression" and new_status != "success":
+        return _status_words(new_status, (new or {}).get("error"))
+    if kind == "improvement" and old_status != "success":
+        return "evaluated again (was: " + _status_words(old_status, None) + ")"
+    said = kinds.explain_change(_facts(old), _facts(new))
+    if said:
+        return said
+    if kind == "test changed":
+        return "test edited"
+    if kind == "regression":
+        return (new or {}).get("reason") or None
+    before = (old or {}).get("reason")
+    return f"was: {before}" if before else None
+
+
+def _movements(changes: Sequence[CaseChange], old_rows: Mapping[str, Mapping[str, Any]],
+               new_rows: Mapping[str, Mapping[str, Any]]) -> list[CaseMovement]:
+    return group_movements(changes, lambda kind, case_id: movement_reason(kind, old_rows.get(case_id),
+                                                                          new_rows.get(case_id)))
+
+
+def group_movements(changes: Sequence[CaseChange],
+                    reason: Callable[[ChangeKind, str], str | None] | None = None) -> list[CaseMovement]:
+    """One movement per changed case, in the order of `changes`; its reason from `reason`, else the
+    reason its changes carry (a stored comparison read back)."""
+    by_case: dict[str, list[CaseChange]] = {}
+    for change in changes:
+        by_case.setdefault(change.case_id, []).append(change)
+    movements = []
+    for case_id, moves in by_case.items():
+        kinds_found = [move.kind for move in moves]
+        kind = "regression" if "regression" in kinds_found else kinds_found[0]
+        why = reason(kind, case_id) if reason is not None else moves[0].reason
+        movements.append(CaseMovement(kind, case_id, moves[0].name, tuple(moves), why))
+    return movements
+
+
+def why_not_loaded(case_id: str, row: Mapping[str, Any], unloaded: Sequence[Unloaded]) -> str | None:
+    """Why a baseline case is missing from this run when it may only not have been read ("not
+    loaded (file X could not be read)"), or None when it was removed."""
+    for part in unloaded:
+        if part.case_id == case_id:
+            return f"not loaded ({part.describe()})"
+    stored_file = row.get("file")
+    for part in unloaded:
+        if part.case_id is None and (not stored_file or _same_file(str(stored_file), part.path)):
+            return f"not loaded ({part.describe()})"
+    return None
+
+
+def _same_file(stored: str, path: str) -> bool:
+    return stored == path or stored.replace("\\", "/").rsplit("/", 1)[-1] == path.replace("\\", "/").rsplit("/", 1)[-1]

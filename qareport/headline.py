@@ -1,0 +1,158 @@
+"""A run's headline metrics (`headline_metrics`), its weakest cases and its score bins.
+
+Pure functions over a run's case rows (`case_rows.case_rows`); no I/O. Every metric here lies in
+[0, 1] and higher is better.
+
+- A *headline* metric is the mean over the evaluated cases that have it (per case, the mean over
+  its turns), with the number of cases behind it and the error / missing / invalid cases of the
+  same kind beside it: those could have had the metric but were not scored.
+- Its interval resamples whole clusters (`clustered_statistics`), and the smallest change the run
+  could detect is said beside it (`detectable_change`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qareport import kinds
+from qareport.clustered_statistics import ClusteredInterval, clustered_interval, minimum_detectable_change
+from qareport.clusters import row_cluster
+from qareport.means import evaluated, mean, score
+from qareport.significance import ALPHA
+
+NOT_SCORED_STATUSES = ("error", "missing", "invalid")
+STATUSES = ("success", *NOT_SCORED_STATUSES)
+DEFAULT_TOLERANCE = 1e-9  # float noise, not a change
+_number = score  # a score that can be averaged and binned (`means.score`)
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """One headline metric of a run: its mean, the cases behind it, and the cases not scored."""
+
+    metric: str
+    mean: float | None
+    cases: int  # evaluated cases that have the metric
+    errors: int = 0  # cases with a target of the metric's kind, not scored because of their status
+    missing: int = 0
+    invalid: int = 0
+    low: float | None = None  # the 95 % cluster bootstrap interval of the mean over cases
+    high: float | None = None
+    clusters: int = 0  # the clusters the cases come in (a case without one is its own)
+    design_effect: float | None = None  # clustered variance over naive variance (1: clustering did not matter)
+    detectable: float | None = None
+    """The smallest change a comparison with a run of this size could tell from noise (80 % power,
+    5 % level; `minimum_detectable_change` of the values); None when it cannot be estimated."""
+
+    @property
+    def label(self) -> str:
+        return kinds.metric_label(self.metric)
+
+    @property
+    def not_scored(self) -> int:
+        return self.errors + self.missing + self.invalid
+
+
+def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts = Counter(str(row.get("status")) for row in rows)
+    return {status: counts.get(status, 0) for status in STATUSES}
+
+
+def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
+    """The headline metrics the run has (those with at least one value), in a fixed order, each with
+    its 95 % interval and the cases that could have had it but were not scored."""
+    headlines = []
+    for metric in kinds.headline_metric_keys():
+        scored = evaluated(rows, metric)
+        values = [value for value, _ in scored]
+        average = mean(values)
+        if average is None:
+            continue
+        not_scored = Counter(row.get("status") for row in _could_have(rows, metric) if row.get("status") != "success")
+        interval = clustered_interval(values, clusters=[row_cluster(row) for _, row in scored])
+        headlines.append(Headline(
+            metric=metric,
+            mean=average,
+            cases=len(values),
+            errors=not_scored.get("error", 0),
+            missing=not_scored.get("missing", 0),
+            invalid=not_scored.get("invalid", 0),
+            low=interval.low if interval else None,
+            high=interval.high if interval else None,
+            clusters=interval.clusters if interval else 0,
+            design_effect=interval.design_effect if interval else None,
+            detectable=detectable_change(interval, of="values"),
+        ))
+    return tuple(headlines)
+
+
+DESIGN_EFFECT_SHOWN = 1.2  # above it, clustering mattered: the Summary shows the design effect
+
+
+def detectable_change(interval: ClusteredInterval | None, *, of: str) -> float | None:
+    """The minimum detectable change (80 % power, 5 % level) from an interval's spread and design
+    effect; None with fewer than two clusters or no spread (nothing to estimate it from)."""
+    if (interval is None or interval.clusters < 2 or interval.design_effect is None
+            or interval.design_effect <= 0 or interval.standard_deviation <= 0):
+        return None  # a design effect of 0: every cluster has the same mean, no spread between clusters
+    return minimum_detectable_change(interval.standard_deviation, cases=interval.cases, clusters=interval.clusters,
+                                     design_effect=interval.design_effect, of=of).change
+
+
+def fewest_clusters_to_decide(alpha: float = ALPHA) -> int:
+    """The fewest clusters whose sign-flip test can reach `alpha` at all (its smallest p is 2 / 2^G)."""
+    clusters = 1
+    while 2 / 2 ** clusters > alpha:
+        clusters += 1
+    return clusters
+
+
+def _could_have(rows: Sequence[Mapping[str, Any]], metric: str) -> list[Mapping[str, Any]]:
+    """The cases that could have had the metric: those with a target of its kind. Rows stored before
+    runs kept their targets fall back to the cases of the same shape (conversation or Q&A)."""
+    kind = kinds.kind_of_metric(metric)
+    if kind is not None and all("targets" in row and row.get("targets") is not None for row in rows):
+        return [row for row in rows if kind.name in (row.get("targets") or ())]
+    case_kinds = {row.get("kind") for row in rows
+                  if row.get("status") == "success" and _number(row.get(metric)) is not None}
+    return [row for row in rows if row.get("kind") in case_kinds]
+
+
+def weakest_cases(
+        rows: Sequence[Mapping[str, Any]], ranking: Sequence[str], *, limit: int = 5) -> list[Mapping[str, Any]]:
+    """The evaluated cases that lost points on `ranking` (metric keys, compared in turn), lowest
+    first; ties keep the input order. Cases without the first metric are not ranked, and a case
+    with full marks is never among the weakest."""
+    if not ranking:
+        return []
+    scored = []
+    for index, row in enumerate(rows):
+        values = [_number(row.get(metric)) for metric in ranking]
+        perfect = all(value is None or value >= 1.0 - DEFAULT_TOLERANCE for value in values)
+        if row.get("status") == "success" and values[0] is not None and not perfect:
+            scored.append((tuple(v if v is not None else 2.0 for v in values), index, row))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    return [row for _, _, row in scored[:limit]]
+
+
+SCORE_BINS = tuple((round(i / 10, 1), round((i + 1) / 10, 1)) for i in range(10))
+
+
+def score_bin(value: float) -> int:
+    """The index of the 0.1-wide bin of a score in [0, 1]; 1.0 falls in the last bin."""
+    return min(len(SCORE_BINS) - 1, max(0, int(round(value * 10, 9))))
+
+
+def score_distribution(rows: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
+    """How many evaluated cases fall in each bin of SCORE_BINS, for one metric."""
+    counts = [0] * len(SCORE_BINS)
+    for row in rows:
+        if row.get("status") != "success":
+            continue
+        value = _number(row.get(metric))
+        if value is not None:
+            counts[score_bin(value)] += 1
+    return counts
