@@ -1,0 +1,124 @@
+"""The package's layout, read from its own source: data flows one way (the report model, then the
+stored run derived from it), and a module stays one concept."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "qareport"
+MODEL = "qareport.report"
+STORED_RUN_FORMAT = frozenset({
+    "qareport.runs", "qareport.run_sheets", "qareport.run_reviews", "qareport.run_reading", "qareport.results_file",
+})
+"""The stored-run format (the workbook's hidden sheets, the results file): derived from the model, one way."""
+
+
+def module_name(path: Path, package: Path) -> str:
+    """`qareport/workbook/__init__.py` -> `qareport.workbook`, `qareport/runs.py` -> `qareport.runs`."""
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """The package's modules a file imports, those under `if TYPE_CHECKING:` included: an import for
+    typing is an arrow of the design too. `from qareport import kinds` counts as `qareport.kinds`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found & known
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    files = {module_name(path, package): path for path in package.rglob("*.py")}
+    known = set(files)
+    return {name: imports_of(path, known) - {name} for name, path in files.items()}
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = list(graph.get(start, ()))
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph.get(name, ()))
+    return seen
+
+
+def test_the_report_model_never_reaches_a_stored_format_module():
+    graph = import_graph(PACKAGE)
+    exp: list[str] = []
+    got = sorted(reachable(graph, MODEL) & STORED_RUN_FORMAT)
+    assert got == exp, f"{MODEL} imports the stored-run format (directly or through others): {got}"
+
+
+def test_the_stored_format_derives_from_the_model_and_its_case_rows():
+    graph = import_graph(PACKAGE)
+    exp = ["qareport.results_file", "qareport.run_reviews", "qareport.run_sheets"]
+    got = sorted(name for name in STORED_RUN_FORMAT if MODEL in graph[name])
+    assert got == exp
+    assert "qareport.case_rows" in graph["qareport.runs"]  # a stored row is the model's row, encoded
+    assert "qareport.case_rows" not in STORED_RUN_FORMAT
+
+
+def test_no_stored_format_module_is_in_an_import_circle():
+    graph = import_graph(PACKAGE)
+    exp: list[str] = []
+    got = sorted(name for name in STORED_RUN_FORMAT if name in reachable(graph, name))
+    assert got == exp, f"in an import circle: {got}"
+
+
+def test_the_layout_checks_see_a_circle_and_a_model_reaching_the_format(tmp_path):
+    """The checks above can fail: on a package laid out as runs.py was (the model took its case rows
+    from the stored format, which imported the model back for typing), both are found."""
+    package = tmp_path / "qareport"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "report.py").write_text("from qareport.runs import case_rows\n")
+    (package / "runs.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                     "    from qareport.report import Report\n")
+    graph = import_graph(package)
+    assert reachable(graph, MODEL) & STORED_RUN_FORMAT == {"qareport.runs"}
+    assert "qareport.runs" in reachable(graph, "qareport.runs")
+
+
+MAX_LINES = 500
+NOT_SPLIT_YET = frozenset({
+    "qareport.yaml_input", "qareport.clustered_statistics", "qareport.loading", "qareport.kinds.indicator_selection",
+    "qareport.kinds", "qareport.judge.runner", "qareport.judge.client", "qareport.workbook.summary",
+    "qareport.workbook.statistics_sheet", "qareport.kinds.steps.tables",
+})
+"""Modules over MAX_LINES lines being split by concept as issue 19 asks (or to say in their docstring
+why each is one concept). The list only shrinks: no module joins it."""
+
+
+def long_modules_without_a_reason(package: Path) -> list[str]:
+    """Modules over MAX_LINES lines whose docstring does not say why the module is one concept."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_LINES and "one concept" not in (ast.get_docstring(ast.parse(text)) or ""):
+            found.append(module_name(path, package))
+    return found
+
+
+def test_a_module_over_500_lines_says_in_its_docstring_why_it_is_one_concept():
+    exp: list[str] = []
+    got = [name for name in long_modules_without_a_reason(PACKAGE) if name not in NOT_SPLIT_YET]
+    assert got == exp, f"split these by concept, or say in each docstring why it is one concept: {got}"
+
+
+def test_the_not_split_yet_list_names_only_modules_still_over_the_limit():
+    """A module split below the limit leaves the list (so that it cannot grow back unnoticed)."""
+    long = set(long_modules_without_a_reason(PACKAGE))
+    exp: list[str] = []
+    got = sorted(NOT_SPLIT_YET - long)
+    assert got == exp, f"no longer over {MAX_LINES} lines (or now say why): remove from NOT_SPLIT_YET: {got}"
