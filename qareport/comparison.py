@@ -241,13 +241,6 @@ def decide_noise(comparison: Comparison, *, level: float = ALPHA) -> Comparison:
     return replace(comparison, headline=tuple(decided[:headline]), breakdown=tuple(decided[headline:]))
 
 
-def shared_values(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
-                  metric: str) -> tuple[list[float], list[float]]:
-    """A metric's values over the cases both runs evaluated whose test did not change, paired."""
-    before, after, _ = _shared(old_rows, new_rows, lambda row: row.get(metric))
-    return before, after
-
-
 def _shared(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
             value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
     """Paired values (and each case's cluster) over the cases both runs evaluated whose test did not change."""
