@@ -26,7 +26,6 @@ from qareport.comparison import compare_runs
 from qareport.digest import signed_bound
 from qareport.loading import load_suite
 from qareport.records import RunSnapshot
-from qareport.significance import paired_change
 
 TEMPLATES, QUESTIONS, STEPS = 8, 10, 4
 SHIFTED = "template_3"  # the one template whose questions all got worse
@@ -99,7 +98,7 @@ def clustered_run(tmp_path_factory):
 
 def test_a_shift_of_one_template_is_a_change_to_a_naive_test_but_not_to_the_clustered_one(clustered_run):
     old, new, clusters = clustered_run["old"], clustered_run["new"], clustered_run["clusters"]
-    naive = paired_change(old, new)
+    naive = clustered_paired_change(old, new)  # every case its own cluster
     assert naive is not None and naive.p_value <= 0.05  # ten questions that moved together look like ten witnesses
     rows = _rows(clustered_run["workbook"]["Summary"])
     how_sure = _table_after(rows, ["metric", "change", "95% interval", "p", "q", "cases", "clusters"])

@@ -28,7 +28,7 @@ from qareport.clustered_statistics import (
     suite_pass_rates,
     t_quantile,
 )
-from qareport.significance import EXACT_UP_TO, confidence_interval, paired_change
+from qareport.significance import CHUNK, EXACT_UP_TO, PERMUTATIONS, RESAMPLES, SEED
 
 # A graphrag-eval-like suite: 40 templates of 8 questions, 3 attempts per question. A case's true
 # value is the population mean + its template's effect + its own effect; each attempt adds noise.
@@ -97,13 +97,44 @@ def test_the_cluster_robust_standard_error_and_design_effect_match_the_formula_w
     assert got.low <= got.mean <= got.high
 
 
+def case_bootstrap(values):
+    """The percentile bootstrap of a mean over independent cases, drawn as qareport draws (its seed,
+    RESAMPLES resamples of the cases with replacement, CHUNK at a time): (mean, cases, low, high)."""
+    data = np.asarray(values, dtype=float)
+    generator = np.random.default_rng(SEED)
+    means = []
+    for done in range(0, RESAMPLES, CHUNK):
+        picks = generator.integers(0, data.size, size=(min(CHUNK, RESAMPLES - done), data.size))
+        means.extend(data[picks].mean(axis=1))
+    low, high = np.quantile(means, [0.025, 0.975])
+    return float(data.mean()), int(data.size), float(low), float(high)
+
+
+def case_sign_flip(old, new):
+    """The two-sided sign-flip test over independent cases, drawn as qareport draws: every sign pattern
+    of the moved cases up to EXACT_UP_TO of them, else PERMUTATIONS patterns (its seed, CHUNK at a
+    time) with the observed one counted among them: (p_value, exact)."""
+    differences = np.asarray(new, dtype=float) - np.asarray(old, dtype=float)
+    moved = differences[differences != 0]
+    observed = abs(moved.sum())
+    if moved.size <= EXACT_UP_TO:
+        patterns = np.array(list(itertools.product((1.0, -1.0), repeat=int(moved.size))))
+        return float(np.mean(np.abs(patterns @ moved) >= observed - 1e-12)), True
+    generator = np.random.default_rng(SEED)
+    at_least = 0
+    for done in range(0, PERMUTATIONS, CHUNK):
+        signs = generator.choice((1.0, -1.0), size=(min(CHUNK, PERMUTATIONS - done), moved.size))
+        at_least += int(np.sum(np.abs(signs @ moved) >= observed - 1e-12))
+    return (at_least + 1) / (PERMUTATIONS + 1), False
+
+
 def test_with_every_case_its_own_cluster_the_interval_is_the_case_bootstrap_and_the_design_effect_one():
     values = [0.2, 0.9, 0.4, 1.0, 0.7, 0.5, 0.3, 0.8]
-    exp = confidence_interval(values)
+    exp_mean, exp_cases, exp_low, exp_high = case_bootstrap(values)
     for clusters in (None, [None] * len(values), list("abcdefgh")):
         got = clustered_interval(values, clusters=clusters)
-        assert (got.mean, got.cases, got.clusters) == (exp.mean, exp.cases, len(values))
-        assert got.low == pytest.approx(exp.low, abs=1e-12) and got.high == pytest.approx(exp.high, abs=1e-12)
+        assert (got.mean, got.cases, got.clusters) == (exp_mean, exp_cases, len(values))
+        assert got.low == pytest.approx(exp_low, abs=1e-12) and got.high == pytest.approx(exp_high, abs=1e-12)
         assert got.standard_error == pytest.approx(got.naive_standard_error, rel=1e-12)
         assert got.design_effect == pytest.approx(1.0, rel=1e-12)
 
@@ -151,7 +182,7 @@ def test_the_clustered_interval_covers_the_population_mean_95_percent_of_the_tim
         _, attempts = simulate_attempts(generator)
         got = clustered_interval(attempts.tolist(), clusters=LABELS, resamples=1000)
         covered += got.low <= POPULATION_MEAN <= got.high
-        naive = confidence_interval(attempts.mean(axis=1), resamples=1000)
+        naive = clustered_interval(attempts.mean(axis=1), resamples=1000)  # every case its own cluster
         naive_covered += naive.low <= POPULATION_MEAN <= naive.high
     # 500 suites: the binomial standard error of a 0.95 coverage is 0.0097, so 0.92-0.98 is +/- 3 of them
     assert 0.92 <= covered / suites <= 0.98
@@ -227,7 +258,7 @@ def test_the_exact_cluster_sign_flip_flips_whole_clusters():
     assert got.delta == pytest.approx(statistics.fmean(differences))
     assert got.p_value == pytest.approx(reference_cluster_sign_flip(differences, clusters))
     # the same differences as independent cases look far more certain
-    assert paired_change(old, new).p_value < got.p_value
+    assert clustered_paired_change(old, new).p_value < got.p_value  # every case its own cluster
 
 
 def test_with_every_case_its_own_cluster_the_test_is_the_case_sign_flip_draw_for_draw():
@@ -235,10 +266,11 @@ def test_with_every_case_its_own_cluster_the_test_is_the_case_sign_flip_draw_for
     for size in (EXACT_UP_TO, EXACT_UP_TO + 9):  # exact, then Monte Carlo
         old = generator.random(size)
         new = old + generator.normal(0.05, 0.2, size)
-        got = clustered_paired_change(old.tolist(), new.tolist())
-        exp = paired_change(old.tolist(), new.tolist())
-        assert (got.p_value, got.exact) == (exp.p_value, exp.exact)
-        assert got.delta == pytest.approx(exp.delta)
+        exp_p_value, exp_exact = case_sign_flip(old, new)
+        for clusters in (None, [None] * size, [f"case {i}" for i in range(size)]):
+            got = clustered_paired_change(old.tolist(), new.tolist(), clusters=clusters)
+            assert (got.p_value, got.exact) == (exp_p_value, exp_exact)
+            assert got.delta == pytest.approx(float(np.mean(new - old)))
 
 
 def test_the_paired_change_takes_attempt_means_and_rejects_unpaired_input():
@@ -258,7 +290,8 @@ def test_under_a_template_level_null_the_clustered_test_keeps_its_false_alarm_ra
         old, new = simulate_pair(generator, drop=0.0)
         got = clustered_paired_change(old.tolist(), new.tolist(), clusters=LABELS, resamples=200, permutations=2000)
         alarms += got.beyond_noise()
-        naive_alarms += paired_change(old.mean(axis=1), new.mean(axis=1), permutations=2000).p_value <= 0.05
+        naive = clustered_paired_change(old.mean(axis=1), new.mean(axis=1), permutations=2000)
+        naive_alarms += naive.p_value <= 0.05  # every case its own cluster
     # nominal 0.05; with 400 suites its binomial standard error is 0.011, so 0.07 is 1.8 of them above
     assert alarms / suites <= 0.07
     # the naive test sees 320 independent cases where there are 40 templates: it raised 24 % here,

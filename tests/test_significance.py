@@ -1,4 +1,5 @@
-"""Confidence intervals and the paired test against reference computations written out plainly."""
+"""The interval of a mean and the paired test with every case its own cluster (the case bootstrap and the
+case sign flip), against reference computations written out plainly."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import statistics
 
 import pytest
 
-from qareport.significance import EXACT_UP_TO, confidence_interval, paired_change
+from qareport.clustered_statistics import clustered_interval, clustered_paired_change
+from qareport.significance import EXACT_UP_TO
 
 
 def reference_bootstrap(values, resamples=20_000, seed=1):
@@ -33,7 +35,7 @@ def reference_sign_flip(old, new):
     [i / 30 for i in range(30)],
 ])
 def test_the_bootstrap_interval_matches_a_plain_reference_computation(values):
-    got = confidence_interval(values)
+    got = clustered_interval(values)
     low, high = reference_bootstrap(values)
     assert got.mean == pytest.approx(statistics.fmean(values))
     assert got.low == pytest.approx(low, abs=0.02) and got.high == pytest.approx(high, abs=0.02)
@@ -42,13 +44,13 @@ def test_the_bootstrap_interval_matches_a_plain_reference_computation(values):
 
 def test_the_interval_is_the_same_on_every_run():
     values = [0.1, 0.5, 0.9, 0.3, 0.7]
-    assert confidence_interval(values) == confidence_interval(values)
+    assert clustered_interval(values) == clustered_interval(values)
 
 
 def test_one_case_or_equal_values_give_a_zero_width_interval_and_none_give_none():
-    assert confidence_interval([0.4]) == confidence_interval([0.4]) and confidence_interval([0.4]).low == 0.4
-    assert confidence_interval([0.5, 0.5, 0.5]).high == 0.5
-    assert confidence_interval([]) is None
+    assert clustered_interval([0.4]) == clustered_interval([0.4]) and clustered_interval([0.4]).low == 0.4
+    assert clustered_interval([0.5, 0.5, 0.5]).high == 0.5
+    assert clustered_interval([]) is None
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -57,7 +59,7 @@ def test_one_case_or_equal_values_give_a_zero_width_interval_and_none_give_none(
     ([0.0] * 10, [1.0] * 10),
 ])
 def test_the_exact_sign_flip_test_matches_enumeration_by_hand(old, new):
-    got = paired_change(old, new)
+    got = clustered_paired_change(old, new)
     assert got.exact and got.cases == len(old)
     assert got.delta == pytest.approx(statistics.fmean(b - a for a, b in zip(old, new)))
     assert got.p_value == pytest.approx(reference_sign_flip(old, new))
@@ -67,30 +69,30 @@ def test_a_drop_of_005_on_fifteen_noisy_cases_is_not_larger_than_noise():
     generator = random.Random(7)
     old = [generator.random() for _ in range(15)]
     new = [min(1.0, max(0.0, value + generator.choice((-0.3, 0.2)))) for value in old]
-    change = paired_change(old, new)
-    assert not change.significant
+    change = clustered_paired_change(old, new)
+    assert not change.beyond_noise()
 
 
 def test_a_consistent_drop_on_every_case_is_larger_than_noise():
     old = [0.9] * 20
     new = [0.8] * 20
-    change = paired_change(old, new)
-    assert change.significant and not change.exact and change.delta == pytest.approx(-0.1)
+    change = clustered_paired_change(old, new)
+    assert change.beyond_noise() and not change.exact and change.delta == pytest.approx(-0.1)
 
 
 def test_the_monte_carlo_p_value_is_close_to_the_exact_one():
     generator = random.Random(3)
     old = [generator.random() for _ in range(EXACT_UP_TO)]
     new = [value + generator.gauss(0.05, 0.2) for value in old]
-    exact = paired_change(old, new)
-    sampled = paired_change([*old, 0.5], [*new, 0.5 + 1e-09])  # one more moved case: Monte Carlo
+    exact = clustered_paired_change(old, new)
+    sampled = clustered_paired_change([*old, 0.5], [*new, 0.5 + 1e-09])  # one more moved case: Monte Carlo
     assert exact.exact and not sampled.exact
     assert sampled.p_value == pytest.approx(exact.p_value, abs=0.03)
 
 
 def test_cases_that_did_not_move_count_among_the_cases_but_not_in_the_test():
-    change = paired_change([0.5, 0.5, 0.5, 0.2], [0.5, 0.5, 0.5, 0.2])
+    change = clustered_paired_change([0.5, 0.5, 0.5, 0.2], [0.5, 0.5, 0.5, 0.2])
     assert change.p_value == 1.0 and change.cases == 4 and change.delta == 0.0
-    assert paired_change([], []) is None
+    assert clustered_paired_change([], []) is None
     with pytest.raises(ValueError, match="as many before as after"):
-        paired_change([0.1], [0.1, 0.2])
+        clustered_paired_change([0.1], [0.1, 0.2])
