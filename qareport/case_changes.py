@@ -35,7 +35,8 @@ from typing import Any, Literal
 from qareport import kinds
 from qareport.clustered_statistics import MINIMUM_ATTEMPTS, CaseVerdict, decide_case_change
 from qareport.clustered_statistics import CaseChange as AttemptsChange
-from qareport.headline import DEFAULT_TOLERANCE, _number
+from qareport.headline import DEFAULT_TOLERANCE
+from qareport.means import score as _number  # a score that can be averaged (`means.score`)
 from qareport.records import Unloaded
 from qareport.significance import ALPHA
 
@@ -104,7 +105,7 @@ def _two(value: Any) -> str:
     return f"{number:.2f}" if number is not None else str(value)
 
 
-def _case_changes(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: float) -> list[CaseChange]:
+def changes_of_case(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: float) -> list[CaseChange]:
     case_id, name = str(new.get("case_id")), str(new.get("name") or old.get("name") or "")
     old_status, new_status = old.get("status"), new.get("status")
     statuses = {"old_status": old_status, "new_status": new_status}
@@ -195,7 +196,7 @@ def smallest_p(old_attempts: int, new_attempts: int) -> float:
 
 def case_moved(old: Mapping[str, Any], new: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
     """Whether a case changed between two of its rows (its test, its status or a metric)."""
-    return bool(_case_changes(old, new, tolerance))
+    return bool(changes_of_case(old, new, tolerance))
 
 
 def test_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -204,7 +205,7 @@ def test_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return bool(old_hash and new_hash and old_hash != new_hash)
 
 
-def _display_order(change: CaseChange) -> tuple[Any, ...]:
+def display_order(change: CaseChange) -> tuple[Any, ...]:
     """Regressions first (status losses, then the biggest drops), then improvements (status gains,
     then the biggest rises), then changed tests, new and removed cases in input order."""
     if change.kind == "not loaded":
@@ -251,7 +252,7 @@ def movement_reason(kind: ChangeKind, old: Mapping[str, Any] | None, new: Mappin
     return f"was: {before}" if before else None
 
 
-def _movements(changes: Sequence[CaseChange], old_rows: Mapping[str, Mapping[str, Any]],
+def case_movements(changes: Sequence[CaseChange], old_rows: Mapping[str, Mapping[str, Any]],
                new_rows: Mapping[str, Mapping[str, Any]]) -> list[CaseMovement]:
     return group_movements(changes, lambda kind, case_id: movement_reason(kind, old_rows.get(case_id),
                                                                           new_rows.get(case_id)))

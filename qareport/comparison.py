@@ -27,10 +27,10 @@ from qareport.case_changes import (
     CaseChange,
     CaseMovement,
     ChangeKind,
-    _case_changes,
-    _display_order,
-    _movements,
     attempts_note,
+    case_movements,
+    changes_of_case,
+    display_order,
     test_changed,
     why_not_loaded,
 )
@@ -39,7 +39,8 @@ from qareport.clustered_statistics import (
     clustered_paired_change,
 )
 from qareport.clusters import row_cluster
-from qareport.headline import DEFAULT_TOLERANCE, Headline, _number, detectable_change, headline_metrics
+from qareport.headline import DEFAULT_TOLERANCE, Headline, detectable_change, headline_metrics
+from qareport.means import score as _number  # a score that can be averaged (`means.score`)
 from qareport.records import RunSnapshot, Unloaded
 from qareport.significance import ALPHA
 
@@ -197,7 +198,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
             changes.append(CaseChange("new case", case_id, str(new.get("name") or ""),
                                       new_status=new.get("status")))
         else:
-            changes.extend(_case_changes(old, new, tolerance))
+            changes.extend(changes_of_case(old, new, tolerance))
     for case_id, old in old_rows.items():
         if case_id not in new_rows:
             lost = why_not_loaded(case_id, old, unloaded)
@@ -207,9 +208,9 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
             else:
                 changes.append(CaseChange("removed case", case_id, str(old.get("name") or ""),
                                           old_status=old.get("status")))
-    changes.sort(key=_display_order)  # stable: ties keep the input order
+    changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
-                 for movement in _movements(changes, old_rows, new_rows)]
+                 for movement in case_movements(changes, old_rows, new_rows)]
     reasons = {movement.case_id: movement.reason for movement in movements}
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     comparison = Comparison(

@@ -90,7 +90,7 @@ def _semantics_entry(semantics: int | None) -> dict[str, Any]:
     return {} if semantics is None else {"steps_semantics": semantics}
 
 
-def _stated_semantics(value: Any) -> int | None:
+def stated_semantics(value: Any) -> int | None:
     try:
         return int(value) if value not in (None, "") else None
     except (TypeError, ValueError):

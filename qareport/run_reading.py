@@ -18,7 +18,7 @@ from qareport.errors import BaselineError, QAReportError
 from qareport.headline import Headline, headline_metrics
 from qareport.judge.usage import JudgeUsage
 from qareport.records import Location, Problem, RunSnapshot
-from qareport.results_file import _stated_semantics, read_results_file
+from qareport.results_file import read_results_file, stated_semantics
 from qareport.runs import (
     BAD,
     CHANGE_FIELDS,
@@ -32,14 +32,14 @@ from qareport.runs import (
     WORKBOOK_SUFFIXES,
     Expected,
     OnProblem,
-    _dropped,
-    _letter,
-    _no_problem,
-    _read_metadata,
-    _read_sheets,
     clean_case_values,
+    column_letter,
     convert_value,
     decode_case_row,
+    dropped_problem,
+    ignore_problem,
+    read_metadata,
+    read_sheets,
 )
 
 
@@ -71,7 +71,7 @@ def read_run(path: str | Path, *, on_problem: OnProblem | None = None) -> RunSna
     if suffix in WORKBOOK_SUFFIXES:
         return read_report(target, on_problem=on_problem).snapshot
     if suffix in RESULTS_SUFFIXES:
-        return _read_results_file(target, on_problem or _no_problem)
+        return _read_results_file(target, on_problem or ignore_problem)
     raise BaselineError(
         f"{target}: a baseline must be a qareport workbook (.xlsx) or results file "
         f"({', '.join(RESULTS_SUFFIXES)}), not '{target.suffix or target.name}'"
@@ -102,7 +102,7 @@ def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
         created=convert_value(about.get("created"), "text") or "",
         qareport_version=convert_value(about.get("version"), "text") or "",
         cases=tuple(rows),
-        steps_semantics=_stated_semantics(about.get("steps_semantics")),
+        steps_semantics=stated_semantics(about.get("steps_semantics")),
     )
 
 
@@ -122,14 +122,14 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> Rep
     """A qareport workbook's run, metadata and changes, from its hidden sheets. A value an edit made
     into something else is converted or left out (`on_problem` hears which), never a crash."""
     target = Path(path)
-    report = on_problem or _no_problem
-    sheets = _read_sheets(target, DATA_SHEETS)
+    report = on_problem or ignore_problem
+    sheets = read_sheets(target, DATA_SHEETS)
     if RESULTS_SHEET not in sheets or RUN_SHEET not in sheets:
         raise BaselineError(
             f"{target}: not a qareport workbook with per-case results (no hidden "
             f"'{RESULTS_SHEET}' sheet); give a workbook written by qareport or its --results file"
         )
-    metadata = _read_metadata(sheets[RUN_SHEET], target, report)
+    metadata = read_metadata(sheets[RUN_SHEET], target, report)
     if metadata.get("format") != RUN_FORMAT:
         raise BaselineError(
             f"{target}: the '{RUN_SHEET}' sheet has format {metadata.get('format')!r}; "
@@ -145,7 +145,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> Rep
         if all(value is None for value in values):
             continue
         def where(field: str, number: int = number) -> str:
-            return f"sheet '{RESULTS_SHEET}', cell {_letter(columns.get(field, 1))}{number}"
+            return f"sheet '{RESULTS_SHEET}', cell {column_letter(columns.get(field, 1))}{number}"
 
         cleaned = clean_case_values(dict(zip(names, values)), where=where, target=target, on_problem=report)
         if cleaned is not None:
@@ -155,7 +155,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> Rep
         created=str(metadata.get("created") or ""),
         qareport_version=str(metadata.get("qareport_version") or ""),
         cases=tuple(cases),
-        steps_semantics=_stated_semantics(metadata.get("option.steps_semantics")),
+        steps_semantics=stated_semantics(metadata.get("option.steps_semantics")),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),
@@ -187,9 +187,9 @@ def _read_changes(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
             else:
                 value = convert_value(value, expected)
             column = names.index(field) + 1 if field in names else index
-            where = f"sheet '{CHANGES_SHEET}', cell {_letter(column)}{number}"
+            where = f"sheet '{CHANGES_SHEET}', cell {column_letter(column)}{number}"
             if value is BAD:
-                on_problem(_dropped(target, where, f"'{field}'", expected or "number", row.get(field)))
+                on_problem(dropped_problem(target, where, f"'{field}'", expected or "number", row.get(field)))
                 value = None
             fields[field] = value
         if fields["kind"] not in CHANGE_KINDS or not fields["case_id"]:

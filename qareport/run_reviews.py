@@ -16,11 +16,11 @@ from qareport.runs import (
     BAD,
     WORKBOOK_SUFFIXES,
     OnProblem,
-    _no_problem,
-    _read_sheets,
-    _text,
     convert_value,
     decode_case_row,
+    ignore_problem,
+    json_text,
+    read_sheets,
     stored_case_id,
 )
 
@@ -37,7 +37,7 @@ def stored_review_rows(report: Report) -> list[tuple[str, str, int, str]]:
         for case_id, review in reviews.items():
             texts = [("review", review.verdict), ("review note", review.note)]
             if reviews is report.kept_reviews:
-                texts.append((LAST_SEEN, _text(dict(review.last_seen)) if review.last_seen is not None else None))
+                texts.append((LAST_SEEN, json_text(dict(review.last_seen)) if review.last_seen is not None else None))
             for field, text in texts:
                 if text:
                     rows += [(case_id, field, number, part) for number, part in enumerate(review_parts(text), start=1)]
@@ -70,10 +70,10 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
     row when it was last seen). {} for a results file. An Overview with rows but without the review
     columns is said through `on_problem`, and the reviews stored with the run stand in for it."""
     target = Path(path)
-    report = on_problem or _no_problem
+    report = on_problem or ignore_problem
     if target.suffix.lower() not in WORKBOOK_SUFFIXES:
         return {}
-    sheets = _read_sheets(target, (REVIEW_SHEET, REVIEWS_SHEET))
+    sheets = read_sheets(target, (REVIEW_SHEET, REVIEWS_SHEET))
     stored = _stored_reviews(sheets.get(REVIEWS_SHEET) or [])
     rows = sheets.get(REVIEW_SHEET) or []
     reviews: dict[str, Review] = {}

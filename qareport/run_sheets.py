@@ -14,7 +14,15 @@ from qareport.digest import digest_to_json
 from qareport.headline import status_counts
 from qareport.records import OptionsUsed
 from qareport.run_reviews import REVIEWS_FIELDS, REVIEWS_SHEET, stored_review_rows
-from qareport.runs import CHANGE_FIELDS, CHANGES_SHEET, RESULTS_SHEET, RUN_FORMAT, RUN_SHEET, _text, encode_case_value
+from qareport.runs import (
+    CHANGE_FIELDS,
+    CHANGES_SHEET,
+    RESULTS_SHEET,
+    RUN_FORMAT,
+    RUN_SHEET,
+    encode_case_value,
+    json_text,
+)
 
 if TYPE_CHECKING:
     from qareport.report import Report
@@ -65,7 +73,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
             (f"input.{index}.records", given.records),
             (f"input.{index}.sha256", given.sha256),
         ]
-    pairs += [(f"option.{key}", value if isinstance(value, (int, float, str)) else _text(value))
+    pairs += [(f"option.{key}", value if isinstance(value, (int, float, str)) else json_text(value))
               for key, value in sorted(stored_options(run.options).items()) if value is not None]
     if comparison is not None:
         pairs += [

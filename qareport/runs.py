@@ -152,7 +152,7 @@ OnProblem = Callable[[Problem], None]
 Expected = str  # "number", "count" or "text"
 
 
-def _no_problem(problem: Problem) -> None:
+def ignore_problem(problem: Problem) -> None:
     """The default `on_problem`: a caller that does not ask is not told."""
 
 
@@ -205,13 +205,13 @@ def _shown(value: Any) -> str:
 _EXPECTED_WORDS = {"number": "a number", "count": "a whole number", "text": "text"}
 
 
-def _dropped(target: Path, where: str, what: str, expected: Expected, value: Any) -> Problem:
+def dropped_problem(target: Path, where: str, what: str, expected: Expected, value: Any) -> Problem:
     return Problem(Location(str(target)),
                    f"{where}: {what} must be {_EXPECTED_WORDS[expected]} (got {_shown(value)}); left out, the "
                    "rest of the stored run is still read (restore the value qareport wrote, or clear the cell)")
 
 
-def _letter(column: int) -> str:
+def column_letter(column: int) -> str:
     """A column's letters (1 -> A, 27 -> AA)."""
     letters = ""
     while column:
@@ -238,7 +238,7 @@ def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str],
             continue
         value = convert_value(cleaned[field], expected)
         if value is BAD:
-            on_problem(_dropped(target, where(field), f"'{field}'", expected, cleaned[field]))
+            on_problem(dropped_problem(target, where(field), f"'{field}'", expected, cleaned[field]))
             value = None
         cleaned[field] = value
     status = cleaned.get("status")
@@ -272,7 +272,7 @@ def metadata_value_type(key: str) -> Expected | None:
     return None
 
 
-def _read_metadata(rows: Sequence[tuple[Any, ...]], target: Path, on_problem: OnProblem) -> dict[str, Any]:
+def read_metadata(rows: Sequence[tuple[Any, ...]], target: Path, on_problem: OnProblem) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for number, row in enumerate(rows[1:], start=2):
         key = convert_value(row[0] if row else None, "text")
@@ -283,14 +283,14 @@ def _read_metadata(rows: Sequence[tuple[Any, ...]], target: Path, on_problem: On
         if expected is not None:
             converted = convert_value(value, expected)
             if converted is BAD:
-                on_problem(_dropped(target, f"sheet '{RUN_SHEET}', cell B{number}", f"'{key}'", expected, value))
+                on_problem(dropped_problem(target, f"sheet '{RUN_SHEET}', cell B{number}", f"'{key}'", expected, value))
                 continue
             value = converted
         metadata[key] = value
     return metadata
 
 
-def _text(value: Any) -> str:
+def json_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
@@ -303,7 +303,7 @@ def stored_case_id(value: Any) -> str | None:
     return text if text else None
 
 
-def _read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any, ...]]]:
+def read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any, ...]]]:
     """The values of the named sheets that exist, row by row."""
     from openpyxl import load_workbook
 
