@@ -7,7 +7,12 @@
     usage.py               calls, tokens, retries and costs (Ledger per unit, JudgeUsage per run)
     cost.py                tokens counted before sending (characters / 4), the budget, the estimate
     checks.py  prompts.py  what a reply must be; the Jinja2 prompt templates
-    runner.py              Judge: the thread pool, embeddings batched over cases, progress
+    runner.py              Judge: the thread pool and its progress, the run's failure and usage
+    planning.py            which judgments a result gets, each task asked once per repeat
+    outcomes.py  repeats.py  what a judgment produced, the judged copy; repeats combined
+    relevance_embeddings.py  answer relevance's embeddings batched over cases
+    estimate.py            what judging will take (`--estimate`), without a request
+    batch_route.py         judging through the Batch API (`judge.batch`)
     answer_correctness.py  answer_relevance.py  retrieval_answer.py   one module per metric
 
 `Judge(settings).judge_results(results)` returns a `JudgeRun`: judged copies of graphrag-eval-shaped
