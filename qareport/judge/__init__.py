@@ -1,8 +1,10 @@
 """The LLM judge: answer correctness, answer relevance and the retrieval-answer metrics.
 
     settings.py            JudgeSettings and how they are resolved; METRICS
-    client.py              the only module that imports openai: the SDK's retries, fatal errors,
-                           retry counting, the key scrubbed, cache, costs, replies checked
+    client.py              JudgeClient: cache, costs, chat replies checked, embeddings, batches
+    transport.py           the openai SDK clients: the SDK's retries, retry counting, fatal errors, the key
+                           scrubbed; with batch.py, the only modules that import openai
+    replies.py             what the judge reads of a chat reply
     cache.py  prices.py    the SQLite reply cache; prices per model
     usage.py               calls, tokens, retries and costs (Ledger per unit, JudgeUsage per run)
     cost.py                tokens counted before sending (characters / 4), the budget, the estimate
