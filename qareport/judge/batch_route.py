@@ -12,7 +12,7 @@ from typing import Any
 from qareport.errors import JudgeAborted, MetricFailed
 from qareport.judge.answer_relevance import decode_vectors
 from qareport.judge.batch import BatchJudging
-from qareport.judge.outcomes import _Task
+from qareport.judge.outcomes import Task
 from qareport.judge.planning import Planning
 from qareport.judge.usage import Ledger
 from qareport.progress import OnProgress
@@ -44,7 +44,7 @@ class BatchRoute(Planning):
             if result.get("status") != "success":
                 continue
             for item in self._repeated(self._plan(index, result, chosen)):
-                if not isinstance(item, _Task):
+                if not isinstance(item, Task):
                     continue
                 outcome = item()
                 generated = outcome.waiting

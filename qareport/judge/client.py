@@ -27,7 +27,7 @@ from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
 from qareport.judge.prices import PriceTable
-from qareport.judge.replies import _ChatReply
+from qareport.judge.replies import ChatReply
 from qareport.judge.settings import JudgeSettings
 from qareport.judge.transport import (
     RetryCounter,
@@ -231,20 +231,20 @@ class JudgeClient(Transport):
                     return checked
         reserved = 0.0
         if batched is not None:
-            reply = _ChatReply.of_object(read_batch_reply(openai.types.chat.ChatCompletion, batched))
+            reply = ChatReply.of_object(read_batch_reply(openai.types.chat.ChatCompletion, batched))
         elif self.batch is not None:
             raise self.batch.defer(key, "chat", request)  # asked in the next batch, not sent
         else:
             reserved = self._admit("chat", metric, request)
             try:
                 if self._litellm is not None and self._chat_client is self._litellm:
-                    reply = _ChatReply.of_object(self._send(
+                    reply = ChatReply.of_object(self._send(
                         lambda: self._chat_client.chat.completions.create(**request), ledger))
                 else:
                     # the request dict as the JSON body and the reply's JSON as a dict: the same HTTP
                     # exchange, retries and errors as `chat.completions.create`, without the SDK's
                     # typed-parameter transform and reply model, which were a third of a call's CPU time
-                    reply = _ChatReply.of_json(self._send(
+                    reply = ChatReply.of_json(self._send(
                         lambda: self._client.post("/chat/completions", body=request, cast_to=object), ledger))
             except BaseException:
                 self._settle(reserved, 0.0)

@@ -10,7 +10,7 @@ from typing import Any
 from qareport.judge import answer_relevance
 from qareport.judge.answer_relevance import decode_vectors
 from qareport.judge.cost import BATCH_DISCOUNT, QUESTION_TOKENS, CallEstimate, NotSent, Recorder, text_tokens
-from qareport.judge.outcomes import _Task
+from qareport.judge.outcomes import Task
 from qareport.judge.planning import Planning
 from qareport.judge.prices import PRICES_CHECKED, PriceTable
 from qareport.judge.relevance_embeddings import EMBEDDING_BATCH_CHARS, EMBEDDING_BATCH_INPUTS
@@ -109,7 +109,7 @@ class Estimating(Planning):
                 if result.get("status") != "success":
                     continue
                 for item in self._repeated(self._plan(index, result, chosen)):
-                    if not isinstance(item, _Task):
+                    if not isinstance(item, Task):
                         continue
                     try:
                         outcome = item()
@@ -158,7 +158,7 @@ def _metric_estimate(metric: str, judgments: int, cached: int, calls: Sequence[C
 def _embedding_batches(sizes: Sequence[tuple[int, int]]) -> int:
     """How many embeddings requests the runner sends for cases waiting with these (inputs,
     characters), in this order: a batch is taken as soon as EMBEDDING_BATCH_INPUTS inputs wait,
-    the rest at the end (as `judge_results` and `_take_batch` do)."""
+    the rest at the end (as `judge_results` and `take_batch` do)."""
     batches = 0
     waiting: list[tuple[int, int]] = []
     for size in sizes:
@@ -174,7 +174,7 @@ def _embedding_batches(sizes: Sequence[tuple[int, int]]) -> int:
 
 
 def _batch_length(waiting: Sequence[tuple[int, int]]) -> int:
-    """How many of the waiting cases `_take_batch` puts in one batch."""
+    """How many of the waiting cases `take_batch` puts in one batch."""
     inputs = chars = 0
     for position, (size, length) in enumerate(waiting):
         if position and (inputs + size > EMBEDDING_BATCH_INPUTS or chars + length > EMBEDDING_BATCH_CHARS):

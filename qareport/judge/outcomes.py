@@ -1,7 +1,7 @@
 """What one judgment produced, and how a result's judgments make its judged copy.
 
-A worker runs a `_Task` (one metric of one result, one repeat of it) and fills in an `_Outcome`;
-`_judged_copy` puts a result's outcomes, in graphrag-eval's key order, into a new result dict.
+A worker runs a `Task` (one metric of one result, one repeat of it) and fills in an `Outcome`;
+`judged_copy` puts a result's outcomes, in graphrag-eval's key order, into a new result dict.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ COST_KEYS = {metric: f"{metric}_cost" for metric in ALL_METRICS}
 
 
 @dataclass
-class _Outcome:
+class Outcome:
     """What one metric of one case produced (filled in by one worker, then read by the runner):
     keys for the result (`step` None) or for its actual step number `step`, and what it used."""
 
@@ -46,20 +46,20 @@ class _Outcome:
 
 
 @dataclass(frozen=True, slots=True)
-class _Task:
+class Task:
     """One metric of one case (one repeat of it), to be run by a worker."""
 
     case: int
     metric: str
-    run: Callable[[int], _Outcome]
+    run: Callable[[int], Outcome]
     repeat: int = 0
 
-    def __call__(self) -> _Outcome:
+    def __call__(self) -> Outcome:
         return self.run(self.repeat)
 
 
 
-def _judged_copy(result: Mapping[str, Any], outcomes: list[_Outcome], *, order: Sequence[str]) -> dict[str, Any]:
+def judged_copy(result: Mapping[str, Any], outcomes: list[Outcome], *, order: Sequence[str]) -> dict[str, Any]:
     """A new result dict with the keys of its outcomes, in graphrag-eval's key order (as its own
     judged results are); judged steps are new dicts too, with their F1 keys."""
     ordered = sorted(outcomes, key=lambda o: order.index(o.metric))

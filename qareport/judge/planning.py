@@ -18,7 +18,7 @@ from qareport.judge import answer_correctness, answer_relevance, custom_metric, 
 from qareport.judge.answer_relevance import GeneratedQuestions
 from qareport.judge.client import JudgeClient, asking_repeat
 from qareport.judge.cost import BUDGET_WORDS, BudgetReached
-from qareport.judge.outcomes import COST_KEYS, ERROR_KEYS, _Outcome, _Task
+from qareport.judge.outcomes import COST_KEYS, ERROR_KEYS, Outcome, Task
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import Ledger
@@ -55,7 +55,7 @@ class Planning:
     # -- planning: which metrics each case gets
 
     def _plan(self, index: int, result: Mapping[str, Any],
-              metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+              metrics: Sequence[str]) -> Iterator[Outcome | Callable[[], Outcome]]:
         client, prompts = self._client, self._prompts
         attempt = attempt_of(result)
         question = result.get("question_text") or ""
@@ -91,7 +91,7 @@ class Planning:
                 for metric, wanted in ((retrieval_answer.RECALL, wants_recall),
                                        (retrieval_answer.PRECISION, wants_precision)):
                     if wanted:
-                        yield _Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
+                        yield Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
                 continue
             if wants_recall:
                 yield self._task(attempt, index, retrieval_answer.RECALL, number, partial(
@@ -103,7 +103,7 @@ class Planning:
                     question=question, reference=reference, actual=actual, contexts=contexts))
 
     def _plan_contexts(self, index: int, result: Mapping[str, Any],
-                       metrics: Sequence[str]) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+                       metrics: Sequence[str]) -> Iterator[Outcome | Callable[[], Outcome]]:
         """graphrag-eval 6.x's LLM context recall and precision, on each matched retrieval step."""
         wanted = [m for m in (retrieval_answer.CONTEXT_RECALL, retrieval_answer.CONTEXT_PRECISION) if m in metrics]
         if not wanted:
@@ -116,7 +116,7 @@ class Planning:
                 contexts = [c["text"] for c in parse_contexts(actual_step.get("output"))]
             except ValueError as error:
                 for metric in wanted:
-                    yield _Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
+                    yield Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
                 continue
             judges = {retrieval_answer.CONTEXT_RECALL: retrieval_answer.judge_context_recall,
                       retrieval_answer.CONTEXT_PRECISION: retrieval_answer.judge_context_precision}
@@ -135,21 +135,21 @@ class Planning:
         evaluation = self._custom.get(metric)
         return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
 
-    def _repeated(self, planned: Iterable[_Outcome | Callable[[], _Outcome]],
-                  ) -> Iterator[_Outcome | Callable[[], _Outcome]]:
+    def _repeated(self, planned: Iterable[Outcome | Callable[[], Outcome]],
+                  ) -> Iterator[Outcome | Callable[[], Outcome]]:
         """The planned work with each task asked `settings.repeats` times (repeat 0 as planned)."""
         for item in planned:
             yield item
-            if isinstance(item, _Task):
+            if isinstance(item, Task):
                 for number in range(1, self.settings.repeats):
                     yield replace(item, repeat=number)
 
     def _task(self, attempt: int | None, index: int, metric: str, step: int | None,
-              compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> _Task:
+              compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> Task:
         """One metric of one result; its chat requests are cached under the result's `attempt` too
         (see `attempt_of`) and, asked again (`settings.repeats`), under each repeat's number."""
-        def work(repeat: int) -> _Outcome:
-            outcome = _Outcome(index, metric, step, repeat=repeat)
+        def work(repeat: int) -> Outcome:
+            outcome = Outcome(index, metric, step, repeat=repeat)
             outcome.ledger.attempt = attempt
             try:
                 with asking_repeat(repeat):
@@ -178,7 +178,7 @@ class Planning:
             outcome.updates[self._cost_key(metric)] = outcome.ledger.cost_usd
             return outcome
 
-        return _Task(index, metric, work)
+        return Task(index, metric, work)
 
 
 def attempt_of(result: Mapping[str, Any]) -> int | None:

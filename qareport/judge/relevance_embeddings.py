@@ -9,7 +9,7 @@ from qareport.judge import answer_relevance
 from qareport.judge.answer_relevance import decode_vectors, encode_vectors
 from qareport.judge.checks import check_embeddings
 from qareport.judge.cost import Budget, BudgetReached
-from qareport.judge.outcomes import COST_KEYS, _Outcome
+from qareport.judge.outcomes import COST_KEYS, Outcome
 from qareport.judge.planning import Planning
 from qareport.judge.usage import Ledger
 
@@ -25,7 +25,7 @@ class RelevanceEmbeddings(Planning):
 
     # -- answer relevance's embeddings
 
-    def _embeddings_from_cache(self, outcome: _Outcome) -> bool:
+    def _embeddings_from_cache(self, outcome: Outcome) -> bool:
         assert outcome.waiting is not None
         vectors = decode_vectors(self._client.cached_value(outcome.waiting.key), len(outcome.waiting.inputs))
         if vectors is None:
@@ -34,7 +34,7 @@ class RelevanceEmbeddings(Planning):
         _complete_relevance(outcome, vectors)
         return True
 
-    def _embed_batch(self, batch: list[_Outcome], *, tries_left: int = 1) -> tuple[Ledger, list[_Outcome]]:
+    def _embed_batch(self, batch: list[Outcome], *, tries_left: int = 1) -> tuple[Ledger, list[Outcome]]:
         """One embeddings request for the inputs of several cases (each case's inputs together).
 
         A failed or unusable reply does not fail the whole batch: the batch is split in two and
@@ -52,14 +52,14 @@ class RelevanceEmbeddings(Planning):
             outcome.error, outcome.not_judged, outcome.updates = False, False, {}
             outcome.waiting = outcome.retry_waiting
         halves = [batch] if len(batch) == 1 else [batch[:len(batch) // 2], batch[len(batch) // 2:]]
-        done: list[_Outcome] = []
+        done: list[Outcome] = []
         for half in halves:
             half_ledger, half_finished = self._embed_batch(half, tries_left=tries_left - (len(batch) == 1))
             ledger.merge(half_ledger)
             done.extend(half_finished)
         return ledger, done
 
-    def _embed_once(self, batch: list[_Outcome]) -> tuple[Ledger, list[_Outcome]]:
+    def _embed_once(self, batch: list[Outcome]) -> tuple[Ledger, list[Outcome]]:
         ledger = Ledger()
         for outcome in batch:
             outcome.retry_waiting = outcome.waiting
@@ -74,19 +74,19 @@ class RelevanceEmbeddings(Planning):
             for outcome in batch:
                 if ledger.calls:  # the failed reply was billed: share it like a good one
                     outcome.ledger.add_share(ledger.cost_usd, 1 / len(batch))
-                _fail_relevance(outcome, f"{NOT_JUDGED if called else ''}embeddings: {error}", not_judged=called)
+                fail_relevance(outcome, f"{NOT_JUDGED if called else ''}embeddings: {error}", not_judged=called)
             return ledger, batch
         except JudgeAborted:
             for outcome in batch:
-                _fail_relevance(outcome, self._stopped(), not_judged=True)
+                fail_relevance(outcome, self._stopped(), not_judged=True)
             return ledger, batch
         except BudgetReached as error:
             for outcome in batch:
-                _fail_relevance(outcome, self._over_budget(error), not_judged=True)
+                fail_relevance(outcome, self._over_budget(error), not_judged=True)
             return ledger, batch
         except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # a malformed reply
             for outcome in batch:
-                _fail_relevance(outcome, f"embeddings: unusable reply ({type(error).__name__}: {error})")
+                fail_relevance(outcome, f"embeddings: unusable reply ({type(error).__name__}: {error})")
             return ledger, batch
         total_chars = sum(len(text) for text in inputs) or 1
         position = 0
@@ -101,19 +101,19 @@ class RelevanceEmbeddings(Planning):
         return ledger, batch
 
 
-def _complete_relevance(outcome: _Outcome, vectors: list[list[float]]) -> None:
+def _complete_relevance(outcome: Outcome, vectors: list[list[float]]) -> None:
     assert outcome.waiting is not None
     try:
         keys = answer_relevance.relevance_keys(outcome.waiting, vectors)
     except (MetricFailed, ArithmeticError, ValueError) as error:
-        _fail_relevance(outcome, f"embeddings: {error}")
+        fail_relevance(outcome, f"embeddings: {error}")
         return
     outcome.updates = {**keys, COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd}
     outcome.waiting = None
 
 
 
-def _fail_relevance(outcome: _Outcome, message: str, *, not_judged: bool = False) -> None:
+def fail_relevance(outcome: Outcome, message: str, *, not_judged: bool = False) -> None:
     outcome.updates = {
         answer_relevance.ERROR_KEY: message,
         COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd,
@@ -124,8 +124,8 @@ def _fail_relevance(outcome: _Outcome, message: str, *, not_judged: bool = False
 
 
 
-def _take_batch(waiting: list[_Outcome]) -> tuple[list[_Outcome], list[_Outcome]]:
-    batch: list[_Outcome] = []
+def take_batch(waiting: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    batch: list[Outcome] = []
     inputs = chars = 0
     for position, outcome in enumerate(waiting):
         assert outcome.waiting is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any
 
-from qareport.judge.outcomes import _Outcome
+from qareport.judge.outcomes import Outcome
 from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX
 
 REPEATED_VALUES = frozenset(spec.key for spec in JUDGED_METRICS)
@@ -14,7 +14,7 @@ REPEATED_VALUES = frozenset(spec.key for spec in JUDGED_METRICS)
 
 
 
-def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
+def combine_repeats(outcomes: list[Outcome]) -> list[Outcome]:
     """One outcome per judgment (a metric of the case, or of one of its steps) from the outcomes
     of its repeats. Without repeats, the outcomes as they are. With them: when no repeat gave a
     value, the first repeat's outcome (its error), as a judgment without repeats; otherwise the
@@ -22,7 +22,7 @@ def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
     by the mean over the repeats with a value, its counts and reason kept, and beside each judged value the list of the
     repeats' values (`<key>_repeats`, None for a repeat that gave none). The cost is every
     repeat's."""
-    groups: dict[tuple[str, int | None], list[_Outcome]] = {}
+    groups: dict[tuple[str, int | None], list[Outcome]] = {}
     for outcome in outcomes:
         groups.setdefault((outcome.metric, outcome.step), []).append(outcome)
     combined = []
@@ -45,7 +45,7 @@ def _combine_repeats(outcomes: list[_Outcome]) -> list[_Outcome]:
                     updates[key] = fmean(numbers)
                     if key in REPEATED_VALUES:
                         updates[key + REPEATS_SUFFIX] = [o.updates.get(key) if not o.error else None for o in group]
-        combined.append(_Outcome(first.case, first.metric, first.step, first.ledger, updates=updates,
+        combined.append(Outcome(first.case, first.metric, first.step, first.ledger, updates=updates,
                                  error=first.error, not_judged=first.not_judged))
     return combined
 

@@ -8,7 +8,7 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class _ChatReply:
+class ChatReply:
     """What the judge reads of a chat completion: its model, token usage (`has_usage` False when
     the reply gave none), and the first choice's content, refusal and finish reason."""
 
@@ -21,7 +21,7 @@ class _ChatReply:
     finish_reason: str | None
 
     @classmethod
-    def of_json(cls, data: Any) -> _ChatReply:
+    def of_json(cls, data: Any) -> ChatReply:
         """From the reply's JSON as sent; what is missing or of another type is read as absent."""
         data = data if isinstance(data, dict) else {}
         usage = data.get("usage")
@@ -35,7 +35,7 @@ class _ChatReply:
                    _text_or_none(choice.get("finish_reason")))
 
     @classmethod
-    def of_object(cls, completion: Any) -> _ChatReply:
+    def of_object(cls, completion: Any) -> ChatReply:
         """From a completion object (litellm's, shaped as the SDK's)."""
         usage = completion.usage
         choice = completion.choices[0] if completion.choices else None

@@ -30,15 +30,15 @@ from qareport.judge.batch_route import BatchRoute
 from qareport.judge.client import JudgeClient
 from qareport.judge.cost import BUDGET_WORDS, Budget
 from qareport.judge.estimate import Estimating
-from qareport.judge.outcomes import _judged_copy, _Outcome
+from qareport.judge.outcomes import Outcome, judged_copy
 from qareport.judge.prompts import Prompts
 from qareport.judge.relevance_embeddings import (
     EMBEDDING_BATCH_INPUTS,
     RelevanceEmbeddings,
-    _fail_relevance,
-    _take_batch,
+    fail_relevance,
+    take_batch,
 )
-from qareport.judge.repeats import _combine_repeats
+from qareport.judge.repeats import combine_repeats
 from qareport.judge.settings import JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
 from qareport.progress import OnProgress, ProgressEvent, no_progress
@@ -149,14 +149,14 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
         self._client.guard = budget
         judged: list[dict[str, Any]] = [dict(result) for result in results]
 
-        ready: list[_Outcome] = []
-        tasks: list[Callable[[], _Outcome]] = []
+        ready: list[Outcome] = []
+        tasks: list[Callable[[], Outcome]] = []
         pending_by_case: dict[int, int] = {}
         for index, result in enumerate(results):
             if result.get("status") != "success":
                 continue
             for item in self._repeated(self._plan(index, result, chosen)):
-                if isinstance(item, _Outcome):
+                if isinstance(item, Outcome):
                     ready.append(item)
                 else:
                     tasks.append(item)
@@ -165,10 +165,10 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
         progress_bar = _Progress(on_progress, len(tasks) + len(ready))
         ledgers: list[tuple[str, Ledger]] = []
         errors: dict[str, int] = {}
-        outcomes_by_case: dict[int, list[_Outcome]] = {}
+        outcomes_by_case: dict[int, list[Outcome]] = {}
         not_judged: list[str] = []  # the error of each judgment not obtained
 
-        def settle(outcome: _Outcome) -> None:
+        def settle(outcome: Outcome) -> None:
             """A metric (a repeat of it) of a case is complete: count it, and finish the case if it
             was the last."""
             progress_bar.advance(outcome.ledger)
@@ -176,7 +176,7 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
             outcomes_by_case.setdefault(outcome.case, []).append(outcome)
             pending_by_case[outcome.case] -= 1
             if pending_by_case[outcome.case] == 0:
-                complete = _combine_repeats(outcomes_by_case.pop(outcome.case))
+                complete = combine_repeats(outcomes_by_case.pop(outcome.case))
                 for done in complete:
                     if done.error:
                         errors[done.metric] = errors.get(done.metric, 0) + 1
@@ -184,7 +184,7 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                         not_judged.append(next((value for value in done.updates.values()
                                                 if isinstance(value, str) and value.startswith(NOT_JUDGED)),
                                                NOT_JUDGED))
-                judged[outcome.case] = _judged_copy(results[outcome.case], complete, order=chosen)
+                judged[outcome.case] = judged_copy(results[outcome.case], complete, order=chosen)
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
@@ -206,7 +206,7 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
 
             for task in tasks:
                 submit(task, "task")
-            waiting: list[_Outcome] = []
+            waiting: list[Outcome] = []
             waiting_inputs = 0
             tasks_left = len(tasks)
             while running:
@@ -231,13 +231,13 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                 if self._client.fatal is not None:
                     # the judge is stopped: tasks not yet run return at once, without a call
                     for outcome in waiting:
-                        _fail_relevance(outcome, self._stopped(), not_judged=True)
+                        fail_relevance(outcome, self._stopped(), not_judged=True)
                         settle(outcome)
                     waiting = []
                     continue
                 while waiting and (waiting_inputs >= EMBEDDING_BATCH_INPUTS or tasks_left == 0):
                     # in a batch run, one request per case: the request its batch answered
-                    batch, waiting = (waiting[:1], waiting[1:]) if batches is not None else _take_batch(waiting)
+                    batch, waiting = (waiting[:1], waiting[1:]) if batches is not None else take_batch(waiting)
                     waiting_inputs -= sum(len(o.waiting.inputs) for o in batch if o.waiting)
                     tries = 1 if batches is None else 0  # a batch's reply is the same when asked again
                     submit(partial(self._embed_batch, batch, tries_left=tries), "embeddings")
