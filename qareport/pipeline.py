@@ -46,7 +46,7 @@ from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:
     from qareport.judge import Judge
-    from qareport.judge.runner import JudgeEstimate
+    from qareport.judge.estimate import JudgeEstimate
 
 STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
 """The stages `on_stage` is told of, in order; baseline, history, results and email are optional (each

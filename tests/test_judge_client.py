@@ -586,7 +586,7 @@ def test_retry_after_header_forms():
     from datetime import datetime, timedelta
     from email.utils import format_datetime
 
-    from qareport.judge.client import retry_after as _retry_after
+    from qareport.judge.transport import retry_after as _retry_after
 
     assert _retry_after({"retry-after": "2"}) == 2.0
     assert _retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5

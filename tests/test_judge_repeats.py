@@ -20,7 +20,7 @@ from qareport.judge.cache import cache_key
 from qareport.judge_noise import split_variance
 from qareport.pipeline import RunOptions, run_pipeline
 from qareport.settings import resolve_judge_settings
-from qareport.workbook.statistics_sheet import NOISE_TITLE
+from qareport.workbook.statistics_judge import NOISE_TITLE
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from test_libreoffice import require
 
 from qareport.records import REVIEW_CHOICES
 from qareport.run_reviews import read_reviews
-from qareport.workbook.summary import KEY_COLUMN, VALUE_COLUMN
+from qareport.workbook.summary_grid import KEY_COLUMN, VALUE_COLUMN
 
 KEY, VALUE = KEY_COLUMN - 1, VALUE_COLUMN - 1  # the Summary's right-hand block, counted from 0
 UNCHANGED = "2818e6c6-6d0e-49a5-86af-cc5a22b108d2"  # scored the same both weeks

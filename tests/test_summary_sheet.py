@@ -17,7 +17,7 @@ from qareport.loading import load_suite
 from qareport.records import RunInfo
 from qareport.report import build_report
 from qareport.workbook import write_workbook
-from qareport.workbook.summary import VALUE_COLUMN, VALUE_WIDTH
+from qareport.workbook.summary_grid import VALUE_COLUMN, VALUE_WIDTH
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"

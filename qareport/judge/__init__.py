@@ -1,13 +1,20 @@
 """The LLM judge: answer correctness, answer relevance and the retrieval-answer metrics.
 
     settings.py            JudgeSettings and how they are resolved; METRICS
-    client.py              the only module that imports openai: the SDK's retries, fatal errors,
-                           retry counting, the key scrubbed, cache, costs, replies checked
+    client.py              JudgeClient: cache, costs, chat replies checked, embeddings, batches
+    transport.py           the openai SDK clients: the SDK's retries, retry counting, fatal errors, the key
+                           scrubbed; with batch.py, the only modules that import openai
+    replies.py             what the judge reads of a chat reply
     cache.py  prices.py    the SQLite reply cache; prices per model
     usage.py               calls, tokens, retries and costs (Ledger per unit, JudgeUsage per run)
     cost.py                tokens counted before sending (characters / 4), the budget, the estimate
     checks.py  prompts.py  what a reply must be; the Jinja2 prompt templates
-    runner.py              Judge: the thread pool, embeddings batched over cases, progress
+    runner.py              Judge: the thread pool and its progress, the run's failure and usage
+    planning.py            which judgments a result gets, each task asked once per repeat
+    outcomes.py  repeats.py  what a judgment produced, the judged copy; repeats combined
+    relevance_embeddings.py  answer relevance's embeddings batched over cases
+    estimate.py            what judging will take (`--estimate`), without a request
+    batch_route.py         judging through the Batch API (`judge.batch`)
     answer_correctness.py  answer_relevance.py  retrieval_answer.py   one module per metric
 
 `Judge(settings).judge_results(results)` returns a `JudgeRun`: judged copies of graphrag-eval-shaped

@@ -56,7 +56,8 @@ from qareport.workbook.sheet_names import (
     TREND,
 )
 from qareport.workbook.statistics_sheet import write_statistics
-from qareport.workbook.summary import SummaryLinks, write_summary
+from qareport.workbook.summary import write_summary
+from qareport.workbook.summary_grid import SummaryLinks
 from qareport.workbook.trend import write_trend
 
 

@@ -2,11 +2,13 @@
 
 Values, not formulas: mail previews and phone viewers do not recalculate. Every average stands
 beside the counts of cases it is over and of the cases that could not be evaluated.
+
+The tables are written by `statistics_tables.TableWriter`; the judge's tables are in
+`statistics_judge`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,149 +18,31 @@ from qareport.comparison import noise_words
 from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.headline import SCORE_BINS
-from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
-from qareport.judge_noise import JudgeNoise
-from qareport.judged_metrics import JudgedMetric
 from qareport.kinds import Table, metric_label
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS
-from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
-from qareport.workbook.sheet import Cell, Sheet
+from qareport.workbook.sheet import Sheet
 from qareport.workbook.sheet_names import STATISTICS
+from qareport.workbook.statistics_judge import (
+    write_judge,
+    write_judge_agreement,
+    write_judge_noise,
+    write_judged_metrics,
+)
+from qareport.workbook.statistics_tables import TableWriter
 
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
+
 
 
 def metric_format(key: str) -> str:
     return styles.NUMBER_FORMATS[kinds.metric_format(key)]
 
 
-class TableWriter:
-    """Writes titled tables one below the other and remembers where the next one starts."""
 
-    def __init__(self, ws: Sheet, widths: Mapping[int, float]):
-        self.ws = ws
-        self.row = 1
-        self.widths = widths
-        self.longest: dict[int, int] = {}  # the longest text written by table() per column
-        self.needed: dict[int, float] = {}  # what each column's headers (whole words) and numbers need
-        self.texts: list[Cell] = []  # table cells holding text, to wrap once widths are known
-        self.rows_cells: dict[int, list[Cell]] = {}  # the table cells with a value, per row
-        self.header_rows: dict[int, Sequence[str]] = {}  # each table's header row, sized once widths are known
-
-    def width(self, column: int) -> float:
-        return self.widths.get(column, 8.43)
-
-    def fitted_widths(self, *, maximum: float = 60) -> dict[int, float]:
-        """The starting widths, widened to the longest table text (within `maximum`), to the longest
-        word of every header above the column and to its widest number."""
-        fitted = dict(self.widths)
-        for column, need in self.needed.items():
-            fitted[column] = max(fitted.get(column, MIN_WIDTH), math.ceil(need))
-        for column, length in self.longest.items():
-            fitted[column] = max(fitted.get(column, MIN_WIDTH), min(maximum, length + 2))
-        return fitted
-
-    def size_header_rows(self, widths: Mapping[int, float]) -> None:
-        """Make each table's header row tall enough for its titles at the final widths."""
-        for row, headers in self.header_rows.items():
-            lines = max(styles.display_lines(str(h), widths.get(column, 8.43))
-                        for column, h in enumerate(headers, start=1))
-            self.ws.set_height(row, styles.row_height_for(lines))
-
-    def wrap_long_texts(self, widths: Mapping[int, float]) -> None:
-        """Wrap the table texts wider than their column, and make their rows tall enough."""
-        for cell in self.texts:
-            width = widths.get(cell.column, 8.43)
-            if len(str(cell.value)) > width - 2:
-                cell.alignment = styles.WRAP_TOP
-                lines = styles.display_lines(str(cell.value), width)
-                current = self.ws.height(cell.row) or styles.LINE_HEIGHT_POINTS
-                self.ws.set_height(cell.row, max(current, styles.row_height_for(lines)))
-                for neighbour in self.rows_cells.get(cell.row, ()):  # numbers beside a tall text: at its top
-                    if neighbour is not cell:
-                        neighbour.alignment = styles.TOP
-
-    def title(self, text: str) -> None:
-        write(self.ws, self.row, 1, text).font = styles.TITLE_FONT
-        self.row += 2
-
-    def section(self, text: str, note: str | None = None) -> None:
-        """A section title, and its note in lines of at most `NOTE_UNITS`, one line a row: a long
-        note never runs on to the right past the tables (a printed page would shrink to hold it)."""
-        write(self.ws, self.row, 1, text).font = styles.SECTION_FONT
-        self.row += 1
-        for line in note_lines(note or ""):
-            write(self.ws, self.row, 1, line).font = styles.NOTE_FONT
-            self.row += 1
-
-    def table(
-        self, headers: Sequence[str], rows: Sequence[Sequence[Any]], formats: Sequence[str | None],
-        *, overflow_last: bool = False,
-    ) -> tuple[int, int]:
-        """Returns the first and last data row (for charts). Titles of number columns align right,
-        over their numbers. With `overflow_last`, the last column's text runs on to the right
-        (a sentence) instead of widening the column."""
-        for column, header in enumerate(headers, start=1):
-            write(self.ws, self.row, column, header)
-        styles.style_header_row(self.ws, self.row, 1, len(headers))
-        for column, fmt in enumerate(formats, start=1):
-            if fmt:
-                self.ws.cell(self.row, column).alignment = NUMBER_HEADER
-        for column, header in enumerate(headers, start=1):
-            if header:
-                self.needed[column] = max(self.needed.get(column, 0.0),
-                                          styles.header_units(str(header), filter_button=False))
-        self.header_rows[self.row] = tuple(headers)
-        first = self.row + 1
-        for offset, values in enumerate(rows, start=1):
-            for column, value in enumerate(values, start=1):
-                cell = write(self.ws, self.row + offset, column, value)
-                if value is not None:
-                    self.rows_cells.setdefault(cell.row, []).append(cell)
-                fmt = formats[column - 1] if column - 1 < len(formats) else None
-                if fmt and isinstance(value, (int, float)):
-                    cell.number_format = fmt
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self.needed[column] = max(self.needed.get(column, 0.0), _number_units(value, fmt))
-                if isinstance(value, str) and not (overflow_last and column == len(values)):
-                    self.longest[column] = max(self.longest.get(column, 0), len(value))
-                    self.texts.append(cell)
-        last = self.row + len(rows)
-        self.row = last + 2
-        return first, last
-
-
-NUMBER_HEADER = styles.Alignment(wrap=True, vertical="center", horizontal="right")
-NOTE_UNITS = 100  # the widest line of a section's note, in column-width units (italics run narrower)
-MIN_WIDTH = 8
-
-
-def note_lines(note: str, units: float = NOTE_UNITS) -> list[str]:
-    """A note in lines of whole words, each at most `units` wide."""
-    lines: list[str] = []
-    for word in note.split():
-        if lines and styles.text_units(f"{lines[-1]} {word}") <= units:
-            lines[-1] = f"{lines[-1]} {word}"
-        else:
-            lines.append(word)
-    return lines
-
-
-def _number_units(value: float, number_format: str | None) -> float:
-    """The width of a number as its format shows it, with the cell's padding."""
-    if number_format == styles.COST_FORMAT:
-        shown = f"${value:,.4f}"
-    elif number_format == styles.INTEGER_FORMAT:
-        shown = f"{value:,.0f}"
-    elif number_format == styles.SECONDS_FORMAT:
-        shown = f"{value:,.1f}"
-    else:
-        shown = f"{value:,.2f}"
-    return styles.text_units(shown) + 1.5
 GROUP_HEADERS = ("", "test cases", "evaluated", "errors", "missing", "invalid", "macro precision", "macro recall")
 GROUP_FORMATS = (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT,
                  styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT)
@@ -282,132 +166,6 @@ def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: li
         for column in range(2, 7):
             ws.cell(first + offset, column).number_format = fmt
 
-
-def write_judged_metrics(tables: TableWriter, judged: Sequence[JudgedMetric]) -> None:
-    """Each judged metric with the cases it rests on: judged, failed, not applicable."""
-    if not judged:
-        return
-    tables.section("LLM-judged metrics",
-                   "Evaluated cases; mean over the judged ones (as in the Summary); failed: the judge's reply "
-                   "could not be used; not judged: the API failed or the judge was stopped; not applicable: "
-                   "nothing to judge (no answer, no reference, no retrieval step).")
-    first, _last = tables.table(
-        ("metric", "mean", "judged", "failed", "not judged", "not applicable", "note"),
-        [(metric.label, metric.mean, metric.judged, metric.failed, metric.not_judged, metric.not_applicable,
-          _judged_note(metric))
-         for metric in judged],
-        (None, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4, None),
-        overflow_last=True,
-    )
-    for offset, metric in enumerate(judged):
-        if metric.mostly_failed:
-            tables.ws.cell(first + offset, 7).font = styles.REGRESSION_FONT
-            tables.ws.cell(first + offset, 4 if metric.failed >= metric.not_judged else 5).fill = styles.REGRESSION_FILL
-
-
-AGREEMENT_TITLE = "The judge against the analysts"
-
-
-def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None) -> None:
-    """Per judged metric, the share of the judgments the analysts reviewed that they found wrong, with
-    its Wilson 95 % interval: this run, and over the history when there is one."""
-    if agreement is None:
-        return
-    tables.section(AGREEMENT_TITLE, (
-        "Judgments (a judged metric of a case) the analysts reviewed in the Overview's review column: 'ok' (the "
-        "judge was right on every judged metric of the case), 'judge wrong' (wrong on all), 'judge wrong: "
-        "correctness' (wrong on the metrics named, right on the others). This run: the reviews carried onto its "
-        "cases; history: every run given, each judgment once, with its latest review. Interval: Wilson 95 %. "
-        f"Flagged from {MIN_REVIEWED} reviewed when the whole interval lies above "
-        f"{DISAGREEMENT_THRESHOLD * 100:.0f} %: do not gate on such a metric."))
-    rows: list[tuple[Any, ...]] = []
-    flags: list[bool] = []
-    scopes = [("this run", agreement.this_run)]
-    if agreement.history is not None:
-        scopes.append((f"{agreement.history_runs} runs", agreement.history))
-    for index in range(len(agreement.this_run)):
-        for scope, items in scopes:
-            shown = items[index]
-            low, high = shown.interval or (None, None)
-            rows.append((shown.label, scope, shown.reviewed, shown.wrong, shown.share_wrong, low, high,
-                         "THE JUDGE DISAGREES WITH THE ANALYSTS: do not gate on it" if shown.flagged else None))
-            flags.append(shown.flagged)
-    first, _ = tables.table(
-        ("metric", "over", "reviewed", "found wrong", "share wrong", "95% low", "95% high", "note"), rows,
-        (None, None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[styles.PERCENT_FORMAT] * 3, None),
-        overflow_last=True,
-    )
-    for offset, flagged in enumerate(flags):
-        if flagged:
-            tables.ws.cell(first + offset, 8).font = styles.REGRESSION_FONT
-            tables.ws.cell(first + offset, 5).fill = styles.REGRESSION_FILL
-
-
-NOISE_TITLE = "The judge's noise and the system's"
-
-
-def write_judge_noise(tables: TableWriter, noise: Sequence[JudgeNoise]) -> None:
-    """With judge repeats: per judged metric, the variance between repeats of a judgment (the
-    judge's), between attempts of a case and between cases (the system's), and the judge's share."""
-    if not noise:
-        return
-    tables.section(NOISE_TITLE, (
-        "Each judgment was asked several times (--judge-repeats); a case's value is the mean over its repeats. "
-        "Variances of a case's value, split as a nested random-effects ANOVA: judge = mean variance between the "
-        "repeats of a judgment; attempts = between the attempts of a case, beyond the repeats (empty with one "
-        "attempt per case: then the cases column holds it too); cases = between cases, beyond both. A share of "
-        "the judge near 100 % means the metric's differences are mostly the judge's noise. Estimates are "
-        "unbiased and may come out below zero by chance (counted as zero in the share)."))
-    rows = [(item.label, item.split.cases, item.split.repeats, item.split.judge, item.split.attempt,
-             item.split.case, item.judge_share,
-             math.sqrt(item.split.judge) if item.split.judge is not None and item.split.judge > 0 else None)
-            for item in noise]
-    tables.table(
-        ("metric", "cases", "values", "judge variance", "attempts variance", "cases variance", "judge's share",
-         "judge SD"),
-        rows,
-        (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[VARIANCE_FORMAT] * 3, styles.PERCENT_FORMAT,
-         styles.SCORE_FORMAT),
-    )
-
-
-VARIANCE_FORMAT = "0.00000"
-
-
-def _judged_note(metric: JudgedMetric) -> str | None:
-    notes = []
-    if metric.mostly_failed:
-        notes.append("FAILED FOR MOST CASES: the mean rests on few cases")
-    if metric.budget_reached:
-        notes.append(f"{metric.budget_reached} not judged: budget reached")
-    return "; ".join(notes) or None
-
-
-def write_judge(tables: TableWriter, run: RunInfo) -> None:
-    if run.not_evaluated:
-        tables.section("Metrics not evaluated")
-        reasons: list[tuple[str | None, str]] = []  # each reason in lines that end where the tables end
-        for metrics, why in sorted(run.not_evaluated.items()):
-            lines = note_lines(why, NOTE_UNITS - tables.width(1)) or [why]
-            reasons += [(metrics, lines[0]), *[(None, line) for line in lines[1:]]]
-        first, last = tables.table(("metrics", "why"), reasons, (None, None), overflow_last=True)
-        for row in range(first, last + 1):  # the reason runs on to the right, at the top of its row
-            tables.ws.cell(row, 2).alignment = styles.TOP
-    usage = run.judge_usage
-    if not usage:
-        return
-    tables.section("LLM judge", f"model {usage.model}, embeddings {usage.embedding_model}. "
-                                "Requests, not cases: failed calls failed after the SDK's retries (the judgments "
-                                "they were for are not judged, above); cached calls cost nothing.")
-    rows: list[tuple[Any, ...]] = [("all metrics", usage.calls, usage.cached_calls, usage.failed_calls,
-                                    usage.input_tokens, usage.output_tokens, usage.cost_usd)]
-    for metric, figures in sorted(usage.by_metric.items()):  # tokens are counted for all metrics together
-        rows.append((metric, figures.calls, figures.cached_calls, figures.failed_calls, None, None, figures.cost_usd))
-    tables.table(
-        ("metric", "calls", "cached calls", "failed calls", "input tokens", "output tokens", "cost (USD)"),
-        rows,
-        (None, *[styles.INTEGER_FORMAT] * 5, styles.COST_FORMAT),
-    )
 
 
 def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]]) -> charts.TableRange | None:

@@ -1,0 +1,90 @@
+"""The Summary sheet's grid: its columns and widths, where its links lead, and `Block`, which writes
+rows downwards in a fixed set of columns (the left half, A-K, and the right, M-N).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from qareport.trend import parse_created
+from qareport.workbook import styles
+from qareport.workbook.cells import write
+from qareport.workbook.sheet import Cell, Sheet
+
+CHANGE_KIND_COLUMN = "C"  # the Changes sheet's column of the kind of change
+
+COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 11.0, 7: 8.0, 8: 9.0, 9: 9.0, 10: 9.0,
+                 11: 21.0}
+LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-K
+KEY_COLUMN, VALUE_COLUMN = 13, 14  # M, N
+KEY_WIDTH, VALUE_WIDTH = 21.0, 46.0
+WHAT_COLUMN, REASON_COLUMN = 2, 6  # B (to E) what moved or scored, F (to K) the reason
+LINE_CHARS = int(sum(COLUMN_WIDTHS.values())) - 6  # a case's name, on a row of its own
+WHAT_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(WHAT_COLUMN, REASON_COLUMN))) - 2
+REASON_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(REASON_COLUMN, LEFT_COLUMNS + 1))) - 2
+NOTE_CHARS = int(sum(COLUMN_WIDTHS.values()) * 1.1)  # italics run narrower than the column widths
+
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryLinks:
+    """Where the Summary's links lead: rows of cases in Overview, of changes in Changes, and the
+    Overview columns the live review counts read."""
+
+    overview_rows: Mapping[str, int]
+    first_change_rows: Mapping[str, int]  # change kind -> first row on the Changes sheet
+    problems_sheet: str | None = None
+    review_column: str | None = None  # the Overview's column letters
+    change_column: str | None = None
+    last_overview_row: int = 1
+    same_names: frozenset[str] = frozenset()  # names more than one listed case has (`names_shared_by_cases`)
+
+
+def display_time(created: str) -> str:
+    moment = parse_created(created)
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else str(created)
+
+
+class Block:
+    """Writes rows downwards in a fixed set of columns."""
+
+    def __init__(self, ws: Sheet, row: int, column: int):
+        self.ws, self.row, self.column = ws, row, column
+        self.first_row = row
+
+    def cell(self, offset: int, value: Any, *, font: styles.Font | None = None,
+             number_format: str | None = None) -> Cell:
+        cell = write(self.ws, self.row, self.column + offset, value)
+        if font is not None:
+            cell.font = font
+        if number_format and isinstance(value, (int, float)):
+            cell.number_format = number_format
+        return cell
+
+    def section(self, title: str) -> Cell:
+        if self.row > self.first_row:  # a blank line between sections
+            self.row += 1
+        cell = self.cell(0, title, font=styles.SECTION_FONT)
+        self.row += 1
+        return cell
+
+    def header(self, *titles: str) -> None:
+        for offset, title in enumerate(titles):
+            if title:
+                self.cell(offset, title)
+        styles.style_header_row(self.ws, self.row, self.column, self.column + len(titles) - 1)
+        for offset in range(len(titles)):  # one line: a title runs on over the empty header cells beside it
+            self.ws.cell(self.row, self.column + offset).alignment = styles.CENTRED_LINE
+        self.row += 1
+
+    def note(self, text: str, *, chars: int = NOTE_CHARS) -> Cell:
+        """A note in italics, split into lines that fit the block (no cell wraps)."""
+        cell = None
+        for line in textwrap.wrap(text, width=chars, break_on_hyphens=False) or [""]:
+            cell = self.cell(0, line, font=styles.NOTE_FONT)
+            self.row += 1
+        assert cell is not None
+        return cell

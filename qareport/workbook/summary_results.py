@@ -1,0 +1,252 @@
+"""The Summary's left half (A-K): the headline metrics and how sure they are, the pass rates, the
+regressed and improved cases and those within noise, and the weakest cases of each kind.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+from qareport.case_changes import WITHIN_NOISE
+from qareport.comparison import HeadlineDelta
+from qareport.consistency import SuiteConsistency, pass_rules_text
+from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
+from qareport.headline import Headline
+from qareport.judge_agreement import JudgeAgreement
+from qareport.report import Report
+from qareport.workbook import styles
+from qareport.workbook.case_links import link_by_id
+from qareport.workbook.sheet import Cell
+from qareport.workbook.sheet_names import CHANGES, OVERVIEW
+from qareport.workbook.summary_grid import (
+    CHANGE_KIND_COLUMN,
+    LEFT_COLUMNS,
+    LINE_CHARS,
+    REASON_CHARS,
+    REASON_COLUMN,
+    WHAT_CHARS,
+    WHAT_COLUMN,
+    Block,
+    SummaryLinks,
+)
+
+
+def _signed_style(cell: Cell, delta: float | None, *, strong: bool = True) -> None:
+    """Red for a drop, green for a rise; no colour when the change rounds to nothing, and only the
+    font (no fill) when the change is within noise."""
+    if delta is None or round(delta, 2) == 0:
+        return
+    if delta < 0:
+        cell.font = styles.REGRESSION_FONT
+        cell.fill = styles.REGRESSION_FILL if strong else None
+    else:
+        cell.font = styles.IMPROVEMENT_FONT
+        cell.fill = styles.IMPROVEMENT_FILL if strong else None
+
+
+def _probability(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.3f}" if value >= 0.001 else "<0.001"
+
+
+def _noise_words(delta: HeadlineDelta) -> str | None:
+    """"beyond noise, q 0.01": the decision and the figure it rests on (the q-value; a digest stored
+    before qareport controlled the false discovery rate has only p)."""
+    if delta.p_value is None:
+        return None
+    which, value = ("q", delta.q_value) if delta.q_value is not None else ("p", delta.p_value)
+    shown = _probability(value)
+    return f"{delta.noise}, {which}{' ' if not shown.startswith('<') else ''}{shown}"
+
+
+def write_how_sure(block: Block, digest: Digest) -> None:
+    """Against a baseline, the change of each headline metric with its clustered interval, p and q,
+    and the cases and clusters it rests on; then, always, what the run can see: the minimum
+    detectable change per metric (one line each, so the Summary keeps to one screen)."""
+    tested = [(item, delta) for item in digest.headline
+              if (delta := digest.delta(item.metric)) is not None and delta.p_value is not None]
+    if tested:
+        block.section("How sure is it")
+        block.header("metric", "change", "95% interval", "p", "q", "cases", "clusters")
+        for item, delta in tested:
+            block.cell(0, item.label)
+            shown = delta.shown_delta
+            _signed_style(block.cell(1, shown, number_format=styles.DELTA_FORMAT), shown,
+                          strong=bool(delta.beyond_noise))
+            if delta.low is not None and delta.high is not None:
+                block.cell(2, f"{signed_bound(delta.low)} – {signed_bound(delta.high)}")
+            assert delta.p_value is not None
+            block.cell(3, _probability(delta.p_value))
+            if delta.q_value is not None:
+                block.cell(4, _probability(delta.q_value))
+            block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
+            block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
+            block.row += 1
+        block.note(f"change: like for like, its 95 % interval and p resampling and flipping whole clusters; q: p "
+                   f"adjusted (Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline metrics, "
+                   f"tags, templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: "
+                   f"{digest.beyond_noise} of them.")
+    for item in digest.headline:
+        if item.mean is None:
+            continue
+        delta = digest.delta(item.metric)
+        effect = mattering(delta.design_effect if delta is not None and delta.p_value is not None
+                           else item.design_effect)
+        text = f"{item.label}: {detectable_words(item, delta)}"
+        block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
+
+
+def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | None = None, *,
+                   in_batches: bool = False) -> None:
+    """One row per metric. Against a baseline the row reconciles: last run and this run over the same
+    shared cases, and the change between them, all to two decimals; each run's mean over all its
+    own evaluated cases (what its report said) stands apart, under its own heading."""
+    block.section("How good is it")
+    compared = bool(digest.deltas)
+    if compared:
+        shared = max((delta.shared_cases for delta in digest.deltas), default=0)
+        for offset, title in ((1, "this run, all its evaluated cases"),
+                              (6, f"like for like: the {shared} cases both runs evaluated")):
+            block.cell(offset, title, font=styles.BOLD)
+        block.row += 1
+    block.header("metric", "mean", "95% interval", "cases", "not scored",
+                 *(("last report", "cases", "last run", "this run", "change", "vs noise") if compared else ()))
+    if not digest.headline:
+        block.note("No metric could be computed: no test case was evaluated (see the status counts).")
+    for item in digest.headline:
+        block.cell(0, item.label)
+        block.cell(1, item.mean, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+        if item.low is not None and item.high is not None:
+            block.cell(2, f"{item.low:.2f} – {item.high:.2f}")
+        block.cell(3, item.cases, number_format=styles.INTEGER_FORMAT)
+        _not_scored(block.cell(4, item.not_scored, number_format=styles.INTEGER_FORMAT), item)
+        delta = digest.delta(item.metric)
+        if delta is not None:
+            block.cell(5, delta.old, number_format=styles.SCORE_FORMAT)
+        if delta is not None and delta.shown_delta is not None:
+            block.cell(6, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
+            block.cell(7, delta.shared_old, number_format=styles.SCORE_FORMAT)
+            block.cell(8, delta.shared_new, number_format=styles.SCORE_FORMAT)
+            shown = delta.shown_delta  # the difference of the two figures beside it, as shown
+            _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown,
+                          strong=bool(delta.beyond_noise))
+            block.cell(10, _noise_words(delta))
+        block.row += 1
+    block.note("mean: over the evaluated cases, 95 % interval by cluster bootstrap; not scored: cases with such a "
+               "target that failed or had no usable response.")
+    if compared:
+        block.note("last report: the last run's mean over all its evaluated cases, as its report gave it. like for "
+                   "like: both runs' means over the cases both evaluated whose test did not change, and the change "
+                   "between them; a removed, new, failed or edited case never moves it.")
+    if digest.judged:
+        listed = sorted(digest.judged, key=lambda metric: not metric.mostly_failed)  # the alarming ones first
+        text = f"LLM judge{' (in batches)' if in_batches else ''}: " + "; ".join(m.describe() for m in listed)
+        cell = block.note(styles.shorten(text, 110))
+        if any(metric.mostly_failed for metric in digest.judged):
+            cell.font = styles.REGRESSION_FONT
+    if agreement is not None:  # the judge against the analysts' reviews (`judge_agreement`)
+        flagged = agreement.warnings()
+        for text in agreement.lines():
+            first = block.row
+            block.note(text)
+            if any(text.casefold() == warning.casefold() for warning in flagged):
+                for row in range(first, block.row):  # every line of it, in red
+                    block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
+    write_how_sure(block, digest)
+
+
+def write_consistency(block: Block, rates: SuiteConsistency | None) -> None:
+    """With cases answered several times: the suite's pass@k and pass^k (`consistency`)."""
+    if rates is None:
+        return
+    k = rates.rates.k
+    block.section("How consistent is it")
+    block.header("k", f"pass@{k}", f"pass^{k}", "cases", "flaky", "left out")
+    block.cell(0, k, number_format=styles.INTEGER_FORMAT)
+    block.cell(1, rates.rates.pass_at_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+    block.cell(2, rates.rates.pass_hat_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+    block.cell(3, rates.rates.cases, number_format=styles.INTEGER_FORMAT)
+    block.cell(4, rates.flaky, number_format=styles.INTEGER_FORMAT)
+    block.cell(5, rates.rates.too_few_attempts, number_format=styles.INTEGER_FORMAT)
+    block.row += 1
+    block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
+               f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
+               f"An attempt passes by its kinds' rules: {pass_rules_text()}.")
+
+
+def _not_scored(cell: Cell, item: Headline) -> None:
+    if item.not_scored:
+        cell.fill = styles.STATUS_FILLS["error" if item.errors else "missing" if item.missing else "invalid"]
+
+
+def write_case_lines(block: Block, title: str, lines: Sequence[CaseLine], total: int, links: SummaryLinks,
+                     *, what: str, more_kind: str | None = None, colour: str | None = None) -> None:
+    """A titled list of cases, every word kept: the name on a row of its own (linked to Overview by
+    id), then what moved and the reason side by side, each over as many rows as it needs."""
+    block.section(f"{title} ({total})" if total else title)
+    if not lines:
+        block.note("None.")
+        return
+    header = [""] * LEFT_COLUMNS
+    header[0], header[WHAT_COLUMN - 1], header[REASON_COLUMN - 1] = "case", what, "reason"
+    block.header(*header)
+    font = {"regression": styles.REGRESSION_FONT, "improvement": styles.IMPROVEMENT_FONT}.get(colour or "")
+    for line in lines:
+        for part in _split(_shown_name(line, links.same_names), LINE_CHARS):
+            link_by_id(block.cell(0, part), OVERVIEW, line.case_id, row=links.overview_rows.get(line.case_id),
+                       tooltip=line.case_id)
+            block.row += 1
+        whats, reasons = _split(line.what, WHAT_CHARS), _split(line.reason or "", REASON_CHARS)
+        for index in range(max(len(whats), len(reasons))):
+            if index < len(whats):
+                block.cell(WHAT_COLUMN - 1, whats[index], font=font)
+            if index < len(reasons):
+                block.cell(REASON_COLUMN - 1, reasons[index] or None)
+            block.row += 1
+    if total > len(lines):
+        more = block.note(f"+ {total - len(lines)} more in the Changes sheet")
+        if more_kind and more_kind in links.first_change_rows:
+            link_by_id(more, CHANGES, more_kind, column=CHANGE_KIND_COLUMN,
+                       row=links.first_change_rows[more_kind], tooltip="Changes")
+
+
+def write_within_noise(block: Block, report: Report, links: SummaryLinks) -> None:
+    """The cases that moved no more than their own attempts vary by (listed apart, never counted as
+    regressions), and, once, what the lists above rest on (`Comparison.attempts_note`)."""
+    comparison = report.comparison
+    if comparison is None:
+        return
+    moved = comparison.moved(WITHIN_NOISE)
+    if moved:
+        write_case_lines(block, "Moved within noise", [moved_line(m) for m in moved[:TOP_CASES]], len(moved), links,
+                         what="what moved", more_kind=WITHIN_NOISE)
+    if comparison.attempts_note:
+        block.note(comparison.attempts_note)
+
+
+def _shown_name(line: CaseLine, same_names: frozenset[str]) -> str:
+    """The case's name, with its id after it when another case shown has the same name."""
+    name = line.name or line.case_id
+    shared = " ".join(name.split()) in same_names and name != line.case_id
+    return f"{name} (id {line.case_id})" if shared else name
+
+
+def names_shared_by_cases(digest: Digest) -> frozenset[str]:
+    """Names that more than one of the cases the Summary lists carry."""
+    ids_by_name: dict[str, set[str]] = {}
+    for line in (*digest.regressed, *digest.improved, *(case for w in digest.weakest for case in w.cases)):
+        ids_by_name.setdefault(" ".join((line.name or line.case_id).split()), set()).add(line.case_id)
+    return frozenset(name for name, ids in ids_by_name.items() if len(ids) > 1)
+
+
+def _split(text: str, width: int) -> list[str]:
+    """Text in lines that fit `width`, every character kept (a word longer than a line is cut
+    across lines, never shortened)."""
+    lines = textwrap.wrap(" ".join(str(text).split()), width=width, break_on_hyphens=False,
+                          break_long_words=True)
+    return lines or [""]
+
+
+def write_weakest(block: Block, digest: Digest, links: SummaryLinks) -> None:
+    for weakest in digest.weakest:
+        write_case_lines(block, f"Weakest cases: {weakest.family}", weakest.cases, 0, links,
+                         what=weakest.ranked_by)
