@@ -41,7 +41,9 @@ from qareport.records import (
     TurnOutput,
     Unloaded,
 )
-from qareport.yaml_input import LineDict, LineList, YamlProblem, line_of, written_text, yaml_documents
+from qareport.yaml_guards import YamlProblem
+from qareport.yaml_input import yaml_documents
+from qareport.yaml_values import LineDict, LineList, line_of, written_text
 
 TESTCASE_SUFFIXES = (".yaml", ".yml")
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")

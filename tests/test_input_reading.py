@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 
 from qareport import json_input
 from qareport.loading import load_suite
-from qareport.yaml_input import (
-    LineDict,
-    LineList,
-    YamlProblem,
-    _build,
-    _build_checking_depth,
-    _depth_refusal,
-    _LineLoader,
-    yaml_documents,
-)
+from qareport.yaml_guards import YamlProblem, _depth_refusal
+from qareport.yaml_input import yaml_documents
+from qareport.yaml_values import LineDict, LineList, _build, _build_checking_depth, _LineLoader
 
 CASE = """\
 - id: {id}

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from qareport.errors import ShapeError
 from qareport.input_shapes import plain
 from qareport.records import CaseResult, Problem, Response, TestCase, Turn, TurnOutput
-from qareport.yaml_input import line_of
+from qareport.yaml_values import line_of
 
 if TYPE_CHECKING:
     from qareport.evaluation_options import EvaluationOptions

@@ -36,7 +36,7 @@ from qareport.records import (
 )
 from qareport.set_metrics import SetScore, ratio
 from qareport.templating import template_environment
-from qareport.yaml_input import LineDict, line_of
+from qareport.yaml_values import LineDict, line_of
 
 DETAILS_TEMPLATE = "indicator_selection_details.txt"
 
