@@ -106,8 +106,8 @@ def everything(suite) -> tuple:
 
 def read_whole(monkeypatch) -> None:
     """The reading before chunks: every JSON and JSON Lines file read whole."""
-    monkeypatch.setattr("qareport.loading.stream_json", lambda path, digest: None)
-    monkeypatch.setattr("qareport.loading.stream_json_lines", lambda path, digest: None)
+    monkeypatch.setattr("qareport.response_loading.stream_json", lambda path, digest: None)
+    monkeypatch.setattr("qareport.response_loading.stream_json_lines", lambda path, digest: None)
 
 
 def same(a, b) -> bool:
