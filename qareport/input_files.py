@@ -11,14 +11,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from qareport.input_problems import _Collector
+from qareport.input_problems import ProblemCollector
 from qareport.records import Unloaded
 from qareport.yaml_guards import YamlProblem
 from qareport.yaml_input import yaml_documents
 
 
 def expand_paths(
-    paths: Iterable[str | Path], suffixes: Sequence[str], problems: _Collector, *, role: str
+    paths: Iterable[str | Path], suffixes: Sequence[str], problems: ProblemCollector, *, role: str
 ) -> list[tuple[str, list[Path]]]:
     """Each given path with the files it stands for (folders searched recursively, sorted).
 
@@ -56,7 +56,7 @@ def _is_fifo(path: Path) -> bool:
         return False
 
 
-def _files_in(folder: Path, suffixes: Sequence[str], problems: _Collector) -> list[Path]:
+def _files_in(folder: Path, suffixes: Sequence[str], problems: ProblemCollector) -> list[Path]:
     """The files with one of `suffixes` below `folder`, following links to folders once each."""
     files: list[Path] = []
     seen: set[tuple[int, int]] = set()
@@ -94,7 +94,7 @@ def _files_in(folder: Path, suffixes: Sequence[str], problems: _Collector) -> li
     return sorted(files)
 
 
-class _InputDigest:
+class InputDigest:
     """The sha256 of the files a given path stands for, in order, fed as each file is read (once)."""
 
     def __init__(self) -> None:
@@ -107,13 +107,13 @@ class _InputDigest:
         return self.hash.hexdigest()
 
 
-def _read_text(path: Path, problems: _Collector, digest: _InputDigest) -> str | None:
+def read_input_text(path: Path, problems: ProblemCollector, digest: InputDigest) -> str | None:
     """The text of a file, read once: its bytes also go to `digest` (the inputs' sha256)."""
-    data = _read_bytes(path, problems, digest)
-    return None if data is None else _decoded(path, data, problems)
+    data = read_input_bytes(path, problems, digest)
+    return None if data is None else decoded_text(path, data, problems)
 
 
-def _read_bytes(path: Path, problems: _Collector, digest: _InputDigest) -> bytes | None:
+def read_input_bytes(path: Path, problems: ProblemCollector, digest: InputDigest) -> bytes | None:
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -123,7 +123,7 @@ def _read_bytes(path: Path, problems: _Collector, digest: _InputDigest) -> bytes
     return data
 
 
-def _decoded(path: Path, data: bytes, problems: _Collector) -> str | None:
+def decoded_text(path: Path, data: bytes, problems: ProblemCollector) -> str | None:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -141,7 +141,7 @@ def _decoded(path: Path, data: bytes, problems: _Collector) -> str | None:
     return text
 
 
-def _yaml_documents(path: Path, text: str, problems: _Collector, *, testcases: bool = False) -> Iterator[Any]:
+def yaml_file_documents(path: Path, text: str, problems: ProblemCollector, *, testcases: bool = False) -> Iterator[Any]:
     """The documents of a YAML file (for a top-level sequence, one per item: see `yaml_input`), one
     at a time, so that only one item's raw data is alive; a syntax error costs only its item."""
     found = reported = 0

@@ -24,7 +24,7 @@ def _key_advice() -> dict[str, str]:
 
 
 @dataclass
-class _Collector:
+class ProblemCollector:
     """Problems found so far, in the order found."""
 
     problems: list[Problem] = field(default_factory=list)
@@ -54,7 +54,7 @@ class _Collector:
         self.unknown.clear()
 
 
-def _shape_problems(error: ShapeError, line: int | None) -> list[tuple[int | None, str]]:
+def shape_problems(error: ShapeError, line: int | None) -> list[tuple[int | None, str]]:
     """(line, message) for each problem a ShapeError stands for: one, or every value without id
     and name of a selection."""
     if isinstance(error, ShapeErrors):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from qareport.collector import collector_paused
-from qareport.input_problems import _Collector
+from qareport.input_problems import ProblemCollector
 from qareport.parse_cache import ParseCache
 from qareport.records import Response, Suite
 from qareport.response_loading import load_responses
@@ -27,7 +27,7 @@ def load_suite(
     Without any response path the test cases are checked alone (`qareport validate TESTCASES`).
     `cache` keeps large test-case files parsed between runs (see `parse_cache`)."""
     response_paths = list(response_paths)
-    problems = _Collector()
+    problems = ProblemCollector()
     with collector_paused():  # everything loaded lives on: see `collector`
         cases, case_inputs = load_test_cases(testcase_paths, problems, cache=cache)
         attempts: dict[str, tuple[Response, ...]] = {}

@@ -12,8 +12,8 @@ from qareport import kinds
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.id_text import normalise_id
-from qareport.input_files import _InputDigest, _read_text, _yaml_documents, expand_paths
-from qareport.input_problems import _Collector, _shape_problems
+from qareport.input_files import InputDigest, expand_paths, read_input_text, yaml_file_documents
+from qareport.input_problems import ProblemCollector, shape_problems
 from qareport.input_shapes import as_id as _as_id
 from qareport.input_shapes import keys_as_written as _keys_as_written
 from qareport.input_shapes import plain
@@ -42,7 +42,8 @@ def _turn_keys() -> tuple[str, ...]:
     return tuple(key for kind in kinds.REGISTRY if (key := kind.output_key) is not None)
 
 
-def _count_unknown_response_keys(record: dict[str, Any], case_id: str, line: int | None, problems: _Collector) -> None:
+def _count_unknown_response_keys(record: dict[str, Any], case_id: str, line: int | None,
+                                 problems: ProblemCollector) -> None:
     """Keys of a response record (or of one of its turns) that nothing reads."""
     turn_keys = _turn_keys()
     raw_turns = record.get("turns")
@@ -90,7 +91,7 @@ def _ids_as_written(record: Any) -> None:
 
 
 def _raw_response_records(
-    path: Path, problems: _Collector, digest: _InputDigest
+    path: Path, problems: ProblemCollector, digest: InputDigest
 ) -> Iterator[tuple[Any, str | None, int | None]]:
     """(record, key id, line) for each record of a responses file, one at a time.
 
@@ -117,7 +118,7 @@ def _raw_response_records(
             else:
                 yield from _json_records(streamed.value, streamed.id_lines)
             return
-    text = _read_text(path, problems, digest)
+    text = read_input_text(path, problems, digest)
     if text is None:
         return
     if json_lines:
@@ -133,7 +134,7 @@ def _raw_response_records(
         if value is not UNREADABLE:
             yield from _json_records(value, id_lines(text))
         return
-    for document in _yaml_documents(path, text, problems):
+    for document in yaml_file_documents(path, text, problems):
         key_lines = getattr(document, "key_lines", None) or {}
         lines = {normalise_id(text): line for text, line in key_lines.items()}
         for record, key in _records_in_json_value(document):
@@ -149,7 +150,7 @@ def _json_records(value: Any, lines: dict[str, int]) -> Iterator[tuple[Any, str 
         yield record, key, lines.get(record_id) if record_id else None
 
 
-def _json_value(text: str, path: Path, problems: _Collector, *, line: int | None) -> Any:
+def _json_value(text: str, path: Path, problems: ProblemCollector, *, line: int | None) -> Any:
     """One JSON text; `UNREADABLE` (with a problem) when it is not JSON or nests too deeply."""
     value, found = parse_json(text, line=line)
     for where, message in found:
@@ -281,7 +282,8 @@ def _key_disagreement(record: Any, key_id: str | None) -> str | None:
 
 
 def load_responses(
-    paths: Iterable[str | Path], problems: _Collector, attempt_sets: dict[str, tuple[Response, ...]] | None = None,
+    paths: Iterable[str | Path], problems: ProblemCollector,
+    attempt_sets: dict[str, tuple[Response, ...]] | None = None,
 ) -> tuple[dict[str, Response], list[InputSummary]]:
     """Every response by case id (the lowest-numbered attempt of a case answered several times);
     `attempt_sets`, when given, receives every attempt of the cases that have two or more."""
@@ -292,7 +294,7 @@ def load_responses(
     summaries = []
     for given, files in expand_paths(paths, RESPONSE_SUFFIXES, problems, role="responses"):
         count = 0
-        digest = _InputDigest()
+        digest = InputDigest()
         for file in files:
             for record, key_id, line in _raw_response_records(file, problems, digest):
                 disagreement = _key_disagreement(record, key_id)
@@ -305,7 +307,7 @@ def load_responses(
                     response = parse_response(record, key_id=key_id, location=location, notes=notes)
                 except ShapeError as error:
                     record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
-                    for where, message in _shape_problems(error, line):
+                    for where, message in shape_problems(error, line):
                         problems.add(str(file), where, message, record_id)
                     attempt = _attempt_of_unusable(record)
                     if record_id is not None and (attempt or 1) not in numbered.get(record_id, {}):

@@ -15,8 +15,8 @@ from typing import Any
 from qareport import kinds
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
-from qareport.input_files import _decoded, _InputDigest, _read_bytes, _yaml_documents, expand_paths
-from qareport.input_problems import _Collector, _shape_problems
+from qareport.input_files import InputDigest, decoded_text, expand_paths, read_input_bytes, yaml_file_documents
+from qareport.input_problems import ProblemCollector, shape_problems
 from qareport.input_shapes import as_id as _as_id
 from qareport.input_shapes import optional_text
 from qareport.input_shapes import require_str as _require_str
@@ -160,7 +160,7 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCas
     )
 
 
-def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterator[TestCase]:
+def _cases_in_document(document: Any, path: str, problems: ProblemCollector) -> Iterator[TestCase]:
     """Every test case of one YAML document: a case, a template, or a list of either."""
     items = document if isinstance(document, list) else [document]
     for index, item in enumerate(items):
@@ -186,7 +186,7 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
             case = _parse_conversation_case(item, path)
         except ShapeError as error:
             case_id = _item_id(item, "id")
-            for where, message in _shape_problems(error, line):
+            for where, message in shape_problems(error, line):
                 problems.add(path, where, message, case_id or None)
             if case_id is not None:
                 yield _invalid_case(item, path, str(error), line)
@@ -195,7 +195,7 @@ def _cases_in_document(document: Any, path: str, problems: _Collector) -> Iterat
         yield case
 
 
-def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: _Collector) -> None:
+def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: ProblemCollector) -> None:
     """Keys of a case's targets that no kind reads (statgpt's fuller ground truth has several)."""
     known = {kind.name for kind in _target_kinds()}
     for message in item.get("conversation") or []:
@@ -242,7 +242,7 @@ def _declared_targets(item: dict[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _questions_of_template(template: dict[str, Any], path: str, problems: _Collector) -> Iterator[TestCase]:
+def _questions_of_template(template: dict[str, Any], path: str, problems: ProblemCollector) -> Iterator[TestCase]:
     try:
         template_id = _require_str(template, "template_id", "Q&A template")
         questions = _require_list(template, "questions", f"template '{template_id}'")
@@ -274,7 +274,7 @@ def _questions_of_template(template: dict[str, Any], path: str, problems: _Colle
 
 
 def load_test_cases(
-    paths: Iterable[str | Path], problems: _Collector, *, cache: ParseCache | None = None
+    paths: Iterable[str | Path], problems: ProblemCollector, *, cache: ParseCache | None = None
 ) -> tuple[list[TestCase], list[InputSummary]]:
     """The test cases of `paths`, in order, the first of each id kept. A file `cache` holds is
     read back instead of parsed, with the problems parsing it found."""
@@ -283,7 +283,7 @@ def load_test_cases(
     first_seen: dict[str, TestCase] = {}
     for given, files in expand_paths(paths, TESTCASE_SUFFIXES, problems, role="test case"):
         count = 0
-        digest = _InputDigest()
+        digest = InputDigest()
         for file in files:
             parsed = _parsed_file(file, problems, digest, cache)
             if parsed is None:
@@ -309,12 +309,12 @@ def load_test_cases(
     return cases, summaries
 
 
-def _parsed_file(file: Path, problems: _Collector, digest: _InputDigest,
+def _parsed_file(file: Path, problems: ProblemCollector, digest: InputDigest,
                  cache: ParseCache | None) -> Iterable[ParsedItem] | None:
     """What a test-case file holds, in order (see `ParsedItem`), from `cache` when it has the file;
     None when the file cannot be read at all (a problem says why)."""
-    data = _read_bytes(file, problems, digest)
-    text = None if data is None else _decoded(file, data, problems)
+    data = read_input_bytes(file, problems, digest)
+    text = None if data is None else decoded_text(file, data, problems)
     if data is None or text is None:
         if problems.problems and problems.problems[-1].location.path == str(file) \
                 and "is empty" not in problems.problems[-1].message:
@@ -332,8 +332,8 @@ def _parsed_file(file: Path, problems: _Collector, digest: _InputDigest,
 
 def _parse_file(file: Path, text: str) -> Iterator[ParsedItem]:
     """The test cases of a file, each after the problems found before it."""
-    found = _Collector()
-    for document in _yaml_documents(file, text, found, testcases=True):
+    found = ProblemCollector()
+    for document in yaml_file_documents(file, text, found, testcases=True):
         for case in _cases_in_document(document, str(file), found):
             yield from _drained(found)
             yield case
@@ -341,7 +341,7 @@ def _parse_file(file: Path, text: str) -> Iterator[ParsedItem]:
     yield from _drained(found)
 
 
-def _drained(found: _Collector) -> Iterator[Problem | Unloaded]:
+def _drained(found: ProblemCollector) -> Iterator[Problem | Unloaded]:
     yield from found.problems
     yield from found.unloaded
     found.problems.clear()

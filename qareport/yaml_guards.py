@@ -42,18 +42,18 @@ class YamlProblem:
     item_id: str | None = None
 
 
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _refusal(text: str, offset: int) -> YamlProblem | None:
+def refusal(text: str, offset: int) -> YamlProblem | None:
     """A NUL byte or too deep a nesting, found before libyaml builds anything."""
-    refused = _nul_refusal(text, offset)
-    if refused is None and _deep_suspect(text):
-        return _depth_refusal(text, offset)
+    refused = nul_refusal(text, offset)
+    if refused is None and deep_suspect(text):
+        return depth_refusal(text, offset)
     return refused
 
 
-def _nul_refusal(text: str, offset: int) -> YamlProblem | None:
+def nul_refusal(text: str, offset: int) -> YamlProblem | None:
     nul = text.find("\x00")
     if nul >= 0:
         return YamlProblem(offset + text.count("\n", 0, nul) + 1,
@@ -61,22 +61,22 @@ def _nul_refusal(text: str, offset: int) -> YamlProblem | None:
     return None
 
 
-def _deep_suspect(text: str) -> bool:
+def deep_suspect(text: str) -> bool:
     """Whether the text could nest deep enough to hurt libyaml: many brackets (most are inside
     quoted strings, such as JSON outputs, but only a parse can tell), or a deep indentation."""
     deep_indent = text.startswith(_DEPTH_SUSPECT_INDENT) or text.find("\n" + _DEPTH_SUSPECT_INDENT) >= 0
     return deep_indent or text.count("[") + text.count("{") > _DEPTH_SUSPECT_BRACKETS
 
 
-_TOO_DEEP = (f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
+TOO_DEEP = (f"collections nested more than {MAX_DEPTH} levels deep; qareport refuses such a file "
              "(a limit that keeps a hostile file from exhausting the stack)")
 
 
-def _too_deep(event: yaml.Event, offset: int) -> YamlProblem:
-    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, _TOO_DEEP, lost=True)
+def too_deep(event: yaml.Event, offset: int) -> YamlProblem:
+    return YamlProblem(event.start_mark.line + offset + 1 if event.start_mark else None, TOO_DEEP, lost=True)
 
 
-def _depth_refusal(text: str, offset: int, parser_class: Any = _BaseLoader) -> YamlProblem | None:
+def depth_refusal(text: str, offset: int, parser_class: Any = BaseLoader) -> YamlProblem | None:
     depth = 0
     parser = parser_class(text)
     try:
@@ -85,12 +85,12 @@ def _depth_refusal(text: str, offset: int, parser_class: Any = _BaseLoader) -> Y
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return _too_deep(event, offset)
+                    return too_deep(event, offset)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
     except yaml.YAMLError as error:
-        if _is_libyaml_nesting_limit(error):
-            return _located_depth_refusal(text, offset, error)
+        if is_libyaml_nesting_limit(error):
+            return located_depth_refusal(text, offset, error)
         return None  # a syntax error: the parse proper reports it with its line
     finally:
         parser.dispose()
@@ -100,26 +100,26 @@ def _depth_refusal(text: str, offset: int, parser_class: Any = _BaseLoader) -> Y
 _LIBYAML_NESTING_LIMIT = "exceeded maximum nesting depth"
 
 
-def _is_libyaml_nesting_limit(error: yaml.YAMLError) -> TypeGuard[yaml.MarkedYAMLError]:
+def is_libyaml_nesting_limit(error: yaml.YAMLError) -> TypeGuard[yaml.MarkedYAMLError]:
     """Whether libyaml refused the text for its own nesting limit (1,000 levels, from 0.2.6 on)."""
     return isinstance(error, yaml.MarkedYAMLError) and _LIBYAML_NESTING_LIMIT in str(error.problem or "")
 
 
-def _located_depth_refusal(text: str, offset: int, error: yaml.MarkedYAMLError) -> YamlProblem:
+def located_depth_refusal(text: str, offset: int, error: yaml.MarkedYAMLError) -> YamlProblem:
     """qareport's own refusal of a text that libyaml refused for nesting past its limit (deeper than
     `MAX_DEPTH`, then), at the line where the nesting passes `MAX_DEPTH`: libyaml's scanner stops
     where it reads ahead to (its 1,000th level), so PyYAML's pure-Python parser finds the line; it does
     not recurse, and stops at the level that passes the limit."""
-    found = _depth_refusal(text, offset, yaml.SafeLoader)
+    found = depth_refusal(text, offset, yaml.SafeLoader)
     if found is not None:
         return found
     mark = error.problem_mark or error.context_mark
-    return YamlProblem(mark.line + offset + 1 if mark else None, _TOO_DEEP, lost=True)
+    return YamlProblem(mark.line + offset + 1 if mark else None, TOO_DEEP, lost=True)
 
 
 
 
-def _alias_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:
+def alias_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:
     """Count the nodes `root` stands for with its aliases expanded, without expanding them."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()

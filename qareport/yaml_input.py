@@ -27,17 +27,17 @@ from typing import Any
 import yaml
 
 from qareport.yaml_guards import (
-    _TOO_DEEP,
     MAX_DEPTH,
+    TOO_DEEP,
     YamlProblem,
-    _alias_refusal,
-    _deep_suspect,
-    _is_libyaml_nesting_limit,
-    _located_depth_refusal,
-    _nul_refusal,
-    _refusal,
+    alias_refusal,
+    deep_suspect,
+    is_libyaml_nesting_limit,
+    located_depth_refusal,
+    nul_refusal,
+    refusal,
 )
-from qareport.yaml_values import LineList, _build, _build_checking_depth, _LineLoader, _TooDeep
+from qareport.yaml_values import LineList, LineLoader, TooDeep, build_checking_depth, build_value
 from qareport.yaml_values import line_of as line_of  # re-exported: kinds/steps imports it from here
 
 __all__ = ["YamlProblem", "line_of", "yaml_documents"]  # YamlProblem: runs.py imports it from here
@@ -119,9 +119,9 @@ def _parse(text: str, offset: int, *, several: bool, may_alias: bool) -> Iterato
 
 
 def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) -> Iterator[Any | YamlProblem]:
-    if not several and not may_alias and _nul_refusal(text, offset) is None and _deep_suspect(text):
+    if not several and not may_alias and nul_refusal(text, offset) is None and deep_suspect(text):
         # one item whose depth must be checked: read once, checking as it is built
-        built = _build_checking_depth(text, offset)
+        built = build_checking_depth(text, offset)
         if isinstance(built, YamlProblem):
             yield built
             return
@@ -129,11 +129,11 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
             if built.value is not None:
                 yield built.value
             return
-    refused = _refusal(text, offset)
+    refused = refusal(text, offset)
     if refused is not None:
         yield refused
         return
-    loader = _LineLoader(text, offset)
+    loader = LineLoader(text, offset)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -144,7 +144,7 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                 yield from _items_one_by_one(loader, node, offset)
                 continue
             if may_alias:
-                refused = _alias_refusal(node, offset)
+                refused = alias_refusal(node, offset)
                 if refused is not None:
                     yield refused
                     if not several:
@@ -152,18 +152,18 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                     continue
             yield from loader.problems
             loader.problems.clear()
-            document = loader.construct_document(node) if may_alias else _build(loader, node, max_depth=MAX_DEPTH)
+            document = loader.construct_document(node) if may_alias else build_value(loader, node, max_depth=MAX_DEPTH)
             yield from loader.problems
             loader.problems.clear()
             if document is not None:
                 yield document
             if not several:
                 break
-    except _TooDeep as deep:
-        yield YamlProblem(deep.node.start_mark.line + offset + 1, _TOO_DEEP, lost=True)
+    except TooDeep as deep:
+        yield YamlProblem(deep.node.start_mark.line + offset + 1, TOO_DEEP, lost=True)
     except yaml.MarkedYAMLError as error:
-        if _is_libyaml_nesting_limit(error):
-            yield _located_depth_refusal(text, offset, error)
+        if is_libyaml_nesting_limit(error):
+            yield located_depth_refusal(text, offset, error)
             return
         mark = error.problem_mark or error.context_mark
         yield YamlProblem(mark.line + offset + 1 if mark else None,
@@ -177,10 +177,10 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
         loader.dispose()
 
 
-def _items_one_by_one(loader: _LineLoader, root: yaml.SequenceNode, offset: int) -> Iterator[Any | YamlProblem]:
+def _items_one_by_one(loader: LineLoader, root: yaml.SequenceNode, offset: int) -> Iterator[Any | YamlProblem]:
     """The items of a top-level sequence, each checked and built on its own (see `yaml_documents`)."""
     for item in root.value:
-        refused = _alias_refusal(item, offset)
+        refused = alias_refusal(item, offset)
         if refused is not None:
             yield YamlProblem(refused.line, refused.message, lost=True, item_id=_node_id(item))
             continue

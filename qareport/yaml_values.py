@@ -1,10 +1,10 @@
 """Python values built from YAML with line numbers: `LineDict` and `LineList` remember the line of
 each key and item, and the text as written of each value YAML read as something else than a string.
 
-Speed: libyaml composes the nodes in C; the Python objects are then built by `_build`, a direct
+Speed: libyaml composes the nodes in C; the Python objects are then built by `build_value`, a direct
 walk over the nodes for the plain YAML that test cases are (strings, numbers, mappings, lists).
 Anything else (anchors, merge keys, other tags, a problem to report) goes through PyYAML's own
-constructor, so the result is the same either way. `_build_checking_depth` builds an item straight
+constructor, so the result is the same either way. `build_checking_depth` builds an item straight
 from libyaml's events while checking its depth (see `yaml_guards`).
 """
 
@@ -19,11 +19,11 @@ import yaml
 
 from qareport.yaml_guards import (
     MAX_DEPTH,
+    BaseLoader,
     YamlProblem,
-    _BaseLoader,
-    _is_libyaml_nesting_limit,
-    _located_depth_refusal,
-    _too_deep,
+    is_libyaml_nesting_limit,
+    located_depth_refusal,
+    too_deep,
 )
 
 
@@ -74,7 +74,7 @@ _PLAIN_TAGS: dict[str, str] = {}  # the tag of a plain scalar, by its text (for 
 _PLAIN_TAGS_KEPT = 10_000
 
 
-class _LineLoader(_BaseLoader):  # type: ignore[misc]  # the C loader has no type information
+class LineLoader(BaseLoader):  # type: ignore[misc]  # the C loader has no type information
     """libyaml's safe loader, building LineDict / LineList with lines counted in the whole file."""
 
     def __init__(self, text: str, line_offset: int = 0):
@@ -99,7 +99,7 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc]  # the C loader has no typ
         return super().resolve(kind, value, implicit)
 
 
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
+def _construct_mapping(loader: LineLoader, node: yaml.MappingNode) -> Iterator[LineDict]:
     data = LineDict()
     offset = loader.line_offset + 1
     data.line = node.start_mark.line + offset
@@ -124,7 +124,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[
     data.key_lines = key_lines
 
 
-def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
+def _construct_sequence(loader: LineLoader, node: yaml.SequenceNode) -> Iterator[LineList]:
     data = LineList()
     offset = loader.line_offset + 1
     data.line = node.start_mark.line + offset
@@ -138,7 +138,7 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> Iterato
         data.texts = texts
 
 
-def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int | str:
+def _construct_int(loader: LineLoader, node: yaml.ScalarNode) -> int | str:
     try:
         return int(loader.construct_yaml_int(node))
     except ValueError:  # more digits than Python converts: keep the text
@@ -148,9 +148,9 @@ def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int | str:
         return str(node.value)
 
 
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
-_LineLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+LineLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def line_of(value: Any, key: Any = None) -> int | None:
@@ -171,11 +171,11 @@ _SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}"
 
 
 class _Unusual(Exception):
-    """A node `_build` leaves to PyYAML's constructor."""
+    """A node `build_value` leaves to PyYAML's constructor."""
 
 
-class _TooDeep(Exception):
-    """A collection nested more than `MAX_DEPTH` levels deep, met by `_build` (text with few brackets
+class TooDeep(Exception):
+    """A collection nested more than `MAX_DEPTH` levels deep, met by `build_value` (text with few brackets
     and no deep indentation, which libyaml composes safely but which the guard must refuse all the
     same, whatever libyaml's own limit is)."""
 
@@ -184,12 +184,12 @@ class _TooDeep(Exception):
         self.node = node
 
 
-def _build(loader: _LineLoader, root: yaml.Node, *, max_depth: int | None = None) -> Any:
+def build_value(loader: LineLoader, root: yaml.Node, *, max_depth: int | None = None) -> Any:
     """The value of a node graph without anchors, as PyYAML's constructor (with the LineDict and
     LineList constructors above) builds it, several times faster. Anything else it would have to
     reproduce goes to PyYAML's constructor: other tags, merge keys, keys that are not scalars, a
     key given twice, a number too long (the last two are problems, reported in PyYAML's order).
-    With `max_depth`, a collection nested deeper raises `_TooDeep` (the reading's guard).
+    With `max_depth`, a collection nested deeper raises `TooDeep` (the reading's guard).
     """
     problems_before = len(loader.problems)
     try:
@@ -200,10 +200,10 @@ def _build(loader: _LineLoader, root: yaml.Node, *, max_depth: int | None = None
 
 
 class _Builder:
-    """The walk of `_build` (methods, not closures: a closure that calls itself is a reference
+    """The walk of `build_value` (methods, not closures: a closure that calls itself is a reference
     cycle, which would keep each item's loader and text alive until the collector runs)."""
 
-    def __init__(self, loader: _LineLoader, max_depth: int | None = None) -> None:
+    def __init__(self, loader: LineLoader, max_depth: int | None = None) -> None:
         self.loader = loader
         self.offset = loader.line_offset + 1
         self.constructors = loader.yaml_constructors
@@ -229,7 +229,7 @@ class _Builder:
         offset = self.offset
         self.depth += 1  # not restored when an exception leaves: it ends the whole walk
         if self.depth > self.max_depth:
-            raise _TooDeep(node)
+            raise TooDeep(node)
         if kind is yaml.MappingNode:
             if node.tag != _MAP_TAG:
                 raise _Unusual
@@ -281,15 +281,15 @@ _COLLECTION_TAGS = {yaml.MappingStartEvent: (_MAP_TAG, yaml.MappingNode),
                     yaml.SequenceStartEvent: (_SEQ_TAG, yaml.SequenceNode)}
 
 
-def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None:
+def build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None:
     """The one document of an item, built straight from libyaml's events while checking its depth
-    as `_depth_refusal` does, in one parse instead of two (a Q&A template with many questions has
+    as `depth_refusal` does, in one parse instead of two (a Q&A template with many questions has
     thousands of brackets in its quoted JSON outputs, so its depth must always be checked).
 
-    The same value as `_build` gives, or the same refusal; None for anything `_build` would leave to
+    The same value as `build_value` gives, or the same refusal; None for anything `build_value` would leave to
     PyYAML's constructor, and for a syntax error: the caller then reads the item as before.
     """
-    loader = _LineLoader(text, offset)
+    loader = LineLoader(text, offset)
     line_offset = offset + 1
     constructors = loader.yaml_constructors
     # each open collection: [container, lines (key or item lines), key waiting for its value, its text]
@@ -331,7 +331,7 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
             elif kind in _COLLECTION_TAGS:
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return _too_deep(event, offset)
+                    return too_deep(event, offset)
                 if done:
                     continue
                 default_tag, node_kind = _COLLECTION_TAGS[kind]
@@ -359,10 +359,10 @@ def _build_checking_depth(text: str, offset: int) -> _Built | YamlProblem | None
             elif kind is yaml.AliasEvent:
                 return None
             elif kind is yaml.DocumentEndEvent:
-                done = True  # the rest is only checked for depth, as `_depth_refusal` checks it
+                done = True  # the rest is only checked for depth, as `depth_refusal` checks it
     except yaml.YAMLError as error:
-        if _is_libyaml_nesting_limit(error):
-            return _located_depth_refusal(text, offset, error)
+        if is_libyaml_nesting_limit(error):
+            return located_depth_refusal(text, offset, error)
         if not done:
             return None
     finally:
@@ -374,7 +374,7 @@ _NO_KEY: Any = object()
 
 
 def _add(parent: list[Any], value: Any, line: int, text: str | None = None) -> None:
-    """Put a finished value into the collection open around it (see `_build_checking_depth`), with
+    """Put a finished value into the collection open around it (see `build_checking_depth`), with
     its text as written when YAML read it as something else than a string."""
     container = parent[0]
     if isinstance(container, LineDict):

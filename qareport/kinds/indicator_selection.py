@@ -27,12 +27,12 @@ from qareport.kinds.selection_details import (
     DATASET_ROW,
     DETAILS_TEMPLATE,
     GRADE_ROW,
-    _dataset_rows,
-    _datasets,
-    _dimension_column,
-    _dimension_rows,
-    _explain_turn,
+    dataset_rows,
+    datasets_cell,
+    dimension_column,
+    dimension_rows,
     dimension_scores,
+    explain_turn,
     render_indicator_details,
     styles_short,
     suite_dimensions,
@@ -137,7 +137,7 @@ class IndicatorSelection(Kind):
         lines = []
         for turn in scored:
             assert turn.indicator is not None
-            parts = _explain_turn(turn.indicator)
+            parts = explain_turn(turn.indicator)
             if parts:
                 lines.append((f"turn {turn.number}: " if several else "") + "; ".join(parts))
         return "; ".join(lines) or None
@@ -149,7 +149,7 @@ class IndicatorSelection(Kind):
         return explain_indicator_change(old, new)
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
-        per_dimension = [_dimension_column(name, which) for name in suite_dimensions(results) for which in (0, 1)]
+        per_dimension = [dimension_column(name, which) for name in suite_dimensions(results) for which in (0, 1)]
         return [
             Column("macro recall", lambda r: r.macro_recall, 9, "score", score=True, place="score"),
             Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),
@@ -161,7 +161,7 @@ class IndicatorSelection(Kind):
             *per_dimension,
             Column("indicator selection details",
                    lambda r: render_indicator_details(r, templates_dir=templates_dir), 60, wrap=True),
-            Column("datasets", _datasets, 30, wrap=True),
+            Column("datasets", datasets_cell, 30, wrap=True),
         ]
 
     def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
@@ -170,10 +170,10 @@ class IndicatorSelection(Kind):
             if turn.indicator is None:
                 continue
             for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
-                for row in _dimension_rows(dimension):
+                for row in dimension_rows(dimension):
                     produced = True
                     yield (turn.number, *row)
-            yield from _dataset_rows(turn.number, turn.indicator)
+            yield from dataset_rows(turn.number, turn.indicator)
             yield (turn.number, GRADE_ROW, turn.indicator.grade, None, None, None, None, grade_why(turn.indicator))
         if not produced and self.has_target(result.case):
             why = result.error or ("no response" if result.status == "missing" else "nothing to score")

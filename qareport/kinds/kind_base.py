@@ -80,7 +80,7 @@ class Kind:
     # --- reading -------------------------------------------------------------------------------
 
     def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
-        """This kind's part of a target mapping as read (with its lines, `yaml_input.line_of`); None
+        """This kind's part of a target mapping as read (with its lines, `yaml_values.line_of`); None
         when it has none. The default hands the value, as plain data, to `parse_target`."""
         value = target.get(self.name)
         return None if value is None else self.parse_target(plain(value), line=line_of(target, self.name))

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from qareport.kinds import Facts
-from qareport.kinds.selection_details import _label
+from qareport.kinds.selection_details import term_label
 from qareport.records import CaseResult, Term, TurnResult
 
 
 def _item(turn: TurnResult, several: bool, dimension: str, term: Term) -> str:
-    return (f"turn {turn.number} " if several else "") + f"{dimension} {_label(term)}"
+    return (f"turn {turn.number} " if several else "") + f"{dimension} {term_label(term)}"
 
 
 def indicator_facts(result: CaseResult) -> dict[str, list[str]]:

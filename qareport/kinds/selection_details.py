@@ -62,7 +62,7 @@ def render_indicator_details(result: CaseResult, *, templates_dir: str | None = 
 # --- the Overview's other columns and the Details rows ---------------------------------------------
 
 
-def _datasets(result: CaseResult) -> str | None:
+def datasets_cell(result: CaseResult) -> str | None:
     lines = []
     for turn in result.turns:
         if turn.indicator is None:
@@ -75,7 +75,7 @@ def _datasets(result: CaseResult) -> str | None:
     return "\n".join(lines) or None
 
 
-def _dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
+def dimension_rows(dimension: DimensionScore) -> Iterator[tuple[Any, ...]]:
     for verdicts in (dimension.true_positives, dimension.false_negatives, dimension.false_positives):
         for verdict in verdicts:
             selected = visible(verdict.selected_name) if verdict.label_differs and verdict.selected_name else None
@@ -92,12 +92,12 @@ def styles_short(label: str, limit: int = 30) -> str:
     return label if len(label) <= limit else label[: limit - 1].rstrip() + "\u2026"
 
 
-def _label(term: Term) -> str:
+def term_label(term: Term) -> str:
     """How a reason names a term: its id, or its name in quotes when it gives only a name."""
     return term.id or f"'{term.name}'"
 
 
-def _explain_turn(indicator: IndicatorScore) -> list[str]:
+def explain_turn(indicator: IndicatorScore) -> list[str]:
     parts = []
     selected_any = any(d.true_positives or d.false_positives for d in indicator.dimensions) or any(
         d.false_positives for d in indicator.not_in_target
@@ -106,8 +106,8 @@ def _explain_turn(indicator: IndicatorScore) -> list[str]:
         return ["selected nothing"]
     for dimension in indicator.dimensions:
         said = []
-        missed = {_label(v.term): v for v in dimension.false_negatives}
-        extra = {_label(v.term): v for v in dimension.false_positives}
+        missed = {term_label(v.term): v for v in dimension.false_negatives}
+        extra = {term_label(v.term): v for v in dimension.false_positives}
         relabelled = [term_id for term_id in missed  # same id, another label
                       if term_id in extra and missed[term_id].term.id and missed[term_id].term.name
                       and extra[term_id].term.name]
@@ -122,7 +122,7 @@ def _explain_turn(indicator: IndicatorScore) -> list[str]:
             parts.append(f"{visible(dimension.dimension_name)}: {', '.join(said)}")
     for dimension in indicator.not_in_target:
         parts.append(f"{visible(dimension.dimension_name)} (not in target): "
-                     + ", ".join(visible(_label(v.term)) for v in dimension.false_positives))
+                     + ", ".join(visible(term_label(v.term)) for v in dimension.false_positives))
     if indicator.dataset_mismatch:
         selected = ", ".join(indicator.selected_datasets) or "none"
         parts.append(f"dataset {selected}, expected {', '.join(indicator.target_datasets) or 'none'}")
@@ -149,7 +149,7 @@ def suite_dimensions(results: Sequence[CaseResult]) -> list[str]:
     return list(names)
 
 
-def _dimension_column(name: str, which: int) -> Column:
+def dimension_column(name: str, which: int) -> Column:
     header = f"{name} {('recall', 'precision')[which]}"
 
     def value(result: CaseResult) -> float | None:
@@ -164,7 +164,7 @@ DATASET_ROW, GRADE_ROW = "(dataset)", "(grade)"  # the Details sheet's "dimensio
 # dimension's name: in parentheses, as the "(case)" row of a case without rows)
 
 
-def _dataset_rows(turn_number: int, indicator: IndicatorScore) -> Iterator[DetailRow]:
+def dataset_rows(turn_number: int, indicator: IndicatorScore) -> Iterator[DetailRow]:
     """A turn's datasets in the Details sheet: TP selected and in the target, FP selected only, FN
     in the target only (a target that names no dataset gives no row)."""
     if not indicator.target_datasets:
