@@ -20,9 +20,8 @@ attempts).
 - `minimum_detectable_change`: the smallest change a paired comparison of this size detects with
   80 % power at the 5 % level (two-sided).
 - `benjamini_hochberg`: adjusted p-values (q-values) and the discoveries at a false discovery rate.
-- `pass_at_k`, `pass_hat_k`, `suite_pass_rates`: the unbiased estimators of pass@k and pass^k.
-- `decide_case_change`: whether one case regressed, improved or moved within noise, from the two
-  runs' attempts of it (a permutation test over the attempts).
+
+How a case's attempts add up (pass@k, one case's change between two runs) is in `attempt_statistics.py`.
 
 Why attempts are not resampled: a cluster's mean already varies, from suite to suite, by its
 cases' and its attempts' variation; resampling whole clusters reproduces that variation, attempt
@@ -36,18 +35,22 @@ p-value of the form (k + 1) / (B + 1), the chance of that under the null hypothe
 
 from __future__ import annotations
 
-import enum
 import functools
 import itertools
 import math
 import numbers
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from statistics import NormalDist
 
 import numpy as np
 
+from qareport.attempt_statistics import (  # re-exported: comparison.py imports them from here
+    MINIMUM_ATTEMPTS as MINIMUM_ATTEMPTS,
+)
+from qareport.attempt_statistics import CaseChange as CaseChange
+from qareport.attempt_statistics import CaseVerdict as CaseVerdict
+from qareport.attempt_statistics import decide_case_change as decide_case_change
 from qareport.significance import CHUNK, EXACT_UP_TO, LARGE, PERMUTATIONS, RESAMPLES, SEED
 
 ALPHA = 0.05
@@ -56,8 +59,6 @@ FEW_CLUSTERS = 30
 means of few clusters vary less than the mean does from suite to suite); the interval is then at
 least mean +/- t(G - 1) * CR1 standard error, the small-sample rule of Cameron & Miller (2015)."""
 POWER = 0.8
-MINIMUM_ATTEMPTS = 2
-EXACT_SPLITS_UP_TO = 20_000  # a case's attempts: every split enumerated up to this many splits
 
 CaseValue = float | Sequence[float]  # one value, or the values of a case's attempts
 ClusterLabel = Hashable | None  # None: the case is a cluster of its own
@@ -137,43 +138,6 @@ class FalseDiscoveries:
     discoveries: tuple[int, ...]
     level: float
 
-
-@dataclass(frozen=True, slots=True)
-class PassRates:
-    """A suite's mean pass@k and pass^k over the cases with at least k attempts."""
-
-    k: int
-    pass_at_k: float
-    pass_hat_k: float
-    cases: int
-    too_few_attempts: int  # cases left out: fewer than k attempts
-
-
-class CaseVerdict(enum.Enum):
-    REGRESSED = "regressed"
-    IMPROVED = "improved"
-    WITHIN_NOISE = "within noise"
-    CANNOT_TELL = "cannot tell"
-
-
-@dataclass(frozen=True, slots=True)
-class CaseChange:
-    """One case's change between two runs, judged against the spread of its own attempts."""
-
-    verdict: CaseVerdict
-    p_value: float | None  # None when the test was not run (too few attempts)
-    old_mean: float | None
-    new_mean: float | None
-    old_attempts: int
-    new_attempts: int
-    exact: bool
-    reason: str
-
-    @property
-    def delta(self) -> float | None:
-        if self.old_mean is None or self.new_mean is None:
-            return None
-        return self.new_mean - self.old_mean
 
 
 # --------------------------------------------------------------------------------------------------
@@ -445,126 +409,3 @@ def benjamini_hochberg(p_values: Sequence[float], *, level: float = ALPHA) -> Fa
     passing = np.flatnonzero(ranked * count <= ranks * level)
     found = order[: int(passing[-1]) + 1] if passing.size else order[:0]
     return FalseDiscoveries(tuple(float(q) for q in q_values), tuple(sorted(int(i) for i in found)), level)
-
-
-# --------------------------------------------------------------------------------------------------
-# 5. pass@k and pass^k
-
-
-def _check_counts(attempts: int, passes: int, k: int) -> None:
-    if not (0 <= passes <= attempts and 1 <= k <= attempts):
-        raise ValueError(f"need 0 <= passes <= attempts and 1 <= k <= attempts "
-                         f"(got {passes} passes of {attempts} attempts, k = {k})")
-
-
-def pass_at_k(attempts: int, passes: int, k: int) -> float:
-    """The chance that at least one of k attempts drawn without replacement from a case's n
-    attempts (c of them passing) passes: 1 - C(n - c, k) / C(n, k), the unbiased estimator of
-    pass@k (Chen et al. 2021, "Evaluating Large Language Models Trained on Code"). Exact (rational
-    arithmetic, then one rounding to float)."""
-    _check_counts(attempts, passes, k)
-    return float(1 - Fraction(math.comb(attempts - passes, k), math.comb(attempts, k)))
-
-
-def pass_hat_k(attempts: int, passes: int, k: int) -> float:
-    """pass^k: the chance that all of k attempts drawn without replacement pass, C(c, k) / C(n, k)
-    (Yao et al. 2024, tau-bench), the unbiased estimator of p^k for a case that passes with
-    probability p. Exact, like `pass_at_k`."""
-    _check_counts(attempts, passes, k)
-    return float(Fraction(math.comb(passes, k), math.comb(attempts, k)))
-
-
-def suite_pass_rates(counts: Sequence[tuple[int, int]], *, k: int) -> PassRates | None:
-    """The means of pass@k and pass^k over the cases, `counts` holding (attempts, passes) per case.
-    Cases with fewer than k attempts are left out (counted in `too_few_attempts`); None when no case
-    has k attempts."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1 (got {k})")
-    usable = [(attempts, passes) for attempts, passes in counts if attempts >= k]
-    for attempts, passes in usable:
-        _check_counts(attempts, passes, k)
-    if not usable:
-        return None
-    at_k = sum((1 - Fraction(math.comb(n - c, k), math.comb(n, k)) for n, c in usable), Fraction(0))
-    hat_k = sum((Fraction(math.comb(c, k), math.comb(n, k)) for n, c in usable), Fraction(0))
-    return PassRates(k, float(at_k / len(usable)), float(hat_k / len(usable)), len(usable), len(counts) - len(usable))
-
-
-# --------------------------------------------------------------------------------------------------
-# 6. one case, two runs
-
-
-def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[float], *,
-                       minimum_attempts: int = MINIMUM_ATTEMPTS, alpha: float = ALPHA,
-                       higher_is_better: bool = True, permutations: int = PERMUTATIONS,
-                       seed: int = SEED) -> CaseChange:
-    """Did this case change between two runs by more than its own attempts vary?
-
-    A two-sided permutation test of the difference of means: under "no change" the two runs'
-    attempts are exchangeable, so every split of the pooled attempts into groups of the two sizes is
-    as likely as the one observed; p is the share of splits whose |difference of means| is at least
-    the observed one. Exact (every split) when there are at most `EXACT_SPLITS_UP_TO` splits, else
-    `permutations` seeded random splits, p = (at least as extreme + 1) / (permutations + 1).
-
-    Verdicts, in this order: *cannot tell* when either run has fewer than `minimum_attempts`
-    attempts (the test is not run, p is None: one attempt per run cannot tell a change from a flip);
-    *within noise* when the means are equal ("did not move"); *cannot tell* when attempts of these
-    numbers could not reach `alpha` whatever their values (the smallest attainable p is
-    2 / C(n_old + n_new, n_old) for equal numbers, whose most extreme split has an equally extreme
-    mirror image, and 1 / C(n_old + n_new, n_old) otherwise: 3 attempts against 3 cannot go below
-    2 / 20 = 0.1, so at the 5 % level they never decide; 4 against 4 reach 2 / 70 = 0.029, 5 against
-    5 reach 2 / 252 = 0.008); *regressed* or *improved* when p <= alpha (by the direction of the change and
-    `higher_is_better`); *within noise* otherwise.
-    """
-    if minimum_attempts < 1:
-        raise ValueError(f"minimum_attempts must be at least 1 (got {minimum_attempts})")
-    before = np.asarray(old_attempts, dtype=float)
-    after = np.asarray(new_attempts, dtype=float)
-    if not (np.all(np.isfinite(before)) and np.all(np.isfinite(after))):
-        raise ValueError(f"attempts must be finite numbers (got {list(old_attempts)!r} and {list(new_attempts)!r})")
-    old_mean = float(before.mean()) if before.size else None
-    new_mean = float(after.mean()) if after.size else None
-    sizes = (int(before.size), int(after.size))
-    if min(sizes) < minimum_attempts:
-        reason = (f"{sizes[0]} attempt(s) before and {sizes[1]} after, fewer than {minimum_attempts} on a side: "
-                  + ("one attempt per run cannot tell a change from a flip" if min(sizes) == 1
-                     else "too few attempts to tell a change from a flip"))
-        return CaseChange(CaseVerdict.CANNOT_TELL, None, old_mean, new_mean, *sizes, False, reason)
-    assert old_mean is not None and new_mean is not None
-    pooled = np.concatenate([before, after])
-    splits = math.comb(pooled.size, after.size)
-    observed = abs(new_mean - old_mean)
-    total = float(pooled.sum())
-
-    def differences(new_sums: np.ndarray) -> np.ndarray:
-        return np.abs(new_sums / after.size - (total - new_sums) / before.size)
-
-    tolerance = 1e-12 * max(1.0, float(np.abs(pooled).max()))
-    # the smallest p-value these sizes allow (distinct values, the most extreme split): with equal
-    # sizes that split's mirror image is as extreme
-    smallest = (2 if before.size == after.size else 1) / splits
-    if splits <= EXACT_SPLITS_UP_TO:
-        chosen = np.array(list(itertools.combinations(range(pooled.size), after.size)))
-        spread = differences(pooled[chosen].sum(axis=1))
-        p_value = float(np.mean(spread >= observed - tolerance))
-        exact = True
-    else:
-        generator = np.random.default_rng(seed)
-        at_least = 0
-        for done in range(0, permutations, CHUNK):
-            order = generator.random((min(CHUNK, permutations - done), pooled.size)).argsort(axis=1)
-            at_least += int(np.sum(differences(pooled[order[:, :after.size]].sum(axis=1)) >= observed - tolerance))
-        p_value, exact = float((at_least + 1) / (permutations + 1)), False
-    moved = new_mean - old_mean
-    if observed <= tolerance:
-        return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, "did not move")
-    if smallest > alpha:
-        reason = (f"moved {moved:+.3g} (p = {p_value:.3g}), but {sizes[0]} attempts before and {sizes[1]} after "
-                  f"cannot reach the {alpha:g} level (smallest attainable p {smallest:.3g}): more attempts are needed")
-        return CaseChange(CaseVerdict.CANNOT_TELL, p_value, old_mean, new_mean, *sizes, exact, reason)
-    if p_value > alpha:
-        reason = f"moved {moved:+.3g}, within what its attempts vary by (p = {p_value:.3g})"
-        return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, reason)
-    verdict = CaseVerdict.IMPROVED if (moved > 0) == higher_is_better else CaseVerdict.REGRESSED
-    reason = f"moved {moved:+.3g}, beyond what its attempts vary by (p = {p_value:.3g})"
-    return CaseChange(verdict, p_value, old_mean, new_mean, *sizes, exact, reason)

@@ -7,7 +7,7 @@ A case answered several times (`CaseResult.attempts`) has, per attempt, a pass v
   highest value less the lowest), and whether it is *flaky* (some attempts passed, some did not);
 - per suite: pass@k (at least one of k attempts passes) and pass^k (all k pass, as tau-bench defines
   it), each the mean over cases of the unbiased estimator from the case's n attempts of which c
-  passed (`clustered_statistics.suite_pass_rates`). k is the number of attempts most cases have
+  passed (`attempt_statistics.suite_pass_rates`). k is the number of attempts most cases have
   (the larger on a tie); a case with more attempts is estimated from all of them, a case with fewer
   is left out and counted (`too_few_attempts`). Cases without a pass verdict (no kind with a rule
   has a value for them) are left out too.
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from qareport import kinds
-from qareport.clustered_statistics import PassRates, suite_pass_rates
+from qareport.attempt_statistics import PassRates, suite_pass_rates
 from qareport.records import CaseResult
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.id_text import normalise_id
-from qareport.yaml_input import LineDict, line_of, written_text
+from qareport.yaml_values import LineDict, line_of, written_text
 
 
 def written(container: Any, key: Any) -> Any:

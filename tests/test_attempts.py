@@ -212,7 +212,7 @@ def by_id(ws):
 
 
 def test_pass_at_k_and_pass_hat_k_of_a_run_match_hand_computed_values(tmp_path):
-    from qareport.clustered_statistics import pass_at_k, pass_hat_k
+    from qareport.attempt_statistics import pass_at_k, pass_hat_k
 
     workbook = run_with_attempts(tmp_path)
     # k = 3 (four cases have 3 attempts); e (2 attempts) is left out; f (4 attempts, 3 passed) counts:

@@ -16,16 +16,12 @@ import numpy as np
 import pytest
 from scipy.stats import false_discovery_control
 
+from qareport.attempt_statistics import CaseVerdict, decide_case_change, pass_at_k, pass_hat_k, suite_pass_rates
 from qareport.clustered_statistics import (
-    CaseVerdict,
     benjamini_hochberg,
     clustered_interval,
     clustered_paired_change,
-    decide_case_change,
     minimum_detectable_change,
-    pass_at_k,
-    pass_hat_k,
-    suite_pass_rates,
     t_quantile,
 )
 from qareport.significance import CHUNK, EXACT_UP_TO, PERMUTATIONS, RESAMPLES, SEED

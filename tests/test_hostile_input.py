@@ -279,7 +279,8 @@ def test_everything_here_left_no_stray_files_in_the_repository():
 
 
 def _depth_problems(text: str) -> list:
-    from qareport.yaml_input import YamlProblem, yaml_documents
+    from qareport.yaml_guards import YamlProblem
+    from qareport.yaml_input import yaml_documents
 
     return [part for part in yaml_documents(text) if isinstance(part, YamlProblem)]
 

@@ -214,7 +214,8 @@ def test_question_and_template_ids_are_their_text_as_written(tmp_path):
 
 @pytest.mark.parametrize("padding", ["", "  output: '" + "[" * 4_500 + "'\n"])  # the event-built reading too
 def test_every_yaml_reading_keeps_the_text_of_scalars_read_as_something_else(padding):
-    from qareport.yaml_input import written_text, yaml_documents
+    from qareport.yaml_input import yaml_documents
+    from qareport.yaml_values import written_text
 
     text = "- id: 010\n  tags: [2024, NO]\n  v: {a: 1:20, b: ~, c: text, d: }\n" + padding
     (document,) = list(yaml_documents(text))
@@ -225,7 +226,8 @@ def test_every_yaml_reading_keeps_the_text_of_scalars_read_as_something_else(pad
 
 
 def test_a_yaml_file_with_anchors_keeps_the_text_of_scalars_too():
-    from qareport.yaml_input import written_text, yaml_documents
+    from qareport.yaml_input import yaml_documents
+    from qareport.yaml_values import written_text
 
     (document,) = list(yaml_documents("- id: &shared 010\n  alias: *shared\n"))
     assert written_text(document[0], "id") == "010" and written_text(document[0], "alias") == "010"

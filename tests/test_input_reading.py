@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 
 from qareport import json_input
 from qareport.loading import load_suite
-from qareport.yaml_input import (
-    LineDict,
-    LineList,
-    YamlProblem,
-    _build,
-    _build_checking_depth,
-    _depth_refusal,
-    _LineLoader,
-    yaml_documents,
-)
+from qareport.yaml_guards import YamlProblem, depth_refusal
+from qareport.yaml_input import yaml_documents
+from qareport.yaml_values import LineDict, LineList, LineLoader, build_checking_depth, build_value
 
 CASE = """\
 - id: {id}
@@ -113,8 +106,8 @@ def everything(suite) -> tuple:
 
 def read_whole(monkeypatch) -> None:
     """The reading before chunks: every JSON and JSON Lines file read whole."""
-    monkeypatch.setattr("qareport.loading.stream_json", lambda path, digest: None)
-    monkeypatch.setattr("qareport.loading.stream_json_lines", lambda path, digest: None)
+    monkeypatch.setattr("qareport.response_loading.stream_json", lambda path, digest: None)
+    monkeypatch.setattr("qareport.response_loading.stream_json_lines", lambda path, digest: None)
 
 
 def same(a, b) -> bool:
@@ -233,10 +226,10 @@ YAML_TEXTS = {
 
 
 def constructed(text: str, *, direct: bool, offset: int = 10) -> tuple:
-    loader = _LineLoader(text, offset)
+    loader = LineLoader(text, offset)
     try:
         node = loader.get_single_node()
-        value = _build(loader, node) if direct else loader.construct_document(node)
+        value = build_value(loader, node) if direct else loader.construct_document(node)
         return value, [(p.line, p.message) for p in loader.problems]
     except yaml.YAMLError as error:
         return type(error).__name__, str(error)
@@ -282,8 +275,8 @@ def test_a_test_case_file_is_read_item_by_item_with_lines_of_the_whole_file():
 @pytest.mark.parametrize("name", sorted(YAML_TEXTS))
 def test_an_item_built_from_events_has_the_value_lines_and_refusals_pyyaml_and_the_depth_check_give(name):
     text = YAML_TEXTS[name]
-    built = _build_checking_depth(text, 10)
-    refused = _depth_refusal(text, 10)
+    built = build_checking_depth(text, 10)
+    refused = depth_refusal(text, 10)
     if refused is not None:
         assert built == refused
     elif built is not None:  # None: left to the usual reading (other tags, a problem to tell, ...)

@@ -1,0 +1,249 @@
+"""The `Kind` base class: the protocol a kind of target implements, with its defaults, and the wrapping
+that gives every kind's case metrics and grade over a case's attempts. A kind's author imports it
+from `qareport.kinds`."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
+
+from qareport.input_shapes import plain
+from qareport.records import CaseResult, Problem, TestCase, TurnOutput
+from qareport.yaml_values import line_of
+
+if TYPE_CHECKING:
+    from qareport.evaluation_options import EvaluationOptions
+
+from qareport.kinds.kind_records import Column, DetailRow, Facts, Metric, PassRules, SharedEvaluation, Table, TurnInput
+
+
+class Kind:
+    """One kind of target. Subclasses set `name`, `label` and `metrics` and override what applies.
+
+    `name` is the key of the kind's part under a user message's `target:` (and, by default, of a
+    response turn's output).
+    """
+
+    name: str = ""
+    label: str = ""
+    metrics: tuple[Metric, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A case answered several times gets, for each metric, the mean over its attempts: every
+        kind's `case_metrics` is wrapped once so that no kind has to know about attempts."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("case_metrics")
+        if own is not None and not getattr(own, "over_attempts", False):
+            setattr(cls, "case_metrics", _over_attempts(own))  # noqa: B010 (wrapping a method of the class)
+        graded = cls.__dict__.get("case_grade")
+        if graded is not None and not getattr(graded, "over_attempts", False):
+            setattr(cls, "case_grade", _grade_over_attempts(graded))  # noqa: B010
+
+    rank_metrics: tuple[str, ...] = ()
+    """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
+    kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
+    grades: tuple[str, ...] = ()
+    """The grades the kind gives a case, best first (none: it does not grade). A case's grade is
+    kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
+    runs is a change (a regression when it gets worse)."""
+    grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
+    main_metric: str | None = None
+    """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
+    between two runs is decided (default: the kind's first headline metric)."""
+    pass_rule: str = ""
+    """When an attempt passes, in the analyst's words (empty: the kind has no pass rule)."""
+
+    reads_target: bool = True
+    """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
+    in_questions: bool = False
+    """Whether a question of a graphrag-eval Q&A dataset carries this kind's part (under `name`)."""
+    kept_on_error: bool = False
+    """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
+    shared: SharedEvaluation | None = None
+    """The evaluation this kind is scored in together with others (None: `evaluate_turn`)."""
+    question_hash_key: str = ""
+    """The short key under which a Q&A question's definition hash holds this kind's part (an
+    `in_questions` kind; kept as it was so that the hashes of stored runs stay valid)."""
+    key_advice: tuple[tuple[str, str], ...] = ()
+    """(key, advice) for keys of a response that mean this kind's output under another name (an
+    older version's): what the unknown-key problem says instead of "check its spelling"."""
+
+    @property
+    def output_key(self) -> str | None:
+        """The key of a response turn (or record) that holds this kind's output (default: `name`;
+        None: the kind reads nothing of a response)."""
+        return self.name
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+        """This kind's part of a target mapping as read (with its lines, `yaml_values.line_of`); None
+        when it has none. The default hands the value, as plain data, to `parse_target`."""
+        value = target.get(self.name)
+        return None if value is None else self.parse_target(plain(value), line=line_of(target, self.name))
+
+    def declared_in(self, target: Mapping[str, Any]) -> bool:
+        """Whether a target mapping (or a Q&A question) has a part of this kind, read or not: a
+        case too broken to read counts among the cases that could have had the kind's metrics, the
+        same as it would if it could be read (`read_target` would give a part)."""
+        return target.get(self.name) is not None
+
+    def parse_target(self, value: Any, *, line: int | None) -> Any:
+        """This kind's part of a target, checked; raise `qareport.errors.ShapeError` when unusable."""
+        return value
+
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+        """This kind's part of a response turn (None when absent); raise `ShapeError` when unusable."""
+        return None if self.output_key is None else turn.get(self.output_key)
+
+    def output_as_written(self, turn: Mapping[str, Any]) -> None:
+        """Put back, in a YAML response turn, the ids and names YAML 1.1 read as something else (see
+        `input_shapes.written`), before the record loses what YAML remembered. Default: nothing."""
+
+    def encode_part(self, part: Any) -> Any:
+        """A parsed target part as plain JSON data, for the parse cache (default: as it is)."""
+        return part
+
+    def decode_part(self, data: Any) -> Any:
+        """`encode_part` undone."""
+        return data
+
+    # --- where a case keeps this kind's parts ----------------------------------------------------
+
+    def target_of(self, case: TestCase, turn_index: int) -> Any:
+        return case.turns[turn_index].target.parts.get(self.name) if self.reads_target else None
+
+    def output_of(self, output: TurnOutput | None) -> Any:
+        return None if output is None else output.parts.get(self.name)
+
+    def score_of(self, result: CaseResult, turn_index: int) -> Any:
+        turns = result.turns
+        return turns[turn_index].scores.get(self.name) if turn_index < len(turns) else None
+
+    # --- scoring -------------------------------------------------------------------------------
+
+    def has_target(self, case: TestCase) -> bool:
+        """Whether the case has a target of this kind (or declares one, when it could not be read)."""
+        return self.name in case.declared_targets or any(
+            self.target_of(case, index) is not None for index in range(len(case.turns)))
+
+    def evaluate_turn(self, turn: TurnInput) -> Any:
+        """Score one turn that has a target of this kind; the result is kept in `TurnResult.scores[name]`."""
+        raise NotImplementedError(f"kind {self.name!r} does not score turns")
+
+    def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
+        """The faults of a case's targets of this kind that any response would meet (what `validate`
+        reports for test cases given without responses)."""
+        return []
+
+    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        """Each metric of `metrics` for one case (None where the case has no value)."""
+        return {metric.key: None for metric in self.metrics}
+
+    def explain(self, result: CaseResult) -> str | None:
+        """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
+        return None
+
+    def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
+        """Whether one evaluated attempt passes this kind's rule (`pass_rule`); None: no verdict
+        (no rule, no target of the kind, or no value, e.g. an answer the judge did not score)."""
+        return None
+
+    def main_metric_key(self) -> str | None:
+        return self.main_metric or next((metric.key for metric in self.metrics if metric.headline), None)
+
+    def case_grade(self, result: CaseResult) -> str | None:
+        """The case's grade, one of `grades` (None: not graded, e.g. not evaluated)."""
+        return None
+
+    def ranking(self) -> tuple[str, ...]:
+        """The metric keys the weakest cases are ranked by (see `rank_metrics`)."""
+        return self.rank_metrics or tuple(metric.key for metric in self.metrics if metric.headline)
+
+    def case_facts(self, result: CaseResult) -> dict[str, list[str]]:
+        """What a later run needs to say what changed (default: the case's explanation)."""
+        why = self.explain(result)
+        return {"why": [why]} if why else {}
+
+    def explain_change(self, old: Facts, new: Facts) -> str | None:
+        """What changed between two runs of a case, in one short line (None: nothing to say).
+
+        The default compares the explanations: a new one is said as it is, one that went away is
+        said as "was: ..."."""
+        before, after = "; ".join(old.get("why") or ()), "; ".join(new.get("why") or ())
+        if after == before:
+            return None
+        if after:
+            return after
+        return f"was: {before}"
+
+    # --- the workbook ----------------------------------------------------------------------------
+
+    def present(self, results: Sequence[CaseResult]) -> bool:
+        """Whether the run has anything of this kind (its columns and tables appear only then)."""
+        return any(self.has_target(result.case) for result in results)
+
+    def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
+        return [Column(m.label, _metric_value(self, m.key), 10, "score", score=True,
+                       place="score" if m.headline else "number", metric=m.key) for m in self.metrics]
+
+    def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
+        return iter(())
+
+    def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
+        return []
+
+    def results_section(self, results: Sequence[CaseResult]) -> Mapping[str, Any] | None:
+        """The kind's suite-level figures for the results file, JSON-ready, written under
+        `kinds.<name>` (None: none). The built-in kinds' figures have their historic places
+        (graphrag-eval's `aggregates`, `data_query_metrics`)."""
+        return None
+
+
+def _over_attempts(
+    metrics_of: Callable[[Kind, CaseResult], dict[str, float | None]]
+) -> Callable[[Kind, CaseResult], dict[str, float | None]]:
+    """`metrics_of` for a case run once; the mean of each metric over the attempts (those that
+    have it) for a case answered several times."""
+    def case_metrics(kind: Kind, result: CaseResult) -> dict[str, float | None]:
+        if not result.attempts:
+            return metrics_of(kind, result)
+        each = [metrics_of(kind, attempt) for attempt in result.attempts]
+        return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
+
+    case_metrics.over_attempts = True  # type: ignore[attr-defined]
+    case_metrics.__doc__ = metrics_of.__doc__
+    return case_metrics
+
+
+def _grade_over_attempts(
+    grade_of: Callable[[Kind, CaseResult], str | None]
+) -> Callable[[Kind, CaseResult], str | None]:
+    """`grade_of` for a case run once; for a case answered several times, the grade most of its
+    graded attempts got (the worse one on a tie)."""
+    def case_grade(kind: Kind, result: CaseResult) -> str | None:
+        if not result.attempts:
+            return grade_of(kind, result)
+        counts = Counter(grade for attempt in result.attempts if (grade := grade_of(kind, attempt)) is not None)
+        if not counts:
+            return None
+        rank = {grade: index for index, grade in enumerate(kind.grades)}
+        return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
+
+    case_grade.over_attempts = True  # type: ignore[attr-defined]
+    case_grade.__doc__ = grade_of.__doc__
+    return case_grade
+
+
+def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:
+    return lambda result: kind.case_metrics(result).get(key)
+
+
+def mean_over_turns(values: Iterable[Any]) -> float | None:
+    """The mean of the numbers among `values` (booleans, NaN and infinities are not numbers here);
+    None without any."""
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    return fmean(numbers) if numbers else None
