@@ -47,13 +47,18 @@ def _widths(details: Sequence[CaseDetails]) -> tuple[dict[int, float], tuple[str
     longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
     attempts = False
-    for case in details:
-        for attempt, values in case.rows():
+    for case in details:  # the rows as held (`CaseDetails`): the head once, each row after it
+        head = len(case.head)
+        for index, value in enumerate(case.head):
+            if isinstance(value, str) and len(value) + 2 > longest[index]:
+                longest[index] = len(value) + 2
+        for attempt, rows in case.blocks:
             attempts = attempts or attempt is not None
-            for index, value in enumerate(values[:len(longest)]):
-                if isinstance(value, str) and len(value) + 2 > longest[index]:
-                    longest[index] = len(value) + 2
-            matched_by = matched_by or (len(values) > len(HEADERS) and values[len(HEADERS)] is not None)
+            for row in rows:
+                for index, value in enumerate(row[:len(longest) - head], start=head):
+                    if isinstance(value, str) and len(value) + 2 > longest[index]:
+                        longest[index] = len(value) + 2
+                matched_by = matched_by or (len(row) > len(HEADERS) - head and row[len(HEADERS) - head] is not None)
     headers: tuple[str, ...] = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
     widths: dict[int, float] = {
         i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
