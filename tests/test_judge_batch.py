@@ -223,6 +223,16 @@ def test_lines_that_fail_twice_are_not_judged_and_counted_like_any_judgment_the_
     assert [len(batch.errors) for batch in chat_batches(stub)] == [2, 2]  # the same two lines, sent twice
 
 
+def test_a_conversation_turn_not_judged_leaves_its_case_judged_by_its_other_turns(stub, tmp_path, capsys):
+    # the turn-1 answer of a two-turn case: the case's answer relevance is the mean over the turns judged
+    plan = BatchPlan(fail_matching=("<answer>\\nAccording to the IMF World Economic Outlook, Germany",), kind="chat")
+    stub.plan_batches(plan, dataclasses.replace(plan))
+    code, _, results = run(tmp_path, "batch", "--judge-batch")
+    assert code == JUDGE_FAILED
+    assert sum(metric["not_judged"] for metric in json.loads(results.read_text())["judge"]["metrics"]) == 0
+    assert "1 judgment(s) could not be obtained" in capsys.readouterr().err
+
+
 def test_a_failed_batch_leaves_its_judgments_not_judged_and_the_report_written(stub, tmp_path):
     stub.plan_batches(BatchPlan(outcome="failed"))
     code, out, results = run(tmp_path, "batch", "--judge-batch")
