@@ -163,31 +163,75 @@ def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = 
     groups. A case no kind has rows for gets one row with its status and reason, so that every case
     has a block its Overview id can lead to."""
     head = (result.case.id, ", ".join(result.case.groups))
+    for row in _kind_rows(kinds, result, reason):
+        yield _full_row(head, row)
+
+
+def _kind_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None) -> Iterator[tuple[Any, ...]]:
+    """The case's Details rows without the case id and groups, as the kinds give them (not padded)."""
     given = False
     for kind in kinds:
         for row in kind.details_rows(result):
             given = True
-            yield (*head, *row, *[None] * (len(DETAILS_HEADERS) - 2 - len(row)))
+            yield row
     if not given:
-        yield (*head, None, "(case)", result.status, None, reason or None, None, None, None)
+        yield None, "(case)", result.status, None, reason or None
+
+
+def _full_row(head: tuple[str, str], row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (*head, *row, *[None] * (len(DETAILS_HEADERS) - 2 - len(row)))
 
 
 DetailsRow = tuple[int | None, tuple[Any, ...]]
 """A Details row: the attempt it describes (None for a case answered once) and its values."""
 
 
+@dataclass(frozen=True, slots=True)
+class CaseDetails:
+    """One case's Details rows, computed once and held compactly: the case id and its groups once,
+    and each row as its kind gave it (not padded), in blocks of one attempt each (attempt None for
+    a case answered once). `rows` gives them as the sheet writes them, one at a time."""
+
+    head: tuple[str, str]  # the case id and its groups, the first two values of every row
+    blocks: tuple[tuple[int | None, tuple[tuple[Any, ...], ...]], ...]
+
+    def rows(self) -> Iterator[DetailsRow]:
+        """Each row: the attempt it describes and its values (padded to the Details headers)."""
+        for attempt, rows in self.blocks:
+            for row in rows:
+                yield attempt, _full_row(self.head, row)
+
+
 def details_table(kinds: Sequence[Kind], results: Sequence[CaseResult],
-                  reasons: Mapping[str, str]) -> tuple[tuple[DetailsRow, ...], ...]:
+                  reasons: Mapping[str, str]) -> tuple[CaseDetails, ...]:
     """Every case's Details rows, in the cases' order, each computed once: a case answered several
-    times has one block of rows per attempt."""
-    return tuple(tuple(_case_rows(kinds, result, reasons)) for result in results)
+    times has one block of rows per attempt. Rows are held without their trailing empty values (the
+    sheet writes nothing for them), and rows equal to one held before are that one (a dataset's
+    `TP` row, a grade with the same reason), so holding every case's rows costs little."""
+    shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    return tuple(_case_details(kinds, result, reasons, shared) for result in results)
 
 
-def _case_rows(kinds: Sequence[Kind], result: CaseResult, reasons: Mapping[str, str]) -> Iterator[DetailsRow]:
+def _case_details(kinds: Sequence[Kind], result: CaseResult, reasons: Mapping[str, str],
+                  shared: dict[tuple[Any, ...], tuple[Any, ...]]) -> CaseDetails:
+    head = (result.case.id, ", ".join(result.case.groups))
     if not result.attempts:
-        for values in detail_rows(kinds, result, reasons.get(result.case.id)):
-            yield None, values
-        return
-    for attempt in result.attempts:
-        for values in detail_rows(kinds, attempt, kind_registry.case_reason(attempt)):
-            yield attempt.attempt, values
+        rows = _kind_rows(kinds, result, reasons.get(result.case.id))
+        return CaseDetails(head, ((None, tuple(_compact(row, shared) for row in rows)),))
+    return CaseDetails(head, tuple(
+        (attempt.attempt, tuple(_compact(row, shared) for row in _kind_rows(kinds, attempt,
+                                                                            kind_registry.case_reason(attempt))))
+        for attempt in result.attempts))
+
+
+def _compact(row: tuple[Any, ...], shared: dict[tuple[Any, ...], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row without its trailing Nones, and the one held before when an equal row was."""
+    end = len(row)
+    while end and row[end - 1] is None:
+        end -= 1
+    if end < len(row):
+        row = row[:end]
+    try:
+        return shared.setdefault(row, row)
+    except TypeError:  # a value that cannot be hashed: kept as it is
+        return row

@@ -83,6 +83,14 @@ def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | No
     try:
         value = json.loads(text, parse_int=parse_int, parse_float=parse_float)
     except json.JSONDecodeError as error:
+        found = _leading_zero(text, error.pos)
+        if found is not None:
+            start, zero = found
+            why = (f"the number {zero} starts with 0, which JSON does not allow; write it in quotes (\"{zero}\") "
+                   "to keep it as written, or without the leading zeros")
+            if line is not None:
+                return UNREADABLE, [(line, f"invalid JSON on this line: {why}")]
+            return UNREADABLE, [(error.lineno, f"invalid JSON: {why} (column {error.colno - (error.pos - start)})")]
         if line is not None:
             return UNREADABLE, [(line, f"invalid JSON on this line: {error.msg}; fix or remove the line")]
         return UNREADABLE, [(error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax")]
@@ -95,6 +103,23 @@ def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | No
         problems.append((where, f"a number with {len(digits):,} digits is too long to read as a number; "
                                 "it is kept as text"))
     return value, problems
+
+
+_LEADING_ZERO = re.compile(r"-?0\d+")
+
+
+def _leading_zero(text: str, position: int) -> tuple[int, str] | None:
+    """Where the number written with a leading zero (`007`) that ends JSON's reading at `position`
+    starts, and its text (the decoder reads `0` and then stops at the next digit); or None."""
+    if not (0 < position < len(text) and text[position].isdigit() and text[position - 1] == "0"):
+        return None
+    start = position - 1
+    if start > 0 and text[start - 1] == "-":
+        start -= 1
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in ".+-"):
+        return None
+    match = _LEADING_ZERO.match(text, start)
+    return (start, match.group()) if match is not None else None
 
 
 class IdLines:
@@ -137,6 +162,9 @@ def _id_value(literal: str) -> str | None:
     if literal[0] == '"' and "\\" not in literal and literal.isprintable():
         return literal[1:-1]  # nothing to unescape (the common case, 20x faster than json.loads)
     if literal[0] != '"':
+        digits = literal.lstrip("-")
+        if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+            return None  # a leading zero (007) is not JSON: the file's reading reports it
         return literal  # a number: the id is its text as written
     try:
         return str(json.loads(literal))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from qareport import kinds
 from qareport.case_changes import case_moved
 from qareport.case_rows import case_rows
-from qareport.case_table import CaseTable, DetailsRow, details_table, overview_table
+from qareport.case_table import CaseDetails, CaseTable, details_table, overview_table
 from qareport.collector import collector_paused
 from qareport.comparison import Comparison, compare_runs
 from qareport.consistency import CaseConsistency, SuiteConsistency, case_consistency, suite_consistency
@@ -77,7 +77,7 @@ class Report:
     """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
     overview: CaseTable = field(default_factory=lambda: CaseTable((), ()))
     """The Overview's columns and each case's values in them (`case_table`)."""
-    details: tuple[tuple[DetailsRow, ...], ...] = ()  # each case's Details rows, in the cases' order
+    details: tuple[CaseDetails, ...] = ()  # each case's Details rows, in the cases' order
     consistency: dict[str, CaseConsistency] = field(default_factory=dict)
     """Case id -> its attempts at a glance, for the cases answered several times (`consistency`)."""
     pass_rates: SuiteConsistency | None = None  # the suite's pass@k and pass^k, when cases have attempts

@@ -46,7 +46,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   becomes a line of the error file), and written in shuffled order (`batch_seed`). How the next
   batches end is set with `server.plan_batches(BatchPlan(...))`: `delay` seconds in progress (else
   `batch_delay`), then `completed`, `expired` with only the first `done` lines answered, `failed`
-  (nothing answered); `fail_lines` makes lines of the error file (custom ids, or the first N lines);
+  (nothing answered); `fail_lines` makes lines of the error file (custom ids, or the first N lines),
+  and so does `fail_matching` (the lines whose request body holds one of its texts);
   `kind` keeps a plan for the next batch of chat or of embeddings.
   `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
   submitted; `direct_calls` counts chat and embeddings requests sent directly.
@@ -332,12 +333,15 @@ class RecordedRequest:
 @dataclass
 class BatchPlan:
     """How one batch ends (`StubOpenAI.plan_batches`). `fail_lines`: custom ids whose lines go to the
-    error file (an int: the first N lines of the file)."""
+    error file (an int: the first N lines of the file, whose order follows the custom ids, which
+    change with the stub's port); `fail_matching`: texts whose lines (their request body as JSON)
+    go to the error file too, the same lines in every run."""
 
     outcome: str = "completed"  # completed, expired, failed
     delay: float | None = None  # seconds in progress (None: the stub's batch_delay)
     done: int = 0  # expired: lines answered before it expired
     fail_lines: set[str] | int = field(default_factory=set)
+    fail_matching: tuple[str, ...] = ()
     kind: str | None = None  # "chat" or "embeddings": only for the next batch of that endpoint
 
 
@@ -701,6 +705,8 @@ class _Handler(BaseHTTPRequestHandler):
         answered = lines if plan.outcome == "completed" else lines[:plan.done] if plan.outcome == "expired" else []
         fail = plan.fail_lines
         failing = {line["custom_id"] for line in lines[:fail]} if isinstance(fail, int) else set(fail)
+        failing |= {line["custom_id"] for line in lines
+                    if any(text in json.dumps(line["body"], ensure_ascii=False) for text in plan.fail_matching)}
         for number, line in enumerate(answered):
             request_id = f"req_{batch_id}_{number}"
             if line["custom_id"] in failing:

@@ -12,7 +12,7 @@ import re
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from qareport import json_input
@@ -170,9 +170,30 @@ def test_id_lines_are_those_a_regex_search_over_the_whole_text_finds(tmp_path, n
 
 @given(st.lists(st.sampled_from(['"id"', '"question_id"', '"test_case_id"', '"xid"', 'id"', ':', ' ', '\n', ',',
                                  '"a"', '"a\\"b"', '"\\u00e9"', '"\u00e9"', '12', '-3', '007', '{', '}', '"'])))
+@example(['"id"', ':', '007'])  # found by Hypothesis: a leading zero is not JSON, so it is no id
+@example(['"id"', ':', '-3', '007'])
 def test_id_lines_of_any_text_are_those_of_the_regex_search(pieces):
     text = "".join(pieces)
     assert json_input.id_lines(text) == id_lines_by_regex(text)
+
+
+@pytest.mark.parametrize(("name", "text", "line", "where"), [
+    ("leading-zero.json", '[\n {"id": "a"},\n {"id": 007}\n]\n', 3, " (column 9)"),
+    ("leading-zero.jsonl", '{"id": "a"}\n{"id": -007}\n', 2, ""),
+])
+def test_an_id_written_with_a_leading_zero_is_reported_at_its_line_with_what_to_write(tmp_path, name, text, line,
+                                                                                       where):
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(CASE.format(id="a"), encoding="utf-8")
+    responses = tmp_path / name
+    responses.write_text(text, encoding="utf-8")
+    suite = load_suite([cases], [responses])
+    (problem,) = [p for p in suite.problems if "JSON" in p.message]
+    number = "-007" if name.endswith("l") else "007"
+    assert problem.location.line == line
+    assert problem.message.endswith(f"the number {number} starts with 0, which JSON does not allow; write it in "
+                                    f'quotes ("{number}") to keep it as written, or without the leading zeros{where}')
+    assert json_input.id_lines(text) == {"a": 1 if name.endswith("l") else 2}
 
 
 def test_problems_of_a_pretty_printed_file_name_the_line_of_each_record_id(tmp_path, monkeypatch):

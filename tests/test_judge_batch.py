@@ -1,5 +1,6 @@
 """Judging in batches (`--judge-batch`): the OpenAI Batch API of the loopback stub, never patched."""
 
+import dataclasses
 import itertools
 import json
 import os
@@ -204,14 +205,32 @@ def test_failed_lines_are_sent_again_in_a_new_batch(stub, direct, tmp_path):
     assert judged_results(results) == judged_results(direct[0])
 
 
+# two answers, each the only answer of a single-message case: a line failed is a case not judged (the
+# first N lines of a batch are not: custom ids change with the stub's port, and a conversation's
+# turn that fails leaves its case judged by its other turns)
+FAILING_ANSWERS = ("I could not find bidding zones named NO1 or NO3", "Substation STAVANGER contains one transformer")
+
+
 def test_lines_that_fail_twice_are_not_judged_and_counted_like_any_judgment_the_api_failed(stub, tmp_path, capsys):
-    stub.plan_batches(BatchPlan(fail_lines=2, kind="chat"), BatchPlan(fail_lines=2, kind="chat"))
+    plan = BatchPlan(fail_matching=tuple(f"<answer>\\n{text}" for text in FAILING_ANSWERS), kind="chat")
+    stub.plan_batches(plan, dataclasses.replace(plan))
     code, out, results = run(tmp_path, "batch", "--judge-batch")
     assert code == JUDGE_FAILED and out.exists()
     document = json.loads(results.read_text())
     assert sum(metric["not_judged"] for metric in document["judge"]["metrics"]) == 2
     assert "the batch could not answer this request (server_error: stub: this line failed)" in results.read_text()
     assert "2 judgment(s) could not be obtained" in capsys.readouterr().err
+    assert [len(batch.errors) for batch in chat_batches(stub)] == [2, 2]  # the same two lines, sent twice
+
+
+def test_a_conversation_turn_not_judged_leaves_its_case_judged_by_its_other_turns(stub, tmp_path, capsys):
+    # the turn-1 answer of a two-turn case: the case's answer relevance is the mean over the turns judged
+    plan = BatchPlan(fail_matching=("<answer>\\nAccording to the IMF World Economic Outlook, Germany",), kind="chat")
+    stub.plan_batches(plan, dataclasses.replace(plan))
+    code, _, results = run(tmp_path, "batch", "--judge-batch")
+    assert code == JUDGE_FAILED
+    assert sum(metric["not_judged"] for metric in json.loads(results.read_text())["judge"]["metrics"]) == 0
+    assert "1 judgment(s) could not be obtained" in capsys.readouterr().err
 
 
 def test_a_failed_batch_leaves_its_judgments_not_judged_and_the_report_written(stub, tmp_path):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.case_table import DETAILS_HEADERS as HEADERS
-from qareport.case_table import MATCHED_BY, DetailsRow, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
+from qareport.case_table import MATCHED_BY, CaseDetails, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.cells import write
@@ -40,20 +40,25 @@ def _wraps(column: int, value: Any) -> bool:
 ATTEMPT = "attempt"  # the last column when cases were answered several times: one block of rows per attempt
 
 
-def _widths(details: Sequence[Sequence[DetailsRow]]) -> tuple[dict[int, float], tuple[str, ...]]:
+def _widths(details: Sequence[CaseDetails]) -> tuple[dict[int, float], tuple[str, ...]]:
     """Each column as wide as its longest text, within its limit: a first pass over the rows, as
     the widths are needed before the first row is written; and the headers (`MATCHED_BY` only when
     a row has a value for it)."""
     longest = [styles.header_units(h) for h in (*HEADERS, MATCHED_BY)]
     matched_by = False
     attempts = False
-    for rows in details:
-        for attempt, values in rows:
+    for case in details:  # the rows as held (`CaseDetails`): the head once, each row after it
+        head = len(case.head)
+        for index, value in enumerate(case.head):
+            if isinstance(value, str) and len(value) + 2 > longest[index]:
+                longest[index] = len(value) + 2
+        for attempt, rows in case.blocks:
             attempts = attempts or attempt is not None
-            for index, value in enumerate(values[:len(longest)]):
-                if isinstance(value, str) and len(value) + 2 > longest[index]:
-                    longest[index] = len(value) + 2
-            matched_by = matched_by or (len(values) > len(HEADERS) and values[len(HEADERS)] is not None)
+            for row in rows:
+                for index, value in enumerate(row[:len(longest) - head], start=head):
+                    if isinstance(value, str) and len(value) + 2 > longest[index]:
+                        longest[index] = len(value) + 2
+                matched_by = matched_by or (len(row) > len(HEADERS) - head and row[len(HEADERS) - head] is not None)
     headers: tuple[str, ...] = (*HEADERS, MATCHED_BY) if matched_by else HEADERS
     widths: dict[int, float] = {
         i: min(max(w, math.ceil(styles.header_units(headers[i - 1]))), max(8, math.ceil(longest[i - 1])))
@@ -77,9 +82,9 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     first_rows: dict[str, int] = {}
     row = 2
     shown = len(headers) - 1 if headers[-1] == ATTEMPT else None  # the columns before the attempt's
-    for result, rows in zip(report.results, report.details):
+    for result, case in zip(report.results, report.details):
         case_id = result.case.id
-        for attempt, values in rows:
+        for attempt, values in case.rows():
             if shown is not None:
                 values = (*values[:shown], *[None] * (shown - len(values)), attempt)
             linked = False
