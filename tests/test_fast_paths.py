@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 from conftest import REPO
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qareport import aggregates
@@ -242,3 +242,40 @@ def test_the_step_kind_kept_for_a_pair_is_the_one_the_kinds_choose_when_asked(ma
             assert registry.step_kind_for(reference, actual, semantics=semantics) is kept  # now from _CHOSEN
             asked += 1
     assert asked > 1000 and len(registry._CHOSEN) > 5
+
+
+_mixed_terms = st.fixed_dictionaries({
+    "type": st.sampled_from(["literal", "typed-literal", "uri"]),
+    "datatype": st.sampled_from([XSD + "integer", XSD + "double", XSD + "boolean", XSD + "date"]),
+    "value": st.sampled_from(["1", "1.0", "true", "2.123456789", "1e999", "x"]),
+})
+
+
+_true = {"type": "literal", "datatype": XSD + "boolean", "value": "true"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms=st.lists(_mixed_terms | st.just(None), max_size=8))
+@example(terms=[_true, _true, {**_true, "type": "uri"}, {**_true, "datatype": XSD + "date"}])
+def test_the_cells_of_a_column_of_mixed_datatypes_are_each_terms_cell(terms):
+    """Cells read one by one reuse the typed values of the previous cell's datatype: a column whose
+    datatypes change from row to row still gets each term's own cell."""
+    tables._typed_keys.clear()
+    bindings = [{} if term is None else {"a": term} for term in terms]
+    got = [(type(cell), cell) for cell in tables._read_cells("a", bindings)]
+    expected = [(type(cell), cell) for cell in (tables.UNBOUND if term is None else tables.cell_key(term)
+                                                for term in terms)]
+    assert got == expected
+
+
+_one_column = st.lists(st.sampled_from(["1", "2", "3"]), min_size=1, max_size=5).map(tuple)
+
+
+@settings(max_examples=400, deadline=None)
+@given(reference=_one_column, actual=st.lists(_one_column, min_size=1, max_size=4),
+       mode=st.sampled_from(["ordered", "set", "multiset"]))
+def test_one_required_column_matches_as_the_mapping_search_finds(reference, actual, mode):
+    width = min(len(column) for column in actual)
+    actual = [column[:width] for column in actual]  # the columns of a table are as long as each other
+    searched = tables._small_tables_match([reference], actual, mode=mode)
+    assert tables.tables_match([reference], actual, mode=mode) is searched

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from qareport.describing import describe_value
+from qareport.kinds.steps.exact import EXACT_OUTPUT
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.registry import step_kind_for
 from qareport.kinds.steps.step_kind import (
@@ -184,11 +185,16 @@ class _Matcher:
         self.notes: list[str] = []
 
     def score(self, reference: Mapping[str, Any], reference_index: int, actual_index: int, place: str) -> float:
-        pair = StepPair(reference, self.actual_steps[actual_index], reference_index, actual_index, place,
-                        self.semantics)
+        actual = self.actual_steps[actual_index]
         if self.semantics == 6:  # `compare_pair` without 5.x's checks, one call fewer for every pair
-            comparison = step_kind_for(pair.reference, pair.actual, semantics=6).compare(pair)
+            kind = step_kind_for(reference, actual, semantics=6)
+            if kind is EXACT_OUTPUT and "output" in actual:
+                # most 6.x pairs (calls of other tools): `ExactOutput.compare`'s score, without a pair made
+                return 1.0 if reference.get("output") == actual["output"] else 0.0
+            pair = StepPair(reference, actual, reference_index, actual_index, place, 6)
+            comparison = kind.compare(pair)
         else:
+            pair = StepPair(reference, actual, reference_index, actual_index, place, 5)
             comparison = compare_pair(pair)
         if comparison.note is not None:
             self.notes.append(f"{pair.actual_label} against {pair.reference_label}: {comparison.note}")

@@ -406,6 +406,9 @@ def _read_cells(var: Any, bindings: list[Any]) -> Column:
     cells: list[Cell] = []
     append = cells.append
     typed = _typed_keys.tables
+    last_kind: Any = _ABSENT
+    last_datatype: Any = _ABSENT
+    last_table: dict[str, Hashable] = {}
     for binding in bindings:
         term = binding.get(var, _ABSENT) if type(binding) is dict else (binding[var] if var in binding else _ABSENT)  # noqa: SIM401 - a mapping may have no get()
         if type(term) is dict:
@@ -417,10 +420,16 @@ def _read_cells(var: Any, bindings: list[Any]) -> Column:
             value = term.get("value")
             if type(value) is str and type(datatype) is str:  # typed values repeat: convert each once
                 kind = term.get("type")
-                try:
-                    known = typed[(kind, datatype)].get(value)
-                except (KeyError, TypeError):  # a kind not met yet, or one that cannot be a key
-                    known = None
+                if datatype == last_datatype and kind == last_kind:  # a column's cells share them
+                    known = last_table.get(value)
+                else:
+                    try:
+                        last_table = typed[(kind, datatype)]
+                        last_kind, last_datatype = kind, datatype
+                        known = last_table.get(value)
+                    except (KeyError, TypeError):  # a kind not met yet, or one that cannot be a key
+                        last_kind = last_datatype = _ABSENT
+                        known = None
                 append(_typed_keys.key(kind, datatype, value) if known is None else known)
                 continue
         elif term is _ABSENT:
@@ -573,6 +582,8 @@ def describe_difference(required: Sequence[Any], reference_columns: Sequence[Col
 def tables_match(reference_columns: Sequence[Column], actual_columns: Sequence[Column], *, mode: str) -> bool:
     """Is there a one-to-one mapping of reference columns onto actual columns under which the
     tables are equal? `mode` is "ordered" (row lists), "set" (row sets) or "multiset"."""
+    if len(reference_columns) == 1:
+        return _one_column_match(reference_columns[0], actual_columns, mode=mode)
     if len(actual_columns) <= SMALL_TABLE_COLUMNS:
         found = _small_tables_match(reference_columns, actual_columns, mode=mode)
         if found is not None:
@@ -687,6 +698,17 @@ def _small_tables_match(reference_columns: Sequence[Column], actual_columns: Seq
         if (set(rows) if mode == "set" else Counter(rows)) == expected:
             return True
     return False
+
+
+def _one_column_match(column: Column, actual_columns: Sequence[Column], *, mode: str) -> bool:
+    """One required column (the common question's): the tables are equal under a mapping exactly
+    when the column equals the actual column mapped to, as a list, a set or a multiset of cells;
+    so each actual column is compared with it once, without the mappings' set-up."""
+    if mode == "ordered":
+        return column in actual_columns
+    signature = _SIGNATURES[mode]
+    wanted = signature(column)
+    return any(signature(candidate) == wanted for candidate in actual_columns)
 
 
 def _without_duplicate_rows(columns: Sequence[Column]) -> list[Column]:
