@@ -152,7 +152,15 @@ def annotate_reference_steps(
     graphrag-eval (which writes into its input).
     """
     copies: dict[int, dict[str, Any]] = {}
-    annotated = [[copies.setdefault(id(step), dict(step)) for step in group] for group in reference_groups]
+    annotated = []
+    for group in reference_groups:  # loops rather than a comprehension calling dict() for every step
+        copied = []
+        for step in group:
+            copy = copies.get(id(step))
+            if copy is None:
+                copy = copies[id(step)] = dict(step)
+            copied.append(copy)
+        annotated.append(copied)
     for match in outcome.matches:
         actual_id = match.actual_id
         if 0 <= match.actual_index < len(actual_steps):
