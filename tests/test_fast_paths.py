@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from qareport import aggregates
 from qareport.collector import run_scope
 from qareport.evaluation import EvaluationOptions, evaluate_suite
-from qareport.kinds.steps import KIND_NAME, tables, turn_verdicts
+from qareport.kinds.steps import KIND_NAME, matching, tables, turn_verdicts
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
@@ -279,3 +279,39 @@ def test_one_required_column_matches_as_the_mapping_search_finds(reference, actu
     actual = [column[:width] for column in actual]  # the columns of a table are as long as each other
     searched = tables._small_tables_match([reference], actual, mode=mode)
     assert tables.tables_match([reference], actual, mode=mode) is searched
+
+
+_actual_steps = st.lists(
+    st.fixed_dictionaries({}, optional={"name": st.sampled_from(["sparql_query", "now"]) | st.integers() | st.just([]),
+                                        "status": st.sampled_from(["success", "error", None, 1])})
+    | st.just("a step") | st.just(None),
+    max_size=5,
+) | st.just("steps") | st.just(None) | st.just(("tuple",))
+
+
+def _outcome_or_error(function, *arguments):
+    try:
+        return function(*arguments)
+    except Exception as error:  # noqa: BLE001 - the error itself is what is compared
+        return (type(error), str(error))
+
+
+@settings(max_examples=400, deadline=None)
+@given(steps=_actual_steps)
+def test_the_successful_calls_found_in_one_pass_are_those_the_checks_and_statuses_give(steps):
+    def checked_then_listed(steps):
+        matching._check_actual_steps(steps)
+        return [index for index, step in enumerate(steps) if step["status"] == "success"]
+
+    assert _outcome_or_error(matching._successful_calls, steps) == _outcome_or_error(checked_then_listed, steps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(st.lists(st.fixed_dictionaries({}, optional={"name": st.just("now") | st.integers()})
+                                | st.just("step"), max_size=2) | st.just("group"), max_size=3))
+def test_reference_groups_accepted_as_they_are_are_those_each_group_check_accepts(groups):
+    def each_checked(groups):
+        return [matching._checked_group(group, f"group {number}", f"of group {number}")
+                for number, group in enumerate(matching._groups_list(groups), start=1)]
+
+    assert _outcome_or_error(matching._all_groups, groups) == _outcome_or_error(each_checked, groups)

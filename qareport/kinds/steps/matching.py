@@ -119,8 +119,7 @@ def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], act
     try:
         if semantics == 6:
             groups = _all_groups(reference_groups)
-            _check_actual_steps(actual_steps)
-            matches = matcher.match_all_groups(groups)
+            matches = matcher.match_all_groups(groups, _successful_calls(actual_steps))
             score = _mean_of_group_scores(groups, matches)
         else:
             last_group = _last_group(reference_groups)
@@ -234,16 +233,17 @@ class _Matcher:
                     break
         return tuple(matches)
 
-    def match_all_groups(self, groups: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[StepMatch, ...]:
+    def match_all_groups(self, groups: Sequence[Sequence[Mapping[str, Any]]],
+                         calls: list[int]) -> tuple[StepMatch, ...]:
+        """`calls`: the indices of the successful actual steps, in call order."""
         matches: list[StepMatch] = []
-        actual_steps = self.actual_steps
-        search_upto = len(actual_steps)
+        search_upto = len(self.actual_steps)
         for group_index in reversed(range(len(groups))):
             group = groups[group_index]
             place = f"of group {group_index + 1}"
             used: set[int] = set()
             found = []
-            successful = [index for index in reversed(range(search_upto)) if actual_steps[index]["status"] == "success"]
+            successful = [index for index in reversed(calls) if index < search_upto]
             for reference_index in reversed(range(len(group))):
                 reference = group[reference_index]
                 for actual_index in successful:
@@ -389,17 +389,22 @@ def six_only_steps_advice(reference_groups: Any, semantics: Semantics) -> str | 
 
 def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
     groups = _groups_list(reference_groups)
-    if all(_plain_group(group) for group in groups):  # the common groups, without a message made for each
+    if _plain_groups(groups):  # the common groups, without a message made for each
         return cast(list[Sequence[Mapping[str, Any]]], groups if type(groups) is list else list(groups))
     return [_checked_group(group, f"group {number}", f"of group {number}")
             for number, group in enumerate(groups, start=1)]
 
 
-def _plain_group(group: Any) -> bool:
-    """A non-empty list of dicts, each with a text 'name': what `_checked_group` accepts as it is."""
-    return type(group) is list and bool(group) and all(
-        type(step) is dict and type(step.get("name")) is str for step in group
-    )
+def _plain_groups(groups: Sequence[Any]) -> bool:
+    """Every group a non-empty list of dicts, each with a text 'name': what `_checked_group` accepts
+    as it is. (Loops rather than nested generators, which cost a call per group and per step.)"""
+    for group in groups:
+        if type(group) is not list or not group:
+            return False
+        for step in group:
+            if type(step) is not dict or type(step.get("name")) is not str:
+                return False
+    return True
 
 
 def _check_actual_steps(actual_steps: Any) -> None:
@@ -424,18 +429,39 @@ def _check_actual_steps(actual_steps: Any) -> None:
             _require_hashable(step["name"], f"the 'name' of actual step {index + 1}")
 
 
+def _successful_calls(actual_steps: Any) -> list[int]:
+    """`_check_actual_steps`, and the indices of the successful actual steps in call order: the
+    common steps (dicts with a text name and a status) in one pass, any other way checked first."""
+    if type(actual_steps) is list:
+        successful = []
+        for index, step in enumerate(actual_steps):
+            if type(step) is not dict or type(step.get("name")) is not str:
+                break
+            status = step.get("status", _NO_STATUS)
+            if status == "success":
+                successful.append(index)
+            elif status is _NO_STATUS:
+                break
+        else:
+            return successful
+    _check_actual_steps(actual_steps)
+    return [index for index, step in enumerate(actual_steps) if step["status"] == "success"]
+
+
+_NO_STATUS = object()
+
+
 def _candidates_by_name(
     group: Sequence[Mapping[str, Any]], actual_steps: Any
 ) -> dict[Any, list[int]]:
     """Indices of the successful actual steps, in call order, by name (names of `group` only)."""
-    _check_actual_steps(actual_steps)
+    successful = _successful_calls(actual_steps)
     wanted = {step["name"] for step in group}
     candidates: dict[Any, list[int]] = {}
-    for index, step in enumerate(actual_steps):
-        if step["status"] == "success":
-            name = step["name"]
-            if name in wanted:
-                candidates.setdefault(name, []).append(index)
+    for index in successful:
+        name = actual_steps[index]["name"]
+        if name in wanted:
+            candidates.setdefault(name, []).append(index)
     return candidates
 
 
