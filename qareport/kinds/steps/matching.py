@@ -258,7 +258,7 @@ class _Matcher:
             matches.extend(found)
             if len(found) < len(group):
                 break  # a reference step has no call: the earlier groups are not tried
-            search_upto = min(match.actual_index for match in found)
+            search_upto = min(used)  # the calls of `found`
         return tuple(matches)
 
 

@@ -151,6 +151,11 @@ class _Infinite(str):
     note that graphrag-eval would have stopped)."""
 
     __slots__ = ()
+    made = False  # whether one was ever made: until then no column holds one, and no note is looked for
+
+    def __new__(cls, text: str) -> _Infinite:
+        _Infinite.made = True
+        return super().__new__(cls, text)
 
 
 _INFINITY, _MINUS_INFINITY = "inf", "-inf"
@@ -265,6 +270,8 @@ def compare_tables(
 
 def _infinity_note(*tables: Sequence[Column]) -> str | None:
     """A note when a typed number is infinite: graphrag-eval stops on it (it cannot truncate it)."""
+    if not _Infinite.made:
+        return None
     for columns in tables:
         for column in columns:
             if (_INFINITY in column or _MINUS_INFINITY in column) and any(type(c) is _Infinite for c in column):
