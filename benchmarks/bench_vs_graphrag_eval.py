@@ -52,7 +52,7 @@ from graphrag_eval_wheels import import_graphrag_eval
 from synthetic_suite import WIDTHS, generate_suite
 
 from qareport.aggregates import compute_aggregates
-from qareport.kinds.steps import tables
+from qareport.kinds.steps import sparql_cells
 from qareport.qa import run_evaluation
 
 VERSIONS = ("5.2.0", "6.6.1")
@@ -120,7 +120,7 @@ def graphrag_inputs(reference_qas: list[dict], responses: list[dict]) -> tuple[l
 
 def empty_caches() -> None:
     """Forget the typed SPARQL values converted (the only thing qareport keeps between questions)."""
-    tables._typed_keys.clear()
+    sparql_cells._typed_keys.clear()
 
 
 def peak_memory(function: Callable[[], Any]) -> int:
