@@ -3,8 +3,9 @@
 
 How the search stays small
 --------------------------
-The common question's table (up to six actual columns, with at most 48 mappings of compatible
-columns) is decided by trying those mappings one by one. Otherwise:
+One required column is compared with each actual column in turn (as a list, a set or a multiset
+of cells). The common question's table (up to six actual columns, with at most 48 mappings of
+compatible columns) is decided by trying those mappings one by one. Otherwise:
 A mapped column pair must agree on its own: equal sequences (ordered), equal sets of cells (set)
 or equal cell counts (multiset). Identical actual columns are interchangeable and are searched
 once, with their multiplicity; in set mode duplicate actual rows are dropped first. After a check
