@@ -238,9 +238,10 @@ class _Matcher:
         """`calls`: the indices of the successful actual steps, in call order."""
         matches: list[StepMatch] = []
         search_upto = len(self.actual_steps)
+        score, matched = self.score, self.matched
         for group_index in reversed(range(len(groups))):
             group = groups[group_index]
-            place = f"of group {group_index + 1}"
+            place = _GROUP_PLACES[group_index] if group_index < len(_GROUP_PLACES) else f"of group {group_index + 1}"
             used: set[int] = set()
             found = []
             successful = [index for index in reversed(calls) if index < search_upto]
@@ -249,10 +250,10 @@ class _Matcher:
                 for actual_index in successful:
                     if actual_index in used:
                         continue
-                    score = self.score(reference, reference_index, actual_index, place)
-                    if score > 0.0:
-                        found.append(self.matched(reference, reference_index, actual_index, score, group_index,
-                                                  place))
+                    pair_score = score(reference, reference_index, actual_index, place)
+                    if pair_score > 0.0:
+                        found.append(matched(reference, reference_index, actual_index, pair_score, group_index,
+                                             place))
                         used.add(actual_index)
                         break
             matches.extend(found)
@@ -260,6 +261,9 @@ class _Matcher:
                 break  # a reference step has no call: the earlier groups are not tried
             search_upto = min(used)  # the calls of `found`
         return tuple(matches)
+
+
+_GROUP_PLACES = tuple(f"of group {number}" for number in range(1, 17))  # made once, not for every question
 
 
 def searched_calls(groups: Sequence[Sequence[Mapping[str, Any]]], matches: Sequence[StepMatch],
@@ -291,6 +295,11 @@ def _mean_of_group_scores(groups: Sequence[Sequence[Mapping[str, Any]]], matches
 
 def _failed_calls(actual_steps: Any) -> tuple[FailedCall, ...]:
     if not _is_list(actual_steps):
+        return ()
+    for step in actual_steps:  # most responses have no failed call: found without making a list
+        if type(step) is not dict or step.get("status") == "error":
+            break
+    else:
         return ()
     return tuple([
         FailedCall(index=index, id=step.get("id"), name=step.get("name"), error=_text_or_none(step.get("error")))
