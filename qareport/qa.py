@@ -241,7 +241,7 @@ def copy_steps(value: Any) -> Any:
     part of qareport changes: the caller's input stays as it was, at a fraction of a deep copy's
     cost (deep copies of every step were a fifth of the evaluation time)."""
     if isinstance(value, list):
-        return [dict(item) if type(item) is dict else copy_steps(item) for item in value]
+        return [item.copy() if type(item) is dict else copy_steps(item) for item in value]
     if isinstance(value, dict):
         return dict(value)
     return value

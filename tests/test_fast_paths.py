@@ -14,13 +14,13 @@ from dataclasses import replace
 
 import pytest
 from conftest import REPO
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qareport import aggregates
 from qareport.collector import run_scope
 from qareport.evaluation import EvaluationOptions, evaluate_suite
-from qareport.kinds.steps import KIND_NAME, tables, turn_verdicts
+from qareport.kinds.steps import KIND_NAME, column_mapping, matching, sparql_cells, turn_verdicts
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
@@ -120,28 +120,28 @@ def _cells_or_error(read, var, bindings):
 @settings(max_examples=400, deadline=None)
 @given(bindings=_bindings | _uniform, var=st.sampled_from(["a", "b"]))
 def test_a_column_read_whole_is_the_column_read_cell_by_cell(bindings, var):
-    assert _cells_or_error(tables._read_column, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
-    whole = tables._read_uniform_column(var, bindings)  # short columns are read cell by cell: ask it directly
+    assert _cells_or_error(sparql_cells._read_column, var, bindings) == _cells_or_error(sparql_cells._read_cells, var, bindings)
+    whole = sparql_cells._read_uniform_column(var, bindings)  # short columns are read cell by cell: ask it directly
     if whole is not None:
-        assert _cells_or_error(lambda *_: whole, var, bindings) == _cells_or_error(tables._read_cells, var, bindings)
+        assert _cells_or_error(lambda *_: whole, var, bindings) == _cells_or_error(sparql_cells._read_cells, var, bindings)
 
 
 @settings(max_examples=100, deadline=None)
 @given(bindings=_uniform, var=st.just("a"), copies=st.integers(min_value=2, max_value=4))
 def test_a_long_column_read_whole_is_the_column_read_cell_by_cell(bindings, var, copies):
     longer = bindings * copies  # beyond SHORT_COLUMN rows, where `_read_column` reads the whole column
-    assert _cells_or_error(tables._read_column, var, longer) == _cells_or_error(tables._read_cells, var, longer)
+    assert _cells_or_error(sparql_cells._read_column, var, longer) == _cells_or_error(sparql_cells._read_cells, var, longer)
 
 
 def test_a_column_kept_for_a_question_is_never_another_lists():
     with question_scope():
         first = [{"a": {"type": "uri", "value": "u1"}}]
-        assert tables._column("a", first) == ("u1",)
+        assert sparql_cells._column("a", first) == ("u1",)
         del first  # the scope still holds it: no new list can take its id
         second = [{"a": {"type": "uri", "value": "u2"}}]
-        assert tables._column("a", second) == ("u2",)
-        assert tables._column("a", second) is tables._column("a", second)
-    assert tables._column("a", second) is not tables._column("a", second)  # outside a scope: read again
+        assert sparql_cells._column("a", second) == ("u2",)
+        assert sparql_cells._column("a", second) is sparql_cells._column("a", second)
+    assert sparql_cells._column("a", second) is not sparql_cells._column("a", second)  # outside a scope: read again
 
 
 def test_the_columns_of_a_result_read_together_are_those_read_one_by_one():
@@ -149,10 +149,10 @@ def test_the_columns_of_a_result_read_together_are_those_read_one_by_one():
     short = bindings[:3]
     for rows in (bindings, short):
         with question_scope():
-            together = tables._columns(["a", "b", "c"], rows)
-            assert together == [tables._read_cells(var, rows) for var in ("a", "b", "c")]
-            assert all(column is tables._column(var, rows) for column, var in zip(together, "abc", strict=True))
-        assert tables._columns(["b", "a"], rows) == [tables._column("b", rows), tables._column("a", rows)]
+            together = sparql_cells._columns(["a", "b", "c"], rows)
+            assert together == [sparql_cells._read_cells(var, rows) for var in ("a", "b", "c")]
+            assert all(column is sparql_cells._column(var, rows) for column, var in zip(together, "abc", strict=True))
+        assert sparql_cells._columns(["b", "a"], rows) == [sparql_cells._column("b", rows), sparql_cells._column("a", rows)]
 
 
 # --- aggregates -----------------------------------------------------------------------------------
@@ -206,8 +206,8 @@ def test_a_line_no_longer_than_the_cell_is_wide_takes_one_line(line, per_line):
                                  XSD + "boolean", XSD + "date", ""]),
        value=_texts | st.text(max_size=6) | st.from_regex(r"-?[0-9]{0,3}(\.[0-9]{0,8})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
 def test_a_typed_value_converted_for_a_whole_column_is_the_cell_of_its_term(kind, datatype, value):
-    got = tables.typed_text_converter(kind, datatype)(value)
-    exp = tables.cell_key({"type": kind, "datatype": datatype, "value": value})
+    got = sparql_cells.typed_text_converter(kind, datatype)(value)
+    exp = sparql_cells.cell_key({"type": kind, "datatype": datatype, "value": value})
     assert (type(got), got) == (type(exp), exp)
 
 
@@ -242,3 +242,76 @@ def test_the_step_kind_kept_for_a_pair_is_the_one_the_kinds_choose_when_asked(ma
             assert registry.step_kind_for(reference, actual, semantics=semantics) is kept  # now from _CHOSEN
             asked += 1
     assert asked > 1000 and len(registry._CHOSEN) > 5
+
+
+_mixed_terms = st.fixed_dictionaries({
+    "type": st.sampled_from(["literal", "typed-literal", "uri"]),
+    "datatype": st.sampled_from([XSD + "integer", XSD + "double", XSD + "boolean", XSD + "date"]),
+    "value": st.sampled_from(["1", "1.0", "true", "2.123456789", "1e999", "x"]),
+})
+
+
+_true = {"type": "literal", "datatype": XSD + "boolean", "value": "true"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms=st.lists(_mixed_terms | st.just(None), max_size=8))
+@example(terms=[_true, _true, {**_true, "type": "uri"}, {**_true, "datatype": XSD + "date"}])
+def test_the_cells_of_a_column_of_mixed_datatypes_are_each_terms_cell(terms):
+    """Cells read one by one reuse the typed values of the previous cell's datatype: a column whose
+    datatypes change from row to row still gets each term's own cell."""
+    sparql_cells._typed_keys.clear()
+    bindings = [{} if term is None else {"a": term} for term in terms]
+    got = [(type(cell), cell) for cell in sparql_cells._read_cells("a", bindings)]
+    expected = [(type(cell), cell) for cell in (sparql_cells.UNBOUND if term is None else sparql_cells.cell_key(term)
+                                                for term in terms)]
+    assert got == expected
+
+
+_one_column = st.lists(st.sampled_from(["1", "2", "3"]), min_size=1, max_size=5).map(tuple)
+
+
+@settings(max_examples=400, deadline=None)
+@given(reference=_one_column, actual=st.lists(_one_column, min_size=1, max_size=4),
+       mode=st.sampled_from(["ordered", "set", "multiset"]))
+def test_one_required_column_matches_as_the_mapping_search_finds(reference, actual, mode):
+    width = min(len(column) for column in actual)
+    actual = [column[:width] for column in actual]  # the columns of a table are as long as each other
+    searched = column_mapping._small_tables_match([reference], actual, mode=mode)
+    assert column_mapping.tables_match([reference], actual, mode=mode) is searched
+
+
+_actual_steps = st.lists(
+    st.fixed_dictionaries({}, optional={"name": st.sampled_from(["sparql_query", "now"]) | st.integers() | st.just([]),
+                                        "status": st.sampled_from(["success", "error", None, 1])})
+    | st.just("a step") | st.just(None),
+    max_size=5,
+) | st.just("steps") | st.just(None) | st.just(("tuple",))
+
+
+def _outcome_or_error(function, *arguments):
+    try:
+        return function(*arguments)
+    except Exception as error:  # noqa: BLE001 - the error itself is what is compared
+        return (type(error), str(error))
+
+
+@settings(max_examples=400, deadline=None)
+@given(steps=_actual_steps)
+def test_the_successful_calls_found_in_one_pass_are_those_the_checks_and_statuses_give(steps):
+    def checked_then_listed(steps):
+        matching._check_actual_steps(steps)
+        return [index for index, step in enumerate(steps) if step["status"] == "success"]
+
+    assert _outcome_or_error(matching._successful_calls, steps) == _outcome_or_error(checked_then_listed, steps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(st.lists(st.fixed_dictionaries({}, optional={"name": st.just("now") | st.integers()})
+                                | st.just("step"), max_size=2) | st.just("group"), max_size=3))
+def test_reference_groups_accepted_as_they_are_are_those_each_group_check_accepts(groups):
+    def each_checked(groups):
+        return [matching._checked_group(group, f"group {number}", f"of group {number}")
+                for number, group in enumerate(matching._groups_list(groups), start=1)]
+
+    assert _outcome_or_error(matching._all_groups, groups) == _outcome_or_error(each_checked, groups)

@@ -16,12 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qareport.kinds.steps.tables import (
-    UNBOUND,
-    SparqlResultError,
-    compare_sparql_results,
-    parse_sparql_term,
-)
+from qareport.kinds.steps.sparql_cells import UNBOUND, parse_sparql_term
+from qareport.kinds.steps.tables import SparqlResultError, compare_sparql_results
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 

@@ -6,8 +6,11 @@
     step_kind.py      the protocol every kind of step implements
     registry.py       the kinds of step, in the order they are asked
     parsed_outputs.py each output of a question parsed once, each SPARQL column read once
-    sparql.py tables.py  json_output.py  retrieval.py  time_series.py  data_points.py
+    sparql.py  json_output.py  retrieval.py  time_series.py  data_points.py
     iri_discovery.py  exact.py          one module per kind of step
+    tables.py         the SPARQL verdict: does an actual result hold the reference result, and why not
+    sparql_cells.py   the cells of a SPARQL result, read as graphrag-eval reads them
+    column_mapping.py the search for a mapping of reference columns onto actual columns
 
 The scoring (`qareport.qa`, `matching`, the step kinds) follows graphrag-eval, whose per-question
 result dict carries steps and answer keys together; this kind reads its keys from that dict

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from qareport.describing import describe_value
+from qareport.kinds.steps.exact import EXACT_OUTPUT
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.registry import step_kind_for
 from qareport.kinds.steps.step_kind import (
@@ -118,8 +119,7 @@ def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], act
     try:
         if semantics == 6:
             groups = _all_groups(reference_groups)
-            _check_actual_steps(actual_steps)
-            matches = matcher.match_all_groups(groups)
+            matches = matcher.match_all_groups(groups, _successful_calls(actual_steps))
             score = _mean_of_group_scores(groups, matches)
         else:
             last_group = _last_group(reference_groups)
@@ -151,7 +151,15 @@ def annotate_reference_steps(
     graphrag-eval (which writes into its input).
     """
     copies: dict[int, dict[str, Any]] = {}
-    annotated = [[copies.setdefault(id(step), dict(step)) for step in group] for group in reference_groups]
+    annotated = []
+    for group in reference_groups:  # loops rather than a comprehension calling dict() for every step
+        copied = []
+        for step in group:
+            copy = copies.get(id(step))
+            if copy is None:
+                copy = copies[id(step)] = dict(step)
+            copied.append(copy)
+        annotated.append(copied)
     for match in outcome.matches:
         actual_id = match.actual_id
         if 0 <= match.actual_index < len(actual_steps):
@@ -184,11 +192,16 @@ class _Matcher:
         self.notes: list[str] = []
 
     def score(self, reference: Mapping[str, Any], reference_index: int, actual_index: int, place: str) -> float:
-        pair = StepPair(reference, self.actual_steps[actual_index], reference_index, actual_index, place,
-                        self.semantics)
+        actual = self.actual_steps[actual_index]
         if self.semantics == 6:  # `compare_pair` without 5.x's checks, one call fewer for every pair
-            comparison = step_kind_for(pair.reference, pair.actual, semantics=6).compare(pair)
+            kind = step_kind_for(reference, actual, semantics=6)
+            if kind is EXACT_OUTPUT and "output" in actual:
+                # most 6.x pairs (calls of other tools): `ExactOutput.compare`'s score, without a pair made
+                return 1.0 if reference.get("output") == actual["output"] else 0.0
+            pair = StepPair(reference, actual, reference_index, actual_index, place, 6)
+            comparison = kind.compare(pair)
         else:
+            pair = StepPair(reference, actual, reference_index, actual_index, place, 5)
             comparison = compare_pair(pair)
         if comparison.note is not None:
             self.notes.append(f"{pair.actual_label} against {pair.reference_label}: {comparison.note}")
@@ -220,32 +233,37 @@ class _Matcher:
                     break
         return tuple(matches)
 
-    def match_all_groups(self, groups: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[StepMatch, ...]:
+    def match_all_groups(self, groups: Sequence[Sequence[Mapping[str, Any]]],
+                         calls: list[int]) -> tuple[StepMatch, ...]:
+        """`calls`: the indices of the successful actual steps, in call order."""
         matches: list[StepMatch] = []
-        actual_steps = self.actual_steps
-        search_upto = len(actual_steps)
+        search_upto = len(self.actual_steps)
+        score, matched = self.score, self.matched
         for group_index in reversed(range(len(groups))):
             group = groups[group_index]
-            place = f"of group {group_index + 1}"
+            place = _GROUP_PLACES[group_index] if group_index < len(_GROUP_PLACES) else f"of group {group_index + 1}"
             used: set[int] = set()
             found = []
-            successful = [index for index in reversed(range(search_upto)) if actual_steps[index]["status"] == "success"]
+            successful = [index for index in reversed(calls) if index < search_upto]
             for reference_index in reversed(range(len(group))):
                 reference = group[reference_index]
                 for actual_index in successful:
                     if actual_index in used:
                         continue
-                    score = self.score(reference, reference_index, actual_index, place)
-                    if score > 0.0:
-                        found.append(self.matched(reference, reference_index, actual_index, score, group_index,
-                                                  place))
+                    pair_score = score(reference, reference_index, actual_index, place)
+                    if pair_score > 0.0:
+                        found.append(matched(reference, reference_index, actual_index, pair_score, group_index,
+                                             place))
                         used.add(actual_index)
                         break
             matches.extend(found)
             if len(found) < len(group):
                 break  # a reference step has no call: the earlier groups are not tried
-            search_upto = min(match.actual_index for match in found)
+            search_upto = min(used)  # the calls of `found`
         return tuple(matches)
+
+
+_GROUP_PLACES = tuple(f"of group {number}" for number in range(1, 17))  # made once, not for every question
 
 
 def searched_calls(groups: Sequence[Sequence[Mapping[str, Any]]], matches: Sequence[StepMatch],
@@ -277,6 +295,11 @@ def _mean_of_group_scores(groups: Sequence[Sequence[Mapping[str, Any]]], matches
 
 def _failed_calls(actual_steps: Any) -> tuple[FailedCall, ...]:
     if not _is_list(actual_steps):
+        return ()
+    for step in actual_steps:  # most responses have no failed call: found without making a list
+        if type(step) is not dict or step.get("status") == "error":
+            break
+    else:
         return ()
     return tuple([
         FailedCall(index=index, id=step.get("id"), name=step.get("name"), error=_text_or_none(step.get("error")))
@@ -375,17 +398,22 @@ def six_only_steps_advice(reference_groups: Any, semantics: Semantics) -> str | 
 
 def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
     groups = _groups_list(reference_groups)
-    if all(_plain_group(group) for group in groups):  # the common groups, without a message made for each
+    if _plain_groups(groups):  # the common groups, without a message made for each
         return cast(list[Sequence[Mapping[str, Any]]], groups if type(groups) is list else list(groups))
     return [_checked_group(group, f"group {number}", f"of group {number}")
             for number, group in enumerate(groups, start=1)]
 
 
-def _plain_group(group: Any) -> bool:
-    """A non-empty list of dicts, each with a text 'name': what `_checked_group` accepts as it is."""
-    return type(group) is list and bool(group) and all(
-        type(step) is dict and type(step.get("name")) is str for step in group
-    )
+def _plain_groups(groups: Sequence[Any]) -> bool:
+    """Every group a non-empty list of dicts, each with a text 'name': what `_checked_group` accepts
+    as it is. (Loops rather than nested generators, which cost a call per group and per step.)"""
+    for group in groups:
+        if type(group) is not list or not group:
+            return False
+        for step in group:
+            if type(step) is not dict or type(step.get("name")) is not str:
+                return False
+    return True
 
 
 def _check_actual_steps(actual_steps: Any) -> None:
@@ -410,18 +438,39 @@ def _check_actual_steps(actual_steps: Any) -> None:
             _require_hashable(step["name"], f"the 'name' of actual step {index + 1}")
 
 
+def _successful_calls(actual_steps: Any) -> list[int]:
+    """`_check_actual_steps`, and the indices of the successful actual steps in call order: the
+    common steps (dicts with a text name and a status) in one pass, any other way checked first."""
+    if type(actual_steps) is list:
+        successful = []
+        for index, step in enumerate(actual_steps):
+            if type(step) is not dict or type(step.get("name")) is not str:
+                break
+            status = step.get("status", _NO_STATUS)
+            if status == "success":
+                successful.append(index)
+            elif status is _NO_STATUS:
+                break
+        else:
+            return successful
+    _check_actual_steps(actual_steps)
+    return [index for index, step in enumerate(actual_steps) if step["status"] == "success"]
+
+
+_NO_STATUS = object()
+
+
 def _candidates_by_name(
     group: Sequence[Mapping[str, Any]], actual_steps: Any
 ) -> dict[Any, list[int]]:
     """Indices of the successful actual steps, in call order, by name (names of `group` only)."""
-    _check_actual_steps(actual_steps)
+    successful = _successful_calls(actual_steps)
     wanted = {step["name"] for step in group}
     candidates: dict[Any, list[int]] = {}
-    for index, step in enumerate(actual_steps):
-        if step["status"] == "success":
-            name = step["name"]
-            if name in wanted:
-                candidates.setdefault(name, []).append(index)
+    for index in successful:
+        name = actual_steps[index]["name"]
+        if name in wanted:
+            candidates.setdefault(name, []).append(index)
     return candidates
 
 
