@@ -91,9 +91,6 @@ def test_the_layout_checks_see_a_circle_and_a_model_reaching_the_format(tmp_path
 
 
 MAX_LINES = 500
-NOT_SPLIT_YET = frozenset({"qareport.kinds.steps.tables"})
-"""Modules over MAX_LINES lines being split by concept as issue 19 asks (or to say in their docstring
-why each is one concept). The list only shrinks: no module joins it."""
 
 
 def long_modules_without_a_reason(package: Path) -> list[str]:
@@ -108,13 +105,14 @@ def long_modules_without_a_reason(package: Path) -> list[str]:
 
 def test_a_module_over_500_lines_says_in_its_docstring_why_it_is_one_concept():
     exp: list[str] = []
-    got = [name for name in long_modules_without_a_reason(PACKAGE) if name not in NOT_SPLIT_YET]
+    got = long_modules_without_a_reason(PACKAGE)
     assert got == exp, f"split these by concept, or say in each docstring why it is one concept: {got}"
 
 
-def test_the_not_split_yet_list_names_only_modules_still_over_the_limit():
-    """A module split below the limit leaves the list (so that it cannot grow back unnoticed)."""
-    long = set(long_modules_without_a_reason(PACKAGE))
-    exp: list[str] = []
-    got = sorted(NOT_SPLIT_YET - long)
-    assert got == exp, f"no longer over {MAX_LINES} lines (or now say why): remove from NOT_SPLIT_YET: {got}"
+
+def test_a_long_module_is_found_unless_its_docstring_says_it_is_one_concept(tmp_path):
+    body = "x = 1\n" * (MAX_LINES + 1)
+    (tmp_path / "long.py").write_text('"""Many things."""\n' + body, encoding="utf-8")
+    (tmp_path / "reasoned.py").write_text('"""A table of constants, one concept."""\n' + body, encoding="utf-8")
+    (tmp_path / "short.py").write_text('"""Short."""\nx = 1\n', encoding="utf-8")
+    assert [name.rsplit(".", 1)[-1] for name in long_modules_without_a_reason(tmp_path)] == ["long"]
