@@ -12,7 +12,6 @@ from typing import Any
 from qareport.errors import JudgeAborted, MetricFailed
 from qareport.judge.answer_relevance import decode_vectors
 from qareport.judge.batch import BatchJudging
-from qareport.judge.outcomes import Task
 from qareport.judge.planning import Planning
 from qareport.judge.usage import Ledger
 from qareport.progress import OnProgress
@@ -40,15 +39,10 @@ class BatchRoute(Planning):
         """Every judgment run once, each request without a reply recorded for a batch, not sent
         (`batch.Deferred`); the outcomes are thrown away. Answer relevance's embeddings are one
         request per case in a batch run."""
-        for index, result in enumerate(results):
-            if result.get("status") != "success":
-                continue
-            for item in self._repeated(self._plan(index, result, chosen)):
-                if not isinstance(item, Task):
-                    continue
-                outcome = item()
-                generated = outcome.waiting
-                if generated is not None and decode_vectors(self._client.cached_value(generated.key),
-                                                            len(generated.inputs)) is None:
-                    with suppress(JudgeAborted, MetricFailed):
-                        self._client.embed(list(generated.inputs), Ledger())
+        for _, item in self._tasks(results, chosen):
+            outcome = item()
+            generated = outcome.waiting
+            if generated is not None and decode_vectors(self._client.cached_value(generated.key),
+                                                        len(generated.inputs)) is None:
+                with suppress(JudgeAborted, MetricFailed):
+                    self._client.embed(list(generated.inputs), Ledger())

@@ -10,7 +10,6 @@ from typing import Any
 from qareport.judge import answer_relevance
 from qareport.judge.answer_relevance import decode_vectors
 from qareport.judge.cost import BATCH_DISCOUNT, QUESTION_TOKENS, CallEstimate, NotSent, Recorder, text_tokens
-from qareport.judge.outcomes import Task
 from qareport.judge.planning import Planning
 from qareport.judge.prices import PRICES_CHECKED, PriceTable
 from qareport.judge.relevance_embeddings import EMBEDDING_BATCH_CHARS, EMBEDDING_BATCH_INPUTS
@@ -105,32 +104,27 @@ class Estimating(Planning):
         embeddings_cached = 0
         count = self.settings.relevance_questions
         try:
-            for index, result in enumerate(results):
-                if result.get("status") != "success":
+            for result, item in self._tasks(results, chosen):
+                try:
+                    outcome = item()
+                except NotSent:
+                    asked[item.metric] += 1
+                    if item.metric == answer_relevance.METRIC:
+                        question = str(result.get("question_text") or "")
+                        waiting.append((1 + count, len(question) + count * QUESTION_TOKENS * 4,
+                                        text_tokens(question) + count * QUESTION_TOKENS))
                     continue
-                for item in self._repeated(self._plan(index, result, chosen)):
-                    if not isinstance(item, Task):
-                        continue
-                    try:
-                        outcome = item()
-                    except NotSent:
-                        asked[item.metric] += 1
-                        if item.metric == answer_relevance.METRIC:
-                            question = str(result.get("question_text") or "")
-                            waiting.append((1 + count, len(question) + count * QUESTION_TOKENS * 4,
-                                            text_tokens(question) + count * QUESTION_TOKENS))
-                        continue
-                    if not outcome.ledger.cached_calls:
-                        continue  # nothing to ask (an empty answer, no contexts)
-                    cached[item.metric] += 1
-                    generated = outcome.waiting
-                    if generated is None:
-                        continue
-                    if decode_vectors(self._client.cached_value(generated.key), len(generated.inputs)) is not None:
-                        embeddings_cached += 1
-                    else:
-                        waiting.append((len(generated.inputs), sum(len(text) for text in generated.inputs),
-                                        sum(text_tokens(text) for text in generated.inputs)))
+                if not outcome.ledger.cached_calls:
+                    continue  # nothing to ask (an empty answer, no contexts)
+                cached[item.metric] += 1
+                generated = outcome.waiting
+                if generated is None:
+                    continue
+                if decode_vectors(self._client.cached_value(generated.key), len(generated.inputs)) is not None:
+                    embeddings_cached += 1
+                else:
+                    waiting.append((len(generated.inputs), sum(len(text) for text in generated.inputs),
+                                    sum(text_tokens(text) for text in generated.inputs)))
         finally:
             self._client.guard = None
         prices = PriceTable(self.settings.prices)

@@ -135,6 +135,17 @@ class Planning:
         evaluation = self._custom.get(metric)
         return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
 
+    def _tasks(self, results: Sequence[Mapping[str, Any]],
+               chosen: Sequence[str]) -> Iterator[tuple[Mapping[str, Any], Task]]:
+        """Each task that judging the successful results asks for (each repeat its own), with its
+        result: what a batch run and an estimate walk through without judging."""
+        for index, result in enumerate(results):
+            if result.get("status") != "success":
+                continue
+            for item in self._repeated(self._plan(index, result, chosen)):
+                if isinstance(item, Task):
+                    yield result, item
+
     def _repeated(self, planned: Iterable[Outcome | Callable[[], Outcome]],
                   ) -> Iterator[Outcome | Callable[[], Outcome]]:
         """The planned work with each task asked `settings.repeats` times (repeat 0 as planned)."""
