@@ -5,25 +5,10 @@ import json
 import textwrap
 
 import pytest
+from test_loading import CASE  # one indicator-selection case, its id to fill in
 
 from qareport.loading import load_suite
 
-CASE = """\
-id: {id}
-name: population_of_mexico
-tags: [imf, weo]
-conversation:
-- role: user
-  content: Could you give me the population numbers for Mexico?
-  target:
-    indicator_selection:
-    - dataset_id: IMF.RES:WEO
-      dimensions:
-      - dimension_name: INDICATOR
-        values:
-        - id: LP
-          name: Population
-"""
 LP = {"id": "LP", "name": "Population"}
 NGDP = {"id": "NGDP", "name": "GDP"}
 
