@@ -81,9 +81,14 @@ TWO_CLAIMS = """\
 """
 
 
-@pytest.mark.parametrize(("threshold", "exp_passed", "exp_flaky"), [(None, "1/2", "flaky"), ("0.6", "2/2", None)])
-def test_an_answer_passes_at_the_answer_f1_threshold_which_is_configurable(stub, tmp_path, threshold, exp_passed,
-                                                                            exp_flaky):
+@pytest.mark.parametrize(("threshold", "config", "exp_passed", "exp_flaky"), [
+    (None, None, "1/2", "flaky"),
+    ("0.6", None, "2/2", None),
+    (None, "answer_pass_f1: 0.6\n", "2/2", None),  # the configuration file's key
+    ("0.8", "answer_pass_f1: 0.6\n", "1/2", "flaky"),  # the command line wins over the file
+])
+def test_an_answer_passes_at_the_answer_f1_threshold_which_is_configurable(stub, tmp_path, threshold, config,
+                                                                            exp_passed, exp_flaky):
     from openpyxl import load_workbook
 
     (tmp_path / "qa.yaml").write_text(textwrap.dedent(TWO_CLAIMS), encoding="utf-8")
@@ -92,6 +97,9 @@ def test_an_answer_passes_at_the_answer_f1_threshold_which_is_configurable(stub,
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     out = tmp_path / "out.xlsx"
     extra = ["--answer-pass-f1", threshold] if threshold else []
+    if config:
+        (tmp_path / "settings.yaml").write_text(config, encoding="utf-8")
+        extra += ["--config", str(tmp_path / "settings.yaml")]
     assert main(["run", str(tmp_path / "qa.yaml"), "-r", str(tmp_path / "r.jsonl"), "-o", str(out),
                  "--cache-path", str(tmp_path / "cache.sqlite3"), "--quiet", *extra]) == 0
     rows = list(load_workbook(out)["Overview"].iter_rows(values_only=True))
@@ -107,3 +115,12 @@ def test_an_answer_pass_threshold_outside_0_to_1_is_a_usage_error(tmp_path, caps
         main(["run", str(tmp_path), "-r", str(tmp_path), "--answer-pass-f1", "1.5"])
     assert stopped.value.code == USAGE_ERROR
     assert "must be a number from 0 to 1 (got '1.5')" in capsys.readouterr().err
+
+
+def test_an_answer_pass_threshold_in_the_configuration_outside_0_to_1_names_the_file(tmp_path, capsys):
+    from qareport.exit_status import USAGE_ERROR
+
+    config = tmp_path / "settings.yaml"
+    config.write_text("answer_pass_f1: high\n", encoding="utf-8")
+    assert main(["run", str(tmp_path), "-r", str(tmp_path), "--config", str(config)]) == USAGE_ERROR
+    assert f"'answer_pass_f1' in {config} must be a number between 0 and 1 (got 'high')" in capsys.readouterr().err
