@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from qareport import kinds
 from qareport.kinds import SharedEvaluation, SuiteFigures, SuiteOptions, Table
-from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.means import mean
 from qareport.records import CaseResult
 
@@ -82,11 +81,11 @@ def mean_of(series: pd.Series) -> float | None:
     return mean([float(value) for value in series.dropna()])
 
 
-def summarize(results: Sequence[CaseResult], *, steps_semantics: Semantics = DEFAULT_SEMANTICS,
+def summarize(results: Sequence[CaseResult], *, steps_semantics: int | None = None,
               custom_metrics: Sequence[str] = ()) -> SuiteStatistics:
     """The suite's figures: each registered kind's (`Kind.suite_figures`; an evaluation several
-    kinds share, at the first of them); graphrag-eval's aggregates by `steps_semantics`' rules, with
-    the custom LLM metrics' outputs among them."""
+    kinds share, at the first of them); graphrag-eval's aggregates by `steps_semantics`' rules (5 or
+    6; None: the default), with the custom LLM metrics' outputs among them."""
     options = SuiteOptions(steps_semantics=steps_semantics, custom_metrics=tuple(custom_metrics))
     figures: list[SuiteFigures] = []
     shared: list[SharedEvaluation] = []

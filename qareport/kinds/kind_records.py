@@ -96,7 +96,7 @@ class Table:
 class SuiteOptions:
     """What a run's suite figures are computed with (`Kind.suite_figures`)."""
 
-    steps_semantics: int = 5  # graphrag-eval's rules (5 or 6), for its aggregates
+    steps_semantics: int | None = None  # graphrag-eval's rules (5 or 6) for its aggregates; None: the default
     custom_metrics: tuple[str, ...] = ()  # the custom LLM metrics' output keys, aggregated like the others
 
 

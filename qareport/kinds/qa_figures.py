@@ -13,7 +13,7 @@ from typing import Any
 from qareport.aggregates import REPORTED_METRICS, compute_aggregates
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, SuiteOptions, Table
 from qareport.kinds.registry import metric_format, metric_label
-from qareport.kinds.steps.step_kind import Semantics
+from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import CaseResult
 
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
@@ -50,7 +50,7 @@ class QAFigures(SuiteFigures):
 
     aggregates: dict[str, Any]  # {"per_template": ..., "micro": ..., "macro": ...}
     question_results: list[dict[str, Any]] = field(default_factory=list)
-    steps_semantics: int = 5  # the rules they were computed by
+    steps_semantics: Semantics = DEFAULT_SEMANTICS  # the rules they were computed by
     name: str = "qa"
 
     def tables(self) -> tuple[Table, ...]:
@@ -79,7 +79,7 @@ def qa_figures(results: Sequence[CaseResult], options: SuiteOptions) -> QAFigure
     questions = question_results(results)
     if not questions:
         return None
-    semantics: Semantics = 6 if options.steps_semantics == 6 else 5
+    semantics: Semantics = 6 if options.steps_semantics == 6 else DEFAULT_SEMANTICS
     return QAFigures(
         aggregates=compute_aggregates(questions, semantics=semantics, custom_metrics=options.custom_metrics),
         question_results=questions,
