@@ -165,7 +165,8 @@ def build_report(
     agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
                                 custom=custom_metric_names())
     present = tuple(kind for kind in kinds.REGISTRY if kind.present(results))
-    statistics = statistics if statistics is not None else summarize(results)
+    if statistics is None:  # by the rules the run was scored by, as the results file orders its records
+        statistics = summarize(results, steps_semantics=run.steps_semantics)
     consistency = {r.case.id: c for r in results if (c := case_consistency(r)) is not None}
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),

@@ -33,10 +33,10 @@ and `aggregates`) and `data_query_metrics`, in their order, with the value each 
 nothing of the kind that fills it (`SuiteFigures.results_entries`)."""
 
 
-def kind_entries(statistics: SuiteStatistics) -> dict[str, Any]:
+def kind_entries(statistics: SuiteStatistics) -> tuple[dict[str, Any], dict[str, Any]]:
     """What the kinds' suite figures put in the results file, in one place: the historic top-level
-    entries (`HISTORIC_ENTRIES`, each always there), then `kinds`: each kind's own section
-    (`Kind.results_section`, under its name; no entry when none has one)."""
+    entries (`HISTORIC_ENTRIES`, each always there), and the `kinds` entry: each kind's own section
+    (`Kind.results_section`) under its name."""
     entries = {key: copy.deepcopy(value) for key, value in HISTORIC_ENTRIES.items()}
     sections: dict[str, Any] = {}
     for figures in statistics.figures:
@@ -44,7 +44,7 @@ def kind_entries(statistics: SuiteStatistics) -> dict[str, Any]:
         section = figures.results_section()
         if section is not None:
             sections[figures.name] = dict(section)
-    return {"top": entries, "kinds": sections}
+    return entries, sections
 
 
 def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
@@ -57,13 +57,13 @@ def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind
 def results_document(report: Report) -> dict[str, Any]:
     """The results file's content: graphrag-eval's results and aggregates, the kinds' figures and
     the case rows."""
-    entries = kind_entries(report.statistics)
+    entries, sections = kind_entries(report.statistics)
     return {
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
                      **_semantics_entry(report.run.steps_semantics)},
-        **entries["top"],
+        **entries,
         "cases": stored_case_rows(report.rows, kinds.run_kinds(report.results)),
-        **({"kinds": entries["kinds"]} if entries["kinds"] else {}),
+        **({"kinds": sections} if sections else {}),  # none when no kind has a section of its own
         **_judge_entry(report),
     }
 

@@ -180,3 +180,28 @@ def test_the_statistics_modules_name_no_kind():
         code = (ROOT / module).read_text(encoding="utf-8")
         found = [name for name in names if re.search(re.escape(name) + r"\b", code)]
         assert found == [], (module, found)
+
+
+def test_a_report_built_without_statistics_aggregates_by_the_rules_its_run_was_scored_by():
+    """`build_report` without `statistics` computes graphrag-eval's aggregates by the run's own steps
+    rules, the rules its results file orders the per-question records by and its note names."""
+    from qareport.aggregates import compute_aggregates
+    from qareport.evaluation import evaluate_suite
+    from qareport.evaluation_options import EvaluationOptions
+    from qareport.kinds.qa_figures import QAFigures, question_results
+    from qareport.loading import load_suite
+    from qareport.records import DEFAULT_TERM_MATCHING, OptionsUsed, RunInfo
+    from qareport.report import build_report
+
+    folder = ROOT / "testcases"
+    suite = load_suite([folder / "power-system"], [folder / "responses" / "power-system.json"])
+    results = evaluate_suite(suite, options=EvaluationOptions(steps_semantics=6)).results
+    options = OptionsUsed(match_terms_by=DEFAULT_TERM_MATCHING, templates=None, config=None, strict=False,
+                          steps_semantics=6, acceptable_extras=0, cluster_by_tag=None, config_ge6=None, judge=None)
+    report = build_report(results, (), RunInfo(created="2026-11-25T06:00:00+00:00", qareport_version="0",
+                                               options=options))
+    figures = report.statistics.figures_of(QAFigures)
+    assert figures is not None and figures.steps_semantics == 6
+    exp = compute_aggregates(question_results(results), semantics=6)
+    assert figures.aggregates == exp
+    assert exp != compute_aggregates(question_results(results), semantics=5)  # the rules make a difference here
