@@ -487,8 +487,6 @@ def _has_answers(results: Sequence[CaseResult]) -> bool:
 def _summary_line(output: str, report: Report) -> str:
     """The digest's closing line; under graphrag-eval 6.x rules with error responses, the 6.x library's
     own steps mean (errors counted as 0) follows, named as such."""
-    notes = []
-    steps = (report.statistics.qa_aggregates or {}).get("micro", {}).get("steps_score")
-    if steps and report.run.steps_semantics == 6 and report.digest.status_counts.get("error"):
-        notes.append(f"mean steps score {steps['mean']:.2f} (graphrag-eval 6.x's mean, error responses counted as 0)")
+    notes = [note for figures in report.statistics.figures
+             for note in figures.console_notes(report.digest.status_counts)]
     return summary_line(report.digest, output=output, notes=notes)

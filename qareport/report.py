@@ -57,7 +57,7 @@ class Report:
     reasons: dict[str, str] = field(default_factory=dict)  # case id -> why it lost points, one line
     score_distributions: dict[str, list[int]] = field(default_factory=dict)
     """Evaluated cases per 0.1-wide score bin, for each headline metric that has a value."""
-    kind_tables: tuple[Table, ...] = ()  # Statistics tables of the kinds that add their own
+    kind_tables: tuple[Table, ...] = ()  # the kinds' Statistics tables (`SuiteStatistics.tables`), in order
     comparison: Comparison | None = None  # with a baseline
     trend: tuple[TrendPoint, ...] = ()  # with a history: earlier runs, oldest first, then this one
     reviews: dict[str, Review] = field(default_factory=dict)  # case id -> the analyst's review, carried over
@@ -165,6 +165,8 @@ def build_report(
     agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
                                 custom=custom_metric_names())
     present = tuple(kind for kind in kinds.REGISTRY if kind.present(results))
+    if statistics is None:  # by the rules the run was scored by, as the results file orders its records
+        statistics = summarize(results, steps_semantics=run.steps_semantics)
     consistency = {r.case.id: c for r in results if (c := case_consistency(r)) is not None}
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
@@ -175,7 +177,7 @@ def build_report(
         run=run,
         results=results,
         problems=tuple(problems),
-        statistics=statistics if statistics is not None else summarize(results),
+        statistics=statistics,
         rows=rows,
         headline=headline,
         judged=judged,
@@ -184,7 +186,7 @@ def build_report(
         digest=digest,
         reasons=reasons,
         score_distributions=_score_distributions(rows),
-        kind_tables=tuple(table for kind in present for table in kind.statistics_tables(results)),
+        kind_tables=statistics.tables(),
         comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
         reviews=reviews,

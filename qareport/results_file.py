@@ -4,9 +4,9 @@ aggregates, the kinds' sections and the run's case rows (`runs.py`), written and
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,20 +15,36 @@ import yaml
 from qareport import kinds
 from qareport.errors import QAReportError
 from qareport.files import write_atomically
-from qareport.records import CaseResult
 from qareport.runs import RESULTS_SUFFIXES
 from qareport.yaml_input import YamlProblem, yaml_documents
 
 if TYPE_CHECKING:
     from qareport.report import Report
+    from qareport.statistics import SuiteStatistics
 
 
-def kind_sections(results: Sequence[CaseResult]) -> dict[str, Any]:
-    """The results file's `kinds` entry: each of the run's kinds' suite-level section
-    (`Kind.results_section`); no entry when none has one."""
-    sections = {kind.name: dict(section) for kind in kinds.run_kinds(results)
-                if (section := kind.results_section(results)) is not None}
-    return {"kinds": sections} if sections else {}
+HISTORIC_ENTRIES: dict[str, Any] = {
+    "results": [],
+    "aggregates": {},
+    "data_query_metrics": {"all": None, "per_group": [], "per_dimension": []},
+}
+"""The results file's top-level entries that graphrag-eval's users read (its per-question `results`
+and `aggregates`) and `data_query_metrics`, in their order, with the value each has when the run has
+nothing of the kind that fills it (`SuiteFigures.results_entries`)."""
+
+
+def kind_entries(statistics: SuiteStatistics) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the kinds' suite figures put in the results file, in one place: the historic top-level
+    entries (`HISTORIC_ENTRIES`, each always there), and the `kinds` entry: each kind's own section
+    (`Kind.results_section`) under its name."""
+    entries = {key: copy.deepcopy(value) for key, value in HISTORIC_ENTRIES.items()}
+    sections: dict[str, Any] = {}
+    for figures in statistics.figures:
+        entries.update(figures.results_entries())
+        section = figures.results_section()
+        if section is not None:
+            sections[figures.name] = dict(section)
+    return entries, sections
 
 
 def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
@@ -39,33 +55,17 @@ def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind
 
 
 def results_document(report: Report) -> dict[str, Any]:
-    """The results file's content: graphrag-eval's results and aggregates, and the case rows."""
-    statistics = report.statistics
+    """The results file's content: graphrag-eval's results and aggregates, the kinds' figures and
+    the case rows."""
+    entries, sections = kind_entries(report.statistics)
     return {
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
                      **_semantics_entry(report.run.steps_semantics)},
-        "results": question_records(statistics.question_results, report.run.steps_semantics),
-        "aggregates": statistics.qa_aggregates or {},
-        "data_query_metrics": {
-            "all": asdict(statistics.data_query) if statistics.data_query else None,
-            "per_group": [asdict(g) for g in statistics.per_group],
-            "per_dimension": [asdict(d) for d in statistics.per_dimension],
-        },
+        **entries,
         "cases": stored_case_rows(report.rows, kinds.run_kinds(report.results)),
-        **kind_sections(report.results),
+        **({"kinds": sections} if sections else {}),  # none when no kind has a section of its own
         **_judge_entry(report),
     }
-
-
-def question_records(results: Sequence[Mapping[str, Any]], semantics: Any) -> list[dict[str, Any]]:
-    """The per-question records of the results file: graphrag-eval's result dicts as the library
-    returns them (`qareport.run_evaluation`, or under 6.x rules `qareport.graphrag_eval_6`'s, with
-    6.6's key order and `actual_steps` always there). Structured values stay data."""
-    if str(semantics) == "6":
-        from qareport.graphrag_eval_6 import ordered_as_6
-
-        return [ordered_as_6(result) for result in results]
-    return [dict(result) for result in results]
 
 
 def _judge_entry(report: Report) -> dict[str, Any]:

@@ -12,10 +12,11 @@ import pytest
 
 from qareport import kinds
 from qareport.evaluation import evaluate_suite
+from qareport.kinds.selection_statistics import DataQueryFigures, selection_frames
 from qareport.loading import load_suite
 from qareport.records import RunInfo
 from qareport.report import TURN_METRICS, build_report
-from qareport.statistics import group_frames, summarize
+from qareport.statistics import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -49,7 +50,9 @@ def test_the_case_frame_has_one_row_per_case_with_the_overviews_figures(report):
 def test_the_case_frame_groups_like_the_statistics(report):
     frame = report.to_pandas()
     tagged = frame[frame["macro_recall"].notna() & (frame["status"] == "success")].explode("groups")
-    for group in report.statistics.per_group:
+    figures = report.statistics.figures_of(DataQueryFigures)
+    assert figures is not None
+    for group in figures.per_group:
         part = tagged[tagged["groups"] == group.group]
         assert len(part) == group.evaluated
         assert part["macro_recall"].mean() == pytest.approx(group.macro_recall)
@@ -71,16 +74,16 @@ def test_a_frame_at_another_level_is_refused_with_the_levels_there_are(report):
 
 
 def test_the_group_frames_hold_the_rows_the_statistics_are_computed_from(report):
-    frames = group_frames(report.results)
+    frames = selection_frames(report.results)
     assert frames is not None
-    statistics = summarize(report.results)
-    assert statistics.data_query is not None
-    assert frames.groups["case"].nunique() == statistics.data_query.cases
+    statistics = summarize(report.results).figures_of(DataQueryFigures)
+    assert statistics is not None
+    assert frames.groups["case"].nunique() == statistics.overall.cases
     assert set(frames.dimensions["dimension"]) == {d.dimension for d in statistics.per_dimension if d.cases}
 
 
 def test_a_run_without_groups_to_count_needs_no_frames():
-    assert group_frames([]) is None
+    assert selection_frames([]) is None
 
 
 def _imports_pandas(code: str) -> bool:
@@ -100,9 +103,12 @@ def test_importing_the_pipeline_and_the_cli_does_not_import_pandas():
 def test_pandas_is_imported_by_a_summary_only_when_it_has_groups_to_count(folder, responses, exp):
     code = ("from qareport.loading import load_suite\nfrom qareport.evaluation import evaluate_suite\n"
             "from qareport.statistics import summarize\n"
+            "from qareport.kinds.qa_figures import QAFigures\n"
+            "from qareport.kinds.selection_statistics import DataQueryFigures\n"
             f"suite = load_suite([{str(TESTCASES / folder)!r}], [{str(RESPONSES / responses)!r}])\n"
             "statistics = summarize(evaluate_suite(suite).results)\n"
-            "assert statistics.qa_aggregates or statistics.per_group")
+            "data_query = statistics.figures_of(DataQueryFigures)\n"
+            "assert statistics.figures_of(QAFigures) or (data_query and data_query.per_group)")
     assert _imports_pandas(code) is exp
 
 

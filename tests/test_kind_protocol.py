@@ -188,6 +188,7 @@ def test_an_unreadable_case_counts_for_every_kind_it_declares_as_a_readable_one_
     """`indicator_selection:` without a value is a target (an empty selection) in a case that can be
     read; in a case that cannot be read it counts among the indicator-selection cases too."""
     from qareport.evaluation import evaluate_suite
+    from qareport.kinds.selection_statistics import DataQueryFigures
     from qareport.statistics import summarize
 
     (tmp_path / "cases.yaml").write_text(COUNTED, encoding="utf-8")
@@ -195,5 +196,6 @@ def test_an_unreadable_case_counts_for_every_kind_it_declares_as_a_readable_one_
     suite = load_suite([tmp_path / "cases.yaml"], [tmp_path / "r.json"])
     broken = suite.cases[1]
     assert broken.turns == () and broken.declared_targets == ("indicator_selection", "reference_steps")
-    data_query = summarize(evaluate_suite(suite).results).data_query
+    figures = summarize(evaluate_suite(suite).results).figures_of(DataQueryFigures)
+    data_query = figures.overall if figures is not None else None
     assert data_query is not None and (data_query.cases, data_query.invalid) == (2, 1)

@@ -21,7 +21,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from qareport.kinds import NOT_GRADED, CellFormat, Column, DetailRow, Facts, Kind, Metric, PassRules, Table, TurnInput
+from qareport.kinds import (
+    NOT_GRADED,
+    CellFormat,
+    Column,
+    DetailRow,
+    Facts,
+    Kind,
+    KindFigures,
+    Metric,
+    PassRules,
+    SuiteFigures,
+    SuiteOptions,
+    Table,
+    TurnInput,
+)
 from qareport.kinds.selection_changes import explain_indicator_change, indicator_facts
 from qareport.kinds.selection_details import (
     DATASET_ROW,
@@ -51,16 +65,17 @@ from qareport.kinds.selection_grades import (
 )
 from qareport.kinds.selection_reading import parse_indicator_selection, selection_as_written
 from qareport.kinds.selection_scoring import match_terms, pool_dimensions, score_dimension, score_indicator_selection
+from qareport.kinds.selection_statistics import DataQueryFigures, data_query_figures, selection_frames
 from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, DatasetSelection, DimensionTerms, IndicatorScore, Term
 from qareport.yaml_values import line_of
 
 __all__ = [  # the kind's public names, importable from here as before the split
     "DATASET_ROW", "DEFAULT_ACCEPTABLE_EXTRAS", "DETAILS_TEMPLATE", "GRADES", "GRADE_ROW", "INDICATOR_SELECTION",
-    "IndicatorSelection", "case_grade", "dataset_counts", "dataset_scores", "dimension_scores",
-    "explain_indicator_change", "extra_terms", "grade_turn", "grade_why", "grades_table", "indicator_facts",
-    "match_terms", "missed_terms", "parse_indicator_selection", "pool_dimensions", "render_indicator_details",
-    "score_dimension", "score_indicator_selection", "selection_as_written", "styles_short", "suite_dimensions",
-    "worst_grade",
+    "DataQueryFigures", "IndicatorSelection", "case_grade", "data_query_figures", "dataset_counts", "dataset_scores",
+    "dimension_scores", "explain_indicator_change", "extra_terms", "grade_turn", "grade_why", "grades_table",
+    "indicator_facts", "match_terms", "missed_terms", "parse_indicator_selection", "pool_dimensions",
+    "render_indicator_details", "score_dimension", "score_indicator_selection", "selection_as_written",
+    "selection_frames", "styles_short", "suite_dimensions", "worst_grade",
 ]
 
 
@@ -180,7 +195,15 @@ class IndicatorSelection(Kind):
             yield (None, None, f"not scored ({result.status})", None, why, None)
 
     def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
-        return [grades_table(results)]
+        figures = self.suite_figures(results, SuiteOptions())
+        return [] if figures is None else list(figures.tables())
+
+    def suite_figures(self, results: Sequence[CaseResult], options: SuiteOptions) -> SuiteFigures | None:
+        """Data Query Metrics (overall, per tag, per dimension), then the grades table."""
+        if not self.present(results):
+            return None
+        grades = (grades_table(results),)
+        return data_query_figures(results, grades) or KindFigures(self.name, grades)
 
 
 

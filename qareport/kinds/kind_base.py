@@ -17,7 +17,19 @@ from qareport.yaml_values import line_of
 if TYPE_CHECKING:
     from qareport.evaluation_options import EvaluationOptions
 
-from qareport.kinds.kind_records import Column, DetailRow, Facts, Metric, PassRules, SharedEvaluation, Table, TurnInput
+from qareport.kinds.kind_records import (
+    Column,
+    DetailRow,
+    Facts,
+    KindFigures,
+    Metric,
+    PassRules,
+    SharedEvaluation,
+    SuiteFigures,
+    SuiteOptions,
+    Table,
+    TurnInput,
+)
 
 
 class Kind:
@@ -194,13 +206,22 @@ class Kind:
         return iter(())
 
     def statistics_tables(self, results: Sequence[CaseResult]) -> list[Table]:
+        """The tables the kind adds to the Statistics sheet (with their notes and charts)."""
         return []
 
     def results_section(self, results: Sequence[CaseResult]) -> Mapping[str, Any] | None:
         """The kind's suite-level figures for the results file, JSON-ready, written under
-        `kinds.<name>` (None: none). The built-in kinds' figures have their historic places
-        (graphrag-eval's `aggregates`, `data_query_metrics`)."""
+        `kinds.<name>` (None: none)."""
         return None
+
+    def suite_figures(self, results: Sequence[CaseResult], options: SuiteOptions) -> SuiteFigures | None:
+        """The kind's figures over the run, computed once (`statistics.summarize`); None when the run
+        has nothing of the kind. The default is `statistics_tables` and `results_section`; a kind whose
+        figures others read (the built-in ones) returns its own typed `SuiteFigures`."""
+        if not self.present(results):
+            return None
+        tables, section = tuple(self.statistics_tables(results)), self.results_section(results)
+        return KindFigures(self.name, tables, section) if tables or section is not None else None
 
 
 def _over_attempts(

@@ -63,13 +63,81 @@ class Column:
 
 
 @dataclass(frozen=True, slots=True)
+class Chart:
+    """Horizontal score bars drawn from a `Table`: one bar per row (its first cell names it) for each
+    of `series` (1-based columns of the table), below the Statistics sheet's tables."""
+
+    title: str
+    category_title: str  # what a row is ("tag", "template")
+    series: tuple[int, ...]
+    totals: int = 0  # the table's last rows that are totals, not categories (left out of the chart)
+
+
+@dataclass(frozen=True, slots=True)
 class Table:
-    """A table a kind adds to the Statistics sheet: a title, a header row and value rows."""
+    """A table a kind adds to the Statistics sheet: a title, a header row and value rows, with the
+    note under its title and the chart drawn from it, if any. The sheet lays it out as it is."""
 
     title: str
     headers: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     formats: tuple[CellFormat | None, ...] = ()
+    note: str | None = None
+    chart: Chart | None = None
+    row_formats: tuple[CellFormat | None, ...] = ()
+    """Per row, a format for its number columns instead of the columns' own (a table whose rows are
+    metrics of different units: tokens, seconds, dollars); None or absent: the columns' formats."""
+    leading: bool = False
+    """A table of the kind's suite figures (the means of its metrics): every kind's leading tables come
+    first on the Statistics sheet, in kind order, then every kind's other tables."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteOptions:
+    """What a run's suite figures are computed with (`Kind.suite_figures`)."""
+
+    steps_semantics: int | None = None  # graphrag-eval's rules (5 or 6) for its aggregates; None: the default
+    custom_metrics: tuple[str, ...] = ()  # the custom LLM metrics' output keys, aggregated like the others
+
+
+class SuiteFigures:
+    """A kind's figures over a run, computed once (`Kind.suite_figures`), or those of an evaluation
+    several kinds share (`SharedEvaluation.suite_figures`): what the Statistics sheet, the results
+    file and the console summary read of it. A kind's own subclass keeps its figures typed."""
+
+    name: str = ""  # the kind's (or shared evaluation's) name: its section is `kinds.<name>` of the results file
+
+    def tables(self) -> tuple[Table, ...]:
+        """Its tables on the Statistics sheet, in order."""
+        return ()
+
+    def results_section(self) -> Mapping[str, Any] | None:
+        """Its section of the results file, JSON-ready, under `kinds.<name>` (None: none)."""
+        return None
+
+    def results_entries(self) -> Mapping[str, Any]:
+        """Entries at the results file's top level: the built-in kinds' historic places, kept for
+        graphrag-eval's users (`results`, `aggregates`, `data_query_metrics`)."""
+        return {}
+
+    def console_notes(self, status_counts: Mapping[str, int]) -> list[str]:
+        """What the console summary line adds after the digest's figures (none by default)."""
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class KindFigures(SuiteFigures):
+    """A kind's figures given as its `statistics_tables` and `results_section` (the protocol's defaults)."""
+
+    name: str
+    kind_tables: tuple[Table, ...] = ()
+    section: Mapping[str, Any] | None = None
+
+    def tables(self) -> tuple[Table, ...]:
+        return self.kind_tables
+
+    def results_section(self) -> Mapping[str, Any] | None:
+        return self.section
 
 
 DEFAULT_ANSWER_PASS_F1 = 0.8
@@ -114,6 +182,10 @@ class SharedEvaluation:
 
     def evaluate(self, turn: TurnInput) -> TurnScores:
         raise NotImplementedError
+
+    def suite_figures(self, results: Sequence[CaseResult], options: SuiteOptions) -> SuiteFigures | None:
+        """Its figures over the run (asked once, at the first of its kinds): None, none."""
+        return None
 
     def evaluate_question(self, case: TestCase, response: Response | None,
                           options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:

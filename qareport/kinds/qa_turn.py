@@ -1,7 +1,8 @@
 """graphrag-eval's evaluation of a question, shared by the reference answer and the reference steps.
 
 graphrag-eval scores a question's answer and steps in one result dict (`qareport.qa`); the two kinds
-name `QA_TURN` as their shared evaluation, which runs once per turn that has a reference or an output
+name `QA_TURN` as their shared evaluation (whose suite figures, graphrag-eval's aggregates, are in
+`qa_figures`), which runs once per turn that has a reference or an output
 of either, and keeps the dict under `records.QA_RECORD` and the steps' `StepsOutcome` under the
 steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
 with its template and token counts (`QATurn.evaluate_question`).
@@ -9,9 +10,10 @@ with its template and token counts (`QATurn.evaluate_question`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from qareport.kinds import SharedEvaluation, TurnInput, TurnScores
+from qareport.kinds import SharedEvaluation, SuiteFigures, SuiteOptions, TurnInput, TurnScores
 from qareport.records import (
     QA_RECORD,
     REFERENCE_STEPS,
@@ -157,6 +159,12 @@ class QATurn(SharedEvaluation):
     def evaluate_question(self, case: TestCase, response: Response | None,
                           options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
         return evaluate_question_case(case, response, options.steps_semantics)
+
+    def suite_figures(self, results: Sequence[CaseResult], options: SuiteOptions) -> SuiteFigures | None:
+        """graphrag-eval's aggregates over the run's Q&A questions (`qa_figures`)."""
+        from qareport.kinds.qa_figures import qa_figures
+
+        return qa_figures(results, options)
 
 
 QA_TURN = QATurn()

@@ -1,4 +1,6 @@
-"""The Statistics sheet: Data Query Metrics and the Q&A aggregates, as tables a person reads.
+"""The Statistics sheet: the cases by status, the kinds' tables (Data Query Metrics, graphrag-eval's
+aggregates, ...: `Report.kind_tables`, laid out as the kinds give them, with their notes and
+charts), attempts, changes, the distribution of scores and the judge's tables, as a person reads them.
 
 Values, not formulas: mail previews and phone viewers do not recalculate. Every average stands
 beside the counts of cases it is over and of the cases that could not be evaluated.
@@ -12,16 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport import kinds
-from qareport.aggregates import REPORTED_METRICS
 from qareport.comparison import noise_words
 from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.headline import SCORE_BINS
-from qareport.kinds import Table, metric_label
-from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS
+from qareport.kinds import Chart, Table, metric_label
 from qareport.report import Report
-from qareport.statistics import GroupScores, SuiteStatistics
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
 from qareport.workbook.sheet import Sheet
@@ -33,139 +31,6 @@ from qareport.workbook.statistics_judge import (
     write_judged_metrics,
 )
 from qareport.workbook.statistics_tables import TableWriter
-
-STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
-
-
-
-def metric_format(key: str) -> str:
-    return styles.NUMBER_FORMATS[kinds.metric_format(key)]
-
-
-
-GROUP_HEADERS = ("", "test cases", "evaluated", "errors", "missing", "invalid", "macro precision", "macro recall")
-GROUP_FORMATS = (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT,
-                 styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT)
-
-
-def _group_row(scores: GroupScores) -> tuple[Any, ...]:
-    return (scores.group, scores.cases, scores.evaluated, scores.errors, scores.missing,
-            scores.invalid, scores.macro_precision, scores.macro_recall)
-
-
-def _template_metric(summary: dict[str, Any], metric: str) -> dict[str, Any] | None:
-    value = summary.get(metric)
-    if isinstance(value, dict) and "mean" in value:
-        return value
-    nested = summary.get("steps", {}).get(metric) if isinstance(summary.get("steps"), dict) else None
-    return nested if isinstance(nested, dict) and "mean" in nested else None
-
-
-def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, charts.TableRange]:
-    """Returns the per-tag table's place (for its chart)."""
-    ranges: dict[str, charts.TableRange] = {}
-    if stats.data_query is None:
-        return ranges
-    tables.section(
-        "Data Query Metrics",
-        "Macro precision and recall of indicator selection: means over the evaluated test cases. "
-        "Error, missing and invalid cases are not in the means; they are counted beside them.",
-    )
-    tables.table(GROUP_HEADERS, [_group_row(stats.data_query)], GROUP_FORMATS)
-    if stats.per_group:
-        tables.section("Data Query Metrics per tag", "A case counts in every tag it has.")
-        first, last = tables.table(
-            ("tag", *GROUP_HEADERS[1:]), [_group_row(g) for g in stats.per_group], GROUP_FORMATS
-        )
-        ranges["per_group"] = charts.TableRange(tables.ws, first - 1, first, last, 1, (7, 8))
-    if stats.per_dimension:
-        tables.section(
-            "Data Query Metrics per dimension",
-            "Means over the evaluated cases whose target has the dimension (test cases); TP / FP / FN are term "
-            "counts; not scored: the cases whose target has it that failed, had no response or could not be evaluated.",
-        )
-        tables.table(
-            ("dimension", "test cases", "macro precision", "macro recall",
-             "true positives", "false positives", "false negatives", "not scored"),
-            [(d.dimension, d.cases, d.macro_precision, d.macro_recall, d.true_positives,
-              d.false_positives, d.false_negatives, d.not_scored) for d in stats.per_dimension],
-            (None, styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT,
-             styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT),
-        )
-    return ranges
-
-
-def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any = 5) -> dict[str, charts.TableRange]:
-    """Returns the place of the steps-score column of the per-template table (for its chart)."""
-    ranges: dict[str, charts.TableRange] = {}
-    per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
-    micro = aggregates.get("micro", {})
-    macro = aggregates.get("macro", {})
-    metrics = [m for m in REPORTED_METRICS if _template_metric(micro, m) is not None or m in macro]
-    counted = ("Means over the questions with a successful response; error samples are counted beside them. "
-               if str(semantics) != "6" else
-               "Means as graphrag-eval 6.x computes them: an error sample's steps score counts, as 0.0. ")
-    tables.section(
-        "Q&A: means per template",
-        counted + "micro: all questions together; macro: the mean of the template means. The steps score of a "
-        "retrieval step is recall@k over document ids; context recall and precision (text similarity) "
-        "compare the retrieved texts with the reference contexts.",
-    )
-    rows = []
-    for template_id, summary in per_template.items():  # first appearance, as everywhere
-        rows.append((
-            template_id, summary.get("number_of_success_samples", 0), summary.get("number_of_error_samples", 0),
-            *[(_template_metric(summary, m) or {}).get("mean") for m in metrics],
-        ))
-    rows.append((
-        "all questions (micro)", micro.get("number_of_success_samples", 0), micro.get("number_of_error_samples", 0),
-        *[(_template_metric(micro, m) or {}).get("mean") for m in metrics],
-    ))
-    rows.append(("templates averaged (macro)", None, None, *[macro.get(m, {}).get("mean") for m in metrics]))
-    first, last = tables.table(
-        ("template", "success samples", "error samples", *[metric_label(m) for m in metrics]),
-        rows,
-        (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[metric_format(m) for m in metrics]),
-    )
-    if per_template and "steps_score" in metrics:
-        steps_column = 4 + metrics.index("steps_score")
-        ranges["steps_per_template"] = charts.TableRange(
-            tables.ws, first - 1, first, last - 2, 1, (steps_column,)  # the micro and macro rows are not templates
-        )
-    tables.section("Q&A: all questions (micro)", "sum / mean / median / min / max over successful responses.")
-    stat_rows = []
-    for metric in metrics:
-        stats = _template_metric(micro, metric)
-        if stats is not None:
-            stat_rows.append((metric_label(metric), *[stats.get(k) for k in ("sum", "mean", "median", "min", "max")]))
-    first, _ = tables.table(("metric", "sum", "mean", "median", "min", "max"), stat_rows,
-                            (None, *[styles.SCORE_FORMAT] * 5))
-    _restyle_micro_rows(tables.ws, first, stat_rows, metrics)
-    counter_rows = []
-    for template_id, summary in per_template.items():  # first appearance, as everywhere
-        steps = summary.get("steps") or {}
-        names = sorted({name for key in STEP_COUNTERS for name in (steps.get(key) or {})})
-        for name in names:
-            counter_rows.append((template_id, name, *[(steps.get(key) or {}).get(name, 0) for key in STEP_COUNTERS]))
-    if counter_rows:
-        tables.section(
-            "Q&A: tool calls per template",
-            "total: calls made; once per sample: questions that made the call at least once; "
-            "empty results: calls that returned no rows; errors: calls that failed.",
-        )
-        tables.table(("template", "step", "total", "once per sample", "empty results", "errors"),
-                     counter_rows, (None, None, *[styles.INTEGER_FORMAT] * 4))
-    return ranges
-
-
-def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: list[str]) -> None:
-    """Give each metric row of the micro table its own number format (tokens, seconds, dollars)."""
-    labels = {metric_label(m): m for m in metrics}
-    for offset, values in enumerate(stat_rows):
-        fmt = metric_format(labels[values[0]])
-        for column in range(2, 7):
-            ws.cell(first + offset, column).number_format = fmt
-
 
 
 def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]]) -> charts.TableRange | None:
@@ -258,12 +123,24 @@ def write_attempts(tables: TableWriter, report: Report) -> None:
                  (styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4))
 
 
-def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> None:
-    """The tables that kinds of target other than the built-in ones add (`Kind.statistics_tables`)."""
+def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> list[tuple[Chart, charts.TableRange]]:
+    """The kinds' tables (`Kind.suite_figures`), each under its title and note; returns the charts
+    to draw from them, with where their tables are."""
+    drawn = []
     for table in kind_tables:
-        tables.section(table.title)
+        tables.section(table.title, table.note)
         formats = [styles.NUMBER_FORMATS.get(fmt) if fmt else None for fmt in table.formats]
-        tables.table(table.headers, table.rows, formats or [None] * len(table.headers))
+        first, last = tables.table(table.headers, table.rows, formats or [None] * len(table.headers))
+        for offset, row_format in enumerate(table.row_formats):
+            if row_format is None:
+                continue
+            for column, fmt in enumerate(formats, start=1):
+                if fmt is not None:  # the row's unit (tokens, seconds, dollars) in place of the column's
+                    tables.ws.cell(first + offset, column).number_format = styles.NUMBER_FORMATS[row_format]
+        if table.chart is not None:
+            drawn.append((table.chart, charts.TableRange(tables.ws, first - 1, first, last - table.chart.totals, 1,
+                                                         table.chart.series)))
+    return drawn
 
 
 WIDTHS = {1: 34}  # the other columns as wide as their headers' words and their numbers need
@@ -281,10 +158,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     tables.section("Test cases by status")
     tables.table(("", *counts.keys(), "total"), [("test cases", *counts.values(), sum(counts.values()))],
                  (None, *[styles.INTEGER_FORMAT] * (len(counts) + 1)))
-    ranges = write_data_query(tables, stats)
-    if stats.qa_aggregates:
-        ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.steps_semantics or DEFAULT_SEMANTICS))
-    write_kind_tables(tables, report.kind_tables)
+    kind_charts = write_kind_tables(tables, report.kind_tables)
     write_attempts(tables, report)
     write_changes(tables, report)
     distribution = write_distribution(tables, report.score_distributions)
@@ -297,13 +171,8 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     tables.size_header_rows(widths)
     tables.wrap_long_texts(widths)
 
-    drawn = []
-    if "per_group" in ranges:
-        drawn.append(charts.score_bars(ws.workbook, ranges["per_group"], title="Macro precision and recall per tag",
-                                       category_title="tag"))
-    if "steps_per_template" in ranges:
-        drawn.append(charts.score_bars(ws.workbook, ranges["steps_per_template"], title="Mean steps score per template",
-                                       category_title="template"))
+    drawn = [charts.score_bars(ws.workbook, where, title=chart.title, category_title=chart.category_title)
+             for chart, where in kind_charts]
     if distribution is not None:
         drawn.append(charts.histogram(ws.workbook, distribution, title="Distribution of scores"))
     if drawn:
