@@ -87,7 +87,7 @@ def _evaluate(qa_dataset: list[dict[str, Any]], responses: dict[str, Any], confi
 
 
 def _judged(results: list[dict[str, Any]], config: Ge6Config) -> list[dict[str, Any]]:
-    from qareport.judge import Judge
+    from qareport.judge.runner import Judge
     from qareport.settings import resolve_ge6_judge_settings
 
     settings, reason = resolve_ge6_judge_settings(config, options={}, config={}, environ=os.environ, semantics=6)
