@@ -73,9 +73,9 @@ def foreign_formulas(workbook) -> list[str]:
             and link_by_id(cell.value) is None]
 
 
-def row(case_id: str, **values: object):
+def typed_row(case_id: str, **values: object):
     """A `CaseRow` as tests write one: its fields by name (lists as given are made tuples), and any
-    other keyword a metric (`row("a", status="success", macro_recall=1.0)`)."""
+    other keyword a metric (`typed_row("a", status="success", macro_recall=1.0)`)."""
     from dataclasses import fields
 
     from qareport.case_record import CaseRow

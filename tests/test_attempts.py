@@ -303,7 +303,6 @@ def test_one_run_per_case_keeps_todays_lists_and_says_a_single_run_cannot_tell()
     from qareport.case_changes import ONE_RUN_NOTE
     from qareport.comparison import compare_runs
     from qareport.records import RunSnapshot
-
     from qareport.runs import case_row_from_stored
 
     row = {"case_id": "c", "name": "c", "status": "success", "definition_hash": "h", "groups": []}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import row
+from conftest import typed_row
 
 from qareport.case_record import CaseRow
 from qareport.comparison import compare_runs
@@ -16,8 +16,8 @@ from qareport.trend import trend_points
 
 def case(case_id: str, status: str = "success", *, kind: str = "conversation", definition_hash: str = "h",
          **metrics: object) -> CaseRow:
-    return row(case_id, **{"kind": kind, "name": f"name of {case_id}", "groups": [], "status": status, "error": None,
-                           "definition_hash": definition_hash, **metrics})
+    return typed_row(case_id, **{"kind": kind, "name": f"name of {case_id}", "groups": [], "status": status,
+                                 "error": None, "definition_hash": definition_hash, **metrics})
 
 
 def snapshot(*rows: CaseRow, created: str = "2024-05-01T10:00:00+00:00", source: str = "run.xlsx") -> RunSnapshot:

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from openpyxl import load_workbook
 
-from qareport.cli import main
 from qareport.case_record import CaseRow
+from qareport.cli import main
 from qareport.comparison import compare_runs
 from qareport.errors import SettingsError
 from qareport.evaluation import EvaluationOptions, evaluate_case
