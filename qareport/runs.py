@@ -64,13 +64,16 @@ RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
 
 
 def _stored_attempts(raw: Any) -> dict[str, list[float | None]] | None:
-    """A stored case's attempt values, whatever an edit left: per metric, each attempt's number in
-    [0, 1] or None (an attempt without a value, as written); a metric without a number is left out.
-    None when no metric is left (a case answered once)."""
+    """A stored case's attempt values, whatever an edit left: per metric, each attempt's finite
+    number (as a metric's column holds it: an answer relevance, a cosine, can be below 0) or None (an
+    attempt without a value, as written); a metric without a number is left out. None when no metric
+    is left: a case answered once, or one whose attempts have no value (a cell holds both as {})."""
     if not isinstance(raw, dict):
         return None
-    kept = {str(metric): [None if v is None else float(v) for v in values
-                          if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1)]
+    def finite(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    kept = {str(metric): [None if v is None else float(v) for v in values if v is None or finite(v)]
             for metric, values in raw.items() if isinstance(values, list)}
     return {metric: values for metric, values in kept.items() if any(v is not None for v in values)} or None
 
