@@ -1,7 +1,7 @@
 """Comparing a run with its baseline (`compare_runs`): what changed per case (`case_changes.py`),
 headline deltas like for like, and the same per tag, template and dimension.
 
-Pure functions over `RunSnapshot`s (one flat row per case, see `case_rows.case_rows`); no I/O.
+Pure functions over `RunSnapshot`s (one `CaseRow` per case, see `case_rows.case_rows`); no I/O.
 Every metric compared here lies in [0, 1] and higher is better, so a drop is a regression. A run's
 own headline is in `headline.py`, a history's trend in `trend.py`.
 

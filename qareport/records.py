@@ -400,8 +400,9 @@ class Review:
     verdict: str | None = None  # one of REVIEW_CHOICES, or whatever was typed
     note: str | None = None
     last_seen: CaseRow | None = field(default=None, compare=False, repr=False)
-    """For a case absent from the run the review was read from: its stored row (`case_rows.case_row`)
-    when it was last evaluated, so the review comes back as it was if nothing changed meanwhile."""
+    """For a case absent from the run the review was read from: its row (`case_rows.case_row`, read
+    back from the stored run) when it was last evaluated, so the review comes back as it was if
+    nothing changed meanwhile."""
 
     def __bool__(self) -> bool:
         return bool(self.verdict or self.note)
