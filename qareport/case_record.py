@@ -28,7 +28,7 @@ class CaseRow:
     cluster: str | None = None  # None: a cluster of its own (`clusters`)
     status: str | None = None  # a `records.CaseStatus`; None where a stored run lacks it
     error: str | None = None
-    definition_hash: str = ""  # "" where a stored run lacks it: then no test counts as changed
+    definition_hash: str | None = None  # None where a stored run lacks it: then its test never counts as changed
     file: str | None = None  # the test-case file it was read from
     reason: str | None = None  # why it lost points, one line
     targets: tuple[str, ...] | None = None  # its kinds of target; None: stored before runs kept them

@@ -310,7 +310,7 @@ def count_reviewed(runs: Iterable[ReviewedRun], *, custom: Iterable[str] = ()) -
             if read.wrong and not read.all_wrong and not read.wrong & judged.keys():
                 continue  # it names only metrics the case was not judged on: nothing to say of the others
             for metric, value in judged.items():
-                key = (case_id, row.definition_hash, metric, repr(value))
+                key = (case_id, row.definition_hash or "", metric, repr(value))
                 verdicts[key] = (metric, read.found_wrong(metric))
     counts: dict[str, tuple[int, int]] = {}
     for metric, wrong in verdicts.values():

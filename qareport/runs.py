@@ -84,7 +84,7 @@ def stored_case_values(row: CaseRow) -> dict[str, Any]:
     one way from a `CaseRow` to the stored format; `case_row_from_stored` is the way back."""
     values: dict[str, Any] = {
         "case_id": row.case_id, "kind": row.kind, "name": row.name, "groups": list(row.groups),
-        "cluster": row.cluster, "status": row.status, "error": row.error, "definition_hash": row.definition_hash,
+        "cluster": row.cluster, "status": row.status, "error": row.error, "definition_hash": row.definition_hash or "",
         "file": row.file, "reason": row.reason, "targets": None if row.targets is None else list(row.targets),
         "facts": {kind: {name: list(items) for name, items in facts.items()} for kind, facts in row.facts.items()},
         "outputs": dict(row.outputs), "judged": dict(row.judged),
@@ -145,7 +145,7 @@ def case_row_from_stored(values: Mapping[str, Any]) -> CaseRow:
         cluster=_text(values.get("cluster")),
         status=_text(values.get("status")),
         error=_text(values.get("error")),
-        definition_hash=str(values.get("definition_hash") or ""),
+        definition_hash=_text(values.get("definition_hash")),
         file=_text(values.get("file")),
         reason=_text(values.get("reason")),
         targets=None if values.get("targets") is None else _texts(values.get("targets")),

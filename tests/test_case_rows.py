@@ -112,7 +112,7 @@ def test_a_field_a_stored_run_lacks_is_none_never_a_default_that_counts():
     row = case_row_from_stored({"case_id": "a", "status": "success", "macro_recall": 0.5})
     assert row.targets is None  # stored before runs kept their targets: the headline falls back
     assert row.metric("macro_precision") is None and row.usage["total_tokens"] is None
-    assert row.attempts is None and row.kind is None and row.error is None and row.definition_hash == ""
+    assert row.attempts is None and row.kind is None and row.error is None and row.definition_hash is None
     stored = stored_case_values(row)  # stored again (a review's "last seen"): every column, the lacking ones empty
     assert set(case_fields()) <= set(stored) and stored["targets"] is None and stored["macro_precision"] is None
 
