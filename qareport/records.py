@@ -410,7 +410,7 @@ class Review:
 
 @dataclass(frozen=True, slots=True)
 class RunSnapshot:
-    """A run as a later run sees it: when, which version, and one flat row per case.
+    """A run as a later run sees it: when, which version, and one `CaseRow` per case.
 
     `cases` are `case_rows.case_rows()` rows; their stored form (`runs.stored_case_values`) is what
     the workbook's hidden `qareport_results` sheet and the results file's `cases` list hold, so either
