@@ -1,9 +1,9 @@
 """Stored runs: the one format a run is kept in (its names, its case-row cells, and reading back what
 an analyst may have edited), written and read back by the `run_*` modules and `results_file.py` only.
 
-A run is kept as one flat row per case (`stored_case_values` of `case_rows.case_rows`' `CaseRow`s, read
-back by `case_row_from_stored`: who the case is, every registered kind's
-metrics, token usage), a few key-value facts about the run (`run_sheets.run_metadata`), and, when it was
+A run is kept as one flat row per case (`stored_case_values` of each `CaseRow` of `case_rows.case_rows`,
+read back by `case_row_from_stored`: who the case is, every registered kind's metrics, token usage),
+a few key-value facts about the run (`run_sheets.run_metadata`), and, when it was
 compared with a baseline, its changes. Two containers hold that format, and either can be a later run's
 baseline or a point of its trend:
 
