@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from qareport import kinds
+from qareport.case_record import CaseRow
 from qareport.clustered_statistics import MINIMUM_ATTEMPTS, CaseVerdict, decide_case_change
 from qareport.clustered_statistics import CaseChange as AttemptsChange
 from qareport.headline import DEFAULT_TOLERANCE
@@ -54,7 +55,6 @@ ONE_RUN_NOTE = ("One run per case cannot tell a change from a flip: each case li
                 "so that only changes beyond a case's own noise are listed.")
 
 
-ATTEMPTS_KEY = "attempts"  # a stored case row's values per attempt (`case_rows.attempt_values`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,20 +105,20 @@ def _two(value: Any) -> str:
     return f"{number:.2f}" if number is not None else str(value)
 
 
-def changes_of_case(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: float) -> list[CaseChange]:
-    case_id, name = str(new.get("case_id")), str(new.get("name") or old.get("name") or "")
-    old_status, new_status = old.get("status"), new.get("status")
+def changes_of_case(old: CaseRow, new: CaseRow, tolerance: float) -> list[CaseChange]:
+    case_id, name = new.case_id, new.name or old.name or ""
+    old_status, new_status = old.status, new.status
     statuses = {"old_status": old_status, "new_status": new_status}
 
     def metric_changes(kind_of: Any, *, grades: bool = True) -> list[CaseChange]:
         changes = []
         for metric in kinds.case_metric_keys():
-            before, after = _number(old.get(metric)), _number(new.get(metric))
+            before, after = _number(old.metric(metric)), _number(new.metric(metric))
             if before is None or after is None or abs(after - before) <= tolerance:
                 continue
             changes.append(CaseChange(kind_of(after - before), case_id, name, metric, before, after,
                                       after - before, **statuses))
-        for move in kinds.grade_moves(_facts(old), _facts(new)) if grades else ():  # "grade ideal → acceptable"
+        for move in kinds.grade_moves(old.facts, new.facts) if grades else ():  # "grade ideal → acceptable"
             changes.append(CaseChange(kind_of(-1.0 if move.worse else 1.0), case_id, name, move.metric,
                                       move.old, move.new, None, **statuses))
         return changes
@@ -141,18 +141,20 @@ def changes_of_case(old: Mapping[str, Any], new: Mapping[str, Any], tolerance: f
     return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
 
 
-def case_verdict(old: Mapping[str, Any], new: Mapping[str, Any]) -> AttemptsChange | None:
+def case_verdict(old: CaseRow, new: CaseRow) -> AttemptsChange | None:
     """Whether a case answered several times in both runs changed beyond what its own attempts vary
     by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric_key` that
     both runs have); None when a run has no attempts of it (one run per case: today's rule)."""
-    before, after = old.get(ATTEMPTS_KEY), new.get(ATTEMPTS_KEY)
-    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+    before, after = old.attempts, new.attempts
+    if before is None or after is None:
         return None
     for kind in kinds.REGISTRY:
         key = kind.main_metric_key()
-        old_values = [v for v in before.get(key) or () if _number(v) is not None]
-        new_values = [v for v in after.get(key) or () if _number(v) is not None]
-        if key is not None and old_values and new_values:
+        if key is None:
+            continue
+        old_values = [number for v in before.get(key) or () if (number := _number(v)) is not None]
+        new_values = [number for v in after.get(key) or () if (number := _number(v)) is not None]
+        if old_values and new_values:
             return _decided(tuple(old_values), tuple(new_values))
     return None
 
@@ -163,14 +165,14 @@ def _decided(old_values: tuple[float, ...], new_values: tuple[float, ...]) -> At
     return decide_case_change(old_values, new_values)
 
 
-def attempts_note(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
+def attempts_note(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
                   *, level: float = ALPHA) -> str | None:
     """What the lists of regressed and improved cases rest on, said once: one run per case (no case
     has attempts in both runs), or attempts too few to ever decide at `level` (3 against 3)."""
     sizes: Counter[tuple[int, int]] = Counter()
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
-        if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
+        if old is None or test_changed(old, new) or old.status != "success" or new.status != "success":
             continue
         decided = case_verdict(old, new)
         if decided is not None:
@@ -194,14 +196,14 @@ def smallest_p(old_attempts: int, new_attempts: int) -> float:
     return (2 if old_attempts == new_attempts else 1) / math.comb(old_attempts + new_attempts, new_attempts)
 
 
-def case_moved(old: Mapping[str, Any], new: Mapping[str, Any], *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+def case_moved(old: CaseRow, new: CaseRow, *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
     """Whether a case changed between two of its rows (its test, its status or a metric)."""
     return bool(changes_of_case(old, new, tolerance))
 
 
-def test_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def test_changed(old: CaseRow, new: CaseRow) -> bool:
     """Whether the case's test definition differs between the two runs."""
-    old_hash, new_hash = old.get("definition_hash") or "", new.get("definition_hash") or ""
+    old_hash, new_hash = old.definition_hash, new.definition_hash
     return bool(old_hash and new_hash and old_hash != new_hash)
 
 
@@ -220,40 +222,36 @@ def display_order(change: CaseChange) -> tuple[Any, ...]:
     return (rank,)
 
 
-def _facts(row: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    facts = (row or {}).get("facts")
-    return facts if isinstance(facts, Mapping) else {}
-
-
 def _status_words(status: Any, error: Any) -> str:
     text = {"error": "the system answered with an error", "missing": "no response",
             "invalid": "the response could not be evaluated"}.get(str(status), str(status))
     return f"{text}: {error}" if error and status in ("error", "invalid") else text
 
 
-def movement_reason(kind: ChangeKind, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str | None:
+def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None) -> str | None:
     """Why a case moved, in one line: a lost status says what happened; otherwise the kinds say
     what changed in their facts, and failing that the case's reason now (or, improved, before)."""
     if kind in ("new case", "removed case", "not loaded"):
         return None
-    old_status, new_status = (old or {}).get("status"), (new or {}).get("status")
+    old_status = old.status if old is not None else None
+    new_status = new.status if new is not None else None
     if kind == "regression" and new_status != "success":
-        return _status_words(new_status, (new or {}).get("error"))
+        return _status_words(new_status, new.error if new is not None else None)
     if kind == "improvement" and old_status != "success":
         return "evaluated again (was: " + _status_words(old_status, None) + ")"
-    said = kinds.explain_change(_facts(old), _facts(new))
+    said = kinds.explain_change(old.facts if old is not None else {}, new.facts if new is not None else {})
     if said:
         return said
     if kind == "test changed":
         return "test edited"
     if kind == "regression":
-        return (new or {}).get("reason") or None
-    before = (old or {}).get("reason")
+        return new.reason or None if new is not None else None
+    before = old.reason if old is not None else None
     return f"was: {before}" if before else None
 
 
-def case_movements(changes: Sequence[CaseChange], old_rows: Mapping[str, Mapping[str, Any]],
-               new_rows: Mapping[str, Mapping[str, Any]]) -> list[CaseMovement]:
+def case_movements(changes: Sequence[CaseChange], old_rows: Mapping[str, CaseRow],
+               new_rows: Mapping[str, CaseRow]) -> list[CaseMovement]:
     return group_movements(changes, lambda kind, case_id: movement_reason(kind, old_rows.get(case_id),
                                                                           new_rows.get(case_id)))
 
@@ -274,13 +272,13 @@ def group_movements(changes: Sequence[CaseChange],
     return movements
 
 
-def why_not_loaded(case_id: str, row: Mapping[str, Any], unloaded: Sequence[Unloaded]) -> str | None:
+def why_not_loaded(case_id: str, row: CaseRow, unloaded: Sequence[Unloaded]) -> str | None:
     """Why a baseline case is missing from this run when it may only not have been read ("not
     loaded (file X could not be read)"), or None when it was removed."""
     for part in unloaded:
         if part.case_id == case_id:
             return f"not loaded ({part.describe()})"
-    stored_file = row.get("file")
+    stored_file = row.file
     for part in unloaded:
         if part.case_id is None and (not stored_file or _same_file(str(stored_file), part.path)):
             return f"not loaded ({part.describe()})"

@@ -1,14 +1,14 @@
-"""A case as one flat row (`case_row`): who the case is, every registered kind's metrics, its
-values per attempt, token usage and judgments: what a later run compares. Built from the report model
-only; `runs.py` and the `run_*` modules store these rows, `comparison.py` compares them.
+"""A case as one typed row (`case_row`, a `CaseRow`): who the case is, every registered kind's metrics,
+its values per attempt, token usage and judgments: what a later run compares. Built from the report
+model only; `runs.py` derives the stored form from it (and reads it back), `comparison.py` compares them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from qareport import kinds
+from qareport.case_record import CaseRow
 from qareport.judge_agreement import case_judgments
 from qareport.records import USAGE_FIELDS, CaseResult
 from qareport.side_by_side import case_outputs
@@ -31,32 +31,29 @@ def case_fields(run: Sequence[kinds.Kind] | None = None) -> tuple[str, ...]:
     return (*CASE_HEAD_FIELDS, *metric_keys, *USAGE_FIELDS, "judged")
 
 
-def case_row(result: CaseResult) -> dict[str, Any]:
-    """The headline figures of one case, flat, JSON-ready."""
+def case_row(result: CaseResult) -> CaseRow:
+    """The headline figures of one case, typed (`runs.stored_case_values` is its stored form)."""
     response = result.response
-    row: dict[str, Any] = {
-        "case_id": result.case.id,
-        "kind": result.case.kind,
-        "name": result.case.name,
-        "groups": list(result.case.groups),
-        "cluster": result.case.cluster,  # None: a cluster of its own (`clusters`)
-        "status": result.status,
-        "error": result.error,
-        "definition_hash": result.case.definition_hash,
-        "file": result.case.location.path,
-        "reason": kinds.case_reason(result),
-        "targets": [kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)],
-        "facts": kinds.case_facts(result),
-        "outputs": case_outputs(result),  # what the system produced, for the next run's Compare sheet
-        "judged": case_judgments(result),
-        "dimensions": dimension_scores(result),  # for the next run's changes per dimension
-        **kinds.case_metrics(result),
-    }
-    for key in USAGE_FIELDS:
-        row[key] = getattr(response, key) if response is not None else None
-    if result.attempts:
-        row[ATTEMPTS_FIELD] = attempt_values(result)
-    return row
+    return CaseRow(
+        case_id=result.case.id,
+        kind=result.case.kind,
+        name=result.case.name,
+        groups=tuple(result.case.groups),
+        cluster=result.case.cluster,  # None: a cluster of its own (`clusters`)
+        status=result.status,
+        error=result.error,
+        definition_hash=result.case.definition_hash,
+        file=result.case.location.path,
+        reason=kinds.case_reason(result),
+        targets=tuple(kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)),
+        facts=kinds.case_facts(result),
+        outputs=case_outputs(result),  # what the system produced, for the next run's Compare sheet
+        judged=case_judgments(result),
+        dimensions=dimension_scores(result),  # for the next run's changes per dimension
+        metrics=kinds.case_metrics(result),
+        usage={key: getattr(response, key) if response is not None else None for key in USAGE_FIELDS},
+        attempts=attempt_values(result) if result.attempts else None,
+    )
 
 
 def attempt_values(result: CaseResult) -> dict[str, list[float | None]]:
@@ -78,5 +75,5 @@ def dimension_scores(result: CaseResult) -> dict[str, dict[str, float]]:
             for name, pairs in per_turn.items()}
 
 
-def case_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
+def case_rows(results: Sequence[CaseResult]) -> list[CaseRow]:
     return [case_row(result) for result in results]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport import kinds as kind_registry
+from qareport.case_record import CaseRow
 from qareport.comparison import Comparison
 from qareport.consistency import CaseConsistency
 from qareport.kinds import CellFormat, Column, ColumnPlace, Kind
@@ -51,14 +52,14 @@ class CaseTable:
     values: tuple[tuple[Any, ...], ...]
 
 
-def overview_table(results: Sequence[CaseResult], rows: Sequence[Mapping[str, Any]], kinds: Sequence[Kind], *,
+def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds: Sequence[Kind], *,
                    reasons: Mapping[str, str], comparison: Comparison | None, reviews: Mapping[str, Review],
                    consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> CaseTable:
     """Every case's Overview values, each computed once (a metric from the case's row)."""
     columns = overview_columns(results, kinds, reasons=reasons, comparison=comparison, reviews=reviews,
                                consistency=consistency, templates_dir=templates_dir)
     return CaseTable(columns, tuple(
-        tuple(row.get(column.metric) if column.metric else column.value(result) for column in columns)
+        tuple(row.metric(column.metric) if column.metric else column.value(result) for column in columns)
         for result, row in zip(results, rows)))
 
 

@@ -10,10 +10,10 @@ its own. The cluster is set once on the case (`TestCase.cluster`), kept in its s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
+from qareport.case_record import CaseRow
 from qareport.records import Problem, TestCase
 
 
@@ -39,13 +39,11 @@ def cluster_by_tag(cases: Sequence[TestCase], prefix: str) -> tuple[tuple[TestCa
     return tuple(placed), tuple(problems)
 
 
-def row_cluster(row: Mapping[str, Any]) -> str | None:
-    """The cluster of a stored case row; a row stored before runs kept it falls back to the
-    template of a Q&A question. None: the case is a cluster of its own."""
-    value = row.get("cluster")
-    if isinstance(value, str) and value:
-        return value
-    groups = row.get("groups")
-    if row.get("kind") == "qa" and isinstance(groups, (list, tuple)) and groups and isinstance(groups[0], str):
-        return groups[0]
+def row_cluster(row: CaseRow) -> str | None:
+    """The cluster of a case row; a row stored before runs kept it falls back to the template of a
+    Q&A question. None: the case is a cluster of its own."""
+    if row.cluster:
+        return row.cluster
+    if row.kind == "qa" and row.groups:
+        return row.groups[0]
     return None

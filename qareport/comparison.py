@@ -1,7 +1,7 @@
 """Comparing a run with its baseline (`compare_runs`): what changed per case (`case_changes.py`),
 headline deltas like for like, and the same per tag, template and dimension.
 
-Pure functions over `RunSnapshot`s (one flat row per case, see `case_rows.case_rows`); no I/O.
+Pure functions over `RunSnapshot`s (one `CaseRow` per case, see `case_rows.case_rows`); no I/O.
 Every metric compared here lies in [0, 1] and higher is better, so a drop is a regression. A run's
 own headline is in `headline.py`, a history's trend in `trend.py`.
 
@@ -34,6 +34,7 @@ from qareport.case_changes import (
     test_changed,
     why_not_loaded,
 )
+from qareport.case_record import CaseRow
 from qareport.clustered_statistics import (
     benjamini_hochberg,
     clustered_paired_change,
@@ -195,19 +196,17 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
         if old is None:
-            changes.append(CaseChange("new case", case_id, str(new.get("name") or ""),
-                                      new_status=new.get("status")))
+            changes.append(CaseChange("new case", case_id, new.name or "", new_status=new.status))
         else:
             changes.extend(changes_of_case(old, new, tolerance))
     for case_id, old in old_rows.items():
         if case_id not in new_rows:
             lost = why_not_loaded(case_id, old, unloaded)
             if lost is not None:
-                changes.append(CaseChange("not loaded", case_id, str(old.get("name") or ""), "status",
-                                          old_status=old.get("status"), new_status=lost))
+                changes.append(CaseChange("not loaded", case_id, old.name or "", "status",
+                                          old_status=old.status, new_status=lost))
             else:
-                changes.append(CaseChange("removed case", case_id, str(old.get("name") or ""),
-                                          old_status=old.get("status")))
+                changes.append(CaseChange("removed case", case_id, old.name or "", old_status=old.status))
     changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
                  for movement in case_movements(changes, old_rows, new_rows)]
@@ -242,26 +241,26 @@ def decide_noise(comparison: Comparison, *, level: float = ALPHA) -> Comparison:
     return replace(comparison, headline=tuple(decided[:headline]), breakdown=tuple(decided[headline:]))
 
 
-def _shared(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]],
-            value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
+def _shared(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
+            value: Callable[[CaseRow], float | None]) -> tuple[list[float], list[float], list[str | None]]:
     """Paired values (and each case's cluster) over the cases both runs evaluated whose test did not change."""
     return _values(_shared_pairs(old_rows, new_rows), value)
 
 
-def _shared_pairs(old_rows: Mapping[str, Mapping[str, Any]],
-                  new_rows: Mapping[str, Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+def _shared_pairs(old_rows: Mapping[str, CaseRow],
+                  new_rows: Mapping[str, CaseRow]) -> list[tuple[CaseRow, CaseRow]]:
     """(old, new) rows of the cases both runs evaluated whose test did not change, in this run's order."""
     pairs = []
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
-        if old is None or test_changed(old, new) or old.get("status") != "success" or new.get("status") != "success":
+        if old is None or test_changed(old, new) or old.status != "success" or new.status != "success":
             continue
         pairs.append((old, new))
     return pairs
 
 
-def _values(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
-            value: Callable[[Mapping[str, Any]], Any]) -> tuple[list[float], list[float], list[str | None]]:
+def _values(pairs: Sequence[tuple[CaseRow, CaseRow]],
+            value: Callable[[CaseRow], float | None]) -> tuple[list[float], list[float], list[str | None]]:
     """The pairs' values where both runs have one, and each case's cluster (this run's, else the baseline's)."""
     before: list[float] = []
     after: list[float] = []
@@ -275,8 +274,8 @@ def _values(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     return before, after, clusters
 
 
-def _value_of(metric: str) -> Callable[[Mapping[str, Any]], Any]:
-    return lambda row: row.get(metric)
+def _value_of(metric: str) -> Callable[[CaseRow], float | None]:
+    return lambda row: row.metric(metric)
 
 
 def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[str | None], *,
@@ -288,21 +287,20 @@ def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[
     return clustered_paired_change(before, after, clusters=clusters)
 
 
-def breakdown_changes(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]], *,
+def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow], *,
                       minimum_cases: int = 2) -> tuple[BreakdownChange, ...]:
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
     (Q&A questions), and of precision and recall per dimension, each over at least `minimum_cases`
     shared cases; sorted by tag, template and dimension name."""
-    Pair = tuple[Mapping[str, Any], Mapping[str, Any]]
+    Pair = tuple[CaseRow, CaseRow]
     groups: dict[tuple[BreakdownBy, str], list[Pair]] = {}
     dimensions: dict[str, list[Pair]] = {}
     for old, new in _shared_pairs(old_rows, new_rows):
-        by: BreakdownBy = "template" if new.get("kind") == "qa" else "tag"
-        for group in dict.fromkeys(str(item) for item in new.get("groups") or ()):
+        by: BreakdownBy = "template" if new.kind == "qa" else "tag"
+        for group in dict.fromkeys(new.groups):
             groups.setdefault((by, group), []).append((old, new))
-        scores = new.get("dimensions")
-        for name in scores if isinstance(scores, Mapping) else ():
-            dimensions.setdefault(str(name), []).append((old, new))
+        for name in new.dimensions:
+            dimensions.setdefault(name, []).append((old, new))
     found: list[BreakdownChange] = []
     for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", item[0][1])):
         for metric in kinds.headline_metric_keys():
@@ -314,11 +312,10 @@ def breakdown_changes(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mappi
     return tuple(found)
 
 
-def _dimension_value(name: str, which: str) -> Callable[[Mapping[str, Any]], Any]:
-    def value(row: Mapping[str, Any]) -> Any:
-        scores = row.get("dimensions")
-        entry = scores.get(name) if isinstance(scores, Mapping) else None
-        return entry.get(which) if isinstance(entry, Mapping) else None
+def _dimension_value(name: str, which: str) -> Callable[[CaseRow], float | None]:
+    def value(row: CaseRow) -> float | None:
+        entry = row.dimensions.get(name)
+        return entry.get(which) if entry is not None else None
     return value
 
 
@@ -334,8 +331,8 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
 
 
 def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
-                    old_rows: Mapping[str, Mapping[str, Any]] | None = None,
-                    new_rows: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[HeadlineDelta, ...]:
+                    old_rows: Mapping[str, CaseRow] | None = None,
+                    new_rows: Mapping[str, CaseRow] | None = None) -> tuple[HeadlineDelta, ...]:
     """Each headline metric either run has: both runs' means and the like-for-like change (given
     the case rows of both runs)."""
     before = {h.metric: h for h in old}
@@ -366,8 +363,8 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
     return tuple(deltas)
 
 
-def _by_case_id(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    by_id: dict[str, Mapping[str, Any]] = {}
+def _by_case_id(rows: Iterable[CaseRow]) -> dict[str, CaseRow]:
+    by_id: dict[str, CaseRow] = {}
     for row in rows:
-        by_id.setdefault(str(row.get("case_id")), row)  # the first wins, as loading does
+        by_id.setdefault(row.case_id, row)  # the first wins, as loading does
     return by_id

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from qareport import kinds
 from qareport.case_changes import CaseMovement
+from qareport.case_record import CaseRow
 from qareport.comparison import Comparison, HeadlineDelta
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
 from qareport.judged_metrics import JudgedMetric
@@ -111,7 +112,7 @@ class Digest:
 def build_digest(
     *,
     run: RunInfo,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[CaseRow],
     headline: Sequence[Headline],
     status_counts: Mapping[str, int],
     problems: int,
@@ -123,7 +124,8 @@ def build_digest(
     """The digest of a run. An incomplete run shows no change: deltas over a handful of cases say
     nothing, so its comparison is left out here (the Changes sheet still lists every case)."""
     compared = None if incomplete else comparison
-    present = [kind for kind in kinds.REGISTRY if any(row.get(m.key) is not None for row in rows for m in kind.metrics)]
+    present = [kind for kind in kinds.REGISTRY
+               if any(row.metric(m.key) is not None for row in rows for m in kind.metrics)]
     regressed = compared.moved("regression") if compared else ()
     improved = compared.moved("improvement") if compared else ()
     usage = run.judge_usage
@@ -199,17 +201,17 @@ def _best_delta(movement: CaseMovement) -> float | None:
     return max(deltas) if deltas else None
 
 
-def _weakest(kind: kinds.Kind, rows: Sequence[Mapping[str, Any]]) -> Weakest | None:
+def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow]) -> Weakest | None:
     ranking = kind.ranking()
     found = weakest_cases(rows, ranking, limit=WEAKEST_PER_FAMILY)
     if not found:
         return None
     lines = []
     for row in found:
-        values = [row.get(metric) for metric in ranking]
+        values = [row.metric(metric) for metric in ranking]
         what = " / ".join(f"{value:.2f}" if isinstance(value, (int, float)) else "-" for value in values)
         first = values[0]
-        lines.append(CaseLine(str(row.get("case_id")), str(row.get("name") or ""), what, row.get("reason"),
+        lines.append(CaseLine(row.case_id, row.name or "", what, row.reason,
                               float(first) if isinstance(first, (int, float)) else None))
     return Weakest(kind.label, " / ".join(kinds.metric_label(metric) for metric in ranking), tuple(lines))
 

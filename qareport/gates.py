@@ -15,11 +15,11 @@ Exit status 2 stays for usage and input errors.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from qareport import kinds
+from qareport.case_record import CaseRow
 from qareport.errors import UsageError
 from qareport.means import mean_over_evaluated
 from qareport.report import Report
@@ -81,7 +81,7 @@ def check_gate_tags(thresholds: Sequence[Threshold], tags: Iterable[str]) -> Non
                              f"'{threshold.tag}' (tags: {shown or 'none'}); check the spelling")
 
 
-def metric_mean(rows: Iterable[Mapping[str, Any]], metric: str, *, tag: str | None = None) -> tuple[float | None, int]:
+def metric_mean(rows: Iterable[CaseRow], metric: str, *, tag: str | None = None) -> tuple[float | None, int]:
     """The mean of a metric over the evaluated cases (with `tag`, only those in that tag), and how
     many cases it is over (`means.mean_over_evaluated`, as the Summary's headline)."""
     return mean_over_evaluated(rows, metric, tag=tag)

@@ -13,11 +13,11 @@ Pure functions over a run's case rows (`case_rows.case_rows`); no I/O. Every met
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from qareport import kinds
+from qareport.case_record import CaseRow
 from qareport.clustered_statistics import ClusteredInterval, clustered_interval, minimum_detectable_change
 from qareport.clusters import row_cluster
 from qareport.means import evaluated, mean, score
@@ -56,12 +56,12 @@ class Headline:
         return self.errors + self.missing + self.invalid
 
 
-def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    counts = Counter(str(row.get("status")) for row in rows)
+def status_counts(rows: Iterable[CaseRow]) -> dict[str, int]:
+    counts = Counter(str(row.status) for row in rows)
     return {status: counts.get(status, 0) for status in STATUSES}
 
 
-def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
+def headline_metrics(rows: Sequence[CaseRow]) -> tuple[Headline, ...]:
     """The headline metrics the run has (those with at least one value), in a fixed order, each with
     its 95 % interval and the cases that could have had it but were not scored."""
     headlines = []
@@ -71,7 +71,7 @@ def headline_metrics(rows: Sequence[Mapping[str, Any]]) -> tuple[Headline, ...]:
         average = mean(values)
         if average is None:
             continue
-        not_scored = Counter(row.get("status") for row in _could_have(rows, metric) if row.get("status") != "success")
+        not_scored = Counter(row.status for row in _could_have(rows, metric) if row.status != "success")
         interval = clustered_interval(values, clusters=[row_cluster(row) for _, row in scored])
         headlines.append(Headline(
             metric=metric,
@@ -110,19 +110,18 @@ def fewest_clusters_to_decide(alpha: float = ALPHA) -> int:
     return clusters
 
 
-def _could_have(rows: Sequence[Mapping[str, Any]], metric: str) -> list[Mapping[str, Any]]:
+def _could_have(rows: Sequence[CaseRow], metric: str) -> list[CaseRow]:
     """The cases that could have had the metric: those with a target of its kind. Rows stored before
     runs kept their targets fall back to the cases of the same shape (conversation or Q&A)."""
     kind = kinds.kind_of_metric(metric)
-    if kind is not None and all("targets" in row and row.get("targets") is not None for row in rows):
-        return [row for row in rows if kind.name in (row.get("targets") or ())]
-    case_kinds = {row.get("kind") for row in rows
-                  if row.get("status") == "success" and _number(row.get(metric)) is not None}
-    return [row for row in rows if row.get("kind") in case_kinds]
+    if kind is not None and all(row.targets is not None for row in rows):
+        return [row for row in rows if kind.name in (row.targets or ())]
+    case_kinds = {row.kind for row in rows if row.status == "success" and _number(row.metric(metric)) is not None}
+    return [row for row in rows if row.kind in case_kinds]
 
 
 def weakest_cases(
-        rows: Sequence[Mapping[str, Any]], ranking: Sequence[str], *, limit: int = 5) -> list[Mapping[str, Any]]:
+        rows: Sequence[CaseRow], ranking: Sequence[str], *, limit: int = 5) -> list[CaseRow]:
     """The evaluated cases that lost points on `ranking` (metric keys, compared in turn), lowest
     first; ties keep the input order. Cases without the first metric are not ranked, and a case
     with full marks is never among the weakest."""
@@ -130,9 +129,9 @@ def weakest_cases(
         return []
     scored = []
     for index, row in enumerate(rows):
-        values = [_number(row.get(metric)) for metric in ranking]
+        values = [_number(row.metric(metric)) for metric in ranking]
         perfect = all(value is None or value >= 1.0 - DEFAULT_TOLERANCE for value in values)
-        if row.get("status") == "success" and values[0] is not None and not perfect:
+        if row.status == "success" and values[0] is not None and not perfect:
             scored.append((tuple(v if v is not None else 2.0 for v in values), index, row))
     scored.sort(key=lambda item: (item[0], item[1]))
     return [row for _, _, row in scored[:limit]]
@@ -146,13 +145,13 @@ def score_bin(value: float) -> int:
     return min(len(SCORE_BINS) - 1, max(0, int(round(value * 10, 9))))
 
 
-def score_distribution(rows: Sequence[Mapping[str, Any]], metric: str) -> list[int]:
+def score_distribution(rows: Sequence[CaseRow], metric: str) -> list[int]:
     """How many evaluated cases fall in each bin of SCORE_BINS, for one metric."""
     counts = [0] * len(SCORE_BINS)
     for row in rows:
-        if row.get("status") != "success":
+        if row.status != "success":
             continue
-        value = _number(row.get(metric))
+        value = _number(row.metric(metric))
         if value is not None:
             counts[score_bin(value)] += 1
     return counts

@@ -36,6 +36,7 @@ from statistics import NormalDist, fmean
 from typing import Any
 
 from qareport import kinds
+from qareport.case_record import CaseRow
 from qareport.judged_metrics import JUDGED, JUDGED_METRICS, case_verdict
 from qareport.records import CaseResult, Location, Problem, Review
 
@@ -289,7 +290,7 @@ class JudgeAgreement:
                 "threshold": DISAGREEMENT_THRESHOLD, "flagged": [item.metric for item in self.flagged()]}
 
 
-ReviewedRun = tuple[Sequence[Mapping[str, Any]], Mapping[str, Review]]
+ReviewedRun = tuple[Sequence[CaseRow], Mapping[str, Review]]
 """A run's stored case rows and the reviews typed on (or carried onto) its cases."""
 
 
@@ -300,16 +301,16 @@ def count_reviewed(runs: Iterable[ReviewedRun], *, custom: Iterable[str] = ()) -
     verdicts: dict[tuple[str, str, str, str], tuple[str, bool]] = {}
     for rows, reviews in runs:
         for row in rows:
-            case_id = str(row.get("case_id") or "")
+            case_id = row.case_id
             review = reviews.get(case_id)
             read = read_judge_review(review.verdict if review else None, names)
             if read is None or (read.unknown and not read.wrong):
                 continue
-            judged = stored_judgments(row.get("judged"))
+            judged = row.judged
             if read.wrong and not read.all_wrong and not read.wrong & judged.keys():
                 continue  # it names only metrics the case was not judged on: nothing to say of the others
             for metric, value in judged.items():
-                key = (case_id, str(row.get("definition_hash") or ""), metric, repr(value))
+                key = (case_id, row.definition_hash or "", metric, repr(value))
                 verdicts[key] = (metric, read.found_wrong(metric))
     counts: dict[str, tuple[int, int]] = {}
     for metric, wrong in verdicts.values():
@@ -335,7 +336,7 @@ def judge_agreement(this_run: ReviewedRun, *, history: Sequence[ReviewedRun] | N
     a judged metric (a run without the judge, and no judged history)."""
     custom = tuple(custom)
     runs = [*(history or ()), this_run]
-    present = {name for rows, _ in runs for row in rows for name in stored_judgments(row.get("judged"))}
+    present = {name for rows, _ in runs for row in rows for name in row.judged}
     if not present:
         return None
     order = _metric_order(present)

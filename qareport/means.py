@@ -9,8 +9,10 @@ the mean, so that a run that fails more never looks better); `tag` keeps only th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from qareport.case_record import CaseRow
 
 
 def score(value: Any) -> float | None:
@@ -25,20 +27,19 @@ def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def evaluated(rows: Iterable[Mapping[str, Any]], metric: str, *,
-              tag: str | None = None) -> list[tuple[float, Mapping[str, Any]]]:
+def evaluated(rows: Iterable[CaseRow], metric: str, *, tag: str | None = None) -> list[tuple[float, CaseRow]]:
     """Each evaluated case's score for `metric` with its row, in the rows' order."""
     found = []
     for row in rows:
-        if row.get("status") != "success" or (tag is not None and tag not in (row.get("groups") or ())):
+        if row.status != "success" or (tag is not None and tag not in row.groups):
             continue
-        value = score(row.get(metric))
+        value = score(row.metric(metric))
         if value is not None:
             found.append((value, row))
     return found
 
 
-def mean_over_evaluated(rows: Iterable[Mapping[str, Any]], metric: str, *,
+def mean_over_evaluated(rows: Iterable[CaseRow], metric: str, *,
                         tag: str | None = None) -> tuple[float | None, int]:
     """The mean of `metric` over the evaluated cases (with `tag`, those in that group), and how many
     cases it is over."""

@@ -10,11 +10,12 @@ the interchange format users already have, and the results file must reproduce i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import fmean
 from typing import TYPE_CHECKING, Any, Literal
+
+from qareport.case_record import CaseRow
 
 if TYPE_CHECKING:  # the judge's records, named here only as types: the judge imports this module
     from qareport.judge.settings import JudgeSettings
@@ -398,9 +399,10 @@ class Review:
 
     verdict: str | None = None  # one of REVIEW_CHOICES, or whatever was typed
     note: str | None = None
-    last_seen: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-    """For a case absent from the run the review was read from: its stored row (`case_rows.case_row`)
-    when it was last evaluated, so the review comes back as it was if nothing changed meanwhile."""
+    last_seen: CaseRow | None = field(default=None, compare=False, repr=False)
+    """For a case absent from the run the review was read from: its row (`case_rows.case_row`, read
+    back from the stored run) when it was last evaluated, so the review comes back as it was if
+    nothing changed meanwhile."""
 
     def __bool__(self) -> bool:
         return bool(self.verdict or self.note)
@@ -408,15 +410,15 @@ class Review:
 
 @dataclass(frozen=True, slots=True)
 class RunSnapshot:
-    """A run as a later run sees it: when, which version, and one flat row per case.
+    """A run as a later run sees it: when, which version, and one `CaseRow` per case.
 
-    `cases` are `case_rows.case_rows()` rows (keys in `case_rows.case_fields()`); they are what the
-    workbook's hidden `qareport_results` sheet and the results file's `cases` list hold, so either
+    `cases` are `case_rows.case_rows()` rows; their stored form (`runs.stored_case_values`) is what
+    the workbook's hidden `qareport_results` sheet and the results file's `cases` list hold, so either
     can be a baseline or a point of a trend.
     """
 
     source: str  # the file it was read from, or the output path of the current run
     created: str  # ISO 8601
     qareport_version: str
-    cases: tuple[dict[str, Any], ...] = ()
+    cases: tuple[CaseRow, ...] = ()
     steps_semantics: int | None = None  # graphrag-eval's steps rules the run used (None: not said, 5)

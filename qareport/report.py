@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from qareport import kinds
 from qareport.case_changes import case_moved
+from qareport.case_record import CaseRow
 from qareport.case_rows import case_rows
 from qareport.case_table import CaseDetails, CaseTable, details_table, overview_table
 from qareport.collector import collector_paused
@@ -49,7 +50,7 @@ class Report:
     results: tuple[CaseResult, ...]  # in test-case order
     problems: tuple[Problem, ...]
     statistics: SuiteStatistics
-    rows: tuple[dict[str, Any], ...]  # one stored-run row per case (`case_rows.case_rows`)
+    rows: tuple[CaseRow, ...]  # one row per case (`case_rows.case_rows`), what a later run compares
     headline: tuple[Headline, ...]
     status_counts: dict[str, int]
     kinds: tuple[Kind, ...]  # the kinds of target this run has, in registry order
@@ -149,7 +150,7 @@ def build_report(
     results = tuple(results)
     rows = tuple(case_rows(results))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
-    reasons = {str(row["case_id"]): row["reason"] for row in rows if row.get("reason")}
+    reasons = {row.case_id: row.reason for row in rows if row.reason}
     comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings)
                   if baseline is not None else None)
     counts = status_counts(rows)
@@ -220,7 +221,7 @@ def reviewed_history(runs: Sequence[tuple[RunSnapshot, Mapping[str, Review]]]) -
 
 
 def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
-                  rows: Sequence[Mapping[str, Any]]) -> dict[str, Review]:
+                  rows: Sequence[CaseRow]) -> dict[str, Review]:
     """Last week's reviews, for this week's cases: kept as they were where neither the test nor the
     result changed; for a case that changed, only as "was: ..." in the note, so the analyst decides
     again. A case that comes back after an absence (not loaded, or missing) is compared with the run
@@ -230,7 +231,7 @@ def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
     changed = {change.case_id for change in comparison.changes}
     carried = {}
     for row in rows:
-        case_id = str(row["case_id"])
+        case_id = row.case_id
         review = previous.get(case_id)
         if not review:
             continue
@@ -247,13 +248,13 @@ def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
 
 
 def keep_reviews(previous: Mapping[str, Review], baseline: RunSnapshot | None,
-                 rows: Sequence[Mapping[str, Any]]) -> dict[str, Review]:
+                 rows: Sequence[CaseRow]) -> dict[str, Review]:
     """The reviews of cases this run does not have, each with the case's row when it was last seen
     (in the baseline, or earlier), so that a case back after a week away gets its review back."""
-    present = {str(row["case_id"]) for row in rows}
-    last_rows: dict[str, Mapping[str, Any]] = {}
+    present = {row.case_id for row in rows}
+    last_rows: dict[str, CaseRow] = {}
     for row in baseline.cases if baseline is not None else ():
-        last_rows.setdefault(str(row.get("case_id")), row)
+        last_rows.setdefault(row.case_id, row)
     return {case_id: Review(review.verdict, review.note,
                             last_seen=review.last_seen if review.last_seen is not None else last_rows.get(case_id))
             for case_id, review in previous.items() if review and case_id not in present}
@@ -300,7 +301,7 @@ def incomplete_run(counts: Mapping[str, int], min_evaluated_share: float) -> str
     return f"INCOMPLETE RUN: {evaluated} of {total} cases evaluated"
 
 
-def _score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+def _score_distributions(rows: Sequence[CaseRow]) -> dict[str, list[int]]:
     distributions = {}
     for metric in kinds.headline_metric_keys():
         counts = score_distribution(rows, metric)

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from qareport import kinds
+from qareport.case_record import CaseRow
 from qareport.errors import QAReportError
 from qareport.files import write_atomically
-from qareport.runs import RESULTS_SUFFIXES
+from qareport.runs import RESULTS_SUFFIXES, stored_case_values
 from qareport.yaml_input import YamlProblem, yaml_documents
 
 if TYPE_CHECKING:
@@ -47,11 +48,12 @@ def kind_entries(statistics: SuiteStatistics) -> tuple[dict[str, Any], dict[str,
     return entries, sections
 
 
-def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
-    """Case rows as a stored run keeps them: without the metrics of registered kinds the run does
-    not have (`kinds.run_kinds`), so that registering a kind changes no stored run that does not use it."""
+def stored_case_rows(rows: Iterable[CaseRow], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
+    """Case rows as a stored run keeps them (`stored_case_values`): without the metrics of registered
+    kinds the run does not have (`kinds.run_kinds`), so that registering a kind changes no stored run
+    that does not use it."""
     absent = {m.key for kind in kinds.REGISTRY if kind not in run for m in kind.metrics}
-    return [{key: value for key, value in row.items() if key not in absent} for row in rows]
+    return [{key: value for key, value in stored_case_values(row).items() if key not in absent} for row in rows]
 
 
 def results_document(report: Report) -> dict[str, Any]:

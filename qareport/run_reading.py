@@ -12,6 +12,7 @@ from typing import Any
 
 from qareport import kinds
 from qareport.case_changes import CHANGE_KINDS, CaseChange, group_movements
+from qareport.case_record import CaseRow
 from qareport.comparison import Comparison, HeadlineDelta
 from qareport.digest import Digest, digest_from_json
 from qareport.errors import BaselineError, QAReportError
@@ -32,10 +33,10 @@ from qareport.runs import (
     WORKBOOK_SUFFIXES,
     Expected,
     OnProblem,
+    case_row_from_stored,
     clean_case_values,
     column_letter,
     convert_value,
-    decode_case_row,
     dropped_problem,
     ignore_problem,
     read_metadata,
@@ -96,7 +97,7 @@ def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
 
         cleaned = clean_case_values(case, where=where, target=target, on_problem=on_problem)
         if cleaned is not None:
-            rows.append(decode_case_row(cleaned))
+            rows.append(case_row_from_stored(cleaned))
     return RunSnapshot(
         source=str(target),
         created=convert_value(about.get("created"), "text") or "",
@@ -149,7 +150,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> Rep
 
         cleaned = clean_case_values(dict(zip(names, values)), where=where, target=target, on_problem=report)
         if cleaned is not None:
-            cases.append(decode_case_row(cleaned))
+            cases.append(case_row_from_stored(cleaned))
     snapshot = RunSnapshot(
         source=str(target),
         created=str(metadata.get("created") or ""),
@@ -250,7 +251,7 @@ def _stated_status_counts(metadata: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _comparison(metadata: Mapping[str, Any], records: list[CaseChange],
-                cases: Sequence[Mapping[str, Any]]) -> Comparison | None:
+                cases: Sequence[CaseRow]) -> Comparison | None:
     if not metadata.get("baseline.source"):
         return None
     current = {h.metric: h for h in headline_metrics(cases)}

@@ -16,12 +16,13 @@ from qareport.runs import (
     BAD,
     WORKBOOK_SUFFIXES,
     OnProblem,
+    case_row_from_stored,
     convert_value,
-    decode_case_row,
     ignore_problem,
     json_text,
     read_sheets,
     stored_case_id,
+    stored_case_values,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ def stored_review_rows(report: Report) -> list[tuple[str, str, int, str]]:
         for case_id, review in reviews.items():
             texts = [("review", review.verdict), ("review note", review.note)]
             if reviews is report.kept_reviews:
-                texts.append((LAST_SEEN, json_text(dict(review.last_seen)) if review.last_seen is not None else None))
+                seen = review.last_seen
+                texts.append((LAST_SEEN, json_text(stored_case_values(seen)) if seen is not None else None))
             for field, text in texts:
                 if text:
                     rows += [(case_id, field, number, part) for number, part in enumerate(review_parts(text), start=1)]
@@ -112,7 +114,7 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
             except ValueError:
                 seen = None
         review = Review(kept.get("review") or None, kept.get("review note") or None,
-                        last_seen=decode_case_row(seen) if isinstance(seen, dict) and "case_id" in seen else None)
+                        last_seen=case_row_from_stored(seen) if isinstance(seen, dict) and "case_id" in seen else None)
         if review:
             reviews[case_id] = review
     return reviews

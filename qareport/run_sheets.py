@@ -22,6 +22,7 @@ from qareport.runs import (
     RUN_SHEET,
     encode_case_value,
     json_text,
+    stored_case_values,
 )
 
 if TYPE_CHECKING:
@@ -118,11 +119,12 @@ DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32
 def stored_run_tables(report: Report) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
     fields = case_fields(kinds.run_kinds(report.results))
-    if any(ATTEMPTS_FIELD in row for row in report.rows):
+    stored = [stored_case_values(row) for row in report.rows]
+    if any(ATTEMPTS_FIELD in values for values in stored):
         fields = (*fields, ATTEMPTS_FIELD)
     tables = [
         StoredTable(RESULTS_SHEET, fields,
-                    tuple(tuple(encode_case_value(field, row.get(field)) for field in fields) for row in report.rows)),
+                    tuple(tuple(encode_case_value(field, values.get(field)) for field in fields) for values in stored)),
         StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(report))),
     ]
     if report.comparison is not None:

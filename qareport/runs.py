@@ -1,8 +1,9 @@
 """Stored runs: the one format a run is kept in (its names, its case-row cells, and reading back what
 an analyst may have edited), written and read back by the `run_*` modules and `results_file.py` only.
 
-A run is kept as one flat row per case (`case_rows.case_rows`: who the case is, every registered kind's
-metrics, token usage), a few key-value facts about the run (`run_sheets.run_metadata`), and, when it was
+A run is kept as one flat row per case (`stored_case_values` of each `CaseRow` of `case_rows.case_rows`,
+read back by `case_row_from_stored`: who the case is, every registered kind's metrics, token usage),
+a few key-value facts about the run (`run_sheets.run_metadata`), and, when it was
 compared with a baseline, its changes. Two containers hold that format, and either can be a later run's
 baseline or a point of its trend:
 
@@ -34,18 +35,16 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qareport import kinds
-from qareport.case_rows import ATTEMPTS_FIELD, CASE_HEAD_FIELDS, case_fields
+from qareport.case_record import CaseRow
+from qareport.case_rows import ATTEMPTS_FIELD, CASE_HEAD_FIELDS
 from qareport.errors import BaselineError
 from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import stored_judgments
 from qareport.records import USAGE_FIELDS, Location, Problem
-
-if TYPE_CHECKING:
-    pass
 
 RESULTS_SHEET = "qareport_results"
 RUN_SHEET = "qareport_run"
@@ -64,14 +63,38 @@ RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
 RUN_SUFFIXES = (*WORKBOOK_SUFFIXES, *RESULTS_SUFFIXES)
 
 
-def _stored_attempts(raw: Any) -> dict[str, list[float]]:
-    """A stored case's attempt values, whatever an edit left: per metric, the numbers in [0, 1]."""
+def _stored_attempts(raw: Any) -> dict[str, list[float | None]] | None:
+    """A stored case's attempt values, whatever an edit left: per metric, each attempt's finite
+    number (as a metric's column holds it: an answer relevance, a cosine, can be below 0) or None (an
+    attempt without a value, as written); a metric without a number is left out. None when no metric
+    is left: a case answered once, or one whose attempts have no value (a cell holds both as {})."""
     if not isinstance(raw, dict):
-        return {}
-    kept = {str(metric): [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
-                          and 0 <= v <= 1]
+        return None
+    def finite(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    kept = {str(metric): [None if v is None else float(v) for v in values if v is None or finite(v)]
             for metric, values in raw.items() if isinstance(values, list)}
-    return {metric: values for metric, values in kept.items() if values}
+    return {metric: values for metric, values in kept.items() if any(v is not None for v in values)} or None
+
+
+def stored_case_values(row: CaseRow) -> dict[str, Any]:
+    """A case row as a stored run keeps it, JSON-ready: `case_fields()` in the order a results file's
+    case row has them (the metrics in the row's order), then `attempts` when the case has them. The
+    one way from a `CaseRow` to the stored format; `case_row_from_stored` is the way back."""
+    values: dict[str, Any] = {
+        "case_id": row.case_id, "kind": row.kind, "name": row.name, "groups": list(row.groups),
+        "cluster": row.cluster, "status": row.status, "error": row.error, "definition_hash": row.definition_hash or "",
+        "file": row.file, "reason": row.reason, "targets": None if row.targets is None else list(row.targets),
+        "facts": {kind: {name: list(items) for name, items in facts.items()} for kind, facts in row.facts.items()},
+        "outputs": dict(row.outputs), "judged": dict(row.judged),
+        "dimensions": {name: dict(scores) for name, scores in row.dimensions.items()},
+        **row.metrics,
+        **{key: row.usage.get(key) for key in USAGE_FIELDS},
+    }
+    if row.attempts is not None:
+        values[ATTEMPTS_FIELD] = {metric: list(each) for metric, each in row.attempts.items()}
+    return values
 
 
 def encode_case_value(field: str, value: Any) -> Any:
@@ -93,29 +116,47 @@ def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
         return fallback(value)
 
 
-def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A case row from cells (or from a results file), with every `case_fields()` key present."""
-    row = {field: values.get(field) for field in case_fields()}
-    for field in LIST_FIELDS:
-        raw = _from_json(row.get(field),
-                         fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
-        row[field] = [str(item) for item in raw if not isinstance(item, (list, dict))] if isinstance(raw, list) else []
-    if values.get("targets") is None:
-        row["targets"] = None  # stored before runs kept their targets: `comparison` falls back
-    row["facts"] = _facts(_from_json(row.get("facts"), fallback=lambda text: {}))
-    outputs = _from_json(row.get("outputs"), fallback=lambda text: {})
-    row["outputs"] = outputs if isinstance(outputs, dict) else {}  # `side_by_side` reads it item by item
-    row["judged"] = stored_judgments(_from_json(row.get("judged"), fallback=lambda text: {}))
-    row["dimensions"] = _dimensions(_from_json(row.get("dimensions"), fallback=lambda text: {}))
-    attempts = _stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {}))
-    if attempts:
-        row[ATTEMPTS_FIELD] = attempts
-    row["case_id"] = stored_case_id(row["case_id"]) or ""
-    for field in ("error", "reason"):
-        if row[field] == "":
-            row[field] = None
-    row["definition_hash"] = row.get("definition_hash") or ""
-    return row
+def _texts(raw: Any) -> tuple[str, ...]:
+    """A list stored as JSON text (or, edited, as comma-separated text), as texts."""
+    raw = _from_json(raw, fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
+    return tuple(str(item) for item in raw if not isinstance(item, (list, dict))) if isinstance(raw, list) else ()
+
+
+def _text(value: Any) -> str | None:
+    """A stored text: None for an empty cell, an empty text, or a value that is no text (which
+    `clean_case_values` has converted where that was unambiguous)."""
+    return value if isinstance(value, str) and value else None
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def case_row_from_stored(values: Mapping[str, Any]) -> CaseRow:
+    """A case row from cells (or from a results file's case row), once `clean_case_values` has given
+    each value its type. A field the stored run lacks is None (a metric, a usage field, the targets of
+    a run stored before runs kept them) or empty (the mappings); nothing is filled in."""
+    outputs = _from_json(values.get("outputs"), fallback=lambda text: {})
+    return CaseRow(
+        case_id=stored_case_id(values.get("case_id")) or "",
+        kind=_text(values.get("kind")),
+        name=_text(values.get("name")),
+        groups=_texts(values.get("groups")),
+        cluster=_text(values.get("cluster")),
+        status=_text(values.get("status")),
+        error=_text(values.get("error")),
+        definition_hash=_text(values.get("definition_hash")),
+        file=_text(values.get("file")),
+        reason=_text(values.get("reason")),
+        targets=None if values.get("targets") is None else _texts(values.get("targets")),
+        facts=_facts(_from_json(values.get("facts"), fallback=lambda text: {})),
+        outputs=outputs if isinstance(outputs, dict) else {},  # `side_by_side` reads it item by item
+        judged=stored_judgments(_from_json(values.get("judged"), fallback=lambda text: {})),
+        dimensions=_dimensions(_from_json(values.get("dimensions"), fallback=lambda text: {})),
+        metrics={key: _number(values.get(key)) for key in kinds.case_metric_keys()},
+        usage={key: _number(values.get(key)) for key in USAGE_FIELDS},
+        attempts=_stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {})),
+    )
 
 
 def _dimensions(raw: Any) -> dict[str, dict[str, float]]:
@@ -221,7 +262,7 @@ def column_letter(column: int) -> str:
 
 
 def case_value_types() -> dict[str, Expected]:
-    """What each case-row field holds; lists and mappings are read by `decode_case_row`."""
+    """What each case-row field holds; lists and mappings are read by `case_row_from_stored`."""
     types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
     types.update({key: "number" for key in (*kinds.case_metric_keys(), *USAGE_FIELDS)})
     return types

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qareport.case_record import CaseRow
 from qareport.comparison import Comparison
 from qareport.records import CaseResult, DatasetSelection
 
@@ -137,24 +138,20 @@ class SideBySide:
         return found
 
 
-def side_by_side(comparison: Comparison, old_rows: Iterable[Mapping[str, Any]],
-                 new_rows: Iterable[Mapping[str, Any]]) -> tuple[SideBySide, ...]:
+def side_by_side(comparison: Comparison, old_rows: Iterable[CaseRow],
+                 new_rows: Iterable[CaseRow]) -> tuple[SideBySide, ...]:
     """Every regressed or improved case, in the order of the Changes sheet, with both runs' outputs."""
-    old_by_id = {str(row.get("case_id")): row for row in old_rows}
-    new_by_id = {str(row.get("case_id")): row for row in new_rows}
+    old_by_id = {row.case_id: row for row in old_rows}
+    new_by_id = {row.case_id: row for row in new_rows}
     pairs = []
     for movement in comparison.movements:
         if movement.kind not in MOVED:
             continue
-        old, new = old_by_id.get(movement.case_id) or {}, new_by_id.get(movement.case_id) or {}
+        old, new = old_by_id.get(movement.case_id), new_by_id.get(movement.case_id)
         pairs.append(SideBySide(
             case_id=movement.case_id, name=movement.name, kind=movement.kind, what=movement.describe_moves(),
-            reason=movement.reason, old=_outputs(old), new=_outputs(new),
-            old_status=old.get("status"), new_status=new.get("status"),
+            reason=movement.reason, old=old.outputs if old is not None else {},
+            new=new.outputs if new is not None else {},
+            old_status=old.status if old is not None else None, new_status=new.status if new is not None else None,
         ))
     return tuple(pairs)
-
-
-def _outputs(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    outputs = row.get("outputs")
-    return outputs if isinstance(outputs, Mapping) else {}

@@ -71,3 +71,19 @@ def foreign_formulas(workbook) -> list[str]:
     return [f"{ws.title}!{cell.coordinate}" for ws in workbook.worksheets for row in ws.iter_rows() for cell in row
             if cell.data_type == "f" and not (ws.title == "Summary" and str(cell.value).startswith(REVIEW_COUNTS))
             and link_by_id(cell.value) is None]
+
+
+def typed_row(case_id: str, **values: object):
+    """A `CaseRow` as tests write one: its fields by name (lists as given are made tuples), and any
+    other keyword a metric (`typed_row("a", status="success", macro_recall=1.0)`)."""
+    from dataclasses import fields
+
+    from qareport.case_record import CaseRow
+
+    names = {field.name for field in fields(CaseRow)}
+    given = {key: tuple(value) if key in ("groups", "targets") and isinstance(value, list) else value
+             for key, value in values.items() if key in names}
+    metrics = {key: value for key, value in values.items() if key not in names}
+    if metrics:
+        given["metrics"] = {**given.get("metrics", {}), **metrics}
+    return CaseRow(case_id, **given)

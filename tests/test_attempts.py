@@ -269,8 +269,12 @@ def test_the_grade_of_a_case_with_attempts_is_the_one_most_attempts_got_the_wors
 
 
 def stored(case_id, recalls):
-    return {"case_id": case_id, "name": case_id, "status": "success", "definition_hash": "h", "groups": [],
-            "macro_recall": sum(recalls) / len(recalls), "attempts": {"macro_recall": list(recalls)}}
+    """A case row with attempts as a stored run holds it, read back."""
+    from qareport.runs import case_row_from_stored
+
+    return case_row_from_stored({"case_id": case_id, "name": case_id, "status": "success", "definition_hash": "h",
+                                 "groups": [], "macro_recall": sum(recalls) / len(recalls),
+                                 "attempts": {"macro_recall": list(recalls)}})
 
 
 @pytest.mark.parametrize(("old", "new", "exp"), [
@@ -299,10 +303,11 @@ def test_one_run_per_case_keeps_todays_lists_and_says_a_single_run_cannot_tell()
     from qareport.case_changes import ONE_RUN_NOTE
     from qareport.comparison import compare_runs
     from qareport.records import RunSnapshot
+    from qareport.runs import case_row_from_stored
 
     row = {"case_id": "c", "name": "c", "status": "success", "definition_hash": "h", "groups": []}
-    before = RunSnapshot("last", "2026-01-01", "0", ({**row, "macro_recall": 1.0},))
-    after = RunSnapshot("this", "2026-01-08", "0", ({**row, "macro_recall": 0.5},))
+    before = RunSnapshot("last", "2026-01-01", "0", (case_row_from_stored({**row, "macro_recall": 1.0}),))
+    after = RunSnapshot("this", "2026-01-08", "0", (case_row_from_stored({**row, "macro_recall": 0.5}),))
     comparison = compare_runs(before, after)
     assert [change.kind for change in comparison.changes] == ["regression"]
     assert comparison.attempts_note == ONE_RUN_NOTE

@@ -92,10 +92,10 @@ def test_three_attempts_against_three_list_nothing_as_regressed_and_say_why(tmp_
     assert overview["dropped"][header.index("attempts passed")] == "0/3"
     assert overview["flaky"][header.index("attempts passed")] == "1/3"
     assert overview["flaky"][header.index("flaky")] == "flaky"
-    stored = {row["case_id"]: row for row in read_run(report).cases}
-    assert stored["dropped"]["attempts"] == {"macro_precision": [0.0] * 3, "macro_recall": [0.0] * 3,
+    stored = {row.case_id: row for row in read_run(report).cases}
+    assert stored["dropped"].attempts == {"macro_precision": [0.0] * 3, "macro_recall": [0.0] * 3,
                                              "dataset_precision": [1.0] * 3, "dataset_recall": [1.0] * 3}
-    assert stored["flaky"]["attempts"]["macro_recall"] == [0.0, 1.0, 0.0]
+    assert stored["flaky"].attempts["macro_recall"] == [0.0, 1.0, 0.0]
     message, body = emailed(report, tmp_path)
     assert "WHAT GOT WORSE (0)" in body and "MOVED WITHIN NOISE (2)" in body
     assert message["Subject"].startswith("no regression")
@@ -135,4 +135,4 @@ def test_without_attempts_the_lists_are_as_before_and_say_one_run_cannot_tell_a_
     assert changes(workbook) == {("dropped", "regression")}
     assert "One run per case cannot tell a change from a flip" in summary_text(workbook)
     assert "attempts" not in {cell.value for cell in workbook["qareport_results"][1]}
-    assert "attempts" not in read_run(report).cases[0]
+    assert read_run(report).cases[0].attempts is None

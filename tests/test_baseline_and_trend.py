@@ -93,8 +93,8 @@ def test_a_workbook_carries_its_cases_in_a_hidden_sheet_the_same_as_the_results_
     assert from_workbook.cases == from_results.cases
     assert len(from_workbook.cases) == 29
     assert from_workbook.created == from_results.created == "2024-05-01T10:00:00+00:00"
-    row = next(r for r in from_workbook.cases if r["case_id"] == REGRESSED)
-    assert row["groups"] == ["imf", "weo", "gdp"] and row["definition_hash"] and row["macro_precision"] == 1.0
+    row = next(r for r in from_workbook.cases if r.case_id == REGRESSED)
+    assert list(row.groups) == ["imf", "weo", "gdp"] and row.definition_hash and row.metric("macro_precision") == 1.0
     workbook = load_workbook(last_week, read_only=True)
     assert workbook[RESULTS_SHEET].sheet_state == "hidden" and workbook[RUN_SHEET].sheet_state == "hidden"
     workbook.close()
@@ -567,11 +567,11 @@ def test_a_baseline_that_kept_no_outputs_says_so_in_compare(last_week, tmp_path)
 
 
 def test_the_stored_run_keeps_each_cases_outputs_in_the_workbook_and_the_results_file(last_week):
-    from_workbook = {row["case_id"]: row for row in read_run(last_week).cases}
-    outputs = from_workbook[REGRESSED]["outputs"]
+    from_workbook = {row.case_id: row for row in read_run(last_week).cases}
+    outputs = from_workbook[REGRESSED].outputs
     (turn,) = outputs["turns"]
     assert turn["turn"] == 1 and turn["selection"].startswith("dataset ") and "NGDP_R" not in turn["selection"]
-    assert from_workbook[IMPROVED]["outputs"] == {"error": "timeout"}
+    assert from_workbook[IMPROVED].outputs == {"error": "timeout"}
 
 
 def test_the_console_gives_the_change_the_summary_shows(last_week, tmp_path, capsys):

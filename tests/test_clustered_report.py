@@ -26,6 +26,7 @@ from qareport.comparison import compare_runs
 from qareport.digest import signed_bound
 from qareport.loading import load_suite
 from qareport.records import RunSnapshot
+from qareport.runs import case_row_from_stored
 
 TEMPLATES, QUESTIONS, STEPS = 8, 10, 4
 SHIFTED = "template_3"  # the one template whose questions all got worse
@@ -152,8 +153,8 @@ def test_a_tag_that_moved_by_chance_among_many_is_not_beyond_noise_after_the_fal
     tags, per_tag = 20, 6
     old = [_row(f"c{t}_{i}", f"tag{t}", 0.8 + 0.01 * i) for t in range(tags) for i in range(per_tag)]
     new = [dict(row, macro_recall=row["macro_recall"] - (0.1 if row["groups"] == ["tag7"] else 0.0)) for row in old]
-    comparison = compare_runs(RunSnapshot("last", "2024-05-01", "0", tuple(old)),
-                              RunSnapshot("this", "2024-05-08", "0", tuple(new)))
+    comparison = compare_runs(RunSnapshot("last", "2024-05-01", "0", tuple(map(case_row_from_stored, old))),
+                              RunSnapshot("this", "2024-05-08", "0", tuple(map(case_row_from_stored, new))))
     moved = next(item for item in comparison.breakdown if item.group == "tag7" and item.metric == "macro_recall")
     assert moved.p_value <= 0.05  # alone, six cases that all dropped would be "beyond noise"
     assert moved.q_value is not None and moved.q_value > 0.05 and moved.beyond_noise is False
@@ -185,10 +186,13 @@ def test_a_conversation_case_declares_its_cluster_by_key_or_by_tag(tmp_path):
 
 
 def test_a_stored_row_without_a_cluster_falls_back_to_its_template():
-    assert row_cluster({"kind": "qa", "groups": ["t1"]}) == "t1"  # a baseline stored before runs kept clusters
-    assert row_cluster({"kind": "qa", "groups": ["t1"], "cluster": "t1"}) == "t1"
-    assert row_cluster({"kind": "conversation", "groups": ["weo"], "cluster": None}) is None
-    assert row_cluster({"kind": "conversation", "groups": ["weo"], "cluster": 3}) is None
+    def stored(**values: object) -> str | None:
+        return row_cluster(case_row_from_stored(values))
+
+    assert stored(kind="qa", groups=["t1"]) == "t1"  # a baseline stored before runs kept clusters
+    assert stored(kind="qa", groups=["t1"], cluster="t1") == "t1"
+    assert stored(kind="conversation", groups=["weo"], cluster=None) is None
+    assert stored(kind="conversation", groups=["weo"], cluster=3) is None
 
 
 def _conversation_suite(folder: Path, *, dropped: set[str]) -> None:
@@ -264,5 +268,5 @@ def test_clusters_whose_means_are_all_equal_leave_the_smallest_detectable_change
 
     rows = [{"case_id": f"q{t}{i}", "kind": "qa", "groups": [f"t{t}"], "cluster": f"t{t}", "status": "success",
              "steps_score": value} for t in range(3) for i, value in enumerate((0.0, 1.0))]
-    (steps,) = headline_metrics(rows)  # each template's mean is 0.5: no spread between clusters
+    (steps,) = headline_metrics([case_row_from_stored(row) for row in rows])  # each template's mean is 0.5: no spread between clusters
     assert steps.clusters == 3 and steps.design_effect == 0.0 and steps.detectable is None

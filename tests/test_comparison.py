@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
+import pytest
+from conftest import typed_row
+
+from qareport.case_record import CaseRow
 from qareport.comparison import compare_runs
 from qareport.headline import SCORE_BINS, headline_metrics, score_bin, score_distribution, weakest_cases
 from qareport.records import RunSnapshot
@@ -11,12 +15,12 @@ from qareport.trend import trend_points
 
 
 def case(case_id: str, status: str = "success", *, kind: str = "conversation", definition_hash: str = "h",
-         **metrics: float | None) -> dict:
-    return {"case_id": case_id, "kind": kind, "name": f"name of {case_id}", "groups": [], "status": status,
-            "error": None, "definition_hash": definition_hash, **metrics}
+         **metrics: object) -> CaseRow:
+    return typed_row(case_id, **{"kind": kind, "name": f"name of {case_id}", "groups": [], "status": status,
+                                 "error": None, "definition_hash": definition_hash, **metrics})
 
 
-def snapshot(*rows: dict, created: str = "2024-05-01T10:00:00+00:00", source: str = "run.xlsx") -> RunSnapshot:
+def snapshot(*rows: CaseRow, created: str = "2024-05-01T10:00:00+00:00", source: str = "run.xlsx") -> RunSnapshot:
     return RunSnapshot(source=source, created=created, qareport_version="0.1.0", cases=tuple(rows))
 
 
@@ -49,7 +53,7 @@ def test_the_gates_and_the_headline_take_one_mean_over_the_evaluated_cases():
         case("d", macro_recall=True),
         case("e", "error", macro_recall=0.0),
     ]
-    rows[0]["groups"] = ["weo"]
+    rows[0] = replace(rows[0], groups=("weo",))
     (headline,) = [h for h in headline_metrics(rows) if h.metric == "macro_recall"]
     assert metric_mean(rows, "macro_recall") == (headline.mean, headline.cases) == (0.75, 2)
     assert metric_mean(rows, "macro_recall", tag="weo") == (1.0, 1)
@@ -65,14 +69,14 @@ def test_weakest_cases_are_ranked_by_one_family_of_metrics_never_by_an_average_o
     rows = [case("good", macro_recall=1.0, macro_precision=1.0), case("bad", macro_recall=0.0, macro_precision=0.5),
             case("worse", macro_recall=0.0, macro_precision=0.2), case("err", "error"), case("mid", steps_score=0.5),
             case("half", macro_recall=0.5, macro_precision=1.0, steps_score=0.0)]
-    assert [r["case_id"] for r in weakest_cases(rows, ("macro_recall", "macro_precision"))] == ["worse", "bad", "half"]
-    assert [r["case_id"] for r in weakest_cases(rows, ("steps_score",))] == ["half", "mid"]
-    assert [r["case_id"] for r in weakest_cases(rows, ("steps_score",), limit=1)] == ["half"]
+    assert [r.case_id for r in weakest_cases(rows, ("macro_recall", "macro_precision"))] == ["worse", "bad", "half"]
+    assert [r.case_id for r in weakest_cases(rows, ("steps_score",))] == ["half", "mid"]
+    assert [r.case_id for r in weakest_cases(rows, ("steps_score",), limit=1)] == ["half"]
 
 
 def test_a_case_with_full_marks_is_never_among_the_weakest():
     rows = [case("a", macro_recall=1.0, macro_precision=1.0), case("b", macro_recall=1.0, macro_precision=0.9)]
-    assert [r["case_id"] for r in weakest_cases(rows, ("macro_recall", "macro_precision"))] == ["b"]
+    assert [r.case_id for r in weakest_cases(rows, ("macro_recall", "macro_precision"))] == ["b"]
 
 
 def test_not_scored_counts_only_cases_with_a_target_of_the_metrics_kind():

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from openpyxl import load_workbook
 
+from qareport.case_record import CaseRow
 from qareport.cli import main
 from qareport.comparison import compare_runs
 from qareport.errors import SettingsError
@@ -35,6 +36,7 @@ from qareport.records import (
     TurnOutput,
 )
 from qareport.run_reading import read_run
+from qareport.runs import case_row_from_stored
 from qareport.settings import read_config_file, resolve_run_settings
 
 GDP = {"id": "GDP", "name": "gross domestic product"}
@@ -317,9 +319,9 @@ def test_the_grade_extras_option_changes_the_grades_and_is_stated(tmp_path):
 
 def test_a_grade_that_moves_between_two_runs_is_a_line_of_changes(tmp_path):
     last_week = _run(tmp_path / "last", RESPONSES, name="last.xlsx")
-    stored = {row["case_id"]: row for row in read_run(last_week).cases}
-    assert stored["wrong-dataset"]["facts"]["indicator_selection"]["grade"] == ["failure"]
-    assert "grade" not in stored["no-response"]["facts"].get("indicator_selection", {})
+    stored = {row.case_id: row for row in read_run(last_week).cases}
+    assert stored["wrong-dataset"].facts["indicator_selection"]["grade"] == ["failure"]
+    assert "grade" not in stored["no-response"].facts.get("indicator_selection", {})
 
     # this week: the wrong dataset is right (same terms: the macro averages do not move), and the
     # extra term of "one-extra" becomes three (acceptable → problematic, a regression)
@@ -336,13 +338,15 @@ def test_a_grade_that_moves_between_two_runs_is_a_line_of_changes(tmp_path):
     assert ("wrong-dataset", "dataset precision") in moved and ("wrong-dataset", "macro precision") not in moved
 
 
-def _row(case_id: str, grade: object = None, **extra: object) -> dict:
+def _row(case_id: str, grade: object = None, **extra: object) -> CaseRow:
+    """A case row as a stored run holds it, read back."""
     facts = {"indicator_selection": {"grade": grade}} if grade is not None else {}
-    return {"case_id": case_id, "kind": "conversation", "name": case_id, "groups": [], "status": "success",
-            "definition_hash": "h", "facts": facts, "macro_precision": 1.0, "macro_recall": 1.0, **extra}
+    return case_row_from_stored({"case_id": case_id, "kind": "conversation", "name": case_id, "groups": [],
+                                 "status": "success", "definition_hash": "h", "facts": facts, "macro_precision": 1.0,
+                                 "macro_recall": 1.0, **extra})
 
 
-def _changes(old: dict, new: dict) -> list[tuple]:
+def _changes(old: CaseRow, new: CaseRow) -> list[tuple]:
     snapshot = lambda row: RunSnapshot(source="x", created="2024-05-01T10:00:00+00:00",  # noqa: E731
                                        qareport_version="0", cases=(row,))
     return [(c.kind, c.metric, c.old, c.new) for c in compare_runs(snapshot(old), snapshot(new)).changes]

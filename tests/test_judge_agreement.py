@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from openai_stub import serve_stub
 from openpyxl import load_workbook
 from test_libreoffice import require
 
+from qareport.case_record import CaseRow
 from qareport.cli import main
 from qareport.judge_agreement import (
     DISAGREEMENT_THRESHOLD,
@@ -28,7 +30,7 @@ from qareport.judge_agreement import (
 )
 from qareport.records import Review
 from qareport.run_reviews import read_reviews
-from qareport.runs import decode_case_row
+from qareport.runs import case_row_from_stored
 
 WEEK_1, WEEK_2, WEEK_3 = "1714557600", "1715162400", "1715767200"
 A = "c10bbc8dce98a4b8832d125134a16153"  # judged: correctness, relevance, retrieval
@@ -113,17 +115,17 @@ def test_a_review_says_which_judged_metric_was_wrong(typed, exp):
 
 
 def test_a_judgment_carried_from_week_to_week_counts_once_with_its_latest_review():
-    row = {"case_id": "a", "definition_hash": "h", "judged": {"correctness": 0.5, "relevance": 0.9}}
+    row = CaseRow("a", definition_hash="h", judged={"correctness": 0.5, "relevance": 0.9})
     week1 = ([row], {"a": Review("ok")})
     week2 = ([row], {"a": Review("judge wrong: correctness")})  # the analyst looked again
     assert count_reviewed([week1, week2]) == {"correctness": (1, 1), "relevance": (1, 0)}
-    judged_again = {**row, "judged": {"correctness": 0.25, "relevance": 0.9}}  # a new judgment of correctness
+    judged_again = replace(row, judged={"correctness": 0.25, "relevance": 0.9})  # a new judgment of correctness
     week3 = ([judged_again], {"a": Review("judge wrong")})
     assert count_reviewed([week1, week2, week3]) == {"correctness": (2, 2), "relevance": (1, 1)}
 
 
 def test_a_review_naming_only_metrics_the_case_was_not_judged_on_says_nothing_of_the_others():
-    row = {"case_id": "a", "definition_hash": "h", "judged": {"relevance": 0.9}}
+    row = CaseRow("a", definition_hash="h", judged={"relevance": 0.9})
     assert count_reviewed([([row], {"a": Review("judge wrong: retrieval")})]) == {}
     assert count_reviewed([([row], {"a": Review("judge wrong: retrieval, relevance")})]) == {"relevance": (1, 1)}
     assert count_reviewed([([row], {"a": Review("judge wrong: corectness")})]) == {}  # a typo: said in Problems
@@ -144,11 +146,11 @@ def test_a_metric_is_flagged_with_enough_reviews_and_an_interval_above_the_thres
 
 
 def test_an_edited_judged_cell_is_read_without_a_crash():
-    assert decode_case_row({"case_id": "a", "judged": "not json"})["judged"] == {}
-    assert decode_case_row({"case_id": "a", "judged": '["correctness"]'})["judged"] == {}
-    got = decode_case_row({"case_id": "a", "judged": '{"correctness": 0.5, "relevance": NaN, "x": [1], "y": true}'})
-    assert got["judged"] == {"correctness": 0.5}
-    assert decode_case_row({"case_id": "a"})["judged"] == {}  # a workbook from before qareport kept judgments
+    assert case_row_from_stored({"case_id": "a", "judged": "not json"}).judged == {}
+    assert case_row_from_stored({"case_id": "a", "judged": '["correctness"]'}).judged == {}
+    got = case_row_from_stored({"case_id": "a", "judged": '{"correctness": 0.5, "relevance": NaN, "x": [1], "y": true}'})
+    assert got.judged == {"correctness": 0.5}
+    assert case_row_from_stored({"case_id": "a"}).judged == {}  # a workbook from before qareport kept judgments
 
 
 # --- three weeks of workbooks with typed reviews ----------------------------------------------------------

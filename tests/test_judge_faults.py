@@ -11,7 +11,7 @@ import math
 import socket
 
 import pytest
-from conftest import RESPONSES, TESTCASES
+from conftest import RESPONSES, TESTCASES, typed_row
 from openai_stub import (
     Fault,
     duplicate_indexes,
@@ -150,8 +150,8 @@ def test_a_custom_metric_value_that_is_not_finite_is_an_unusable_reply():
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_a_score_that_is_not_finite_is_never_binned_or_averaged(bad):
-    rows = [{"case_id": "a", "status": "success", "kind": "qa", "answer_f1": 0.5},
-            {"case_id": "b", "status": "success", "kind": "qa", "answer_f1": bad}]
+    rows = [typed_row("a", status="success", kind="qa", answer_f1=0.5),
+            typed_row("b", status="success", kind="qa", answer_f1=bad)]
     assert sum(score_distribution(rows, "answer_f1")) == 1
     (headline,) = [item for item in headline_metrics(rows) if item.metric == "answer_f1"]
     assert headline.mean == 0.5 and headline.cases == 1

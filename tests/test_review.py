@@ -8,9 +8,11 @@ import csv
 import json
 import subprocess
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import typed_row
 from openpyxl import load_workbook
 from test_baseline_and_trend import REGRESSED, TESTCASES, WEEK_18, WEEK_20, last_week_responses, run
 from test_libreoffice import require
@@ -296,9 +298,10 @@ def test_a_case_back_after_an_absence_is_compared_with_the_run_it_was_last_seen_
     from qareport.records import Review
     from qareport.report import carry_reviews
 
-    seen = {"case_id": "a", "status": "success", "definition_hash": "h1", "macro_recall": 1.0}
+    seen = typed_row("a", status="success", definition_hash="h1", macro_recall=1.0)
     absent = Comparison("last week", "", "", changes=(), headline=())  # the case was not in last week's run
     kept = {"a": Review("ok", "checked", last_seen=seen)}
-    assert carry_reviews(kept, absent, [dict(seen)]) == {"a": Review("ok", "checked")}
-    assert carry_reviews(kept, absent, [{**seen, "macro_recall": 0.5}]) == {"a": Review(None, "was: ok; checked")}
-    assert carry_reviews(kept, absent, [{**seen, "definition_hash": "h2"}]) == {"a": Review(None, "was: ok; checked")}
+    assert carry_reviews(kept, absent, [replace(seen)]) == {"a": Review("ok", "checked")}
+    assert carry_reviews(kept, absent, [replace(seen, metrics={"macro_recall": 0.5})]) == {
+        "a": Review(None, "was: ok; checked")}
+    assert carry_reviews(kept, absent, [replace(seen, definition_hash="h2")]) == {"a": Review(None, "was: ok; checked")}
