@@ -93,7 +93,7 @@ class HeadlineDelta:
 
     @property
     def label(self) -> str:
-        return kinds.metric_label(self.metric)
+        return kinds.catalogue().metric_label(self.metric)
 
 
 def noise_words(beyond: bool | None, p_value: float | None) -> str | None:
@@ -135,7 +135,7 @@ class BreakdownChange:
 
     @property
     def label(self) -> str:
-        return self.metric if self.by == "dimension" else kinds.metric_label(self.metric)
+        return self.metric if self.by == "dimension" else kinds.catalogue().metric_label(self.metric)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +185,13 @@ class Comparison:
 
 
 def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,
-                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = (), detailed: bool = True) -> Comparison:
+                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = (), detailed: bool = True,
+                 kind_set: kinds.RunKinds | None = None) -> Comparison:
     """What changed from `baseline` to `current`, per case and metric, and in the headline metrics
     (with `detailed`, also per tag, template and dimension, and every change decided beyond noise or
-    not). `unloaded`: the test cases this run could not read (`Suite.unloaded`)."""
+    not). `unloaded`: the test cases this run could not read (`Suite.unloaded`); `kind_set`: the
+    current run's kinds (None: the catalogue's, for two stored runs)."""
+    kind_set = kind_set if kind_set is not None else kinds.catalogue()
     old_rows = _by_case_id(baseline.cases)
     new_rows = _by_case_id(current.cases)
     changes: list[CaseChange] = []
@@ -198,7 +201,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
             changes.append(CaseChange("new case", case_id, str(new.get("name") or ""),
                                       new_status=new.get("status")))
         else:
-            changes.extend(changes_of_case(old, new, tolerance))
+            changes.extend(changes_of_case(old, new, tolerance, kind_set))
     for case_id, old in old_rows.items():
         if case_id not in new_rows:
             lost = why_not_loaded(case_id, old, unloaded)
@@ -210,7 +213,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                                           old_status=old.get("status")))
     changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
-                 for movement in case_movements(changes, old_rows, new_rows)]
+                 for movement in case_movements(changes, old_rows, new_rows, kind_set)]
     reasons = {movement.case_id: movement.reason for movement in movements}
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     comparison = Comparison(
@@ -218,12 +221,12 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         baseline_created=baseline.created,
         baseline_version=baseline.qareport_version,
         changes=tuple(changes),
-        headline=headline_deltas(headline_metrics(baseline.cases), headline_metrics(current.cases),
-                                 old_rows, new_rows) if detailed else (),
+        headline=headline_deltas(headline_metrics(baseline.cases, kind_set), headline_metrics(current.cases, kind_set),
+                                 old_rows, new_rows, kind_set) if detailed else (),
         movements=tuple(movements),
         warnings=tuple(warnings),
-        breakdown=breakdown_changes(old_rows, new_rows) if detailed else (),
-        attempts_note=attempts_note(old_rows, new_rows),
+        breakdown=breakdown_changes(old_rows, new_rows, kind_set=kind_set) if detailed else (),
+        attempts_note=attempts_note(old_rows, new_rows, kind_set=kind_set),
     )
     return decide_noise(comparison) if detailed else comparison
 
@@ -289,7 +292,7 @@ def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[
 
 
 def breakdown_changes(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mapping[str, Mapping[str, Any]], *,
-                      minimum_cases: int = 2) -> tuple[BreakdownChange, ...]:
+                      minimum_cases: int = 2, kind_set: kinds.RunKinds | None = None) -> tuple[BreakdownChange, ...]:
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
     (Q&A questions), and of precision and recall per dimension, each over at least `minimum_cases`
     shared cases; sorted by tag, template and dimension name."""
@@ -305,7 +308,7 @@ def breakdown_changes(old_rows: Mapping[str, Mapping[str, Any]], new_rows: Mappi
             dimensions.setdefault(str(name), []).append((old, new))
     found: list[BreakdownChange] = []
     for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", item[0][1])):
-        for metric in kinds.headline_metric_keys():
+        for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
             found += _breakdown(by, group, metric, *_values(pairs, _value_of(metric)), minimum_cases)
     for dimension, pairs in sorted(dimensions.items()):
         for which in ("precision", "recall"):
@@ -335,13 +338,14 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
 
 def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
                     old_rows: Mapping[str, Mapping[str, Any]] | None = None,
-                    new_rows: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[HeadlineDelta, ...]:
+                    new_rows: Mapping[str, Mapping[str, Any]] | None = None,
+                    kind_set: kinds.RunKinds | None = None) -> tuple[HeadlineDelta, ...]:
     """Each headline metric either run has: both runs' means and the like-for-like change (given
     the case rows of both runs)."""
     before = {h.metric: h for h in old}
     after = {h.metric: h for h in new}
     deltas = []
-    for metric in kinds.headline_metric_keys():
+    for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
         if metric not in before and metric not in after:
             continue
         shared: dict[str, Any] = {}

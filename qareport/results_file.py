@@ -23,18 +23,20 @@ if TYPE_CHECKING:
     from qareport.report import Report
 
 
-def kind_sections(results: Sequence[CaseResult]) -> dict[str, Any]:
+def kind_sections(results: Sequence[CaseResult], run: kinds.RunKinds) -> dict[str, Any]:
     """The results file's `kinds` entry: each of the run's kinds' suite-level section
     (`Kind.results_section`); no entry when none has one."""
-    sections = {kind.name: dict(section) for kind in kinds.run_kinds(results)
+    sections = {kind.name: dict(section) for kind in run
                 if (section := kind.results_section(results)) is not None}
     return {"kinds": sections} if sections else {}
 
 
-def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
-    """Case rows as a stored run keeps them: without the metrics of registered kinds the run does
-    not have (`kinds.run_kinds`), so that registering a kind changes no stored run that does not use it."""
-    absent = {m.key for kind in kinds.REGISTRY if kind not in run for m in kind.metrics}
+def stored_case_rows(rows: Iterable[Mapping[str, Any]], run: kinds.RunKinds,
+                     kind_set: kinds.RunKinds) -> list[dict[str, Any]]:
+    """Case rows as a stored run keeps them: without the metrics of the kinds of `kind_set` the run
+    does not have (`run`: `Report.kinds`), so that registering a kind changes no stored run that
+    does not use it."""
+    absent = {m.key for kind in kind_set if kind not in run.kinds for m in kind.metrics}
     return [{key: value for key, value in row.items() if key not in absent} for row in rows]
 
 
@@ -51,8 +53,8 @@ def results_document(report: Report) -> dict[str, Any]:
             "per_group": [asdict(g) for g in statistics.per_group],
             "per_dimension": [asdict(d) for d in statistics.per_dimension],
         },
-        "cases": stored_case_rows(report.rows, kinds.run_kinds(report.results)),
-        **kind_sections(report.results),
+        "cases": stored_case_rows(report.rows, report.kinds, report.kind_set),
+        **kind_sections(report.results, report.kinds),
         **_judge_entry(report),
     }
 

@@ -285,7 +285,7 @@ def _baseline_metrics(metadata: Mapping[str, Any]) -> set[str]:
 
 
 def _metric_order(metric: str) -> tuple[int, str]:
-    order = kinds.headline_metric_keys()
+    order = kinds.catalogue().headline_metric_keys()
     return (order.index(metric) if metric in order else len(order), metric)
 
 

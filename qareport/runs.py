@@ -223,7 +223,7 @@ def column_letter(column: int) -> str:
 def case_value_types() -> dict[str, Expected]:
     """What each case-row field holds; lists and mappings are read by `decode_case_row`."""
     types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
-    types.update({key: "number" for key in (*kinds.case_metric_keys(), *USAGE_FIELDS)})
+    types.update({key: "number" for key in (*kinds.catalogue().case_metric_keys(), *USAGE_FIELDS)})
     return types
 
 

@@ -18,7 +18,7 @@ from qareport.comparison import noise_words
 from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.headline import SCORE_BINS
-from qareport.kinds import Table, metric_label
+from qareport.kinds import RunKinds, Table
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS
 from qareport.report import Report
 from qareport.statistics import GroupScores, SuiteStatistics
@@ -95,8 +95,10 @@ def write_data_query(tables: TableWriter, stats: SuiteStatistics) -> dict[str, c
     return ranges
 
 
-def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any = 5) -> dict[str, charts.TableRange]:
-    """Returns the place of the steps-score column of the per-template table (for its chart)."""
+def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any = 5,
+             labels: RunKinds) -> dict[str, charts.TableRange]:
+    """Returns the place of the steps-score column of the per-template table (for its chart). The
+    metrics are named by `labels`, the run's kinds."""
     ranges: dict[str, charts.TableRange] = {}
     per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
     micro = aggregates.get("micro", {})
@@ -123,7 +125,7 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     ))
     rows.append(("templates averaged (macro)", None, None, *[macro.get(m, {}).get("mean") for m in metrics]))
     first, last = tables.table(
-        ("template", "success samples", "error samples", *[metric_label(m) for m in metrics]),
+        ("template", "success samples", "error samples", *[labels.metric_label(m) for m in metrics]),
         rows,
         (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[metric_format(m) for m in metrics]),
     )
@@ -137,10 +139,11 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     for metric in metrics:
         stats = _template_metric(micro, metric)
         if stats is not None:
-            stat_rows.append((metric_label(metric), *[stats.get(k) for k in ("sum", "mean", "median", "min", "max")]))
+            figures = [stats.get(k) for k in ("sum", "mean", "median", "min", "max")]
+            stat_rows.append((labels.metric_label(metric), *figures))
     first, _ = tables.table(("metric", "sum", "mean", "median", "min", "max"), stat_rows,
                             (None, *[styles.SCORE_FORMAT] * 5))
-    _restyle_micro_rows(tables.ws, first, stat_rows, metrics)
+    _restyle_micro_rows(tables.ws, first, stat_rows, metrics, labels)
     counter_rows = []
     for template_id, summary in per_template.items():  # first appearance, as everywhere
         steps = summary.get("steps") or {}
@@ -158,9 +161,9 @@ def write_qa(tables: TableWriter, aggregates: dict[str, Any], *, semantics: Any 
     return ranges
 
 
-def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: list[str]) -> None:
+def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: list[str], kinds: RunKinds) -> None:
     """Give each metric row of the micro table its own number format (tokens, seconds, dollars)."""
-    labels = {metric_label(m): m for m in metrics}
+    labels = {kinds.metric_label(m): m for m in metrics}
     for offset, values in enumerate(stat_rows):
         fmt = metric_format(labels[values[0]])
         for column in range(2, 7):
@@ -168,7 +171,8 @@ def _restyle_micro_rows(ws: Sheet, first: int, stat_rows: list[Any], metrics: li
 
 
 
-def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]]) -> charts.TableRange | None:
+def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]], *,
+                       labels: RunKinds) -> charts.TableRange | None:
     """Binned counts of each headline metric over the evaluated cases, for the histogram. Each metric
     has its own column: unlike metrics are never averaged into one score."""
     if not distributions:
@@ -184,7 +188,7 @@ def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence
         for index, (low, high) in enumerate(SCORE_BINS)
     ]
     first, last = tables.table(
-        ("score", *[metric_label(m) for m in metrics]),
+        ("score", *[labels.metric_label(m) for m in metrics]),
         table_rows,
         (None, *[styles.INTEGER_FORMAT] * len(metrics)),
     )
@@ -251,7 +255,7 @@ def write_attempts(tables: TableWriter, report: Report) -> None:
                    f"pass@k: the chance that at least one of k attempts of a case passes; pass^k: that all k pass "
                    f"(unbiased estimators from each case's attempts, averaged over the cases with k or more). "
                    f"k: the number of attempts most cases have. {rates.describe()}. An attempt passes by its "
-                   f"kinds' rules: {pass_rules_text()}.")
+                   f"kinds' rules: {pass_rules_text(report.kind_set)}.")
     tables.table(("k", "pass@k", "pass^k", "cases", "cases with attempts", "flaky", "left out"),
                  [(rates.rates.k, rates.rates.pass_at_k, rates.rates.pass_hat_k, rates.rates.cases,
                    rates.cases_with_attempts, rates.flaky, rates.rates.too_few_attempts)],
@@ -283,11 +287,12 @@ def write_statistics(ws: Sheet, report: Report) -> None:
                  (None, *[styles.INTEGER_FORMAT] * (len(counts) + 1)))
     ranges = write_data_query(tables, stats)
     if stats.qa_aggregates:
-        ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.steps_semantics or DEFAULT_SEMANTICS))
+        ranges.update(write_qa(tables, stats.qa_aggregates, semantics=report.run.steps_semantics or DEFAULT_SEMANTICS,
+                               labels=report.kind_set))
     write_kind_tables(tables, report.kind_tables)
     write_attempts(tables, report)
     write_changes(tables, report)
-    distribution = write_distribution(tables, report.score_distributions)
+    distribution = write_distribution(tables, report.score_distributions, labels=report.kind_set)
     write_judged_metrics(tables, report.judged)
     write_judge_agreement(tables, report.agreement)
     write_judge_noise(tables, report.judge_noise)
