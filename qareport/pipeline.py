@@ -273,7 +273,7 @@ def _run(
     if (baseline_path := options.baseline) is not None:
         def read_baseline() -> tuple[RunSnapshot, Any]:
             on_stage("baseline")
-            return (read_run(baseline_path, on_problem=stored.append),
+            return (read_run(baseline_path, on_problem=stored.append, kinds=run_kinds),
                     read_reviews(baseline_path, on_problem=stored.append))
 
         baseline, baseline_reviews = _optional_stage(
@@ -282,7 +282,8 @@ def _run(
     if options.history:
         def read_earlier() -> Any:
             on_stage("history")
-            earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append)
+            earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append,
+                                   kinds=run_kinds)
             return earlier, read_history_reviews(earlier.runs)
 
         history, history_reviews = _optional_stage(

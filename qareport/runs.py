@@ -42,6 +42,7 @@ from qareport.errors import BaselineError
 from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import stored_judgments
+from qareport.kinds import RunKinds
 from qareport.records import USAGE_FIELDS, Location, Problem
 
 if TYPE_CHECKING:
@@ -93,9 +94,10 @@ def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
         return fallback(value)
 
 
-def decode_case_row(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A case row from cells (or from a results file), with every `case_fields()` key present."""
-    row = {field: values.get(field) for field in case_fields()}
+def decode_case_row(values: Mapping[str, Any], kinds: RunKinds | None = None) -> dict[str, Any]:
+    """A case row from cells (or from a results file), with every `case_fields(kinds)` key present
+    (`kinds`: the reading run's; None: the catalogue's)."""
+    row = {field: values.get(field) for field in case_fields(kinds)}
     for field in LIST_FIELDS:
         raw = _from_json(row.get(field),
                          fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
@@ -220,20 +222,22 @@ def column_letter(column: int) -> str:
     return letters
 
 
-def case_value_types() -> dict[str, Expected]:
-    """What each case-row field holds; lists and mappings are read by `decode_case_row`."""
+def case_value_types(kind_set: RunKinds | None = None) -> dict[str, Expected]:
+    """What each case-row field holds (the metrics of `kind_set`; None: the catalogue's); lists and
+    mappings are read by `decode_case_row`."""
     types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
-    types.update({key: "number" for key in (*kinds.catalogue().case_metric_keys(), *USAGE_FIELDS)})
+    metric_keys = (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()
+    types.update({key: "number" for key in (*metric_keys, *USAGE_FIELDS)})
     return types
 
 
 def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str], target: Path,
-                      on_problem: OnProblem) -> dict[str, Any] | None:
+                      on_problem: OnProblem, kinds: RunKinds | None = None) -> dict[str, Any] | None:
     """A stored case row with each value of the type its field holds (see `convert_value`); a value
     that cannot be converted is left out with a problem. None (and a problem) for a row without a
     case id, which nothing could be compared with."""
     cleaned = dict(values)
-    for field, expected in case_value_types().items():
+    for field, expected in case_value_types(kinds).items():
         if field not in cleaned:
             continue
         value = convert_value(cleaned[field], expected)
