@@ -326,11 +326,12 @@ def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
 
     from qareport.case_rows import case_rows
     from qareport.evaluation import evaluate_suite
+    from qareport.kinds import catalogue
     from qareport.loading import load_suite
     from qareport.statistics import summarize
 
     results = evaluate_suite(load_suite([str(TESTCASES)], [str(RESPONSES)])).results
-    headline = {item.metric: item.mean for item in headline_metrics(case_rows(results))}
+    headline = {item.metric: item.mean for item in headline_metrics(case_rows(results, catalogue()))}
     data_query = summarize(results).data_query
     assert data_query is not None
     assert (data_query.macro_precision, data_query.macro_recall) == (headline["macro_precision"],

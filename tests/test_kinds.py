@@ -173,10 +173,10 @@ def test_two_kinds_cannot_share_a_name_or_a_metric(keywords_kind):
 
 
 def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
-    assert kinds.case_metric_keys() == ("macro_precision", "macro_recall", "dataset_precision", "dataset_recall",
+    assert kinds.catalogue().case_metric_keys() == ("macro_precision", "macro_recall", "dataset_precision", "dataset_recall",
                                         "steps_score", "answer_recall", "answer_precision", "answer_f1",
                                         "answer_relevance")
-    assert kinds.headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
+    assert kinds.catalogue().headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
                                             "answer_relevance")
 
 
@@ -256,10 +256,10 @@ def test_the_writers_only_lay_out_the_case_values_the_report_model_computed_once
 def test_a_metric_has_one_label_wherever_it_is_shown():
     from qareport.workbook import statistics_sheet
 
-    assert kinds.metric_label("retrieval_context_recall") == "context recall (text similarity)"
-    assert kinds.metric_label("retrieval_answer_f1") == "retrieval answer F1"
-    assert kinds.metric_label("elapsed_sec") == "elapsed seconds"
-    assert kinds.metric_label("answer_f1") == "answer F1"
+    assert kinds.catalogue().metric_label("retrieval_context_recall") == "context recall (text similarity)"
+    assert kinds.catalogue().metric_label("retrieval_answer_f1") == "retrieval answer F1"
+    assert kinds.catalogue().metric_label("elapsed_sec") == "elapsed seconds"
+    assert kinds.catalogue().metric_label("answer_f1") == "answer F1"
     assert not hasattr(statistics_sheet, "LABELS")  # the Statistics sheet asks `kinds` like every other sheet
     assert [kinds.metric_format(key) for key in ("answer_relevance_cost", "input_tokens", "elapsed_sec",
                                                  "steps_score")] == ["cost", "integer", "seconds", "score"]
