@@ -19,7 +19,7 @@ lies in [0, 1] and higher is better, so a drop is a regression. Per case present
 Cases only in the current run are *new*, cases only in the baseline *removed*, unless they could
 not be loaded this time (their file, or their item of it, could not be read): then they are *not
 loaded* (`why_not_loaded`), listed first, and never counted as removed or regressed. Every changed
-case also gets one line (`group_movements`), in the words of its kinds (`kinds.explain_change`:
+case also gets one line (`group_movements`), in the words of its kinds (`RunKinds.explain_change`:
 "lost COUNTRY MEX", "target edited: COUNTRY +KEN").
 """
 

@@ -1,4 +1,4 @@
-"""A case as one flat row (`case_row`): who the case is, every registered kind's metrics, its
+"""A case as one flat row (`case_row`): who the case is, the metrics of the run's kinds, its
 values per attempt, token usage and judgments: what a later run compares. Built from the report model
 only; `runs.py` and the `run_*` modules store these rows, `comparison.py` compares them.
 """

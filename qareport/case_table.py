@@ -2,7 +2,7 @@
 
 `build_report` calls `overview_table` and `details_table` before any writer runs; the sheets only
 lay the values out (fitting texts to a cell, widths, heights, styles). A metric column
-(`Column.metric`) takes the case's value from its case row, where `kinds.case_metrics` put it
+(`Column.metric`) takes the case's value from its case row, where `RunKinds.case_metrics` put it
 once; any other column's `value` is called once per case, here.
 
 The Overview's columns come in the order of a reader's questions (see `workbook.overview`):

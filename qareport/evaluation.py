@@ -88,7 +88,7 @@ def evaluate_case(
 
 @lru_cache(maxsize=8)
 def _plan(registered: tuple[Kind, ...]) -> tuple[tuple[Kind, SharedEvaluation | None, tuple[str, ...]], ...]:
-    """How a turn is scored by the registered kinds, worked out once per registry: each kind that
+    """How a turn is scored by a run's kinds, worked out once per set of kinds: each kind that
     scores itself, and each shared evaluation once (at its first kind), with the names of the
     kinds that share it (any of their parts in the turn asks for it)."""
     plan: list[tuple[Kind, SharedEvaluation | None, tuple[str, ...]]] = []
@@ -107,7 +107,7 @@ def _question_evaluation(kinds: RunKinds) -> SharedEvaluation:
     """The evaluation that the kinds a Q&A question carries share."""
     found = next((kind.shared for kind in kinds if kind.in_questions and kind.shared is not None), None)
     if found is None:
-        raise RuntimeError("no registered kind evaluates the questions of a Q&A dataset")
+        raise RuntimeError("no kind of the run evaluates the questions of a Q&A dataset")
     return found
 
 

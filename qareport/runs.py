@@ -1,7 +1,7 @@
 """Stored runs: the one format a run is kept in (its names, its case-row cells, and reading back what
 an analyst may have edited), written and read back by the `run_*` modules and `results_file.py` only.
 
-A run is kept as one flat row per case (`case_rows.case_rows`: who the case is, every registered kind's
+A run is kept as one flat row per case (`case_rows.case_rows`: who the case is, the metrics of the run's kinds,
 metrics, token usage), a few key-value facts about the run (`run_sheets.run_metadata`), and, when it was
 compared with a baseline, its changes. Two containers hold that format, and either can be a later run's
 baseline or a point of its trend:
