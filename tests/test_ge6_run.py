@@ -280,16 +280,20 @@ def test_a_custom_output_named_as_another_kinds_metric_is_a_settings_error(tmp_p
 
 
 def test_two_runs_at_once_in_one_process_each_get_exactly_their_own_kinds(tmp_path, stub):
-    """A run with custom evaluations and one without, in two threads that wait for each other at
-    every stage: each workbook, results file and report has its own columns and metrics, and the
-    catalogue is as it was."""
+    """A run with custom evaluations and one without, in two threads: the second starts once the
+    first has made its kinds, and they wait for each other before evaluating and before writing.
+    Each workbook, results file and report has its own columns and metrics, and the catalogue is as
+    it was."""
     before = kinds.catalogue()
     config = ge6_config(tmp_path, stub.url)
     stub.rules["custom"] = scripted_custom(0.75)
     together = threading.Barrier(2, timeout=120)
+    first_loading = threading.Event()
 
     def in_step(stage: str) -> None:
-        if stage in ("loading", "evaluating", "writing"):
+        if stage == "loading":
+            first_loading.set()
+        if stage in ("evaluating", "writing"):
             together.wait()
 
     def options(name: str, **given) -> RunOptions:
@@ -309,8 +313,9 @@ def test_two_runs_at_once_in_one_process_each_get_exactly_their_own_kinds(tmp_pa
             failures.append(error)
 
     threads = [threading.Thread(target=run_one, args=item) for item in (("custom", custom), ("plain", plain))]
-    for thread in threads:
-        thread.start()
+    threads[0].start()
+    assert first_loading.wait(timeout=120)
+    threads[1].start()
     for thread in threads:
         thread.join(timeout=300)
     assert not failures, failures
