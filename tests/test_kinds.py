@@ -7,6 +7,7 @@ results file and the comparison with a baseline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -170,6 +171,24 @@ def test_two_kinds_cannot_share_a_name_or_a_metric(keywords_kind):
 
     with pytest.raises(ValueError, match="belong to another kind"):
         kinds.register(Clash())
+
+
+def test_a_runs_kinds_are_the_catalogues_and_its_own_and_leave_the_catalogue_as_it_was():
+    before = kinds.catalogue()
+    run = kinds.for_run(ExpectedKeywords())
+    assert run.kinds == (*before.kinds, run.kinds[-1]) and run.kinds[-1].name == "expected_keywords"
+    assert "keyword_recall" in run.headline_metric_keys() and run.metric_label("keyword_recall") == "keyword recall"
+    assert kinds.catalogue() == before and kinds.catalogue().named("expected_keywords") is None
+    assert "keyword_recall" not in kinds.catalogue().case_metric_keys()
+
+    class Clash(Kind):
+        name = "clash"
+        metrics = (Metric("answer_f1", "answer F1"),)
+
+    with pytest.raises(ValueError, match="belong to another kind"):  # a run's own kinds keep registration's checks
+        kinds.for_run(Clash())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.kinds = ()  # type: ignore[misc]
 
 
 def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
