@@ -274,7 +274,7 @@ def _run(
         def read_baseline() -> tuple[RunSnapshot, Any]:
             on_stage("baseline")
             return (read_run(baseline_path, on_problem=stored.append, kinds=run_kinds),
-                    read_reviews(baseline_path, on_problem=stored.append))
+                    read_reviews(baseline_path, on_problem=stored.append, kinds=run_kinds))
 
         baseline, baseline_reviews = _optional_stage(
             f"reading the baseline {baseline_path}", "the workbook has no comparison with it", faults,
@@ -284,7 +284,7 @@ def _run(
             on_stage("history")
             earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append,
                                    kinds=run_kinds)
-            return earlier, read_history_reviews(earlier.runs)
+            return earlier, read_history_reviews(earlier.runs, run_kinds)
 
         history, history_reviews = _optional_stage(
             "reading the history", "the workbook has no Trend sheet", faults, read_earlier,
