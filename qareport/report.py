@@ -97,16 +97,14 @@ class Report:
         import pandas as pd
 
         if level == "case":
-            metric_keys = [metric.key for kind in self.kinds for metric in kind.metrics]
+            metric_keys = list(self.kinds.case_metric_keys())
             rows = []
             for result in self.results:
                 case = result.case
                 row: dict[str, Any] = {"case_id": case.id, "name": case.name, "groups": case.groups,
                                        "cluster": case.cluster, "status": result.status,
                                        "reason": self.reasons.get(case.id)}
-                metrics: dict[str, Any] = {}
-                for kind in self.kinds:
-                    metrics.update(kind.case_metrics(result))
+                metrics = self.kinds.case_metrics(result)
                 row.update((key, metrics.get(key)) for key in metric_keys)
                 rows.append(row)
             return _frame(pd, rows, ["case_id", "name", "groups", "cluster", "status", "reason"], metric_keys)
