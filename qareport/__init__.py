@@ -4,7 +4,9 @@ The library mirrors graphrag-eval 5.x's entry points, so its users move over by 
 import: `run_evaluation(reference_qas, chat_responses)` and `compute_aggregates(results)`. A run
 step by step: `load_suite` → `evaluate_suite` → `build_report` → `write_workbook` (and
 `write_results_file(results_document(report), path)`); `run_pipeline(RunOptions(...))` does all of
-it as `qareport run` does. `register_kind(MyKind())` adds a kind of target (`qareport.kinds`).
+it as `qareport run` does. `register_kind(MyKind())` adds a kind of target (`qareport.kinds`) to
+the catalogue; the steps take a run's `RunKinds` (`kinds=`, by default the catalogue's), which
+`run_pipeline` makes once per run.
 Names are imported on first use, so `qareport --help` does not pay for pandas and openpyxl.
 """
 
@@ -55,6 +57,7 @@ _EXPORTS = {
     "RunOutcome": "qareport.pipeline",
     # a kind of target of one's own
     "Kind": "qareport.kinds",
+    "RunKinds": "qareport.kinds",
     "register_kind": "qareport.kinds",
     # errors
     "QAReportError": "qareport.errors",

@@ -19,7 +19,7 @@ lies in [0, 1] and higher is better, so a drop is a regression. Per case present
 Cases only in the current run are *new*, cases only in the baseline *removed*, unless they could
 not be loaded this time (their file, or their item of it, could not be read): then they are *not
 loaded* (`why_not_loaded`), listed first, and never counted as removed or regressed. Every changed
-case also gets one line (`group_movements`), in the words of its kinds (`kinds.explain_change`:
+case also gets one line (`group_movements`), in the words of its kinds (`RunKinds.explain_change`:
 "lost COUNTRY MEX", "target edited: COUNTRY +KEN").
 """
 
@@ -96,7 +96,8 @@ class CaseMovement:
                 if change.old_status != change.new_status and change.new_status is not None:
                     parts.append(f"{change.old_status or 'new'} \u2192 {change.new_status}")
                 continue
-            parts.append(f"{kinds.metric_label(change.metric)} {_two(change.old)} \u2192 {_two(change.new)}")
+            label = kinds.catalogue().metric_label(change.metric)  # a record of two stored runs: no run at hand
+            parts.append(f"{label} {_two(change.old)} \u2192 {_two(change.new)}")
         return ", ".join(dict.fromkeys(parts))
 
 
@@ -105,20 +106,23 @@ def _two(value: Any) -> str:
     return f"{number:.2f}" if number is not None else str(value)
 
 
-def changes_of_case(old: CaseRow, new: CaseRow, tolerance: float) -> list[CaseChange]:
+def changes_of_case(old: CaseRow, new: CaseRow, tolerance: float,
+                    kind_set: kinds.RunKinds | None = None) -> list[CaseChange]:
+    """How a case changed between two of its rows, by the metrics of `kind_set` (None: the catalogue's)."""
+    kind_set = kind_set if kind_set is not None else kinds.catalogue()
     case_id, name = new.case_id, new.name or old.name or ""
     old_status, new_status = old.status, new.status
     statuses = {"old_status": old_status, "new_status": new_status}
 
     def metric_changes(kind_of: Any, *, grades: bool = True) -> list[CaseChange]:
         changes = []
-        for metric in kinds.case_metric_keys():
+        for metric in kind_set.case_metric_keys():
             before, after = _number(old.metric(metric)), _number(new.metric(metric))
             if before is None or after is None or abs(after - before) <= tolerance:
                 continue
             changes.append(CaseChange(kind_of(after - before), case_id, name, metric, before, after,
                                       after - before, **statuses))
-        for move in kinds.grade_moves(old.facts, new.facts) if grades else ():  # "grade ideal → acceptable"
+        for move in kind_set.grade_moves(old.facts, new.facts) if grades else ():  # "grade ideal → acceptable"
             changes.append(CaseChange(kind_of(-1.0 if move.worse else 1.0), case_id, name, move.metric,
                                       move.old, move.new, None, **statuses))
         return changes
@@ -135,20 +139,20 @@ def changes_of_case(old: CaseRow, new: CaseRow, tolerance: float) -> list[CaseCh
         return [CaseChange("improvement", case_id, name, "status", old_status, new_status, None, **statuses)]
     if old_status != "success":
         return []  # neither run scored it: nothing to compare
-    decided = case_verdict(old, new)
+    decided = case_verdict(old, new, kind_set)
     if decided is not None and decided.verdict not in (CaseVerdict.REGRESSED, CaseVerdict.IMPROVED):
         return metric_changes(lambda delta: WITHIN_NOISE)  # a flip, as far as its attempts can tell
     return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
 
 
-def case_verdict(old: CaseRow, new: CaseRow) -> AttemptsChange | None:
+def case_verdict(old: CaseRow, new: CaseRow, kind_set: kinds.RunKinds | None = None) -> AttemptsChange | None:
     """Whether a case answered several times in both runs changed beyond what its own attempts vary
     by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric_key` that
     both runs have); None when a run has no attempts of it (one run per case: today's rule)."""
     before, after = old.attempts, new.attempts
     if before is None or after is None:
         return None
-    for kind in kinds.REGISTRY:
+    for kind in kind_set if kind_set is not None else kinds.catalogue():
         key = kind.main_metric_key()
         if key is None:
             continue
@@ -166,7 +170,7 @@ def _decided(old_values: tuple[float, ...], new_values: tuple[float, ...]) -> At
 
 
 def attempts_note(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
-                  *, level: float = ALPHA) -> str | None:
+                  *, level: float = ALPHA, kind_set: kinds.RunKinds | None = None) -> str | None:
     """What the lists of regressed and improved cases rest on, said once: one run per case (no case
     has attempts in both runs), or attempts too few to ever decide at `level` (3 against 3)."""
     sizes: Counter[tuple[int, int]] = Counter()
@@ -174,7 +178,7 @@ def attempts_note(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRo
         old = old_rows.get(case_id)
         if old is None or test_changed(old, new) or old.status != "success" or new.status != "success":
             continue
-        decided = case_verdict(old, new)
+        decided = case_verdict(old, new, kind_set)
         if decided is not None:
             sizes[(decided.old_attempts, decided.new_attempts)] += 1
     if not sizes:
@@ -196,9 +200,10 @@ def smallest_p(old_attempts: int, new_attempts: int) -> float:
     return (2 if old_attempts == new_attempts else 1) / math.comb(old_attempts + new_attempts, new_attempts)
 
 
-def case_moved(old: CaseRow, new: CaseRow, *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+def case_moved(old: CaseRow, new: CaseRow, *, tolerance: float = DEFAULT_TOLERANCE,
+               kind_set: kinds.RunKinds | None = None) -> bool:
     """Whether a case changed between two of its rows (its test, its status or a metric)."""
-    return bool(changes_of_case(old, new, tolerance))
+    return bool(changes_of_case(old, new, tolerance, kind_set))
 
 
 def test_changed(old: CaseRow, new: CaseRow) -> bool:
@@ -228,7 +233,8 @@ def _status_words(status: Any, error: Any) -> str:
     return f"{text}: {error}" if error and status in ("error", "invalid") else text
 
 
-def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None) -> str | None:
+def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None,
+                    kind_set: kinds.RunKinds | None = None) -> str | None:
     """Why a case moved, in one line: a lost status says what happened; otherwise the kinds say
     what changed in their facts, and failing that the case's reason now (or, improved, before)."""
     if kind in ("new case", "removed case", "not loaded"):
@@ -239,7 +245,8 @@ def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None) 
         return _status_words(new_status, new.error if new is not None else None)
     if kind == "improvement" and old_status != "success":
         return "evaluated again (was: " + _status_words(old_status, None) + ")"
-    said = kinds.explain_change(old.facts if old is not None else {}, new.facts if new is not None else {})
+    said = (kind_set if kind_set is not None else kinds.catalogue()).explain_change(
+        old.facts if old is not None else {}, new.facts if new is not None else {})
     if said:
         return said
     if kind == "test changed":
@@ -251,9 +258,9 @@ def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None) 
 
 
 def case_movements(changes: Sequence[CaseChange], old_rows: Mapping[str, CaseRow],
-               new_rows: Mapping[str, CaseRow]) -> list[CaseMovement]:
+                   new_rows: Mapping[str, CaseRow], kind_set: kinds.RunKinds | None = None) -> list[CaseMovement]:
     return group_movements(changes, lambda kind, case_id: movement_reason(kind, old_rows.get(case_id),
-                                                                          new_rows.get(case_id)))
+                                                                          new_rows.get(case_id), kind_set))
 
 
 def group_movements(changes: Sequence[CaseChange],

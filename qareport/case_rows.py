@@ -1,4 +1,4 @@
-"""A case as one typed row (`case_row`, a `CaseRow`): who the case is, every registered kind's metrics,
+"""A case as one typed row (`case_row`, a `CaseRow`): who the case is, the metrics of the run's kinds,
 its values per attempt, token usage and judgments: what a later run compares. Built from the report
 model only; `runs.py` derives the stored form from it (and reads it back), `comparison.py` compares them.
 """
@@ -23,16 +23,17 @@ ATTEMPTS_FIELD = "attempts"
 results file's case row) is there only when a case of the run has attempts."""
 
 
-def case_fields(run: Sequence[kinds.Kind] | None = None) -> tuple[str, ...]:
+def case_fields(run: kinds.RunKinds | None = None) -> tuple[str, ...]:
     """The columns of a case row: who the case is, the metrics of the run's kinds (`run`; None: of
-    every registered kind, as a stored run is read back), usage, and the case's judgments (last: a
+    the catalogue's kinds, as a stored run is read back), usage, and the case's judgments (last: a
     workbook written before qareport kept them just lacks the column)."""
-    metric_keys = kinds.case_metric_keys() if run is None else tuple(m.key for kind in run for m in kind.metrics)
+    metric_keys = (run if run is not None else kinds.catalogue()).case_metric_keys()
     return (*CASE_HEAD_FIELDS, *metric_keys, *USAGE_FIELDS, "judged")
 
 
-def case_row(result: CaseResult) -> CaseRow:
-    """The headline figures of one case, typed (`runs.stored_case_values` is its stored form)."""
+def case_row(result: CaseResult, run: kinds.RunKinds) -> CaseRow:
+    """The headline figures of one case as the run's kinds say them, typed (`runs.stored_case_values`
+    is its stored form)."""
     response = result.response
     return CaseRow(
         case_id=result.case.id,
@@ -44,23 +45,23 @@ def case_row(result: CaseResult) -> CaseRow:
         error=result.error,
         definition_hash=result.case.definition_hash,
         file=result.case.location.path,
-        reason=kinds.case_reason(result),
-        targets=tuple(kind.name for kind in kinds.REGISTRY if kind.has_target(result.case)),
-        facts=kinds.case_facts(result),
+        reason=run.case_reason(result),
+        targets=tuple(kind.name for kind in run if kind.has_target(result.case)),
+        facts=run.case_facts(result),
         outputs=case_outputs(result),  # what the system produced, for the next run's Compare sheet
-        judged=case_judgments(result),
+        judged=case_judgments(result, run),
         dimensions=dimension_scores(result),  # for the next run's changes per dimension
-        metrics=kinds.case_metrics(result),
+        metrics=run.case_metrics(result),
         usage={key: getattr(response, key) if response is not None else None for key in USAGE_FIELDS},
-        attempts=attempt_values(result) if result.attempts else None,
+        attempts=attempt_values(result, run) if result.attempts else None,
     )
 
 
-def attempt_values(result: CaseResult) -> dict[str, list[float | None]]:
+def attempt_values(result: CaseResult, run: kinds.RunKinds) -> dict[str, list[float | None]]:
     """Each metric's value in each attempt of a case (None where an attempt has none), for the
     metrics any attempt has."""
-    each = [kinds.case_metrics(attempt) for attempt in result.attempts]
-    return {key: [values.get(key) for values in each] for key in kinds.case_metric_keys()
+    each = [run.case_metrics(attempt) for attempt in result.attempts]
+    return {key: [values.get(key) for values in each] for key in run.case_metric_keys()
             if any(values.get(key) is not None for values in each)}
 
 
@@ -75,5 +76,5 @@ def dimension_scores(result: CaseResult) -> dict[str, dict[str, float]]:
             for name, pairs in per_turn.items()}
 
 
-def case_rows(results: Sequence[CaseResult]) -> list[CaseRow]:
-    return [case_row(result) for result in results]
+def case_rows(results: Sequence[CaseResult], run: kinds.RunKinds) -> list[CaseRow]:
+    return [case_row(result, run) for result in results]

@@ -2,7 +2,7 @@
 
 `build_report` calls `overview_table` and `details_table` before any writer runs; the sheets only
 lay the values out (fitting texts to a cell, widths, heights, styles). A metric column
-(`Column.metric`) takes the case's value from its case row, where `kinds.case_metrics` put it
+(`Column.metric`) takes the case's value from its case row, where `RunKinds.case_metrics` put it
 once; any other column's `value` is called once per case, here.
 
 The Overview's columns come in the order of a reader's questions (see `workbook.overview`):
@@ -19,15 +19,14 @@ The Overview's columns come in the order of a reader's questions (see `workbook.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qareport import kinds as kind_registry
 from qareport.case_record import CaseRow
 from qareport.comparison import Comparison
 from qareport.consistency import CaseConsistency
-from qareport.kinds import CellFormat, Column, ColumnPlace, Kind
+from qareport.kinds import CellFormat, Column, ColumnPlace, Kind, RunKinds
 from qareport.records import USAGE_FIELDS, CaseResult, Review
 
 USAGE_COLUMNS: dict[str, tuple[str, float, CellFormat]] = {  # header, width, format of each usage field
@@ -52,7 +51,7 @@ class CaseTable:
     values: tuple[tuple[Any, ...], ...]
 
 
-def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds: Sequence[Kind], *,
+def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds: RunKinds, *,
                    reasons: Mapping[str, str], comparison: Comparison | None, reviews: Mapping[str, Review],
                    consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> CaseTable:
     """Every case's Overview values, each computed once (a metric from the case's row)."""
@@ -63,7 +62,7 @@ def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds
         for result, row in zip(results, rows)))
 
 
-def overview_columns(results: Sequence[CaseResult], kinds: Sequence[Kind], *, reasons: Mapping[str, str],
+def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons: Mapping[str, str],
                      comparison: Comparison | None, reviews: Mapping[str, Review],
                      consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> tuple[Column, ...]:
     """The columns for this run, in scanning order (see the module docstring)."""
@@ -71,7 +70,7 @@ def overview_columns(results: Sequence[CaseResult], kinds: Sequence[Kind], *, re
     by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
     for kind in kinds:
         for column in kind.overview_columns(results, templates_dir=templates_dir):
-            by_place[_place(column)].append(column)
+            by_place[_place(column, kinds)].append(column)
     name_header, group_header = _case_headers(case_kinds)
     columns = [
         Column("id", lambda r: r.case.id, 24),
@@ -125,15 +124,15 @@ def _case_headers(case_kinds: Collection[str]) -> tuple[str, str]:
             {"conversation": "tags", "qa": "template"}.get(only, "group"))
 
 
-def _place(column: Column) -> ColumnPlace:
+def _place(column: Column, kinds: RunKinds) -> ColumnPlace:
     """A kind's column's place; a score column with a headline metric's label leads."""
-    if column.place is None and column.score and column.header in _headline_labels():
+    if column.place is None and column.score and column.header in _headline_labels(kinds):
         return "score"
     return column.where
 
 
-def _headline_labels() -> set[str]:
-    return {metric.label for metric in kind_registry.all_metrics() if metric.headline}
+def _headline_labels(kinds: RunKinds) -> set[str]:
+    return {metric.label for metric in kinds.all_metrics() if metric.headline}
 
 
 def _response_number(field: str) -> Callable[[CaseResult], float | None]:
@@ -159,7 +158,7 @@ def change_verdicts(comparison: Comparison) -> dict[str, str]:
     return {case_id: ", ".join(names) for case_id, names in found.items()}
 
 
-def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
+def detail_rows(kinds: Iterable[Kind], result: CaseResult, reason: str | None = None) -> Iterator[tuple[Any, ...]]:
     """The case's Details rows: each kind's rows (`Kind.details_rows`) after the case id and its
     groups. A case no kind has rows for gets one row with its status and reason, so that every case
     has a block its Overview id can lead to."""
@@ -168,7 +167,7 @@ def detail_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None = 
         yield _full_row(head, row)
 
 
-def _kind_rows(kinds: Sequence[Kind], result: CaseResult, reason: str | None) -> Iterator[tuple[Any, ...]]:
+def _kind_rows(kinds: Iterable[Kind], result: CaseResult, reason: str | None) -> Iterator[tuple[Any, ...]]:
     """The case's Details rows without the case id and groups, as the kinds give them (not padded)."""
     given = False
     for kind in kinds:
@@ -203,25 +202,27 @@ class CaseDetails:
                 yield attempt, _full_row(self.head, row)
 
 
-def details_table(kinds: Sequence[Kind], results: Sequence[CaseResult],
-                  reasons: Mapping[str, str]) -> tuple[CaseDetails, ...]:
+def details_table(kinds: RunKinds, results: Sequence[CaseResult], reasons: Mapping[str, str], *,
+                  kind_set: RunKinds | None = None) -> tuple[CaseDetails, ...]:
     """Every case's Details rows, in the cases' order, each computed once: a case answered several
     times has one block of rows per attempt. Rows are held without their trailing empty values (the
     sheet writes nothing for them), and rows equal to one held before are that one (a dataset's
-    `TP` row, a grade with the same reason), so holding every case's rows costs little."""
+    `TP` row, a grade with the same reason), so holding every case's rows costs little. An
+    attempt's reason is said by `kind_set`, the run's set of kinds (None: `kinds`)."""
     shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    return tuple(_case_details(kinds, result, reasons, shared) for result in results)
+    said_by = kind_set if kind_set is not None else kinds
+    return tuple(_case_details(kinds, result, reasons, shared, said_by) for result in results)
 
 
-def _case_details(kinds: Sequence[Kind], result: CaseResult, reasons: Mapping[str, str],
-                  shared: dict[tuple[Any, ...], tuple[Any, ...]]) -> CaseDetails:
+def _case_details(kinds: RunKinds, result: CaseResult, reasons: Mapping[str, str],
+                  shared: dict[tuple[Any, ...], tuple[Any, ...]], said_by: RunKinds) -> CaseDetails:
     head = (result.case.id, ", ".join(result.case.groups))
     if not result.attempts:
         rows = _kind_rows(kinds, result, reasons.get(result.case.id))
         return CaseDetails(head, ((None, tuple(_compact(row, shared) for row in rows)),))
     return CaseDetails(head, tuple(
         (attempt.attempt, tuple(_compact(row, shared) for row in _kind_rows(kinds, attempt,
-                                                                            kind_registry.case_reason(attempt))))
+                                                                            said_by.case_reason(attempt))))
         for attempt in result.attempts))
 
 

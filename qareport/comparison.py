@@ -94,7 +94,7 @@ class HeadlineDelta:
 
     @property
     def label(self) -> str:
-        return kinds.metric_label(self.metric)
+        return kinds.catalogue().metric_label(self.metric)
 
 
 def noise_words(beyond: bool | None, p_value: float | None) -> str | None:
@@ -136,7 +136,7 @@ class BreakdownChange:
 
     @property
     def label(self) -> str:
-        return self.metric if self.by == "dimension" else kinds.metric_label(self.metric)
+        return self.metric if self.by == "dimension" else kinds.catalogue().metric_label(self.metric)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +186,13 @@ class Comparison:
 
 
 def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,
-                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = (), detailed: bool = True) -> Comparison:
+                 unloaded: Sequence[Unloaded] = (), warnings: Sequence[str] = (), detailed: bool = True,
+                 kind_set: kinds.RunKinds | None = None) -> Comparison:
     """What changed from `baseline` to `current`, per case and metric, and in the headline metrics
     (with `detailed`, also per tag, template and dimension, and every change decided beyond noise or
-    not). `unloaded`: the test cases this run could not read (`Suite.unloaded`)."""
+    not). `unloaded`: the test cases this run could not read (`Suite.unloaded`); `kind_set`: the
+    current run's kinds (None: the catalogue's, for two stored runs)."""
+    kind_set = kind_set if kind_set is not None else kinds.catalogue()
     old_rows = _by_case_id(baseline.cases)
     new_rows = _by_case_id(current.cases)
     changes: list[CaseChange] = []
@@ -198,7 +201,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         if old is None:
             changes.append(CaseChange("new case", case_id, new.name or "", new_status=new.status))
         else:
-            changes.extend(changes_of_case(old, new, tolerance))
+            changes.extend(changes_of_case(old, new, tolerance, kind_set))
     for case_id, old in old_rows.items():
         if case_id not in new_rows:
             lost = why_not_loaded(case_id, old, unloaded)
@@ -209,7 +212,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                 changes.append(CaseChange("removed case", case_id, old.name or "", old_status=old.status))
     changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
-                 for movement in case_movements(changes, old_rows, new_rows)]
+                 for movement in case_movements(changes, old_rows, new_rows, kind_set)]
     reasons = {movement.case_id: movement.reason for movement in movements}
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     comparison = Comparison(
@@ -217,12 +220,12 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         baseline_created=baseline.created,
         baseline_version=baseline.qareport_version,
         changes=tuple(changes),
-        headline=headline_deltas(headline_metrics(baseline.cases), headline_metrics(current.cases),
-                                 old_rows, new_rows) if detailed else (),
+        headline=headline_deltas(headline_metrics(baseline.cases, kind_set), headline_metrics(current.cases, kind_set),
+                                 old_rows, new_rows, kind_set) if detailed else (),
         movements=tuple(movements),
         warnings=tuple(warnings),
-        breakdown=breakdown_changes(old_rows, new_rows) if detailed else (),
-        attempts_note=attempts_note(old_rows, new_rows),
+        breakdown=breakdown_changes(old_rows, new_rows, kind_set=kind_set) if detailed else (),
+        attempts_note=attempts_note(old_rows, new_rows, kind_set=kind_set),
     )
     return decide_noise(comparison) if detailed else comparison
 
@@ -288,7 +291,7 @@ def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[
 
 
 def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow], *,
-                      minimum_cases: int = 2) -> tuple[BreakdownChange, ...]:
+                      minimum_cases: int = 2, kind_set: kinds.RunKinds | None = None) -> tuple[BreakdownChange, ...]:
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
     (Q&A questions), and of precision and recall per dimension, each over at least `minimum_cases`
     shared cases; sorted by tag, template and dimension name."""
@@ -303,7 +306,7 @@ def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, Ca
             dimensions.setdefault(name, []).append((old, new))
     found: list[BreakdownChange] = []
     for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", item[0][1])):
-        for metric in kinds.headline_metric_keys():
+        for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
             found += _breakdown(by, group, metric, *_values(pairs, _value_of(metric)), minimum_cases)
     for dimension, pairs in sorted(dimensions.items()):
         for which in ("precision", "recall"):
@@ -332,13 +335,14 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
 
 def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
                     old_rows: Mapping[str, CaseRow] | None = None,
-                    new_rows: Mapping[str, CaseRow] | None = None) -> tuple[HeadlineDelta, ...]:
+                    new_rows: Mapping[str, CaseRow] | None = None,
+                    kind_set: kinds.RunKinds | None = None) -> tuple[HeadlineDelta, ...]:
     """Each headline metric either run has: both runs' means and the like-for-like change (given
     the case rows of both runs)."""
     before = {h.metric: h for h in old}
     after = {h.metric: h for h in new}
     deltas = []
-    for metric in kinds.headline_metric_keys():
+    for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
         if metric not in before and metric not in after:
             continue
         shared: dict[str, Any] = {}

@@ -71,14 +71,15 @@ class SuiteConsistency:
         return text
 
 
-def case_consistency(result: CaseResult) -> CaseConsistency | None:
-    """None for a case answered once."""
+def case_consistency(result: CaseResult, run: kinds.RunKinds) -> CaseConsistency | None:
+    """A case's attempts at a glance, its main metric as the run's kinds say it; None for a case
+    answered once."""
     if not result.attempts:
         return None
     verdicts = [attempt.passed for attempt in result.attempts if attempt.passed is not None]
-    metric = kinds.main_metric(result)
+    metric = run.main_metric(result)
     values = [] if metric is None else [
-        value for attempt in result.attempts if (value := kinds.case_metrics(attempt).get(metric)) is not None]
+        value for attempt in result.attempts if (value := run.case_metrics(attempt).get(metric)) is not None]
     return CaseConsistency(
         attempts=len(result.attempts),
         passed=sum(verdicts) if verdicts else None,
@@ -88,9 +89,9 @@ def case_consistency(result: CaseResult) -> CaseConsistency | None:
     )
 
 
-def suite_consistency(results: Sequence[CaseResult]) -> SuiteConsistency | None:
+def suite_consistency(results: Sequence[CaseResult], run: kinds.RunKinds) -> SuiteConsistency | None:
     """None when no case has attempts, or none has a pass verdict."""
-    with_attempts = [c for r in results if (c := case_consistency(r)) is not None]
+    with_attempts = [c for r in results if (c := case_consistency(r, run)) is not None]
     if not with_attempts:
         return None
     counts = [(c.attempts, c.passed) for c in with_attempts if c.passed is not None]
@@ -105,6 +106,6 @@ def suite_consistency(results: Sequence[CaseResult]) -> SuiteConsistency | None:
     return SuiteConsistency(rates, len(with_attempts), sum(c.flaky for c in with_attempts), len(sizes) > 1)
 
 
-def pass_rules_text() -> str:
-    """Every registered kind's pass rule, in one line."""
-    return "; ".join(f"{kind.label}: {kind.pass_rule}" for kind in kinds.REGISTRY if kind.pass_rule)
+def pass_rules_text(run: kinds.RunKinds) -> str:
+    """Every pass rule of the run's kinds, in one line."""
+    return "; ".join(f"{kind.label}: {kind.pass_rule}" for kind in run if kind.pass_rule)

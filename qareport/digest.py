@@ -120,12 +120,14 @@ def build_digest(
     alerts: Sequence[str],
     judged: Sequence[JudgedMetric],
     incomplete: bool,
+    kind_set: kinds.RunKinds | None = None,
 ) -> Digest:
-    """The digest of a run. An incomplete run shows no change: deltas over a handful of cases say
-    nothing, so its comparison is left out here (the Changes sheet still lists every case)."""
+    """The digest of a run, by its kinds (`kind_set`; None: the catalogue's, for a stored run). An
+    incomplete run shows no change: deltas over a handful of cases say nothing, so its comparison
+    is left out here (the Changes sheet still lists every case)."""
     compared = None if incomplete else comparison
-    present = [kind for kind in kinds.REGISTRY
-               if any(row.metric(m.key) is not None for row in rows for m in kind.metrics)]
+    kind_set = kind_set if kind_set is not None else kinds.catalogue()
+    present = [kind for kind in kind_set if any(row.metric(m.key) is not None for row in rows for m in kind.metrics)]
     regressed = compared.moved("regression") if compared else ()
     improved = compared.moved("improvement") if compared else ()
     usage = run.judge_usage
@@ -147,7 +149,7 @@ def build_digest(
         improved=tuple(moved_line(movement) for movement in improved[:TOP_CASES]),
         regressed_total=len(regressed),
         improved_total=len(improved),
-        weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows)) is not None),
+        weakest=tuple(weakest for kind in present if (weakest := _weakest(kind, rows, kind_set)) is not None),
         judged=tuple(metric for metric in judged if metric.judged or metric.not_scored),
         not_evaluated=tuple((family, stakeholder_words(why)) for family, why in sorted(run.not_evaluated.items())),
         judge_model=run.judge_model or (usage.model if usage is not None else None),
@@ -201,7 +203,7 @@ def _best_delta(movement: CaseMovement) -> float | None:
     return max(deltas) if deltas else None
 
 
-def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow]) -> Weakest | None:
+def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow], kind_set: kinds.RunKinds) -> Weakest | None:
     ranking = kind.ranking()
     found = weakest_cases(rows, ranking, limit=WEAKEST_PER_FAMILY)
     if not found:
@@ -213,7 +215,7 @@ def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow]) -> Weakest | None:
         first = values[0]
         lines.append(CaseLine(row.case_id, row.name or "", what, row.reason,
                               float(first) if isinstance(first, (int, float)) else None))
-    return Weakest(kind.label, " / ".join(kinds.metric_label(metric) for metric in ranking), tuple(lines))
+    return Weakest(kind.label, " / ".join(kind_set.metric_label(metric) for metric in ranking), tuple(lines))
 
 
 def stakeholder_words(why: str) -> str:

@@ -12,10 +12,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from qareport import kinds
 from qareport.collector import collector_paused
 from qareport.evaluation_options import EvaluationOptions, Semantics
-from qareport.kinds import Kind, PassRules, SharedEvaluation, TurnInput, attempt_passed
+from qareport.kinds import Kind, PassRules, RunKinds, SharedEvaluation, TurnInput, catalogue
 from qareport.records import (
     QA_RECORD,
     CaseResult,
@@ -45,14 +44,16 @@ class Evaluation:
 
 
 def evaluate_case(
-    case: TestCase, response: Response | None, *, options: EvaluationOptions = DEFAULT_OPTIONS
+    case: TestCase, response: Response | None, *, options: EvaluationOptions = DEFAULT_OPTIONS,
+    kinds: RunKinds | None = None,
 ) -> tuple[CaseResult, list[Problem]]:
-    """Evaluate every turn of one case against its response."""
+    """Evaluate every turn of one case against its response, by `kinds` (default: the catalogue's)."""
+    kinds = kinds if kinds is not None else catalogue()
     problems: list[Problem] = []
     if not case.turns:  # the test case itself could not be read; loading reported why
         return CaseResult(case, "invalid", error=case.comments or "invalid test case"), problems
     if case.kind == "qa":  # a question of a graphrag-eval Q&A dataset: evaluated as graphrag-eval does
-        return _question_evaluation().evaluate_question(case, response, options)
+        return _question_evaluation(kinds).evaluate_question(case, response, options)
     if response is None:
         return CaseResult(case, "missing", error="no response for this case"), problems
     if response.status == "invalid":
@@ -72,7 +73,7 @@ def evaluate_case(
     invalid = False
     for index, turn in enumerate(case.turns):
         output = response.turns[index] if index < len(response.turns) else None
-        turn_result, turn_invalid = _evaluate_turn(case, turn, response, output, options, problems)
+        turn_result, turn_invalid = _evaluate_turn(case, turn, response, output, options, problems, kinds)
         turn_results.append(turn_result)
         invalid = invalid or turn_invalid
     errors = [f"turn {t.number}: {t.error}" for t in turn_results if t.error]
@@ -87,7 +88,7 @@ def evaluate_case(
 
 @lru_cache(maxsize=8)
 def _plan(registered: tuple[Kind, ...]) -> tuple[tuple[Kind, SharedEvaluation | None, tuple[str, ...]], ...]:
-    """How a turn is scored by the registered kinds, worked out once per registry: each kind that
+    """How a turn is scored by a run's kinds, worked out once per set of kinds: each kind that
     scores itself, and each shared evaluation once (at its first kind), with the names of the
     kinds that share it (any of their parts in the turn asks for it)."""
     plan: list[tuple[Kind, SharedEvaluation | None, tuple[str, ...]]] = []
@@ -102,20 +103,22 @@ def _plan(registered: tuple[Kind, ...]) -> tuple[tuple[Kind, SharedEvaluation | 
     return tuple(plan)
 
 
-def _question_evaluation() -> SharedEvaluation:
+def _question_evaluation(kinds: RunKinds) -> SharedEvaluation:
     """The evaluation that the kinds a Q&A question carries share."""
-    found = next((kind.shared for kind in kinds.REGISTRY if kind.in_questions and kind.shared is not None), None)
+    found = next((kind.shared for kind in kinds if kind.in_questions and kind.shared is not None), None)
     if found is None:
-        raise RuntimeError("no registered kind evaluates the questions of a Q&A dataset")
+        raise RuntimeError("no kind of the run evaluates the questions of a Q&A dataset")
     return found
 
 
-def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_OPTIONS.steps_semantics) -> list[Problem]:
+def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_OPTIONS.steps_semantics, *,
+                       kinds: RunKinds | None = None) -> list[Problem]:
     """The faults of a case's targets that any response would meet under `semantics` (an empty
     group of reference steps under 6.x, ...): what `validate` reports for test cases given without
     responses."""
     options = replace(DEFAULT_OPTIONS, steps_semantics=semantics)
-    return [problem for kind in kinds.REGISTRY for problem in kind.reference_problems(case, options)]
+    return [problem for kind in (kinds if kinds is not None else catalogue())
+            for problem in kind.reference_problems(case, options)]
 
 
 def _evaluate_turn(
@@ -125,6 +128,7 @@ def _evaluate_turn(
     output: TurnOutput | None,
     options: EvaluationOptions,
     problems: list[Problem],
+    kinds: RunKinds,
 ) -> tuple[TurnResult, bool]:
     """One turn scored by every kind it has a part of (a kind scored in an evaluation it shares
     with others: that evaluation, once); whether it makes the case invalid."""
@@ -135,7 +139,7 @@ def _evaluate_turn(
     scores: dict[str, Any] = {}
     invalid = False
     targets, outputs = turn.target.parts, output.parts if output is not None else {}
-    for kind, shared, names in _plan(tuple(kinds.REGISTRY)):
+    for kind, shared, names in _plan(kinds.kinds):
         if shared is None:
             part = targets.get(kind.name)
             if part is not None:
@@ -156,45 +160,47 @@ def evaluate_suite(
     *,
     options: EvaluationOptions = DEFAULT_OPTIONS,
     judge: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+    kinds: RunKinds | None = None,
 ) -> Evaluation:
-    """Evaluate every case (the Q&A results with their retrieval contexts scored by string
-    similarity, no LLM); then let the judge (if any) return the Q&A results with the LLM metrics,
-    which replace the unjudged ones."""
+    """Evaluate every case by the run's `kinds` (default: the catalogue's; the Q&A results with their
+    retrieval contexts scored by string similarity, no LLM); then let the judge (if any) return the
+    Q&A results with the LLM metrics, which replace the unjudged ones."""
+    kinds = kinds if kinds is not None else catalogue()
     results = []
     problems: list[Problem] = []
     with collector_paused():  # the results live on, and scoring makes no reference cycles: see `collector`
         for case in suite.cases:
             attempts = suite.attempts.get(case.id)
             if attempts:
-                result, case_problems = _evaluate_attempts(case, attempts, options)
+                result, case_problems = _evaluate_attempts(case, attempts, options, kinds)
             else:
-                result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options)
+                result, case_problems = evaluate_case(case, suite.responses.get(case.id), options=options, kinds=kinds)
             results.append(result)
             problems.extend(case_problems)
     if judge is not None:
         judged = judge(list(qa_results(results)))
         results = list(_with_qa_results(results, iter(judged)))
-    return Evaluation(tuple(_with_passes(results, options.pass_rules)), tuple(problems))
+    return Evaluation(tuple(_with_passes(results, options.pass_rules, kinds)), tuple(problems))
 
 
-def _with_passes(results: Iterable[CaseResult], rules: PassRules) -> Iterator[CaseResult]:
+def _with_passes(results: Iterable[CaseResult], rules: PassRules, kinds: RunKinds) -> Iterator[CaseResult]:
     """The results with each attempt's pass verdict (once judged: an answer's rule needs its F1)."""
     for result in results:
         if not result.attempts:
             yield result
             continue
-        yield combine_attempts(tuple(replace(a, passed=attempt_passed(a, rules)) for a in result.attempts))
+        yield combine_attempts(tuple(replace(a, passed=kinds.attempt_passed(a, rules)) for a in result.attempts))
 
 
 def _evaluate_attempts(case: TestCase, responses: Iterable[Response],
-                       options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
+                       options: EvaluationOptions, kinds: RunKinds) -> tuple[CaseResult, list[Problem]]:
     """Each attempt scored on its own, every Q&A result dict marked with its `attempt` (so the
     judge judges, and caches, each attempt apart); a problem every attempt meets (a note on the
     test case) is said once."""
     attempts = []
     problems: dict[Problem, None] = {}
     for response in responses:
-        result, found = evaluate_case(case, response, options=options)
+        result, found = evaluate_case(case, response, options=options, kinds=kinds)
         number = result.attempt
         turns = tuple(turn if turn.qa is None else replace(turn, scores={**turn.scores,
                                                                          QA_RECORD: {**turn.qa, "attempt": number}})
@@ -211,7 +217,7 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
     that did not pass), else the first attempt's; its `error` names each attempt that failed or
     had a turn it could not score. Its turns and response are the first evaluated attempt's (the
     details cell shows that attempt; the Details sheet has every attempt); its metrics are the means
-    over its attempts (`kinds.case_metrics`, `CaseResult.macro_precision`)."""
+    over its attempts (`RunKinds.case_metrics`, `CaseResult.macro_precision`)."""
     evaluated = [a for a in attempts if a.status == "success"]
     first = evaluated[0] if evaluated else attempts[0]
     status: CaseStatus = first.status

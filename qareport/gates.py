@@ -51,7 +51,7 @@ def parse_threshold(text: str) -> Threshold:
     """`macro_recall=0.8` or `macro_recall@weo=0.8`; a `UsageError` says what is wrong."""
     name, equals, value = text.partition("=")
     metric, _, tag = name.strip().partition("@")
-    known = kinds.headline_metric_keys()
+    known = kinds.catalogue().headline_metric_keys()
     if not equals or not metric:
         raise UsageError(f"--fail-under {text!r}: write METRIC=VALUE, e.g. macro_recall=0.8")
     if metric not in known:

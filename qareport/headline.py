@@ -49,7 +49,7 @@ class Headline:
 
     @property
     def label(self) -> str:
-        return kinds.metric_label(self.metric)
+        return kinds.catalogue().metric_label(self.metric)
 
     @property
     def not_scored(self) -> int:
@@ -61,17 +61,19 @@ def status_counts(rows: Iterable[CaseRow]) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in STATUSES}
 
 
-def headline_metrics(rows: Sequence[CaseRow]) -> tuple[Headline, ...]:
-    """The headline metrics the run has (those with at least one value), in a fixed order, each with
-    its 95 % interval and the cases that could have had it but were not scored."""
+def headline_metrics(rows: Sequence[CaseRow], kind_set: kinds.RunKinds | None = None) -> tuple[Headline, ...]:
+    """The headline metrics the run has (those with at least one value) among those of `kind_set`
+    (None: the catalogue's, for a stored run), in a fixed order, each with its 95 % interval and the
+    cases that could have had it but were not scored."""
+    kind_set = kind_set if kind_set is not None else kinds.catalogue()
     headlines = []
-    for metric in kinds.headline_metric_keys():
+    for metric in kind_set.headline_metric_keys():
         scored = evaluated(rows, metric)
         values = [value for value, _ in scored]
         average = mean(values)
         if average is None:
             continue
-        not_scored = Counter(row.status for row in _could_have(rows, metric) if row.status != "success")
+        not_scored = Counter(row.status for row in _could_have(rows, metric, kind_set) if row.status != "success")
         interval = clustered_interval(values, clusters=[row_cluster(row) for _, row in scored])
         headlines.append(Headline(
             metric=metric,
@@ -110,10 +112,10 @@ def fewest_clusters_to_decide(alpha: float = ALPHA) -> int:
     return clusters
 
 
-def _could_have(rows: Sequence[CaseRow], metric: str) -> list[CaseRow]:
+def _could_have(rows: Sequence[CaseRow], metric: str, kind_set: kinds.RunKinds) -> list[CaseRow]:
     """The cases that could have had the metric: those with a target of its kind. Rows stored before
     runs kept their targets fall back to the cases of the same shape (conversation or Q&A)."""
-    kind = kinds.kind_of_metric(metric)
+    kind = kind_set.kind_of_metric(metric)
     if kind is not None and all(row.targets is not None for row in rows):
         return [row for row in rows if kind.name in (row.targets or ())]
     case_kinds = {row.kind for row in rows if row.status == "success" and _number(row.metric(metric)) is not None}

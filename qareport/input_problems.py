@@ -19,8 +19,8 @@ keys' other names, `Kind.key_advice`); any other gets "check its spelling if it 
 scored"."""
 
 
-def _key_advice() -> dict[str, str]:
-    return {**KEY_ADVICE, **{key: advice for kind in kinds.REGISTRY for key, advice in kind.key_advice}}
+def _key_advice(known: kinds.RunKinds) -> dict[str, str]:
+    return {**KEY_ADVICE, **{key: advice for kind in known for key, advice in kind.key_advice}}
 
 
 @dataclass
@@ -31,6 +31,7 @@ class ProblemCollector:
     unloaded: list[Unloaded] = field(default_factory=list)  # test cases that could not be read
     # unknown keys of one file, each named once: (in what, key) -> [line, case id, how many times]
     unknown: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    known: kinds.RunKinds = field(default_factory=kinds.catalogue)  # the run's kinds, which advise on keys
 
     def add(self, path: str, line: int | None, message: str, case_id: str | None = None) -> None:
         self.problems.append(Problem(Location(path, line), message, case_id))
@@ -48,7 +49,7 @@ class ProblemCollector:
                      f"the response for '{case_id}'" if case_id is not None else f"a {in_what}")
             more = count - 1
             also = f" (also in {more} more {in_what}{'s' if more > 1 else ''} of this file)" if more else ""
-            advice = _key_advice().get(key, "check its spelling if it was meant to be scored")
+            advice = _key_advice(self.known).get(key, "check its spelling if it was meant to be scored")
             shown = key if len(key) <= 80 else key[:79] + "…"
             self.add(path, line, f"unknown key '{shown}' in {where}{also}: not evaluated; {advice}", case_id)
         self.unknown.clear()

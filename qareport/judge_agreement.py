@@ -158,13 +158,13 @@ def review_form_help(custom: Iterable[str] = ()) -> str:
 # --- a case's judgments -----------------------------------------------------------------------------
 
 
-def custom_metric_names() -> tuple[str, ...]:
+def custom_metric_names(run: kinds.RunKinds) -> tuple[str, ...]:
     """The custom LLM metrics of the run's configuration (their evaluations' names)."""
-    kind = next((found for found in kinds.REGISTRY if found.name == CUSTOM_KIND), None)
+    kind = run.named(CUSTOM_KIND)
     return tuple(evaluation.name for evaluation in getattr(kind, "evaluations", ()))
 
 
-def case_judgments(result: CaseResult) -> dict[str, float | str]:
+def case_judgments(result: CaseResult, run: kinds.RunKinds) -> dict[str, float | str]:
     """The judged metrics of a case (name -> its value: a metric's mean over the parts the judge gave a
     value for; a custom metric's first output). Empty for a case that was not evaluated."""
     if result.status != "success":
@@ -179,7 +179,7 @@ def case_judgments(result: CaseResult) -> dict[str, float | str]:
                 values.append(value)
         if values:
             judged[metric.name] = round(fmean(values), 9)
-    kind = next((found for found in kinds.REGISTRY if found.name == CUSTOM_KIND), None)
+    kind = run.named(CUSTOM_KIND)
     for evaluation in getattr(kind, "evaluations", ()):
         outputs = [turn.qa.get(key) for turn in result.turns if turn.qa for key in evaluation.output_keys]
         shown = [value for value in outputs if value is not None]

@@ -68,8 +68,10 @@ class ParseCache:
     """
 
     def __init__(self, folder: str | Path, *, min_bytes: int = MIN_CACHED_BYTES,
-                 budget_bytes: int = BUDGET_BYTES, on_warning: Callable[[str], None] | None = None) -> None:
+                 budget_bytes: int = BUDGET_BYTES, on_warning: Callable[[str], None] | None = None,
+                 known: kinds.RunKinds | None = None) -> None:
         self.folder = Path(folder)
+        self.known = known if known is not None else kinds.catalogue()  # the run's kinds, which parse
         self.min_bytes = min_bytes
         self.budget_bytes = budget_bytes
         self.on_warning = on_warning
@@ -171,7 +173,7 @@ class ParseCache:
                     if value[1] != len(items) or stream.read(1):
                         raise ValueError("an entry whose count of items is wrong")
                     return items
-                items.append(_decoded_item(value))
+                items.append(_decoded_item(value, self.known))
         raise ValueError("an entry cut short")
 
     def _write(self, folder: TrustedFolder, name: str, items: Sequence[ParsedItem]) -> None:
@@ -184,7 +186,8 @@ class ParseCache:
         try:
             with os.fdopen(handle, "wb") as stream:
                 for item in items:
-                    stream.write(orjson.dumps(_encoded_item(item), option=DUMP_OPTIONS | orjson.OPT_APPEND_NEWLINE))
+                    stream.write(orjson.dumps(_encoded_item(item, self.known),
+                                              option=DUMP_OPTIONS | orjson.OPT_APPEND_NEWLINE))
                 stream.write(orjson.dumps([END, len(items)], option=orjson.OPT_APPEND_NEWLINE))
             os.replace(folder.name(temporary), folder.name(name),
                        src_dir_fd=folder.descriptor, dst_dir_fd=folder.descriptor)
@@ -237,7 +240,7 @@ class ParseCache:
             digest = hashlib.sha256(f"{CACHE_FORMAT} {sys.version}".encode())
             package = Path(__file__).resolve().parent
             sources = sorted(package.rglob("*.py"))
-            for kind in kinds.REGISTRY:
+            for kind in self.known:
                 module = sys.modules.get(type(kind).__module__)
                 source = getattr(module, "__file__", None)
                 if not source:
@@ -261,9 +264,10 @@ class ParseCache:
 # part that could not be read); tuples become lists and are made tuples again.
 
 
-def _encoded_item(item: ParsedItem) -> list[Any]:
+def _encoded_item(item: ParsedItem, known: kinds.RunKinds) -> list[Any]:
     if isinstance(item, TestCase):
-        return ["c", item.id, item.kind, item.name, list(item.groups), [_encoded_turn(turn) for turn in item.turns],
+        return ["c", item.id, item.kind, item.name, list(item.groups),
+                [_encoded_turn(turn, known) for turn in item.turns],
                 item.location.path, item.location.line, item.comments, item.definition_hash,
                 list(item.declared_targets), item.cluster]
     if isinstance(item, Problem):
@@ -273,16 +277,12 @@ def _encoded_item(item: ParsedItem) -> list[Any]:
     raise TypeError(f"not a parsed item: {type(item).__name__}")
 
 
-def _encoded_turn(turn: Turn) -> list[Any]:
+def _encoded_turn(turn: Turn, known: kinds.RunKinds) -> list[Any]:
     target = turn.target
-    parts = {name: kind.encode_part(part) if (kind := _kind(name)) else part for name, part in target.parts.items()}
+    parts = {name: kind.encode_part(part) if (kind := known.named(name)) else part
+             for name, part in target.parts.items()}  # a part no kind reads: kept as the plain data it is
     _check_plain(parts)
     return [turn.number, turn.user_message, parts, target.lines]
-
-
-def _kind(name: str) -> kinds.Kind | None:
-    """The registered kind of a target part (None: none is; the part is kept as the plain data it is)."""
-    return next((kind for kind in kinds.REGISTRY if kind.name == name), None)
 
 
 def _check_plain(value: Any) -> None:
@@ -303,12 +303,12 @@ def _check_plain(value: Any) -> None:
             raise ValueError(f"{type(item).__name__} is not plain JSON data")
 
 
-def _decoded_item(data: list[Any]) -> ParsedItem:
+def _decoded_item(data: list[Any], known: kinds.RunKinds) -> ParsedItem:
     tag = data[0]
     if tag == "c":
         _, case_id, kind, name, groups, turns, path, line, comments, definition_hash, declared, cluster = data
         return TestCase(id=case_id, kind=kind, name=name, groups=tuple(groups),
-                        turns=tuple(_decoded_turn(turn) for turn in turns), location=Location(path, line),
+                        turns=tuple(_decoded_turn(turn, known) for turn in turns), location=Location(path, line),
                         comments=comments, definition_hash=definition_hash, declared_targets=tuple(declared),
                         cluster=cluster)
     if tag == "p":
@@ -320,9 +320,9 @@ def _decoded_item(data: list[Any]) -> ParsedItem:
     raise ValueError(f"unknown entry item {tag!r}")
 
 
-def _decoded_turn(data: list[Any]) -> Turn:
+def _decoded_turn(data: list[Any], known: kinds.RunKinds) -> Turn:
     number, user_message, parts, lines = data
     return Turn(number, user_message, Target(
-        parts={name: kind.decode_part(part) if (kind := _kind(name)) else part for name, part in parts.items()},
+        parts={name: kind.decode_part(part) if (kind := known.named(name)) else part for name, part in parts.items()},
         lines={name: line for name, line in lines.items()},
     ))

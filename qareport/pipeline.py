@@ -31,7 +31,7 @@ from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
 from qareport.judged_metrics import count_judged_metrics
-from qareport.kinds.custom_evaluations import use_custom_evaluations
+from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
@@ -263,7 +263,7 @@ def _run(
     check_before_any_work(options, templates_dir=templates_dir)
     for ignored in settings.ge6.ignored:
         on_warning(ignored)
-    use_custom_evaluations(settings.ge6.custom_evaluations)
+    run_kinds = kinds_for_run(settings.ge6.custom_evaluations)  # this run's, made once and passed down
 
     # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
     faults: list[StageFault] = []
@@ -273,8 +273,8 @@ def _run(
     if (baseline_path := options.baseline) is not None:
         def read_baseline() -> tuple[RunSnapshot, Any]:
             on_stage("baseline")
-            return (read_run(baseline_path, on_problem=stored.append),
-                    read_reviews(baseline_path, on_problem=stored.append))
+            return (read_run(baseline_path, on_problem=stored.append, kinds=run_kinds),
+                    read_reviews(baseline_path, on_problem=stored.append, kinds=run_kinds))
 
         baseline, baseline_reviews = _optional_stage(
             f"reading the baseline {baseline_path}", "the workbook has no comparison with it", faults,
@@ -282,8 +282,9 @@ def _run(
     if options.history:
         def read_earlier() -> Any:
             on_stage("history")
-            earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append)
-            return earlier, read_history_reviews(earlier.runs)
+            earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append,
+                                   kinds=run_kinds)
+            return earlier, read_history_reviews(earlier.runs, run_kinds)
 
         history, history_reviews = _optional_stage(
             "reading the history", "the workbook has no Trend sheet", faults, read_earlier,
@@ -301,12 +302,13 @@ def _run(
     stages = Stages(on_progress)
     on_stage("loading")
     stages.start("loading test cases and responses")
-    cache = ParseCache(default_folder(os.environ), on_warning=on_warning) if settings.run.testcase_cache else None
+    cache = (ParseCache(default_folder(os.environ), on_warning=on_warning, known=run_kinds)
+             if settings.run.testcase_cache else None)
     if (settings.run.testcase_cache or (settings.judge is not None and settings.judge.use_cache)) and (
             not os.environ.get("XDG_CACHE_HOME") and home_folder(os.environ) is None):
         on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
               f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
-    suite = load_suite(options.testcases, options.responses, cache=cache)
+    suite = load_suite(options.testcases, options.responses, cache=cache, kinds=run_kinds)
     if options.cluster_by_tag:
         clustered, cluster_problems = cluster_by_tag(suite.cases, options.cluster_by_tag)
         suite = replace(suite, cases=clustered, problems=(*suite.problems, *cluster_problems))
@@ -350,7 +352,7 @@ def _run(
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=settings.run.evaluation, judge=judge_callable)
+        evaluation = evaluate_suite(suite, options=settings.run.evaluation, judge=judge_callable, kinds=run_kinds)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:
@@ -363,7 +365,7 @@ def _run(
         return RunEstimate(estimate, skipped_reason)
 
     statistics = summarize(evaluation.results, steps_semantics=semantics,
-                           custom_metrics=settings.ge6.custom_metric_keys)
+                           custom_metrics=settings.ge6.custom_metric_keys, kind_set=run_kinds)
     baseline_warnings: tuple[str, ...] = ()
     if baseline is not None:
         rules = rules_difference(baseline, semantics)
@@ -410,7 +412,8 @@ def _run(
                               min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
                               baseline_reviews=baseline_reviews if with_earlier else None,
                               baseline_warnings=baseline_warnings if with_earlier else (),
-                              history_reviews=history_reviews if with_earlier else (), templates_dir=templates_dir)
+                              history_reviews=history_reviews if with_earlier else (), templates_dir=templates_dir,
+                              kinds=run_kinds)
         on_stage("writing")
         stages.start(f"writing {options.output}")
         write_workbook(report, options.output)

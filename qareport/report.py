@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from qareport import kinds
 from qareport.case_changes import case_moved
 from qareport.case_record import CaseRow
 from qareport.case_rows import case_rows
@@ -27,7 +26,7 @@ from qareport.headline import Headline, headline_metrics, score_distribution, st
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
-from qareport.kinds import Kind, Table
+from qareport.kinds import RunKinds, Table, catalogue
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
@@ -53,8 +52,11 @@ class Report:
     rows: tuple[CaseRow, ...]  # one row per case (`case_rows.case_rows`), what a later run compares
     headline: tuple[Headline, ...]
     status_counts: dict[str, int]
-    kinds: tuple[Kind, ...]  # the kinds of target this run has, in registry order
+    kinds: RunKinds  # the kinds this run has (of `kind_set`, those present in its results), in column order
     digest: Digest
+    kind_set: RunKinds = field(default_factory=catalogue)
+    """The run's set of kinds (`kinds.for_run`: the catalogue's and the run's own), which the model
+    was computed by; the writers ask it for labels and rules."""
     reasons: dict[str, str] = field(default_factory=dict)  # case id -> why it lost points, one line
     score_distributions: dict[str, list[int]] = field(default_factory=dict)
     """Evaluated cases per 0.1-wide score bin, for each headline metric that has a value."""
@@ -75,7 +77,7 @@ class Report:
     agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
     judge_noise: tuple[JudgeNoise, ...] = ()  # with judge repeats: each judged metric's variance split
     grades: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per kind that grades (by label): cases per grade, best first, then "not graded" (`kinds.grade_counts`)."""
+    """Per kind that grades (by label): cases per grade, best first, then "not graded" (`RunKinds.grade_counts`)."""
     overview: CaseTable = field(default_factory=lambda: CaseTable((), ()))
     """The Overview's columns and each case's values in them (`case_table`)."""
     details: tuple[CaseDetails, ...] = ()  # each case's Details rows, in the cases' order
@@ -96,16 +98,14 @@ class Report:
         import pandas as pd
 
         if level == "case":
-            metric_keys = [metric.key for kind in self.kinds for metric in kind.metrics]
+            metric_keys = list(self.kinds.case_metric_keys())
             rows = []
             for result in self.results:
                 case = result.case
                 row: dict[str, Any] = {"case_id": case.id, "name": case.name, "groups": case.groups,
                                        "cluster": case.cluster, "status": result.status,
                                        "reason": self.reasons.get(case.id)}
-                metrics: dict[str, Any] = {}
-                for kind in self.kinds:
-                    metrics.update(kind.case_metrics(result))
+                metrics = self.kinds.case_metrics(result)
                 row.update((key, metrics.get(key)) for key in metric_keys)
                 rows.append(row)
             return _frame(pd, rows, ["case_id", "name", "groups", "cluster", "status", "reason"], metric_keys)
@@ -141,38 +141,40 @@ def build_report(
     baseline_warnings: Sequence[str] = (),
     history_reviews: Sequence[Mapping[str, Review]] = (),
     templates_dir: str | None = None,
+    kinds: RunKinds | None = None,
 ) -> Report:
     """Everything the writers need from one run. `baseline` adds the comparison (and, with
     `baseline_reviews`, the reviews carried over); `history` the trend (the baseline is a point of
     the trend too); `history_reviews`, the reviews typed into each run of `history` (in its order), the
     judge against the analysts over the history. `templates_dir` overrides the templates of the
-    details cells."""
+    details cells. `kinds`: the run's set of kinds (`kinds.for_run`; None: the catalogue's)."""
+    kinds = kinds if kinds is not None else catalogue()
     results = tuple(results)
-    rows = tuple(case_rows(results))
+    rows = tuple(case_rows(results, kinds))
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
     reasons = {row.case_id: row.reason for row in rows if row.reason}
-    comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings)
+    comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings, kind_set=kinds)
                   if baseline is not None else None)
     counts = status_counts(rows)
     judged = count_judged_metrics(results) if run.judge_usage is not None else ()
-    headline = with_judge_failures(headline_metrics(rows), judged)
+    headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)
     not_loaded = not_loaded_note(unloaded, comparison)
-    reviews = carry_reviews(baseline_reviews or {}, comparison, rows)
+    reviews = carry_reviews(baseline_reviews or {}, comparison, rows, kinds)
     earlier = [(run_, dict(history_reviews[index]) if index < len(history_reviews) else {})
                for index, run_ in enumerate(history)]
     if baseline is not None:
         earlier.append((baseline, dict(baseline_reviews or {})))
     agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
-                                custom=custom_metric_names())
-    present = tuple(kind for kind in kinds.REGISTRY if kind.present(results))
+                                custom=custom_metric_names(kinds))
+    present = kinds.present_in(results)
     if statistics is None:  # by the rules the run was scored by, as the results file orders its records
-        statistics = summarize(results, steps_semantics=run.steps_semantics)
-    consistency = {r.case.id: c for r in results if (c := case_consistency(r)) is not None}
+        statistics = summarize(results, steps_semantics=run.steps_semantics, kind_set=kinds)
+    consistency = {r.case.id: c for r in results if (c := case_consistency(r, kinds)) is not None}
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
         comparison=comparison, alerts=[text for text in (not_loaded, incomplete) if text], judged=judged,
-        incomplete=incomplete is not None,
+        incomplete=incomplete is not None, kind_set=kinds,
     )
     return Report(
         run=run,
@@ -185,8 +187,9 @@ def build_report(
         status_counts=counts,
         kinds=present,
         digest=digest,
+        kind_set=kinds,
         reasons=reasons,
-        score_distributions=_score_distributions(rows),
+        score_distributions=_score_distributions(rows, kinds),
         kind_tables=statistics.tables(),
         comparison=comparison,
         trend=trend_points([*history, *([baseline] if baseline else [])], current) if history else (),
@@ -202,9 +205,9 @@ def build_report(
         grades=kinds.grade_counts(results),
         overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
                                 consistency=consistency, templates_dir=templates_dir),
-        details=details_table(present, results, reasons),
+        details=details_table(present, results, reasons, kind_set=kinds),
         consistency=consistency,
-        pass_rates=suite_consistency(results),
+        pass_rates=suite_consistency(results, kinds),
     )
 
 
@@ -221,7 +224,7 @@ def reviewed_history(runs: Sequence[tuple[RunSnapshot, Mapping[str, Review]]]) -
 
 
 def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
-                  rows: Sequence[CaseRow]) -> dict[str, Review]:
+                  rows: Sequence[CaseRow], kinds: RunKinds | None = None) -> dict[str, Review]:
     """Last week's reviews, for this week's cases: kept as they were where neither the test nor the
     result changed; for a case that changed, only as "was: ..." in the note, so the analyst decides
     again. A case that comes back after an absence (not loaded, or missing) is compared with the run
@@ -235,7 +238,8 @@ def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
         review = previous.get(case_id)
         if not review:
             continue
-        moved = case_moved(review.last_seen, row) if review.last_seen is not None else case_id in changed
+        moved = (case_moved(review.last_seen, row, kind_set=kinds) if review.last_seen is not None
+                 else case_id in changed)
         if not moved:
             carried[case_id] = Review(review.verdict, review.note)
             continue
@@ -260,7 +264,8 @@ def keep_reviews(previous: Mapping[str, Review], baseline: RunSnapshot | None,
             for case_id, review in previous.items() if review and case_id not in present}
 
 
-def with_judge_failures(headline: Sequence[Headline], judged: Sequence[JudgedMetric]) -> tuple[Headline, ...]:
+def with_judge_failures(headline: Sequence[Headline], judged: Sequence[JudgedMetric],
+                        kinds: RunKinds) -> tuple[Headline, ...]:
     """The headline metrics with the judge's failed and not judged cases counted among their errors
     (not scored); a judged metric that failed for every case keeps its row (no mean, its failures
     beside it) instead of vanishing."""
@@ -301,7 +306,7 @@ def incomplete_run(counts: Mapping[str, int], min_evaluated_share: float) -> str
     return f"INCOMPLETE RUN: {evaluated} of {total} cases evaluated"
 
 
-def _score_distributions(rows: Sequence[CaseRow]) -> dict[str, list[int]]:
+def _score_distributions(rows: Sequence[CaseRow], kinds: RunKinds) -> dict[str, list[int]]:
     distributions = {}
     for metric in kinds.headline_metric_keys():
         counts = score_distribution(rows, metric)

@@ -37,15 +37,15 @@ def _key_texts(mapping: dict[str, Any]) -> dict[Any, str]:
     return {}
 
 
-def _turn_keys() -> tuple[str, ...]:
+def _turn_keys(known: kinds.RunKinds) -> tuple[str, ...]:
     """The keys of a response turn (or record) that the kinds read."""
-    return tuple(key for kind in kinds.REGISTRY if (key := kind.output_key) is not None)
+    return tuple(key for kind in known if (key := kind.output_key) is not None)
 
 
 def _count_unknown_response_keys(record: dict[str, Any], case_id: str, line: int | None,
                                  problems: ProblemCollector) -> None:
     """Keys of a response record (or of one of its turns) that nothing reads."""
-    turn_keys = _turn_keys()
+    turn_keys = _turn_keys(problems.known)
     raw_turns = record.get("turns")
     turns: list[Any] = raw_turns if isinstance(raw_turns, list) else []
     for part, known in ((record, (*RESPONSE_KEYS, *turn_keys)), *((turn, turn_keys) for turn in turns)):
@@ -64,19 +64,19 @@ def _record_id(record: dict[str, Any]) -> str | None:
     return None
 
 
-def _records_in_json_value(value: Any) -> list[tuple[dict[str, Any] | Any, str | None]]:
+def _records_in_json_value(value: Any, known: kinds.RunKinds) -> list[tuple[dict[str, Any] | Any, str | None]]:
     """(record, id from a mapping key) pairs of a list, an id-keyed mapping, or one record."""
     if isinstance(value, list):
         return [(item, None) for item in value]
     if isinstance(value, dict):
-        if _record_id(value) is not None or any(key in value for key in ("turns", *_turn_keys())):
+        if _record_id(value) is not None or any(key in value for key in ("turns", *_turn_keys(known))):
             return [(value, None)]
         written = _key_texts(value)
         return [(item, normalise_id(written.get(key, str(key)))) for key, item in value.items()]
     return [(value, None)]
 
 
-def _ids_as_written(record: Any) -> None:
+def _ids_as_written(record: Any, known: kinds.RunKinds) -> None:
     """Put back, in a YAML response record, the ids and names YAML 1.1 read as something else
     (see `_written`): the record's id fields and those its kinds' outputs hold (its turns'
     too), before the record loses what YAML remembered."""
@@ -86,7 +86,7 @@ def _ids_as_written(record: Any) -> None:
     turns = record.get("turns")
     for turn in [record, *(turns if isinstance(turns, list) else ())]:
         if isinstance(turn, dict):
-            for kind in kinds.REGISTRY:
+            for kind in known:
                 kind.output_as_written(turn)
 
 
@@ -116,7 +116,7 @@ def _raw_response_records(
                     if parsed.value is not UNREADABLE:
                         yield parsed.value, None, parsed.number
             else:
-                yield from _json_records(streamed.value, streamed.id_lines)
+                yield from _json_records(streamed.value, streamed.id_lines, problems.known)
             return
     text = read_input_text(path, problems, digest)
     if text is None:
@@ -132,20 +132,21 @@ def _raw_response_records(
     if suffix == ".json":
         value = _json_value(text, path, problems, line=None)
         if value is not UNREADABLE:
-            yield from _json_records(value, id_lines(text))
+            yield from _json_records(value, id_lines(text), problems.known)
         return
     for document in yaml_file_documents(path, text, problems):
         key_lines = getattr(document, "key_lines", None) or {}
         lines = {normalise_id(text): line for text, line in key_lines.items()}
-        for record, key in _records_in_json_value(document):
+        for record, key in _records_in_json_value(document, problems.known):
             where = lines.get(key, line_of(document)) if key is not None else line_of(record)
-            _ids_as_written(record)
+            _ids_as_written(record, problems.known)
             yield plain(record) if isinstance(record, (dict, list)) else record, key, where
 
 
-def _json_records(value: Any, lines: dict[str, int]) -> Iterator[tuple[Any, str | None, int | None]]:
+def _json_records(value: Any, lines: dict[str, int],
+                  known: kinds.RunKinds) -> Iterator[tuple[Any, str | None, int | None]]:
     """The records of a JSON file's value, each with the line of the first id field naming it."""
-    for record, key in _records_in_json_value(value):
+    for record, key in _records_in_json_value(value, known):
         record_id = (_record_id(record) if isinstance(record, dict) else None) or key
         yield record, key, lines.get(record_id) if record_id else None
 
@@ -182,16 +183,17 @@ def _number(record: dict[str, Any], key: str, notes: list[str]) -> int | float |
     return value
 
 
-def _turn_output(raw: dict[str, Any], *, line: int | None) -> TurnOutput:
+def _turn_output(raw: dict[str, Any], *, line: int | None, known: kinds.RunKinds) -> TurnOutput:
     """Each kind's part of a response turn."""
-    return TurnOutput(parts={kind.name: part for kind in kinds.REGISTRY
+    return TurnOutput(parts={kind.name: part for kind in known
                              if (part := kind.parse_output(raw, line=line)) is not None})
 
 
 def parse_response(record: Any, *, key_id: str | None, location: Location,
-                   notes: list[str] | None = None) -> Response:
-    """One response record; raises ShapeError when it is not usable. What is wrong but does not
-    make it unusable goes into `notes`."""
+                   notes: list[str] | None = None, known: kinds.RunKinds | None = None) -> Response:
+    """One response record, read by the kinds `known` (the run's; None: the catalogue's); raises
+    ShapeError when it is not usable. What is wrong but does not make it unusable goes into `notes`."""
+    known = known if known is not None else kinds.catalogue()
     notes = [] if notes is None else notes
     if not isinstance(record, dict):
         raise ShapeError(f"a response must be a mapping (got {describe_value(record)})", location.line)
@@ -203,13 +205,13 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
     attempt = _attempt(record, location.line)
     tokens = {key: _number(record, key, notes) for key in USAGE_FIELDS}
     unusable = {key: str(record[key]) for key in USAGE_FIELDS if record.get(key) is not None and tokens[key] is None}
-    read = (*RESPONSE_KEYS, *_turn_keys())
+    read = (*RESPONSE_KEYS, *_turn_keys(known))
     extra = {k: v for k, v in record.items() if k not in read}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
         try:  # graphrag-eval 6.x scores the steps an error response still carries
-            kept = (_turn_output(record, line=location.line),) if any(
-                record.get(key) is not None for kind in kinds.REGISTRY
+            kept = (_turn_output(record, line=location.line, known=known),) if any(
+                record.get(key) is not None for kind in known
                 if kind.kept_on_error and (key := kind.output_key) is not None) else ()
         except ShapeError:
             kept = ()
@@ -233,9 +235,9 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
                 raise ShapeError(
                     f"turn {index + 1} must be a mapping (got {describe_value(raw_turn)})", location.line
                 )
-            turns.append(_turn_output(raw_turn, line=location.line))
+            turns.append(_turn_output(raw_turn, line=location.line, known=known))
     else:
-        turns = [_turn_output(record, line=location.line)]
+        turns = [_turn_output(record, line=location.line, known=known)]
     return Response(case_id=case_id, location=location, turns=tuple(turns), extra=extra, attempt=attempt,
                     **tokens)  # type: ignore[arg-type]
 
@@ -285,8 +287,9 @@ def load_responses(
     paths: Iterable[str | Path], problems: ProblemCollector,
     attempt_sets: dict[str, tuple[Response, ...]] | None = None,
 ) -> tuple[dict[str, Response], list[InputSummary]]:
-    """Every response by case id (the lowest-numbered attempt of a case answered several times);
-    `attempt_sets`, when given, receives every attempt of the cases that have two or more."""
+    """Every response by case id (the lowest-numbered attempt of a case answered several times),
+    read by the run's kinds (`problems.known`); `attempt_sets`, when given, receives every attempt
+    of the cases that have two or more."""
     attempt_sets = {} if attempt_sets is None else attempt_sets
     responses: dict[str, Response] = {}
     # each case's responses by attempt number (a record without `attempt` is attempt 1)
@@ -304,7 +307,8 @@ def load_responses(
                 location = Location(str(file), line)
                 notes: list[str] = []
                 try:
-                    response = parse_response(record, key_id=key_id, location=location, notes=notes)
+                    response = parse_response(record, key_id=key_id, location=location, notes=notes,
+                                              known=problems.known)
                 except ShapeError as error:
                     record_id = (_record_id(record) if isinstance(record, dict) else None) or key_id
                     for where, message in shape_problems(error, line):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,11 +48,11 @@ def kind_entries(statistics: SuiteStatistics) -> tuple[dict[str, Any], dict[str,
     return entries, sections
 
 
-def stored_case_rows(rows: Iterable[CaseRow], run: Sequence[kinds.Kind]) -> list[dict[str, Any]]:
-    """Case rows as a stored run keeps them (`stored_case_values`): without the metrics of registered
-    kinds the run does not have (`kinds.run_kinds`), so that registering a kind changes no stored run
-    that does not use it."""
-    absent = {m.key for kind in kinds.REGISTRY if kind not in run for m in kind.metrics}
+def stored_case_rows(rows: Iterable[CaseRow], run: kinds.RunKinds, kind_set: kinds.RunKinds) -> list[dict[str, Any]]:
+    """Case rows as a stored run keeps them (`stored_case_values`): without the metrics of the kinds
+    of `kind_set` the run does not have (`run`: `Report.kinds`), so that registering a kind changes no
+    stored run that does not use it."""
+    absent = {m.key for kind in kind_set if kind not in run.kinds for m in kind.metrics}
     return [{key: value for key, value in stored_case_values(row).items() if key not in absent} for row in rows]
 
 
@@ -64,7 +64,7 @@ def results_document(report: Report) -> dict[str, Any]:
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
                      **_semantics_entry(report.run.steps_semantics)},
         **entries,
-        "cases": stored_case_rows(report.rows, kinds.run_kinds(report.results)),
+        "cases": stored_case_rows(report.rows, report.kinds, report.kind_set),
         **({"kinds": sections} if sections else {}),  # none when no kind has a section of its own
         **_judge_entry(report),
     }

@@ -18,6 +18,7 @@ from qareport.digest import Digest, digest_from_json
 from qareport.errors import BaselineError, QAReportError
 from qareport.headline import Headline, headline_metrics
 from qareport.judge.usage import JudgeUsage
+from qareport.kinds import RunKinds
 from qareport.records import Location, Problem, RunSnapshot
 from qareport.results_file import read_results_file, stated_semantics
 from qareport.runs import (
@@ -62,24 +63,25 @@ class History:
     skipped: tuple[str, ...]  # "path: why", for files in a folder that are not qareport runs
 
 
-def read_run(path: str | Path, *, on_problem: OnProblem | None = None) -> RunSnapshot:
+def read_run(path: str | Path, *, on_problem: OnProblem | None = None, kinds: RunKinds | None = None) -> RunSnapshot:
     """The run a workbook or results file holds; BaselineError when it is not a qareport run.
-    `on_problem` hears of each stored value left out because it was edited into something else."""
+    `on_problem` hears of each stored value left out because it was edited into something else;
+    `kinds`, the reading run's kinds, say which metrics a case row has (None: the catalogue's)."""
     target = Path(path)
     suffix = target.suffix.lower()
     if not target.is_file():
         raise BaselineError(f"{target}: no such file (a baseline is a qareport workbook or results file)")
     if suffix in WORKBOOK_SUFFIXES:
-        return read_report(target, on_problem=on_problem).snapshot
+        return read_report(target, on_problem=on_problem, kinds=kinds).snapshot
     if suffix in RESULTS_SUFFIXES:
-        return _read_results_file(target, on_problem or ignore_problem)
+        return _read_results_file(target, on_problem or ignore_problem, kinds)
     raise BaselineError(
         f"{target}: a baseline must be a qareport workbook (.xlsx) or results file "
         f"({', '.join(RESULTS_SUFFIXES)}), not '{target.suffix or target.name}'"
     )
 
 
-def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
+def _read_results_file(target: Path, on_problem: OnProblem, kinds: RunKinds | None) -> RunSnapshot:
     try:
         document = read_results_file(target)
     except QAReportError as error:
@@ -95,9 +97,9 @@ def _read_results_file(target: Path, on_problem: OnProblem) -> RunSnapshot:
         def where(field: str, index: int = index) -> str:
             return f"'cases' item {index}, '{field}'"
 
-        cleaned = clean_case_values(case, where=where, target=target, on_problem=on_problem)
+        cleaned = clean_case_values(case, where=where, target=target, on_problem=on_problem, kinds=kinds)
         if cleaned is not None:
-            rows.append(case_row_from_stored(cleaned))
+            rows.append(case_row_from_stored(cleaned, kinds))
     return RunSnapshot(
         source=str(target),
         created=convert_value(about.get("created"), "text") or "",
@@ -119,7 +121,8 @@ def stored_usage(metadata: Mapping[str, Any]) -> JudgeUsage | None:
                       cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
 
 
-def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> ReportRecord:
+def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
+                kinds: RunKinds | None = None) -> ReportRecord:
     """A qareport workbook's run, metadata and changes, from its hidden sheets. A value an edit made
     into something else is converted or left out (`on_problem` hears which), never a crash."""
     target = Path(path)
@@ -148,9 +151,10 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None) -> Rep
         def where(field: str, number: int = number) -> str:
             return f"sheet '{RESULTS_SHEET}', cell {column_letter(columns.get(field, 1))}{number}"
 
-        cleaned = clean_case_values(dict(zip(names, values)), where=where, target=target, on_problem=report)
+        cleaned = clean_case_values(dict(zip(names, values)), where=where, target=target, on_problem=report,
+                                    kinds=kinds)
         if cleaned is not None:
-            cases.append(case_row_from_stored(cleaned))
+            cases.append(case_row_from_stored(cleaned, kinds))
     snapshot = RunSnapshot(
         source=str(target),
         created=str(metadata.get("created") or ""),
@@ -286,7 +290,7 @@ def _baseline_metrics(metadata: Mapping[str, Any]) -> set[str]:
 
 
 def _metric_order(metric: str) -> tuple[int, str]:
-    order = kinds.headline_metric_keys()
+    order = kinds.catalogue().headline_metric_keys()
     return (order.index(metric) if metric in order else len(order), metric)
 
 
@@ -308,15 +312,15 @@ def find_run_files(paths: Sequence[str | Path], *, exclude: Iterable[str | Path]
 
 
 def read_history(paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
-                 on_problem: OnProblem | None = None) -> History:
+                 on_problem: OnProblem | None = None, kinds: RunKinds | None = None) -> History:
     """The runs in the given files and folders. A named file that is not a qareport run is an
     error; in a folder such a file (a configuration, say) is skipped and said so."""
     named, found = find_run_files(paths, exclude=exclude)
-    runs = [read_run(path, on_problem=on_problem) for path in named]
+    runs = [read_run(path, on_problem=on_problem, kinds=kinds) for path in named]
     skipped = []
     for path in found:
         try:
-            runs.append(read_run(path, on_problem=on_problem))
+            runs.append(read_run(path, on_problem=on_problem, kinds=kinds))
         except BaselineError as error:
             skipped.append(str(error))
     return History(tuple(runs), tuple(skipped))

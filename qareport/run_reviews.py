@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qareport.errors import QAReportError
+from qareport.kinds import RunKinds
 from qareport.records import Location, Problem, Review, RunSnapshot
 from qareport.runs import (
     BAD,
@@ -65,12 +66,14 @@ def header_key(value: Any) -> str:
     return " ".join(str(value).split()).casefold() if value is not None else ""
 
 
-def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> dict[str, Review]:
+def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None,
+                 kinds: RunKinds | None = None) -> dict[str, Review]:
     """The reviews an analyst typed into a workbook's Overview (`review`, `review note`, headers in
     any case), by case id; where the Overview holds a note qareport had to cut, the whole note kept in
     the hidden reviews sheet; and the reviews kept for cases absent from that run (with the case's
     row when it was last seen). {} for a results file. An Overview with rows but without the review
-    columns is said through `on_problem`, and the reviews stored with the run stand in for it."""
+    columns is said through `on_problem`, and the reviews stored with the run stand in for it.
+    `kinds`: the reading run's, which say the metrics of a last-seen row (None: the catalogue's)."""
     target = Path(path)
     report = on_problem or ignore_problem
     if target.suffix.lower() not in WORKBOOK_SUFFIXES:
@@ -114,19 +117,21 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None) -> di
             except ValueError:
                 seen = None
         review = Review(kept.get("review") or None, kept.get("review note") or None,
-                        last_seen=case_row_from_stored(seen) if isinstance(seen, dict) and "case_id" in seen else None)
+                        last_seen=(case_row_from_stored(seen, kinds) if isinstance(seen, dict) and "case_id" in seen
+                                   else None))
         if review:
             reviews[case_id] = review
     return reviews
 
 
-def read_history_reviews(runs: Sequence[RunSnapshot]) -> tuple[dict[str, Review], ...]:
+def read_history_reviews(runs: Sequence[RunSnapshot],
+                         kinds: RunKinds | None = None) -> tuple[dict[str, Review], ...]:
     """The reviews typed into each run's workbook (`read_reviews`), in the order of `runs`; {} for a
     results file, or for a workbook that cannot be read again (it was read a moment ago as a run)."""
     found: list[dict[str, Review]] = []
     for run in runs:
         try:
-            found.append(read_reviews(run.source))
+            found.append(read_reviews(run.source, kinds=kinds))
         except QAReportError:
             found.append({})
     return tuple(found)

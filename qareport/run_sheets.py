@@ -8,7 +8,6 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from qareport import kinds
 from qareport.case_rows import ATTEMPTS_FIELD, case_fields
 from qareport.digest import digest_to_json
 from qareport.headline import status_counts
@@ -118,7 +117,7 @@ DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32
 
 def stored_run_tables(report: Report) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
-    fields = case_fields(kinds.run_kinds(report.results))
+    fields = case_fields(report.kinds)
     stored = [stored_case_values(row) for row in report.rows]
     if any(ATTEMPTS_FIELD in values for values in stored):
         fields = (*fields, ATTEMPTS_FIELD)

@@ -2,7 +2,7 @@
 an analyst may have edited), written and read back by the `run_*` modules and `results_file.py` only.
 
 A run is kept as one flat row per case (`stored_case_values` of each `CaseRow` of `case_rows.case_rows`,
-read back by `case_row_from_stored`: who the case is, every registered kind's metrics, token usage),
+read back by `case_row_from_stored`: who the case is, the metrics of the run's kinds, token usage),
 a few key-value facts about the run (`run_sheets.run_metadata`), and, when it was
 compared with a baseline, its changes. Two containers hold that format, and either can be a later run's
 baseline or a point of its trend:
@@ -44,6 +44,7 @@ from qareport.errors import BaselineError
 from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import stored_judgments
+from qareport.kinds import RunKinds
 from qareport.records import USAGE_FIELDS, Location, Problem
 
 RESULTS_SHEET = "qareport_results"
@@ -132,9 +133,10 @@ def _number(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def case_row_from_stored(values: Mapping[str, Any]) -> CaseRow:
+def case_row_from_stored(values: Mapping[str, Any], kind_set: RunKinds | None = None) -> CaseRow:
     """A case row from cells (or from a results file's case row), once `clean_case_values` has given
-    each value its type. A field the stored run lacks is None (a metric, a usage field, the targets of
+    each value its type; its metrics are those of `kind_set` (the reading run's; None: the
+    catalogue's). A field the stored run lacks is None (a metric, a usage field, the targets of
     a run stored before runs kept them) or empty (the mappings); nothing is filled in."""
     outputs = _from_json(values.get("outputs"), fallback=lambda text: {})
     return CaseRow(
@@ -153,7 +155,8 @@ def case_row_from_stored(values: Mapping[str, Any]) -> CaseRow:
         outputs=outputs if isinstance(outputs, dict) else {},  # `side_by_side` reads it item by item
         judged=stored_judgments(_from_json(values.get("judged"), fallback=lambda text: {})),
         dimensions=_dimensions(_from_json(values.get("dimensions"), fallback=lambda text: {})),
-        metrics={key: _number(values.get(key)) for key in kinds.case_metric_keys()},
+        metrics={key: _number(values.get(key))
+                 for key in (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()},
         usage={key: _number(values.get(key)) for key in USAGE_FIELDS},
         attempts=_stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {})),
     )
@@ -261,20 +264,22 @@ def column_letter(column: int) -> str:
     return letters
 
 
-def case_value_types() -> dict[str, Expected]:
-    """What each case-row field holds; lists and mappings are read by `case_row_from_stored`."""
+def case_value_types(kind_set: RunKinds | None = None) -> dict[str, Expected]:
+    """What each case-row field holds (the metrics of `kind_set`; None: the catalogue's); lists and
+    mappings are read by `case_row_from_stored`."""
     types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
-    types.update({key: "number" for key in (*kinds.case_metric_keys(), *USAGE_FIELDS)})
+    metric_keys = (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()
+    types.update({key: "number" for key in (*metric_keys, *USAGE_FIELDS)})
     return types
 
 
 def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str], target: Path,
-                      on_problem: OnProblem) -> dict[str, Any] | None:
+                      on_problem: OnProblem, kinds: RunKinds | None = None) -> dict[str, Any] | None:
     """A stored case row with each value of the type its field holds (see `convert_value`); a value
     that cannot be converted is left out with a problem. None (and a problem) for a row without a
     case id, which nothing could be compared with."""
     cleaned = dict(values)
-    for field, expected in case_value_types().items():
+    for field, expected in case_value_types(kinds).items():
         if field not in cleaned:
             continue
         value = convert_value(cleaned[field], expected)

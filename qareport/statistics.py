@@ -82,14 +82,17 @@ def mean_of(series: pd.Series) -> float | None:
 
 
 def summarize(results: Sequence[CaseResult], *, steps_semantics: int | None = None,
-              custom_metrics: Sequence[str] = ()) -> SuiteStatistics:
-    """The suite's figures: each registered kind's (`Kind.suite_figures`; an evaluation several
-    kinds share, at the first of them); graphrag-eval's aggregates by `steps_semantics`' rules (5 or
-    6; None: the default), with the custom LLM metrics' outputs among them."""
-    options = SuiteOptions(steps_semantics=steps_semantics, custom_metrics=tuple(custom_metrics))
+              custom_metrics: Sequence[str] = (), kind_set: kinds.RunKinds | None = None) -> SuiteStatistics:
+    """The suite's figures: each of the run's kinds' (`kind_set`; None: the catalogue's;
+    `Kind.suite_figures`; an evaluation several kinds share, at the first of them); graphrag-eval's
+    aggregates by `steps_semantics`' rules (5 or 6; None: the default), with the custom LLM metrics'
+    outputs among them."""
+    kind_set = kind_set if kind_set is not None else kinds.catalogue()
+    options = SuiteOptions(steps_semantics=steps_semantics, custom_metrics=tuple(custom_metrics),
+                           metric_label=kind_set.metric_label)
     figures: list[SuiteFigures] = []
     shared: list[SharedEvaluation] = []
-    for kind in kinds.REGISTRY:
+    for kind in kind_set:
         if kind.shared is not None and not any(done is kind.shared for done in shared):
             shared.append(kind.shared)
             figures.extend(found for found in (kind.shared.suite_figures(results, options),) if found is not None)

@@ -21,6 +21,7 @@ from qareport.input_shapes import as_id as _as_id
 from qareport.input_shapes import optional_text
 from qareport.input_shapes import require_str as _require_str
 from qareport.input_shapes import written as _written
+from qareport.kinds import RunKinds, catalogue
 from qareport.parse_cache import ParseCache, ParsedItem
 from qareport.records import InputSummary, Location, Problem, Target, TestCase, Turn, Unloaded
 from qareport.yaml_values import LineList, line_of, written_text
@@ -46,17 +47,17 @@ def _require_list(container: Any, key: str, what: str) -> list[Any]:
     return value
 
 
-def _target_kinds() -> list[kinds.Kind]:
-    return [kind for kind in kinds.REGISTRY if kind.reads_target]
+def _target_kinds(known: kinds.RunKinds) -> list[kinds.Kind]:
+    return [kind for kind in known if kind.reads_target]
 
 
-def _parse_target(target: Any, *, line: int | None) -> Target:
+def _parse_target(target: Any, *, line: int | None, known: kinds.RunKinds) -> Target:
     if not isinstance(target, dict):
         raise ShapeError(f"'target' must be a mapping (got {describe_value(target)})", line)
-    readers = _target_kinds()
-    known = {kind.name for kind in readers}
-    if not known & set(target):
-        raise ShapeError(f"'target' has none of {', '.join(sorted(known))}", line_of(target))
+    readers = _target_kinds(known)
+    names = {kind.name for kind in readers}
+    if not names & set(target):
+        raise ShapeError(f"'target' has none of {', '.join(sorted(names))}", line_of(target))
     return _target_of(target, readers)
 
 
@@ -92,7 +93,7 @@ def _keys_as_text(value: Any) -> Any:
     return value
 
 
-def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
+def _parse_conversation_case(raw: dict[str, Any], path: str, known: kinds.RunKinds) -> TestCase:
     case_id = _require_str(raw, "id", "test case")
     assert case_id is not None
     name = _require_str(raw, "name", "test case", optional=True) or case_id
@@ -119,7 +120,7 @@ def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
                 f"message {index + 1} has a target but role '{role}'; only user messages carry targets",
                 line_of(message, "target"),
             )
-        target = _parse_target(message["target"], line=line_of(message, "target"))
+        target = _parse_target(message["target"], line=line_of(message, "target"), known=known)
         content = optional_text(message, "content") or ""
         turns.append(Turn(len(turns) + 1, content, target))
     if not turns:
@@ -140,11 +141,11 @@ def _parse_conversation_case(raw: dict[str, Any], path: str) -> TestCase:
     )
 
 
-def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCase:
+def _parse_question(raw: dict[str, Any], template_id: str, path: str, known: kinds.RunKinds) -> TestCase:
     question_id = _require_str(raw, "id", f"a question of template '{template_id}'")
     assert question_id is not None
     text = _require_str(raw, "question_text", f"question '{question_id}'", identifier=False) or ""
-    readers = [kind for kind in _target_kinds() if kind.in_questions]
+    readers = [kind for kind in _target_kinds(known) if kind.in_questions]
     target = _target_of(raw, readers)
     return TestCase(
         id=question_id,
@@ -160,7 +161,8 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str) -> TestCas
     )
 
 
-def _cases_in_document(document: Any, path: str, problems: ProblemCollector) -> Iterator[TestCase]:
+def _cases_in_document(document: Any, path: str, problems: ProblemCollector,
+                       known: kinds.RunKinds) -> Iterator[TestCase]:
     """Every test case of one YAML document: a case, a template, or a list of either."""
     items = document if isinstance(document, list) else [document]
     for index, item in enumerate(items):
@@ -171,7 +173,7 @@ def _cases_in_document(document: Any, path: str, problems: ProblemCollector) -> 
             )
             continue
         if "template_id" in item or "questions" in item:
-            yield from _questions_of_template(item, path, problems)
+            yield from _questions_of_template(item, path, problems, known)
             continue
         if "conversation" not in item:
             problems.add(
@@ -183,30 +185,31 @@ def _cases_in_document(document: Any, path: str, problems: ProblemCollector) -> 
             )
             continue
         try:
-            case = _parse_conversation_case(item, path)
+            case = _parse_conversation_case(item, path, known)
         except ShapeError as error:
             case_id = _item_id(item, "id")
             for where, message in shape_problems(error, line):
                 problems.add(path, where, message, case_id or None)
             if case_id is not None:
-                yield _invalid_case(item, path, str(error), line)
+                yield _invalid_case(item, path, str(error), line, known)
             continue
-        _count_unknown_target_keys(item, case.id, problems)
+        _count_unknown_target_keys(item, case.id, problems, known)
         yield case
 
 
-def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: ProblemCollector) -> None:
+def _count_unknown_target_keys(item: dict[str, Any], case_id: str, problems: ProblemCollector,
+                               known: kinds.RunKinds) -> None:
     """Keys of a case's targets that no kind reads (statgpt's fuller ground truth has several)."""
-    known = {kind.name for kind in _target_kinds()}
+    names = {kind.name for kind in _target_kinds(known)}
     for message in item.get("conversation") or []:
         target = message.get("target") if isinstance(message, dict) else None
         if isinstance(target, dict):
             for key in target:
-                if key not in known:
+                if key not in names:
                     problems.unknown_key("target", key, line_of(target, key) or line_of(target), case_id)
 
 
-def _invalid_case(item: dict[str, Any], path: str, reason: str, line: int | None) -> TestCase:
+def _invalid_case(item: dict[str, Any], path: str, reason: str, line: int | None, known: kinds.RunKinds) -> TestCase:
     """A case too broken to evaluate still gets its row, so it is never silently dropped."""
     raw_tags = item.get("tags")
     tags = raw_tags if isinstance(raw_tags, list) else []
@@ -219,15 +222,15 @@ def _invalid_case(item: dict[str, Any], path: str, reason: str, line: int | None
         turns=(),
         location=Location(path, line),
         comments=f"invalid test case: {reason}",
-        declared_targets=_declared_targets(item),
+        declared_targets=_declared_targets(item, known),
     )
 
 
-def _declared_targets(item: dict[str, Any]) -> tuple[str, ...]:
+def _declared_targets(item: dict[str, Any], known: kinds.RunKinds) -> tuple[str, ...]:
     """The kinds of target a case that could not be read declares: the keys of its messages'
     targets (a question's parts of the kinds questions carry), so that Statistics and the
     Summary count it among the cases that could have had those metrics."""
-    readers = _target_kinds()
+    readers = _target_kinds(known)
     found: dict[str, None] = {}
     conversation = item.get("conversation")
     if isinstance(conversation, list):
@@ -242,7 +245,8 @@ def _declared_targets(item: dict[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _questions_of_template(template: dict[str, Any], path: str, problems: ProblemCollector) -> Iterator[TestCase]:
+def _questions_of_template(template: dict[str, Any], path: str, problems: ProblemCollector,
+                           known: kinds.RunKinds) -> Iterator[TestCase]:
     try:
         template_id = _require_str(template, "template_id", "Q&A template")
         questions = _require_list(template, "questions", f"template '{template_id}'")
@@ -260,13 +264,13 @@ def _questions_of_template(template: dict[str, Any], path: str, problems: Proble
             )
             continue
         try:
-            yield _parse_question(question, template_id, path)
+            yield _parse_question(question, template_id, path, known)
         except ShapeError as error:
             question_id = _item_id(question, "id")
             problems.add(path, error.line or line_of(question), str(error), question_id)
             if question_id is not None:
                 yield replace(
-                    _invalid_case(question, path, str(error), line_of(question)),
+                    _invalid_case(question, path, str(error), line_of(question), known),
                     kind="qa",
                     name=str(question.get("question_text") or question_id),
                     groups=(template_id,),
@@ -274,10 +278,13 @@ def _questions_of_template(template: dict[str, Any], path: str, problems: Proble
 
 
 def load_test_cases(
-    paths: Iterable[str | Path], problems: ProblemCollector, *, cache: ParseCache | None = None
+    paths: Iterable[str | Path], problems: ProblemCollector, *, cache: ParseCache | None = None,
+    kinds: RunKinds | None = None,
 ) -> tuple[list[TestCase], list[InputSummary]]:
-    """The test cases of `paths`, in order, the first of each id kept. A file `cache` holds is
-    read back instead of parsed, with the problems parsing it found."""
+    """The test cases of `paths`, in order, the first of each id kept, their targets read by
+    `kinds` (the run's; None: the catalogue's). A file `cache` holds is read back instead of parsed,
+    with the problems parsing it found."""
+    known = kinds if kinds is not None else catalogue()
     cases: list[TestCase] = []
     summaries = []
     first_seen: dict[str, TestCase] = {}
@@ -285,7 +292,7 @@ def load_test_cases(
         count = 0
         digest = InputDigest()
         for file in files:
-            parsed = _parsed_file(file, problems, digest, cache)
+            parsed = _parsed_file(file, problems, digest, cache, known)
             if parsed is None:
                 continue
             for item in parsed:
@@ -310,7 +317,7 @@ def load_test_cases(
 
 
 def _parsed_file(file: Path, problems: ProblemCollector, digest: InputDigest,
-                 cache: ParseCache | None) -> Iterable[ParsedItem] | None:
+                 cache: ParseCache | None, known: RunKinds) -> Iterable[ParsedItem] | None:
     """What a test-case file holds, in order (see `ParsedItem`), from `cache` when it has the file;
     None when the file cannot be read at all (a problem says why)."""
     data = read_input_bytes(file, problems, digest)
@@ -322,19 +329,19 @@ def _parsed_file(file: Path, problems: ProblemCollector, digest: InputDigest,
         return None
     key = cache.key(str(file), data) if cache is not None else None
     if cache is None or key is None:
-        return _parse_file(file, text)
+        return _parse_file(file, text, known)
     kept = cache.get(key)
     if kept is None:
-        kept = list(_parse_file(file, text))
+        kept = list(_parse_file(file, text, known))
         cache.put(key, kept)
     return kept
 
 
-def _parse_file(file: Path, text: str) -> Iterator[ParsedItem]:
+def _parse_file(file: Path, text: str, known: RunKinds) -> Iterator[ParsedItem]:
     """The test cases of a file, each after the problems found before it."""
-    found = ProblemCollector()
+    found = ProblemCollector(known=known)
     for document in yaml_file_documents(file, text, found, testcases=True):
-        for case in _cases_in_document(document, str(file), found):
+        for case in _cases_in_document(document, str(file), found, known):
             yield from _drained(found)
             yield case
     found.name_unknown_keys(str(file))

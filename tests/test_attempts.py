@@ -138,7 +138,7 @@ def test_every_attempt_is_scored_and_the_case_value_is_the_mean_over_its_attempt
         (1, 1.0, 1.0), (2, 0.0, 0.0), (3, 1.0, 0.5)]
     assert case.status == "success"
     assert case.macro_recall == pytest.approx(2 / 3) and case.macro_precision == pytest.approx(0.5)
-    metrics = kinds.case_metrics(case)
+    metrics = kinds.catalogue().case_metrics(case)
     assert metrics["macro_recall"] == pytest.approx(2 / 3) and metrics["macro_precision"] == pytest.approx(0.5)
     assert case.turns == case.attempts[0].turns  # the details cell shows the first attempt
 
@@ -157,7 +157,7 @@ def test_an_attempt_that_failed_beside_evaluated_ones_leaves_the_case_evaluated_
                         record("a", 2, values=(LP, NGDP)))
     case = results["a"]
     assert case.status == "success" and case.error == "attempt 1: timeout"
-    assert kinds.case_metrics(case)["macro_precision"] == 0.5  # over the attempts that have a value
+    assert kinds.catalogue().case_metrics(case)["macro_precision"] == 0.5  # over the attempts that have a value
     assert case.turns == case.attempts[1].turns
 
 

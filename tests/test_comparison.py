@@ -330,12 +330,13 @@ def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
 
     from qareport.case_rows import case_rows
     from qareport.evaluation import evaluate_suite
+    from qareport.kinds import catalogue
     from qareport.kinds.selection_statistics import DataQueryFigures
     from qareport.loading import load_suite
     from qareport.statistics import summarize
 
     results = evaluate_suite(load_suite([str(TESTCASES)], [str(RESPONSES)])).results
-    headline = {item.metric: item.mean for item in headline_metrics(case_rows(results))}
+    headline = {item.metric: item.mean for item in headline_metrics(case_rows(results, catalogue()))}
     figures = summarize(results).figures_of(DataQueryFigures)
     data_query = figures.overall if figures is not None else None
     assert data_query is not None

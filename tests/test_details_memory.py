@@ -25,7 +25,7 @@ def generated_results(tmp_path, cases: int):
     suite, responses = bench_workbook.generate(cases, seed=7)
     testcases, answers = bench_workbook.write_inputs(tmp_path, suite, responses)
     results = evaluate_suite(load_suite([str(testcases)], [str(answers)])).results
-    return tuple(kind for kind in kinds.REGISTRY if kind.present(results)), results
+    return kinds.catalogue().present_in(results), results
 
 
 def test_holding_every_cases_details_rows_costs_little_a_row(tmp_path):

@@ -40,7 +40,7 @@ def test_the_case_frame_has_one_row_per_case_with_the_overviews_figures(report):
         assert row.name == result.case.name and row.groups == result.case.groups
         assert row.status == result.status and row.cluster == result.case.cluster
         assert row.reason == report.reasons.get(result.case.id)
-        exp = kinds.case_metrics(result)
+        exp = kinds.catalogue().case_metrics(result)
         for key in metric_keys:
             got = getattr(row, key)
             assert (math.isnan(got) if exp[key] is None else got == exp[key]), (result.case.id, key)

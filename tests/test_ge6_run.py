@@ -10,6 +10,7 @@ import email
 import email.policy
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,12 @@ from conftest import RESPONSES, TESTCASES
 from openai_stub import serve_stub
 from openpyxl import load_workbook
 
-from qareport import answer_correctness_cli, graphrag_eval_6
+from qareport import answer_correctness_cli, graphrag_eval_6, kinds
 from qareport.cli import main
-from qareport.kinds import REGISTRY
+from qareport.errors import SettingsError
+from qareport.ge6_config import read_ge6_config
+from qareport.kinds.custom_evaluations import kinds_for_run
+from qareport.pipeline import RunOptions, run_pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from ge6_suite import write_suite
@@ -166,9 +170,6 @@ custom_evaluations:
 def stub(monkeypatch):
     with serve_stub() as server:
         yield server
-    from qareport.kinds.custom_evaluations import use_custom_evaluations
-
-    use_custom_evaluations(())  # leave the registry as other tests expect it
 
 
 def scripted_custom(coverage):
@@ -257,12 +258,86 @@ def test_a_judge_failure_uses_6x_error_key(tmp_path, stub):
     assert failed and not any("answer_eval_error" in r for r in results)
 
 
-def test_the_custom_kind_leaves_the_registry_with_its_run(tmp_path, stub):
+def test_the_custom_kind_belongs_to_its_run_and_never_enters_the_catalogue(tmp_path, stub):
+    before = kinds.catalogue()
     config = ge6_config(tmp_path, stub.url)
-    run(tmp_path, TESTCASES, RESPONSES, "--config-ge6", config)
-    assert "custom_evaluations" in [kind.name for kind in REGISTRY]
-    run(tmp_path, TESTCASES, RESPONSES, "--no-llm", name="plain")
-    assert "custom_evaluations" not in [kind.name for kind in REGISTRY]
+    code, out, _ = run(tmp_path, TESTCASES, RESPONSES, "--config-ge6", config)
+    assert code == 0 and "coverage score" in overview(out)[0]
+    assert kinds.catalogue() == before and kinds.catalogue().named("custom_evaluations") is None
+    code, plain, _ = run(tmp_path, TESTCASES, RESPONSES, "--no-llm", name="plain")
+    assert code == 0 and "coverage score" not in overview(plain)[0]
+    assert kinds.catalogue() == before
+
+
+def test_a_custom_output_named_as_another_kinds_metric_is_a_settings_error(tmp_path):
+    path = tmp_path / "clash.yaml"
+    path.write_text("llm:\n  generation:\n    provider: openai\n    model: m\n"
+                    "custom_evaluations:\n  - name: x\n    inputs: [question]\n    instructions: i\n"
+                    "    outputs:\n      macro_precision: a number\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"macro_precision.*belong to another kind; give the outputs other names"):
+        kinds_for_run(read_ge6_config(path).custom_evaluations)
+    assert kinds.catalogue().named("custom_evaluations") is None
+
+
+def test_two_runs_at_once_in_one_process_each_get_exactly_their_own_kinds(tmp_path, stub):
+    """A run with custom evaluations and one without, in two threads: the second starts once the
+    first has made its kinds, and they wait for each other before evaluating and before writing.
+    Each workbook, results file and report has its own columns and metrics, and the catalogue is as
+    it was."""
+    before = kinds.catalogue()
+    config = ge6_config(tmp_path, stub.url)
+    stub.rules["custom"] = scripted_custom(0.75)
+    together = threading.Barrier(2, timeout=120)
+    first_loading = threading.Event()
+
+    def in_step(stage: str) -> None:
+        if stage == "loading":
+            first_loading.set()
+        if stage in ("evaluating", "writing"):
+            together.wait()
+
+    def options(name: str, **given) -> RunOptions:
+        return RunOptions((str(TESTCASES),), (str(RESPONSES),), output=str(tmp_path / f"{name}.xlsx"),
+                          results_path=str(tmp_path / f"{name}.json"), **given)
+
+    custom = options("custom", config_ge6=str(config), judge_options={"cache_path": str(tmp_path / "c.sqlite3")})
+    plain = options("plain", judge_options={"enabled": False})
+    outcomes: dict[str, object] = {}
+    failures: list[BaseException] = []
+
+    def run_one(name: str, given: RunOptions) -> None:
+        try:
+            outcomes[name] = run_pipeline(given, on_stage=in_step)
+        except Exception as error:  # noqa: BLE001 (told below, in the test's thread)
+            together.abort()
+            failures.append(error)
+
+    threads = [threading.Thread(target=run_one, args=item) for item in (("custom", custom), ("plain", plain))]
+    threads[0].start()
+    assert first_loading.wait(timeout=120)
+    threads[1].start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not failures, failures
+    custom_keys = {"coverage_score", "coverage_reason", "sparql_use_verdict"}
+    custom_report, plain_report = outcomes["custom"].report, outcomes["plain"].report
+    assert custom_keys <= set(custom_report.kind_set.case_metric_keys())
+    assert "custom_evaluations" in [kind.name for kind in custom_report.kinds]
+    assert not custom_keys & set(plain_report.kind_set.case_metric_keys())
+    assert "custom_evaluations" not in [kind.name for kind in plain_report.kinds]
+    headers, rows = overview(tmp_path / "custom.xlsx")
+    assert {"coverage score", "coverage reason", "sparql use verdict"} <= set(headers)
+    assert any(row["coverage score"] == pytest.approx(0.75) for row in rows.values())
+    headers, _ = overview(tmp_path / "plain.xlsx")
+    assert not {"coverage score", "coverage reason", "sparql use verdict"} & set(headers)
+    stored = sheet_rows(tmp_path / "custom.xlsx", "qareport_results")[0]
+    assert custom_keys <= set(stored)
+    assert not custom_keys & set(sheet_rows(tmp_path / "plain.xlsx", "qareport_results")[0])
+    custom_cases = json.loads((tmp_path / "custom.json").read_text())["cases"]
+    plain_cases = json.loads((tmp_path / "plain.json").read_text())["cases"]
+    assert any(case.get("coverage_score") == pytest.approx(0.75) for case in custom_cases)
+    assert not any(custom_keys & set(case) for case in plain_cases)
+    assert kinds.catalogue() == before and kinds.catalogue().named("custom_evaluations") is None
 
 
 def test_a_wrong_6x_configuration_stops_the_run_with_file_and_line(tmp_path, suite, capsys):

@@ -15,7 +15,7 @@ from qareport.cli import main
 from qareport.comparison import compare_runs
 from qareport.errors import SettingsError
 from qareport.evaluation import EvaluationOptions, evaluate_case
-from qareport.kinds import case_facts
+from qareport.kinds import catalogue
 from qareport.kinds.indicator_selection import (
     INDICATOR_SELECTION,
     case_grade,
@@ -143,7 +143,7 @@ def test_a_multi_turn_case_gets_its_worst_turns_grade():
 def test_a_case_not_evaluated_is_not_graded_and_has_no_dataset_scores():
     result = conversation((one(INDICATOR=[GDP]), one(INDICATOR=[GDP])), status="error")
     assert case_grade(result) is None and dataset_scores(result) == (None, None)
-    assert "grade" not in case_facts(result).get("indicator_selection", {})
+    assert "grade" not in catalogue().case_facts(result).get("indicator_selection", {})
 
 
 @pytest.mark.parametrize(

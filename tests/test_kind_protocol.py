@@ -55,10 +55,13 @@ def _suite(tmp_path: Path) -> Any:
 
 @pytest.fixture
 def registry_kept():
-    """Whatever a test does to the registry is undone."""
-    saved = list(kinds.REGISTRY)
+    """Whatever a test does to the catalogue is undone."""
+    saved = kinds.catalogue()
     yield
-    kinds.REGISTRY[:] = saved
+    for kind in kinds.catalogue():
+        kinds.unregister(kind.name)
+    for kind in saved:
+        kinds.register(kind)
 
 
 @pytest.mark.parametrize("module", ["loading.py", "evaluation.py"])

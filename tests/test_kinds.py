@@ -7,6 +7,7 @@ results file and the comparison with a baseline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -172,11 +173,29 @@ def test_two_kinds_cannot_share_a_name_or_a_metric(keywords_kind):
         kinds.register(Clash())
 
 
+def test_a_runs_kinds_are_the_catalogues_and_its_own_and_leave_the_catalogue_as_it_was():
+    before = kinds.catalogue()
+    run = kinds.for_run(ExpectedKeywords())
+    assert run.kinds == (*before.kinds, run.kinds[-1]) and run.kinds[-1].name == "expected_keywords"
+    assert "keyword_recall" in run.headline_metric_keys() and run.metric_label("keyword_recall") == "keyword recall"
+    assert kinds.catalogue() == before and kinds.catalogue().named("expected_keywords") is None
+    assert "keyword_recall" not in kinds.catalogue().case_metric_keys()
+
+    class Clash(Kind):
+        name = "clash"
+        metrics = (Metric("answer_f1", "answer F1"),)
+
+    with pytest.raises(ValueError, match="belong to another kind"):  # a run's own kinds keep registration's checks
+        kinds.for_run(Clash())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.kinds = ()  # type: ignore[misc]
+
+
 def test_the_built_in_kinds_give_the_stored_metrics_in_their_historic_order():
-    assert kinds.case_metric_keys() == ("macro_precision", "macro_recall", "dataset_precision", "dataset_recall",
+    assert kinds.catalogue().case_metric_keys() == ("macro_precision", "macro_recall", "dataset_precision", "dataset_recall",
                                         "steps_score", "answer_recall", "answer_precision", "answer_f1",
                                         "answer_relevance")
-    assert kinds.headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
+    assert kinds.catalogue().headline_metric_keys() == ("macro_precision", "macro_recall", "steps_score", "answer_f1",
                                             "answer_relevance")
 
 
@@ -256,10 +275,10 @@ def test_the_writers_only_lay_out_the_case_values_the_report_model_computed_once
 def test_a_metric_has_one_label_wherever_it_is_shown():
     from qareport.workbook import statistics_sheet
 
-    assert kinds.metric_label("retrieval_context_recall") == "context recall (text similarity)"
-    assert kinds.metric_label("retrieval_answer_f1") == "retrieval answer F1"
-    assert kinds.metric_label("elapsed_sec") == "elapsed seconds"
-    assert kinds.metric_label("answer_f1") == "answer F1"
+    assert kinds.catalogue().metric_label("retrieval_context_recall") == "context recall (text similarity)"
+    assert kinds.catalogue().metric_label("retrieval_answer_f1") == "retrieval answer F1"
+    assert kinds.catalogue().metric_label("elapsed_sec") == "elapsed seconds"
+    assert kinds.catalogue().metric_label("answer_f1") == "answer F1"
     assert not hasattr(statistics_sheet, "LABELS")  # the Statistics sheet asks `kinds` like every other sheet
     assert [kinds.metric_format(key) for key in ("answer_relevance_cost", "input_tokens", "elapsed_sec",
                                                  "steps_score")] == ["cost", "integer", "seconds", "score"]

@@ -560,5 +560,5 @@ def test_every_field_of_a_parsed_test_case_comes_back_from_an_entry():
                 default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
                 assert getattr(record, field.name) != default, f"{defaults.__name__}.{field.name} left at its default"
 
-    encoded = json.loads(json.dumps(parse_cache._encoded_item(case)))
-    assert parse_cache._decoded_item(encoded) == case
+    encoded = json.loads(json.dumps(parse_cache._encoded_item(case, kinds.catalogue())))
+    assert parse_cache._decoded_item(encoded, kinds.catalogue()) == case

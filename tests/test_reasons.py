@@ -89,4 +89,4 @@ def test_answers_give_the_f1_and_the_judge_reason():
 
 def test_a_case_reason_joins_the_reasons_of_its_kinds():
     qa = {"steps_score": 0.0, "reference_steps": [[{"name": "sparql_query"}]], "answer_f1": 0.25}
-    assert kinds.explain_case(qa_case(qa)) == "no successful call matched sparql_query; answer F1 0.25"
+    assert kinds.catalogue().explain_case(qa_case(qa)) == "no successful call matched sparql_query; answer F1 0.25"

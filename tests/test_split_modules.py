@@ -57,8 +57,9 @@ KEPT = {  # names imported from the module as it was, by kind authors, tests or 
     "kinds.indicator_selection": ("INDICATOR_SELECTION", "DEFAULT_ACCEPTABLE_EXTRAS", "score_indicator_selection",
                                   "match_terms", "score_dimension", "grade_turn", "case_grade", "worst_grade",
                                   "dataset_scores", "render_indicator_details", "explain_indicator_change"),
-    "kinds": ("NOT_GRADED", "grade_counts", "grade_moves", "GRADE_FACT", "GradeMove", "stored_grade",
-              "AGGREGATE_LABELS"),
+    # the registry's helpers (grade_counts, grade_moves, ...) are methods of a run's `RunKinds` now
+    "kinds": ("NOT_GRADED", "GRADE_FACT", "GradeMove", "stored_grade", "AGGREGATE_LABELS", "RunKinds",
+              "catalogue", "for_run", "register", "register_kind", "unregister"),
 }
 
 

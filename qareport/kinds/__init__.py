@@ -5,10 +5,12 @@ steps, reference answer, ...): how to read its part of a target and of a respons
 a turn, which per-case metrics it yields and how they aggregate, how to say in one line why a case
 lost points, and what it contributes to the Overview, Details and Statistics sheets. Everything
 downstream (the case rows of the results file and of a stored run, the comparison with a baseline,
-the headline metrics, the workbook's columns) asks `REGISTRY` instead of naming kinds.
+the headline metrics, the workbook's columns) asks the run's `RunKinds` instead of naming kinds.
 
 Adding a kind means writing one module with a `Kind` subclass (and, if it renders a details cell, one
-template) and calling `register(...)`: no other module changes. Everything such a module needs is
+template) and calling `register(...)` at import time, which adds it to the catalogue: no other
+module changes. A run's kinds (`for_run`: the catalogue's, plus the run's custom evaluations kind)
+are made once per run and passed down; nothing changes the catalogue during a run. Everything such a module needs is
 exported here (`__all__`).
 
 Every metric a kind declares lies in [0, 1] and higher is better, so a drop is a regression.
@@ -18,8 +20,8 @@ scores in `TurnResult.scores`, under its name; the loader and the evaluator ask 
 Kinds that are scored together in one evaluation of a turn (graphrag-eval scores a question's answer
 and steps in one result dict) share a `SharedEvaluation`.
 
-The protocol's records are in `kind_records`, the `Kind` base class in `kind_base`, the registry and
-its helpers in `registry`; a kind's author imports them all from here.
+The protocol's records are in `kind_records`, the `Kind` base class in `kind_base`,
+the catalogue and `RunKinds` in `registry`; a kind's author imports them all from here.
 """
 
 from __future__ import annotations
@@ -46,37 +48,23 @@ from qareport.kinds.kind_records import (
 from qareport.kinds.registry import AGGREGATE_LABELS as AGGREGATE_LABELS
 from qareport.kinds.registry import GRADE_FACT as GRADE_FACT
 from qareport.kinds.registry import NOT_GRADED as NOT_GRADED
+from qareport.kinds.registry import GradeMove as GradeMove
 from qareport.kinds.registry import (
-    REGISTRY,
-    all_metrics,
-    attempt_passed,
-    case_facts,
-    case_metric_keys,
-    case_metrics,
-    case_reason,
-    explain_case,
-    explain_change,
-    headline_metric_keys,
-    kind_of_metric,
-    main_metric,
+    RunKinds,
+    catalogue,
+    for_run,
     metric_format,
-    metric_label,
     register,
     register_kind,
-    run_kinds,
     unregister,
 )
-from qareport.kinds.registry import GradeMove as GradeMove
-from qareport.kinds.registry import grade_counts as grade_counts
-from qareport.kinds.registry import grade_moves as grade_moves
 from qareport.kinds.registry import stored_grade as stored_grade
 from qareport.records import CaseResult
 
 # (the names imported `as` themselves are outside __all__ and imported from here by the package)
 # what a kind's author needs, in one import: the protocol, the records it reads and returns, the
-# error that a malformed part raises (it becomes a Problem with file and line), and the registry
+# error that a malformed part raises (it becomes a Problem with file and line), and the catalogue
 __all__ = [
-    "REGISTRY",
     "CaseResult",
     "CellFormat",
     "Chart",
@@ -88,6 +76,7 @@ __all__ = [
     "KindFigures",
     "Metric",
     "PassRules",
+    "RunKinds",
     "ShapeError",
     "SharedEvaluation",
     "SuiteFigures",
@@ -95,23 +84,12 @@ __all__ = [
     "Table",
     "TurnInput",
     "TurnScores",
-    "all_metrics",
-    "attempt_passed",
-    "case_facts",
-    "case_metric_keys",
-    "case_metrics",
-    "case_reason",
-    "explain_case",
-    "explain_change",
-    "headline_metric_keys",
-    "kind_of_metric",
-    "main_metric",
+    "catalogue",
+    "for_run",
     "mean_over_turns",
     "metric_format",
-    "metric_label",
     "register",
     "register_kind",
-    "run_kinds",
     "unregister",
 ]
 

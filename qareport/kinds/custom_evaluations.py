@@ -6,8 +6,9 @@ case's value is the mean of its turns' numeric values, so numeric outputs reach 
 the stored run and the comparison with a baseline, where, like every metric, a drop counts as a
 regression; text outputs (a reason) are shown in the Overview and leave the metric empty.
 
-`use_custom_evaluations(evaluations)` registers the kind for a run's configuration (or removes it
-when the run has none), so the registry always describes the run at hand.
+`kinds_for_run(evaluations)` gives a run's kinds: the catalogue's, plus this kind when the run's
+configuration has custom evaluations. The catalogue itself never holds it, so two runs in one
+process each see their own outputs.
 """
 
 from __future__ import annotations
@@ -100,13 +101,12 @@ def _value(key: str) -> Any:
     return value
 
 
-def use_custom_evaluations(evaluations: Sequence[CustomEvaluation]) -> None:
-    """Register the kind for these evaluations (none: remove it). SettingsError when an output
-    takes the name of another kind's metric."""
-    kinds.unregister(KIND_NAME)
+def kinds_for_run(evaluations: Sequence[CustomEvaluation]) -> kinds.RunKinds:
+    """A run's kinds: the catalogue's, plus this kind for `evaluations` (none: the catalogue's
+    alone). SettingsError when an output takes the name of another kind's metric."""
     if not evaluations:
-        return
+        return kinds.for_run()
     try:
-        kinds.register(CustomEvaluations(evaluations))
+        return kinds.for_run(CustomEvaluations(evaluations))
     except ValueError as error:
         raise SettingsError(f"custom evaluations: {error}; give the outputs other names") from None

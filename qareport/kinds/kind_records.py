@@ -98,6 +98,8 @@ class SuiteOptions:
 
     steps_semantics: int | None = None  # graphrag-eval's rules (5 or 6) for its aggregates; None: the default
     custom_metrics: tuple[str, ...] = ()  # the custom LLM metrics' output keys, aggregated like the others
+    # the run's kinds' labels (`RunKinds.metric_label`); None: the catalogue's
+    metric_label: Callable[[str], str] | None = None
 
 
 class SuiteFigures:

@@ -12,7 +12,7 @@ from typing import Any
 
 from qareport.aggregates import REPORTED_METRICS, compute_aggregates
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, SuiteOptions, Table
-from qareport.kinds.registry import metric_format, metric_label
+from qareport.kinds.registry import catalogue, metric_format
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import CaseResult
 
@@ -51,10 +51,11 @@ class QAFigures(SuiteFigures):
     aggregates: dict[str, Any]  # {"per_template": ..., "micro": ..., "macro": ...}
     question_results: list[dict[str, Any]] = field(default_factory=list)
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # the rules they were computed by
+    labels: Mapping[str, str] = field(default_factory=dict)  # each reported metric's label, by the run's kinds
     name: str = "qa"
 
     def tables(self) -> tuple[Table, ...]:
-        return qa_tables(self.aggregates, semantics=self.steps_semantics)
+        return qa_tables(self.aggregates, semantics=self.steps_semantics, labels=self.labels)
 
     def results_entries(self) -> Mapping[str, Any]:
         return {"results": question_records(self.question_results, self.steps_semantics),
@@ -80,10 +81,12 @@ def qa_figures(results: Sequence[CaseResult], options: SuiteOptions) -> QAFigure
     if not questions:
         return None
     semantics: Semantics = 6 if options.steps_semantics == 6 else DEFAULT_SEMANTICS
+    label = options.metric_label or catalogue().metric_label
     return QAFigures(
         aggregates=compute_aggregates(questions, semantics=semantics, custom_metrics=options.custom_metrics),
         question_results=questions,
         steps_semantics=semantics,
+        labels={metric: label(metric) for metric in REPORTED_METRICS},
     )
 
 
@@ -96,9 +99,9 @@ def template_metric(summary: Mapping[str, Any], metric: str) -> dict[str, Any] |
     return nested if isinstance(nested, dict) and "mean" in nested else None
 
 
-def qa_tables(aggregates: Mapping[str, Any], *, semantics: int) -> tuple[Table, ...]:
-    """The means per template (micro and macro below them), the micro statistics of each metric, and
-    the tool calls per template."""
+def qa_tables(aggregates: Mapping[str, Any], *, semantics: int, labels: Mapping[str, str]) -> tuple[Table, ...]:
+    """The means per template (micro and macro below them), the micro statistics of each metric
+    (named by `labels`), and the tool calls per template."""
     per_template: dict[str, dict[str, Any]] = aggregates.get("per_template", {})
     micro = aggregates.get("micro", {})
     macro = aggregates.get("macro", {})
@@ -122,7 +125,7 @@ def qa_tables(aggregates: Mapping[str, Any], *, semantics: int) -> tuple[Table, 
              if per_template and "steps_score" in metrics else None)
     tables = [Table(
         "Q&A: means per template",
-        ("template", "success samples", "error samples", *[metric_label(m) for m in metrics]),
+        ("template", "success samples", "error samples", *[labels.get(m) or m for m in metrics]),
         tuple(rows),
         (None, _INTEGER, _INTEGER, *[metric_format(m) for m in metrics]),
         note=counted + "micro: all questions together; macro: the mean of the template means. The steps score "
@@ -136,7 +139,8 @@ def qa_tables(aggregates: Mapping[str, Any], *, semantics: int) -> tuple[Table, 
     for metric in metrics:
         stats = template_metric(micro, metric)
         if stats is not None:
-            stat_rows.append((metric_label(metric), *[stats.get(k) for k in ("sum", "mean", "median", "min", "max")]))
+            figures = [stats.get(k) for k in ("sum", "mean", "median", "min", "max")]
+            stat_rows.append((labels.get(metric) or metric, *figures))
             row_formats.append(metric_format(metric))  # tokens, seconds, dollars: each row its own unit
     tables.append(Table(
         "Q&A: all questions (micro)", ("metric", "sum", "mean", "median", "min", "max"), tuple(stat_rows),

@@ -99,13 +99,14 @@ def _write_sheets(book: Book, report: Report) -> None:
                                      old_label=f"last run ({_display_time(comparison.baseline_created)})",
                                      new_label=f"this run ({_display_time(run.created)})")
     if changes is not None and comparison is not None:
-        change_rows = write_changes(changes, comparison, overview_rows, compare_rows=compare_rows)
+        change_rows = write_changes(changes, comparison, overview_rows, compare_rows=compare_rows,
+                                    labels=report.kind_set)
     cut_texts: list[tuple[str, str, str]] = []
     layout = write_overview(overview, report, details_rows=details_rows,
                             change_rows=change_rows, cut_texts=cut_texts)
     write_statistics(stats_sheet, report)
     if trend is not None:
-        write_trend(trend, report.trend)
+        write_trend(trend, report.trend, report.kind_set)
     if problems_sheet is not None:
         write_problems(problems_sheet, problems)
     write_summary(

@@ -11,7 +11,7 @@ from typing import Any
 
 from qareport.case_changes import CaseChange
 from qareport.comparison import Comparison
-from qareport.kinds import metric_label
+from qareport.kinds import RunKinds
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.cells import write
@@ -32,19 +32,20 @@ KIND_STYLES: dict[str, tuple[styles.Fill, styles.Font]] = {
 }
 
 
-def _values(change: CaseChange) -> tuple[Any, ...]:
+def _values(change: CaseChange, labels: RunKinds) -> tuple[Any, ...]:
     """One line: numbers only in the value columns (so they filter and pivot as numbers), the
     statuses in their own columns."""
     numeric = change.metric not in (None, "status")
-    return (change.case_id, change.name, change.kind, metric_label(change.metric) if change.metric else None,
+    return (change.case_id, change.name, change.kind, labels.metric_label(change.metric) if change.metric else None,
             change.old if numeric else None, change.new if numeric else None, change.delta if numeric else None,
             change.old_status, change.new_status, change.reason)
 
 
 def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str, int],
-                  compare_rows: Mapping[str, int] | None = None) -> dict[str, int]:
+                  compare_rows: Mapping[str, int] | None = None, *, labels: RunKinds) -> dict[str, int]:
     """Fill the sheet row by row; returns the first row of each case (for links from Overview and
-    Summary). `compare_rows`: where each regressed or improved case's block starts in Compare."""
+    Summary). `compare_rows`: where each regressed or improved case's block starts in Compare;
+    `labels`: the run's kinds, which name the metrics."""
     compare_rows = compare_rows or {}
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
@@ -58,7 +59,7 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
     for row, change in enumerate(comparison.changes, start=2):
         first_rows.setdefault(change.case_id, row)
         fill_font = KIND_STYLES.get(change.kind)
-        for column, value in enumerate(_values(change), start=1):
+        for column, value in enumerate(_values(change, labels), start=1):
             cell = write(ws, row, column, value)
             cell.alignment = styles.WRAP_TOP if column in (2, 10) else styles.TOP
             if column in NUMBER_COLUMNS and isinstance(value, (int, float)):

@@ -18,7 +18,7 @@ from qareport.comparison import noise_words
 from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.headline import SCORE_BINS
-from qareport.kinds import Chart, Table, metric_label
+from qareport.kinds import Chart, RunKinds, Table
 from qareport.report import Report
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
@@ -33,7 +33,8 @@ from qareport.workbook.statistics_judge import (
 from qareport.workbook.statistics_tables import TableWriter
 
 
-def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]]) -> charts.TableRange | None:
+def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence[int]], *,
+                       labels: RunKinds) -> charts.TableRange | None:
     """Binned counts of each headline metric over the evaluated cases, for the histogram. Each metric
     has its own column: unlike metrics are never averaged into one score."""
     if not distributions:
@@ -49,7 +50,7 @@ def write_distribution(tables: TableWriter, distributions: Mapping[str, Sequence
         for index, (low, high) in enumerate(SCORE_BINS)
     ]
     first, last = tables.table(
-        ("score", *[metric_label(m) for m in metrics]),
+        ("score", *[labels.metric_label(m) for m in metrics]),
         table_rows,
         (None, *[styles.INTEGER_FORMAT] * len(metrics)),
     )
@@ -116,7 +117,7 @@ def write_attempts(tables: TableWriter, report: Report) -> None:
                    f"pass@k: the chance that at least one of k attempts of a case passes; pass^k: that all k pass "
                    f"(unbiased estimators from each case's attempts, averaged over the cases with k or more). "
                    f"k: the number of attempts most cases have. {rates.describe()}. An attempt passes by its "
-                   f"kinds' rules: {pass_rules_text()}.")
+                   f"kinds' rules: {pass_rules_text(report.kind_set)}.")
     tables.table(("k", "pass@k", "pass^k", "cases", "cases with attempts", "flaky", "left out"),
                  [(rates.rates.k, rates.rates.pass_at_k, rates.rates.pass_hat_k, rates.rates.cases,
                    rates.cases_with_attempts, rates.flaky, rates.rates.too_few_attempts)],
@@ -161,7 +162,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     kind_charts = write_kind_tables(tables, report.kind_tables)
     write_attempts(tables, report)
     write_changes(tables, report)
-    distribution = write_distribution(tables, report.score_distributions)
+    distribution = write_distribution(tables, report.score_distributions, labels=report.kind_set)
     write_judged_metrics(tables, report.judged)
     write_judge_agreement(tables, report.agreement)
     write_judge_noise(tables, report.judge_noise)

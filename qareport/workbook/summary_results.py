@@ -13,6 +13,7 @@ from qareport.consistency import SuiteConsistency, pass_rules_text
 from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
 from qareport.headline import Headline
 from qareport.judge_agreement import JudgeAgreement
+from qareport.kinds import RunKinds
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
@@ -154,7 +155,7 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
     write_how_sure(block, digest)
 
 
-def write_consistency(block: Block, rates: SuiteConsistency | None) -> None:
+def write_consistency(block: Block, rates: SuiteConsistency | None, kind_set: RunKinds) -> None:
     """With cases answered several times: the suite's pass@k and pass^k (`consistency`)."""
     if rates is None:
         return
@@ -170,7 +171,7 @@ def write_consistency(block: Block, rates: SuiteConsistency | None) -> None:
     block.row += 1
     block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
                f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
-               f"An attempt passes by its kinds' rules: {pass_rules_text()}.")
+               f"An attempt passes by its kinds' rules: {pass_rules_text(kind_set)}.")
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:

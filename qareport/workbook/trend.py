@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC
 from pathlib import Path
 
-from qareport import kinds
-from qareport.kinds import metric_label
+from qareport.kinds import RunKinds
 from qareport.trend import TrendPoint, parse_created
 from qareport.workbook import charts, styles
 from qareport.workbook.cells import write
@@ -18,11 +17,12 @@ COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid", "reg
 FIRST_METRIC = 4 + len(COUNT_HEADERS)  # the column of the first headline metric
 
 
-def write_trend(ws: Sheet, points: Sequence[TrendPoint]) -> None:
-    """Fill the sheet (a few rows, one per run: kept until the sheet is finished)."""
+def write_trend(ws: Sheet, points: Sequence[TrendPoint], kinds: RunKinds) -> None:
+    """Fill the sheet (a few rows, one per run: kept until the sheet is finished), with the
+    headline metrics of the run's `kinds`."""
     metrics = [m for m in kinds.headline_metric_keys() if any(p.mean(m) is not None for p in points)]
     headers = ("date (UTC)", "run", "qareport", *COUNT_HEADERS,
-               *[metric_label(m) for m in metrics], *[f"{metric_label(m)}: cases" for m in metrics])
+               *[kinds.metric_label(m) for m in metrics], *[f"{kinds.metric_label(m)}: cases" for m in metrics])
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
     styles.style_header_row(ws, 1, 1, len(headers))
