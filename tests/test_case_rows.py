@@ -16,7 +16,7 @@ from test_ge6_run import ge6_config, scripted_custom
 from qareport.case_record import CaseRow
 from qareport.case_rows import case_fields
 from qareport.comparison import compare_runs
-from qareport.kinds.custom_evaluations import use_custom_evaluations
+from qareport.kinds import RunKinds
 from qareport.pipeline import RunOptions, run_pipeline
 from qareport.records import RunSnapshot
 from qareport.results_file import stored_case_rows
@@ -44,20 +44,19 @@ def judged_run(tmp_path_factory):
             json.dumps([{**record, "attempt": attempt} for record in questions]), "utf-8")
     with serve_stub() as stub:
         stub.rules["custom"] = scripted_custom(0.75)
-        try:
-            outcome = run_pipeline(RunOptions(
-                testcases=(str(TESTCASES),), responses=(str(responses),), output=str(folder / "run.xlsx"),
-                results_path=str(folder / "run.json"), config_ge6=str(ge6_config(folder, stub.url)),
-                judge_options={"cache_path": str(folder / "cache.sqlite3")}))
-            # read back while the run's custom kind is registered, as the next run with the same
-            # configuration reads its baseline
-            yield outcome.report.rows, read_run(folder / "run.xlsx"), read_run(folder / "run.json")
-        finally:
-            use_custom_evaluations(())  # leave the registry as other tests expect it
+        outcome = run_pipeline(RunOptions(
+            testcases=(str(TESTCASES),), responses=(str(responses),), output=str(folder / "run.xlsx"),
+            results_path=str(folder / "run.json"), config_ge6=str(ge6_config(folder, stub.url)),
+            judge_options={"cache_path": str(folder / "cache.sqlite3")}))
+    # read back by the run's kinds (its custom kind among them), as the next run with the same
+    # configuration reads its baseline
+    kind_set = outcome.report.kind_set
+    yield (outcome.report.rows, read_run(folder / "run.xlsx", kinds=kind_set),
+           read_run(folder / "run.json", kinds=kind_set), kind_set)
 
 
 def test_the_run_has_cases_with_every_part_a_row_holds(judged_run):
-    rows, _, _ = judged_run
+    rows, _, _, _ = judged_run
     assert any(row.attempts for row in rows)
     assert any(row.facts.get("indicator_selection", {}).get("grade") for row in rows)
     assert any(row.dimensions for row in rows)
@@ -83,13 +82,13 @@ def stored_as_read(row: CaseRow, *, in_cells: bool = False) -> CaseRow:
 
 
 def test_a_run_read_back_from_the_workbook_has_the_rows_of_the_report_model(judged_run):
-    rows, from_workbook, _ = judged_run
+    rows, from_workbook, _, _ = judged_run
     assert from_workbook.cases == tuple(stored_as_read(row, in_cells=True) for row in rows)
     assert sum(row.attempts == {} for row in rows) == 2  # the two error cases, answered twice with no value
 
 
 def test_a_run_read_back_from_the_results_file_has_the_rows_of_the_report_model(judged_run):
-    rows, _, from_results = judged_run
+    rows, _, from_results, _ = judged_run
     assert from_results.cases == tuple(stored_as_read(row) for row in rows)
 
 
@@ -118,8 +117,8 @@ def test_a_field_a_stored_run_lacks_is_none_never_a_default_that_counts():
 
 
 def test_the_results_file_leaves_out_the_metrics_of_kinds_the_run_does_not_have(judged_run):
-    rows, _, _ = judged_run
-    (stored,) = stored_case_rows(rows[:1], ())
+    rows, _, _, kind_set = judged_run
+    (stored,) = stored_case_rows(rows[:1], RunKinds(()), kind_set)
     assert "macro_recall" not in stored and "steps_score" not in stored and stored["case_id"] == rows[0].case_id
 
 
