@@ -174,7 +174,7 @@ def test_every_kinds_leading_tables_come_before_the_others_in_kind_order(spread_
 
 def test_the_statistics_modules_name_no_kind():
     """The Statistics sheet and the suite statistics ask the kinds; neither knows one by name."""
-    names = [kind.name for kind in kinds.REGISTRY] + ["data_query", "qa_aggregates", "has_indicator_target",
+    names = [kind.name for kind in kinds.catalogue()] + ["data_query", "qa_aggregates", "has_indicator_target",
                                                       "question_results", ".indicator", ".qa"]
     for module in ("qareport/statistics.py", "qareport/workbook/statistics_sheet.py"):
         code = (ROOT / module).read_text(encoding="utf-8")
