@@ -99,15 +99,9 @@ class Report:
 
         if level == "case":
             metric_keys = list(self.kinds.case_metric_keys())
-            rows = []
-            for result in self.results:
-                case = result.case
-                row: dict[str, Any] = {"case_id": case.id, "name": case.name, "groups": case.groups,
-                                       "cluster": case.cluster, "status": result.status,
-                                       "reason": self.reasons.get(case.id)}
-                metrics = self.kinds.case_metrics(result)
-                row.update((key, metrics.get(key)) for key in metric_keys)
-                rows.append(row)
+            rows = [{"case_id": row.case_id, "name": row.name, "groups": row.groups, "cluster": row.cluster,
+                     "status": row.status, "reason": row.reason, **{key: row.metric(key) for key in metric_keys}}
+                    for row in self.rows]  # the case rows, computed once (`case_rows`)
             return _frame(pd, rows, ["case_id", "name", "groups", "cluster", "status", "reason"], metric_keys)
         if level == "turn":
             turn_rows = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from qareport.evaluation import evaluate_suite, reference_problems
 from qareport.ge6_config import read_ge6_config
+from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.preflight import check_inputs_exist
@@ -47,13 +48,15 @@ def validate_inputs(
         run_options={"match_terms_by": match_terms_by, "steps_semantics": steps_semantics, "config_ge6": config_ge6},
         config_path=config_path, with_judge=False,
     )
-    if settings.run.config_ge6:
-        read_ge6_config(settings.run.config_ge6)  # a run stops on a configuration it cannot use
+    # a run stops on a configuration it cannot use; its custom LLM metrics are among the run's kinds
+    ge6 = read_ge6_config(settings.run.config_ge6) if settings.run.config_ge6 else None
+    run_kinds = kinds_for_run(ge6.custom_evaluations if ge6 is not None else ())
     semantics = settings.run.steps_semantics
     cache = ParseCache(default_folder(os.environ)) if settings.run.testcase_cache else None
-    suite = load_suite(testcases, responses, cache=cache)
+    suite = load_suite(testcases, responses, cache=cache, kinds=run_kinds)
     if responses:
-        found = evaluate_suite(suite, options=settings.run.evaluation).problems
+        found = evaluate_suite(suite, options=settings.run.evaluation, kinds=run_kinds).problems
     else:
-        found = tuple(problem for case in suite.cases for problem in reference_problems(case, semantics))
+        found = tuple(problem for case in suite.cases
+                      for problem in reference_problems(case, semantics, kinds=run_kinds))
     return Validation(suite, (*suite.problems, *found), semantics)

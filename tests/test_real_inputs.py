@@ -324,6 +324,23 @@ def test_validate_refuses_a_configuration_run_refuses(tmp_path, capsys):
     assert "steps_semantics" in capsys.readouterr().err
 
 
+def test_validate_refuses_custom_llm_metrics_a_run_refuses(tmp_path, capsys):
+    """The run's kinds, its custom LLM metrics among them, are made as a run makes them: an output
+    named as another kind's metric stops validate as it stops run."""
+    dataset = tmp_path / "power.yaml"
+    dataset.write_text(STEPS_DATASET, encoding="utf-8")
+    config = tmp_path / "ge6.yaml"
+    config.write_text("llm:\n  generation:\n    provider: openai\n    model: m\n"
+                      "custom_evaluations:\n  - name: x\n    inputs: [question]\n    instructions: i\n"
+                      "    outputs:\n      macro_precision: a number\n", encoding="utf-8")
+    assert main(["validate", str(dataset), "--config-ge6", str(config)]) == 2
+    assert "belong to another kind; give the outputs other names" in capsys.readouterr().err
+    (tmp_path / "responses").mkdir()
+    assert main(["run", str(dataset), "-r", str(tmp_path / "responses"), "--config-ge6", str(config), "--no-llm",
+                 "-o", str(tmp_path / "r.xlsx")]) == 2
+    assert "belong to another kind; give the outputs other names" in capsys.readouterr().err
+
+
 # --- inputs that used to pass in silence (item 8) ----------------------------------------------------
 
 
