@@ -62,6 +62,7 @@ import hashlib
 import json
 import random
 import re
+import socket
 import struct
 import threading
 import time
@@ -319,6 +320,7 @@ class RecordedRequest:
     started: float
     status: int = 0
     reply: str | None = None  # the content of a chat reply the stub sent
+    peer: int = 0  # the client's port: requests with the same peer came over one connection
 
     @property
     def kind(self) -> str:
@@ -384,6 +386,7 @@ class StubOpenAI:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.connections: set[Any] = set()  # the client connections open now
 
     # -- control
 
@@ -449,6 +452,18 @@ class StubOpenAI:
     @property
     def calls(self) -> int:
         return len(self.requests)
+
+    def drop_connections(self) -> int:
+        """Close every client connection, as a server does with idle keep-alive connections (the
+        client is not told); how many were closed."""
+        with self._lock:
+            connections = list(self.connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(connections)
 
     def start(self) -> StubOpenAI:
         stub = self
@@ -521,6 +536,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        with self.server_stub._lock:
+            self.server_stub.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server_stub._lock:
+            self.server_stub.connections.discard(self.connection)
+        super().finish()
+
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
@@ -579,7 +604,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        record = RecordedRequest(path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
+        record = RecordedRequest(path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic(),
+                                 peer=self.client_address[1])
         stub._enter(record)
         try:
             status = self._answer(stub, path, body, record)
