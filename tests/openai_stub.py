@@ -516,6 +516,8 @@ class StubOpenAI:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # 32 workers connecting at once: with the default 5 the kernel drops
+    # connection requests, which the client sends again after a second (a stall that is the stub's)
     stub: StubOpenAI
 
     def handle_error(self, request: Any, client_address: Any) -> None:
