@@ -145,6 +145,17 @@ def test_a_workers_chat_requests_share_one_kept_alive_connection(server, tmp_pat
     assert len({request.peer for request in server.requests}) == 1
 
 
+def test_the_connections_are_kept_from_one_run_to_the_next_not_made_anew(server, tmp_path):
+    """Each run has worker threads of its own: the connections are the judge's, not the threads'."""
+    with Judge(settings_for(server, tmp_path, concurrency=2)) as judge:
+        for first in (0, 10, 20):
+            run = judge.judge_results([qa(n) for n in range(first, first + 6)])
+            assert run.usage.calls == 6
+    assert server.calls == 18
+    assert len({request.peer for request in server.requests}) <= 2
+    assert len(server.connections) <= 2
+
+
 def test_a_connection_the_server_closed_while_idle_is_opened_again_without_a_retry(server, tmp_path):
     with Judge(settings_for(server, tmp_path, concurrency=1, max_retries=0)) as judge:
         first = judge.judge_results([qa(0)])

@@ -1,11 +1,11 @@
-"""The direct judge's chat requests over the standard library's `http.client`, one kept-alive
-connection per worker thread, with the URL and headers the SDK built once.
+"""The direct judge's chat requests over the standard library's `http.client`, on kept-alive
+connections (one per request in flight), with the URL and headers the SDK built once.
 
 Why: among 8-32 worker threads, a chat call through the SDK's `client.post` cost about 1.3 ms of
 CPU before any of qareport's own work: the SDK builds each request anew (its options model, URL,
 headers, httpx's request and header objects) and httpx shares one connection pool whose lock and
 per-request scan of every pooled connection grow with the workers. The same exchange over
-`http.client`, one connection per thread, costs about 0.2 ms (README, "Performance").
+`http.client` costs about 0.2 ms (README, "Performance").
 
 What is the SDK's, so that behaviour does not change:
 
@@ -21,8 +21,9 @@ What is the SDK's, so that behaviour does not change:
   `APITimeoutError`, `APIConnectionError`), which `transport.Transport` tells apart as before;
 - the reply: JSON when its content type says so (as the SDK's `cast_to=object`), else its text.
 
-A connection the server closed while it was idle is opened again and the request sent once more
-(as httpx does when it finds a pooled connection closed), without counting a retry. `DirectChat.of`
+Idle connections are kept for the next request, in whichever worker thread; one the server closed
+while it was idle is found so before a request is sent on it, and a new one opened, as httpx's pool
+does: no retry is counted. `DirectChat.of`
 returns None, and the SDK sends the requests, where this path would not be the same exchange: a
 proxy from the environment applies to the URL, the client authenticates per request (a key
 provider, an Azure AD token, workload identity), or the SDK lacks what is used here.
@@ -32,6 +33,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -64,9 +67,9 @@ class DirectChat:
         self._on_attempt = on_attempt
         self._max_retries: int = sdk.max_retries
         self._idempotency_header: str | None = getattr(sdk, "_idempotency_header", None)
-        self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[http.client.HTTPConnection] = []
+        self._connections: list[http.client.HTTPConnection] = []  # every one made
+        self._idle: list[http.client.HTTPConnection] = []  # not in use now; the last used at the end
         self._closed = False
 
     @classmethod
@@ -150,53 +153,52 @@ class DirectChat:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            connections, self._connections = self._connections, []
+            connections, self._connections, self._idle = self._connections, [], []
         for connection in connections:
             connection.close()
 
-    # -- one exchange on this thread's connection
+    # -- one exchange on an idle connection, or a new one
 
     def _exchange(self, content: bytes, headers: Mapping[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
-        connection = self._connection()
-        reused = connection.sock is not None
+        connection = self._take()
         try:
-            return self._send(connection, content, headers)
-        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-            connection.close()
-            if not reused:
-                raise
+            connection.request("POST", self._target, body=content, headers=dict(headers))
+            response = connection.getresponse()
+            data = response.read()
+            if response.will_close:
+                connection.close()  # http.client opens it again for the next request
+            return response.status, response.getheaders(), data
         except BaseException:
             connection.close()
             raise
-        try:  # the server had closed the idle connection: once more on a new one
-            return self._send(connection, content, headers)
-        except BaseException:
-            connection.close()
-            raise
+        finally:
+            with self._lock:
+                if self._closed:
+                    connection.close()
+                else:
+                    self._idle.append(connection)
 
-    def _send(self, connection: http.client.HTTPConnection, content: bytes,
-              headers: Mapping[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
-        connection.request("POST", self._target, body=content, headers=dict(headers))
-        response = connection.getresponse()
-        data = response.read()
-        if response.will_close:
-            connection.close()
-        return response.status, response.getheaders(), data
-
-    def _connection(self) -> http.client.HTTPConnection:
-        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            if self._scheme == "https":
-                connection = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
-                                                         context=self._ssl_context)
-            else:
-                connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+    def _take(self) -> http.client.HTTPConnection:
+        """The connection used last that is still open (its server may close an idle one: then
+        the next), or a new one. As many connections as requests at once, at most."""
+        while True:
             with self._lock:
                 if self._closed:
                     raise openai.APIConnectionError(message="the judge's client is closed",
                                                     request=self._request(self._headers))
-                self._connections.append(connection)
-            self._local.connection = connection
+                if not self._idle:
+                    break
+                connection = self._idle.pop()
+            if connection.sock is None or not _closed_by_server(connection.sock):
+                return connection
+            connection.close()
+        if self._scheme == "https":
+            connection = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
+                                                     context=self._ssl_context)
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        with self._lock:
+            self._connections.append(connection)
         return connection
 
     def _request(self, headers: Mapping[str, str]) -> Any:
@@ -204,6 +206,20 @@ class DirectChat:
 
     def _wait(self, remaining: int, headers: Any) -> None:
         time.sleep(self._sdk._calculate_retry_timeout(remaining, self._options, headers))
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Whether an idle connection's socket can be read: the server closed it (or sent what no
+    request asked for); as httpx's pool checks a connection before it sends on it again."""
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+    except (OSError, ValueError):
+        return True
 
 
 def _reply(headers: list[tuple[str, str]], data: bytes) -> Any:
