@@ -193,6 +193,16 @@ def test_chat_requests_carry_the_sdks_headers_and_number_each_attempt(server, tm
         assert request.headers["content-type"] == "application/json"
 
 
+def test_a_redirect_is_followed_as_the_sdks_client_follows_it(server, tmp_path):
+    server.script(Fault(status=307, headers={"Location": server.url + "/chat/completions"}))
+    with Judge(settings_for(server, tmp_path)) as judge:
+        run = judge.judge_results([qa(0)])
+    assert run.results[0]["answer_f1"] == 0.5
+    assert [request.status for request in server.requests] == [307, 200]
+    assert (run.usage.calls, run.usage.retries, run.usage.failed_calls) == (1, 0, 0)
+    assert server.requests[1].body == server.requests[0].body  # the same request, not a corrective one
+
+
 def test_a_proxy_from_the_environment_leaves_the_chat_requests_to_the_sdk(monkeypatch):
     """Where httpx would send through a proxy (HTTPS_PROXY and the like), the direct path would not
     be the same exchange: the SDK sends the chat requests."""

@@ -82,10 +82,12 @@ class DirectChat:
         try:
             from openai._models import FinalRequestOptions
 
-            options = FinalRequestOptions.construct(method="post", url="/chat/completions",
-                                                    json_data={"model": model})
-            prepared = sdk._prepare_options(FinalRequestOptions.construct(
-                method="post", url="/chat/completions", json_data={"model": model}))
+            def chat_options() -> Any:
+                return FinalRequestOptions.construct(method="post", url="/chat/completions",
+                                                     json_data={"model": model})
+
+            options = chat_options()  # for the retry waits; `_prepare_options` may change what it is given
+            prepared = sdk._prepare_options(chat_options())
             request = sdk._build_request(prepared, retries_taken=0)
             sdk._prepare_request(request)
             http_client = sdk._client
