@@ -363,8 +363,9 @@ class StubBatch:
 
 
 class StubOpenAI:
-    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None):
+    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None, tls: Any = None):
         self.latency = latency
+        self.tls = tls  # an ssl.SSLContext (server side): serve https
         self.usage = usage
         self.embedding_tokens_per_input = 5
         self.rules = dict(RULES)
@@ -394,7 +395,7 @@ class StubOpenAI:
     def url(self) -> str:
         assert self._server is not None, "start() the server first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{port}/v1"
 
     @property
     def root_url(self) -> str:
@@ -473,6 +474,8 @@ class StubOpenAI:
 
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.stub = self
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
                                         name="openai-stub", daemon=True)
         self._thread.start()

@@ -4,6 +4,9 @@ replies, waits for its workers and stores replies. The figures are benchmarks/be
 from __future__ import annotations
 
 import gc
+import shutil
+import ssl
+import subprocess
 import threading
 import time
 
@@ -201,6 +204,33 @@ def test_a_redirect_is_followed_as_the_sdks_client_follows_it(server, tmp_path):
     assert [request.status for request in server.requests] == [307, 200]
     assert (run.usage.calls, run.usage.retries, run.usage.failed_calls) == (1, 0, 0)
     assert server.requests[1].body == server.requests[0].body  # the same request, not a corrective one
+
+
+def test_chat_requests_over_https_verify_the_servers_certificate_as_the_sdk_does(tmp_path, monkeypatch):
+    """The certificates are httpx's (`SSL_CERT_FILE` here): trusted, the judge judges; not
+    trusted, it cannot reach the server, as through the SDK."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with serve_stub(tls=context) as server:
+        assert server.url.startswith("https://")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        with Judge(settings_for(server, tmp_path, concurrency=2)) as judge:
+            assert judge._client._direct is not None
+            run = judge.judge_results([qa(n) for n in range(4)])
+        assert [r["answer_f1"] for r in run.results] == [0.5] * 4
+        assert len({request.peer for request in server.requests}) <= 2
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with Judge(settings_for(server, tmp_path, use_cache=False, max_retries=1)) as judge:
+            refused = judge.judge_results([qa(0)])
+        assert refused.failure is not None and "cannot reach the judge at https://127.0.0.1" in refused.failure
+        assert server.calls == 4
 
 
 def test_a_proxy_from_the_environment_leaves_the_chat_requests_to_the_sdk(monkeypatch):
