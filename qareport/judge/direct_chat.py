@@ -1,9 +1,9 @@
 """The direct judge's chat requests over the standard library's `http.client`, on kept-alive
 connections (one per request in flight), with the URL and headers the SDK built once.
 
-Why: among 8-32 worker threads, a chat call through the SDK's `client.post` cost about 1.3 ms of
-CPU before any of qareport's own work (0.9-1.2 ms with no judge around it): the SDK builds each request anew (its options model, URL,
-headers, httpx's request and header objects) and httpx shares one connection pool whose lock and
+Why: among 8-32 worker threads, a chat call through the SDK's `client.post` cost 0.9-1.2 ms of
+CPU with no judge around it: the SDK builds each request anew (its options model, URL, headers,
+httpx's request and header objects) and httpx shares one connection pool whose lock and
 per-request scan of every pooled connection grow with the workers. The same exchange over
 `http.client` costs about 0.2 ms (README, "Performance").
 
