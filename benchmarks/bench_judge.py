@@ -12,6 +12,10 @@ an empty cache (every judgment is one chat call, stored in the cache). It report
   on a reply), divided by the wall time of `judge_results`; 100 % is a judge that costs nothing;
 - the CPU time per call: this process's CPU (user + system) during `judge_results`, over the calls.
 
+`--profile FILE` writes a cProfile of the last measurement's judge, its runner's thread and every
+worker thread merged (read it with `python -m pstats FILE`); the figures of a profiled measurement
+include the profiler's cost. The output says the machine's load average at the start and the end.
+
 `--checkout` measures other source trees (e.g. an export of an older commit) in the same run,
 interleaved with this one, so that the load of a shared machine falls on both alike; each
 figure is the median of `--repeat` runs, with their range. A rerun of the same cases is checked
@@ -29,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,27 +80,50 @@ def measure(url: str, workers: int, cases: int, profile: str | None) -> int:
         settings = JudgeSettings(base_url=url, api_key="bench", concurrency=workers,
                                  cache_path=str(Path(folder) / "judge.sqlite3"), metrics=("answer_correctness",))
         with Judge(settings) as judge:
-            profiler = None
-            if profile:
-                import cProfile
-
-                profiler = cProfile.Profile()
-                profiler.enable()
+            profiles = start_profiles() if profile else None
             before, cpu, started = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(), time.perf_counter()
             run = judge.judge_results(results)
             elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu
             after = resource.getrusage(resource.RUSAGE_SELF)
-            if profiler is not None:
-                profiler.disable()
-                profiler.dump_stats(profile)
+            if profiles is not None:
+                save_profiles(profiles, str(profile))
             rerun = judge.judge_results(results)
     values = [[r.get("answer_f1"), r.get("answer_eval_error")] for r in run.results]
     print(json.dumps({"elapsed": elapsed, "cpu": cpu, "system_cpu": after.ru_stime - before.ru_stime,
                       "switches": after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw,
-                      "calls": run.usage.calls,
+                      "calls": run.usage.calls, "retries": run.usage.retries,
                       "rerun_calls": rerun.usage.calls, "rerun_cached": rerun.usage.cached_calls,
                       "values": values}))
     return 0
+
+
+def start_profiles() -> list[Any]:
+    """cProfile (of each thread's CPU time) in this thread and in every thread started from now on (the judge's workers: a
+    profile of the runner's thread alone misses where the CPU goes)."""
+    import cProfile
+
+    profiles: list[Any] = [cProfile.Profile(time.thread_time)]
+
+    def start_in_this_thread(frame: Any, event: str, arg: Any) -> None:
+        profiler = cProfile.Profile(time.thread_time)
+        profiles.append(profiler)
+        profiler.enable()  # replaces this hook in the thread
+
+    threading.setprofile(start_in_this_thread)
+    profiles[0].enable()
+    return profiles
+
+
+def save_profiles(profiles: list[Any], path: str) -> None:
+    """Stop profiling and write every thread's profile, merged, to `path` (read with pstats)."""
+    import pstats
+
+    threading.setprofile(None)  # type: ignore[arg-type]
+    profiles[0].disable()
+    merged = pstats.Stats(profiles[0])
+    for profiler in profiles[1:]:
+        merged.add(profiler)
+    merged.dump_stats(path)
 
 
 def run_child(checkout: Path, url: str, workers: int, cases: int, profile: str | None) -> dict[str, Any]:
@@ -122,7 +150,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--checkout", action="append", default=[],
                         help="another source tree to measure too (an export of an older commit)")
-    parser.add_argument("--profile", help="cProfile the judge of one measurement (the last) into this file")
+    parser.add_argument("--profile", help="cProfile the judge of one measurement (the last), every thread, "
+                                          "into this file")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--cases", type=int, default=0, help=argparse.SUPPRESS)
@@ -132,6 +161,7 @@ def main() -> int:
     if args.measure:
         return measure(args.measure, args.workers[0], args.cases, args.profile)
 
+    loads = os.getloadavg()
     checkouts = [Path(c).resolve() for c in args.checkout] + [ROOT]
     server = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", "--latency",
                                str(args.latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -151,7 +181,8 @@ def main() -> int:
         server.wait(timeout=10)
 
     print(f"{args.latency * 1000:g} ms server latency, {args.rounds} calls per worker, median of "
-          f"{args.repeat} runs (range); bound = calls x latency / workers")
+          f"{args.repeat} runs (range); bound = calls x latency / workers; load average "
+          f"{loads[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (1 minute, {os.cpu_count()} CPUs)")
     print(f"{'checkout':40} {'workers':>7}  {'share of the bound':>22}  {'CPU ms per call':>20}")
     values_by_workers: dict[int, list[Any]] = {}
     missed = []
@@ -161,8 +192,9 @@ def main() -> int:
             bound = workers * args.rounds * args.latency / workers
             shares = [bound / run["elapsed"] for run in runs]
             cpu = [run["cpu"] / max(run["calls"], 1) for run in runs]
+            retried = sum(run.get("retries", 0) for run in runs)
             print(f"{str(checkout)[-40:]:40} {workers:7}  {spread(shares, 100, ' %'):>22}  "
-                  f"{spread(cpu, 1000, ' ms'):>20}")
+                  f"{spread(cpu, 1000, ' ms'):>20}" + (f"  ({retried} retries)" if retried else ""))
             for run in runs:
                 if run["calls"] != workers * args.rounds or run["rerun_calls"] != 0:
                     missed.append(f"{checkout} ({workers} workers): {run['calls']} calls, "

@@ -62,6 +62,7 @@ import hashlib
 import json
 import random
 import re
+import socket
 import struct
 import threading
 import time
@@ -319,6 +320,7 @@ class RecordedRequest:
     started: float
     status: int = 0
     reply: str | None = None  # the content of a chat reply the stub sent
+    peer: int = 0  # the client's port: requests with the same peer came over one connection
 
     @property
     def kind(self) -> str:
@@ -361,8 +363,9 @@ class StubBatch:
 
 
 class StubOpenAI:
-    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None):
+    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None, tls: Any = None):
         self.latency = latency
+        self.tls = tls  # an ssl.SSLContext (server side): serve https
         self.usage = usage
         self.embedding_tokens_per_input = 5
         self.rules = dict(RULES)
@@ -384,6 +387,7 @@ class StubOpenAI:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.connections: set[Any] = set()  # the client connections open now
 
     # -- control
 
@@ -391,7 +395,7 @@ class StubOpenAI:
     def url(self) -> str:
         assert self._server is not None, "start() the server first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{port}/v1"
 
     @property
     def root_url(self) -> str:
@@ -450,6 +454,18 @@ class StubOpenAI:
     def calls(self) -> int:
         return len(self.requests)
 
+    def drop_connections(self) -> int:
+        """Close every client connection, as a server does with idle keep-alive connections (the
+        client is not told); how many were closed."""
+        with self._lock:
+            connections = list(self.connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(connections)
+
     def start(self) -> StubOpenAI:
         stub = self
 
@@ -458,6 +474,8 @@ class StubOpenAI:
 
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.stub = self
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
                                         name="openai-stub", daemon=True)
         self._thread.start()
@@ -501,6 +519,8 @@ class StubOpenAI:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # 32 workers connecting at once: with the default 5 the kernel drops
+    # connection requests, which the client sends again after a second (a stall that is the stub's)
     stub: StubOpenAI
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -520,6 +540,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server_stub._lock:
+            self.server_stub.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server_stub._lock:
+            self.server_stub.connections.discard(self.connection)
+        super().finish()
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -579,7 +609,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        record = RecordedRequest(path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
+        record = RecordedRequest(path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic(),
+                                 peer=self.client_address[1])
         stub._enter(record)
         try:
             status = self._answer(stub, path, body, record)

@@ -26,6 +26,7 @@ from qareport.judge.batch import BatchReplies, read_batch_reply
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
+from qareport.judge.direct_chat import DirectChat
 from qareport.judge.prices import PriceTable
 from qareport.judge.replies import ChatReply
 from qareport.judge.settings import JudgeSettings
@@ -99,6 +100,10 @@ class JudgeClient(Transport):
         else:
             self._embedding_client = self._client
         self._chat_client = self._litellm if settings.litellm_chat is not None else self._client
+        self._direct: DirectChat | None = None
+        """Sends the chat requests in place of the SDK client where it is the same exchange (`direct_chat`)."""
+        if settings.litellm_chat is None:
+            self._direct = DirectChat.of(self._client, model=self.chat_model, on_attempt=self._retries.note)
         self._cache: JudgeCache | None = None
         if settings.use_cache and settings.cache_path:
             self._cache = JudgeCache(settings.cache_path, on_warning=on_warning or _log_warning)
@@ -116,6 +121,8 @@ class JudgeClient(Transport):
         with none is recorded for the next batch (`Deferred`) instead of being sent."""
 
     def _close_clients(self) -> None:
+        if self._direct is not None:
+            self._direct.close()
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
             client.close()
 
@@ -240,6 +247,8 @@ class JudgeClient(Transport):
                 if self._litellm is not None and self._chat_client is self._litellm:
                     reply = ChatReply.of_object(self._send(
                         lambda: self._chat_client.chat.completions.create(**request), ledger))
+                elif (direct := self._direct) is not None:  # the same exchange, a fifth of the CPU (`direct_chat`)
+                    reply = ChatReply.of_json(self._send(lambda: direct.post(request), ledger))
                 else:
                     # the request dict as the JSON body and the reply's JSON as a dict: the same HTTP
                     # exchange, retries and errors as `chat.completions.create`, without the SDK's
