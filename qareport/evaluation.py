@@ -7,7 +7,7 @@ collects the per-case problems evaluation finds. It names no kind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 from qareport.collector import collector_paused
 from qareport.evaluation_options import EvaluationOptions, Semantics
 from qareport.kinds import Kind, PassRules, RunKinds, SharedEvaluation, TurnInput, catalogue
+from qareport.question_scores import QuestionScores
 from qareport.records import (
     QA_RECORD,
     CaseResult,
@@ -202,8 +203,8 @@ def _evaluate_attempts(case: TestCase, responses: Iterable[Response],
     for response in responses:
         result, found = evaluate_case(case, response, options=options, kinds=kinds)
         number = result.attempt
-        turns = tuple(turn if turn.qa is None else replace(turn, scores={**turn.scores,
-                                                                         QA_RECORD: {**turn.qa, "attempt": number}})
+        turns = tuple(turn if turn.qa is None
+                      else replace(turn, scores={**turn.scores, QA_RECORD: turn.qa.with_values(attempt=number)})
                       for turn in result.turns)
         attempts.append(replace(result, turns=turns))
         problems.update(dict.fromkeys(found))
@@ -232,8 +233,9 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
     )
 
 
-def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:
-    """The case results with their Q&A dicts replaced by `scored`, taken in `qa_results` order."""
+def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[Mapping[str, Any]]) -> Iterator[CaseResult]:
+    """The case results with their Q&A results replaced by the records of `scored` (graphrag-eval's
+    judged dicts), taken in `qa_results` order."""
     for result in results:
         if result.attempts:
             yield combine_attempts(tuple(_with_qa_results(result.attempts, scored)))
@@ -241,19 +243,20 @@ def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, A
         if not any(turn.qa is not None for turn in result.turns):
             yield result
             continue
-        turns = tuple(turn if turn.qa is None else replace(turn, scores={**turn.scores, QA_RECORD: next(scored)})
+        turns = tuple(turn if turn.qa is None else replace(turn, scores={
+                          **turn.scores, QA_RECORD: QuestionScores.from_graphrag_eval(next(scored))})
                       for turn in result.turns)
         yield replace(result, turns=turns)
 
 
 def qa_results(results: Iterable[CaseResult]) -> Iterable[dict[str, Any]]:
-    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns; each
-    attempt's of a case answered several times)."""
+    """Every graphrag-eval result dict of the run (Q&A cases and conversation turns; each
+    attempt's of a case answered several times), built from the model (`as_graphrag_eval`)."""
     for result in results:
         if result.attempts:
             yield from qa_results(result.attempts)
             continue
         for turn in result.turns:
             if turn.qa is not None:
-                yield turn.qa
+                yield turn.qa.as_graphrag_eval()
 

@@ -484,7 +484,7 @@ def _judge_line(report: Report) -> str | None:
 
 
 def _has_answers(results: Sequence[CaseResult]) -> bool:
-    return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
+    return any(turn.qa is not None and turn.qa.actual_answer for r in results for turn in r.turns)
 
 
 def _summary_line(output: str, report: Report) -> str:

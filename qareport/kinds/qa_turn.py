@@ -2,9 +2,9 @@
 
 graphrag-eval scores a question's answer and steps in one result dict (`qareport.qa`); the two kinds
 name `QA_TURN` as their shared evaluation (whose suite figures, graphrag-eval's aggregates, are in
-`qa_figures`), which runs once per turn that has a reference or an output
-of either, and keeps the dict under `records.QA_RECORD` and the steps' `StepsOutcome` under the
-steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
+`qa_figures`), which runs once per turn that has a reference or an output of either, and keeps
+the result (as a `QuestionScores`) under `records.QA_RECORD` and the steps' `StepsOutcome` under
+the steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
 with its template and token counts (`QATurn.evaluate_question`).
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from qareport.kinds import SharedEvaluation, SuiteFigures, SuiteOptions, TurnInput, TurnScores
+from qareport.question_scores import QuestionScores
 from qareport.records import (
     QA_RECORD,
     REFERENCE_STEPS,
@@ -150,7 +151,7 @@ class QATurn(SharedEvaluation):
         problems.extend(steps_advice(case, turn.turn, outcome, semantics, who))
         if result.get("steps_note"):
             problems.append(Problem(response.location, f"{who}: note: {result['steps_note']}", case.id))
-        scores: dict[str, Any] = {QA_RECORD: result}
+        scores: dict[str, Any] = {QA_RECORD: QuestionScores.from_graphrag_eval(result)}
         if outcome is not None:
             scores[REFERENCE_STEPS] = outcome
         return TurnScores(scores, tuple(problems), invalid=bool(result.get("steps_error")))
@@ -201,7 +202,7 @@ def evaluate_question_case(case: TestCase, response: Response | None,
     problems.extend(steps_advice(case, turn, outcome, semantics, f"question '{case.id}'"))
     if result.get("steps_note") and response is not None:
         problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
-    scores: dict[str, Any] = {QA_RECORD: result}
+    scores: dict[str, Any] = {QA_RECORD: QuestionScores.from_graphrag_eval(result)}
     if outcome:
         scores[REFERENCE_STEPS] = outcome
     turn_result = TurnResult(1, turn.user_message, scores=scores)

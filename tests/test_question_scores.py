@@ -1,0 +1,89 @@
+"""A question's graphrag-eval result in the report model: a frozen `QuestionScores`, read by attribute;
+graphrag-eval's dict is built from it only at the library boundary (`as_graphrag_eval`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from qareport.evaluation import evaluate_suite, qa_results
+from qareport.kinds.qa_figures import question_results
+from qareport.loading import load_suite
+from qareport.qa import run_evaluation
+from qareport.question_scores import QuestionScores
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = ROOT / "testcases"
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite([FOLDER / "power-system"], [FOLDER / "responses" / "power-system.json"])
+
+
+def _records(results):
+    return [turn.qa for result in results for turn in result.turns if turn.qa is not None]
+
+
+def test_a_turns_graphrag_eval_result_is_a_frozen_record_read_by_attribute(suite):
+    records = _records(evaluate_suite(suite).results)
+    assert records and all(isinstance(qa, QuestionScores) for qa in records)
+    scored = [qa for qa in records if qa.steps_score is not None]
+    assert scored
+    for qa in records:
+        result = qa.as_graphrag_eval()
+        assert (qa.question_id, qa.status, qa.steps_error) == (result["question_id"], result["status"],
+                                                             result.get("steps_error"))
+        assert qa.steps_score == result.get("steps_score")
+        assert list(qa.actual_steps) == result.get("actual_steps", [])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        scored[0]._values = {}  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        scored[0]._values["steps_score"] = 0.0  # type: ignore[index]
+
+
+def test_a_dict_built_at_the_library_boundary_does_not_change_the_model(suite):
+    results = evaluate_suite(suite).results
+    before = [json.dumps(qa.as_graphrag_eval(), sort_keys=False, default=str) for qa in _records(results)]
+    for built in [*qa_results(results), *question_results(results)]:
+        built["steps_score"] = -1.0
+        built["answer_f1"] = 0.0
+        built.pop("status", None)
+    assert [json.dumps(qa.as_graphrag_eval(), sort_keys=False, default=str) for qa in _records(results)] == before
+
+
+def test_the_judges_results_come_back_as_new_records_leaving_the_unjudged_ones_as_they_were(suite):
+    """A judge that writes into the dicts it is given (as graphrag-eval's judge writes into its
+    results) reaches the judged evaluation through new records, never the evaluation without it."""
+    plain = evaluate_suite(suite).results
+    before = [qa.as_graphrag_eval() for qa in _records(plain)]
+
+    def judge(results: list[dict]) -> list[dict]:
+        for result in results:
+            result["answer_f1"] = 0.5
+        return results
+
+    judged = _records(evaluate_suite(suite, judge=judge).results)
+    assert judged and all(qa.answer_f1 == 0.5 for qa in judged)
+    assert [qa.as_graphrag_eval() for qa in _records(plain)] == before
+    assert all(not qa.has("answer_f1") for qa in _records(plain))
+
+
+def test_the_records_give_back_run_evaluations_dicts_key_for_key():
+    """A record built from graphrag-eval's result dict gives that dict back, keys in the same order."""
+    dataset = [{"template_id": "t", "questions": [
+        {"id": "q1", "question_text": "?", "reference_answer": "a",
+         "reference_steps": [[{"name": "sparql_query", "args": {"query": "x"}, "output": "[]"}]]},
+        {"id": "q2", "question_text": "??"},
+    ]}]
+    responses = [{"question_id": "q1", "actual_answer": "b", "input_tokens": 3,
+                  "actual_steps": [{"id": "s1", "name": "sparql_query", "args": {"query": "x"}, "output": "[]",
+                                    "status": "success"}]}]
+    for result in run_evaluation(dataset, responses):
+        record = QuestionScores.from_graphrag_eval(result)
+        assert json.dumps(record.as_graphrag_eval()) == json.dumps(result)
+        assert record.with_values(attempt=2).as_graphrag_eval() == {**result, "attempt": 2}
+        assert record.attempt is None and record.with_values(attempt=2).attempt == 2
