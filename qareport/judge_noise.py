@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from statistics import fmean, variance
 from typing import Any
 
-from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX, JudgedMetricSpec
+from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX, JudgedMetricSpec, steps_of
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult
 
@@ -123,7 +123,7 @@ def _case_repeats(spec: JudgedMetricSpec, qas: Iterable[QuestionScores]) -> list
     """Per repeat, the mean of the case's values of that repeat (a turn or step without one skipped)."""
     by_repeat: dict[int, list[float]] = {}
     for qa in qas:
-        found = ([step.get(spec.key + REPEATS_SUFFIX) for step in qa.actual_steps] if spec.on_steps
+        found = ([step.get(spec.key + REPEATS_SUFFIX) for step in steps_of(qa)] if spec.on_steps
                  else [qa.value(spec.key + REPEATS_SUFFIX)])
         for repeats in found:
             if not isinstance(repeats, list):

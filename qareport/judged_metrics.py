@@ -30,7 +30,7 @@ Failed and not judged cases are among the headline's "not scored" cases.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -168,17 +168,22 @@ def _judge_touched(spec: JudgedMetricSpec, result: CaseResult) -> bool:
     if spec.mark is None:
         return True
     for qa in _qa_of(result):
-        if spec.on_steps and any(spec.mark in step for step in qa.actual_steps):
+        if spec.on_steps and any(spec.mark in step for step in steps_of(qa)):
             return True
         if not spec.on_steps and qa.has(spec.mark):
             return True
     return False
 
 
+def steps_of(qa: QuestionScores) -> list[Mapping[str, Any]]:
+    """A question's actual steps (where the judge writes its retrieval keys)."""
+    return [step for step in qa.actual_steps or () if isinstance(step, Mapping)]
+
+
 def _verdict(spec: JudgedMetricSpec, qa: QuestionScores) -> tuple[str, float | None]:
     if not spec.on_steps:
         return _one(qa.has, qa.value, spec)
-    return _combine([_one(step.__contains__, step.get, spec) for step in qa.actual_steps])
+    return _combine([_one(step.__contains__, step.get, spec) for step in steps_of(qa)])
 
 
 def _one(has: Callable[[str], bool], get: Callable[[str], Any], spec: JudgedMetricSpec) -> tuple[str, float | None]:

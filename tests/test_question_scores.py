@@ -12,8 +12,8 @@ import pytest
 from qareport.evaluation import evaluate_suite, qa_results
 from qareport.kinds.qa_figures import question_results
 from qareport.loading import load_suite
-from qareport.qa import run_evaluation
-from qareport.question_scores import QuestionScores
+from qareport.qa import QA_RESULT_KEYS, run_evaluation
+from qareport.question_scores import FIELD_KEYS, QuestionScores
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "testcases"
@@ -38,11 +38,24 @@ def test_a_turns_graphrag_eval_result_is_a_frozen_record_read_by_attribute(suite
         assert (qa.question_id, qa.status, qa.steps_error) == (result["question_id"], result["status"],
                                                              result.get("steps_error"))
         assert qa.steps_score == result.get("steps_score")
-        assert list(qa.actual_steps) == result.get("actual_steps", [])
+        assert qa.actual_steps == result.get("actual_steps")
+        assert qa.keys == tuple(result) and dict(qa.items()) == result
     with pytest.raises(dataclasses.FrozenInstanceError):
-        scored[0]._values = {}  # type: ignore[misc]
+        scored[0].steps_score = 0.0  # type: ignore[misc]
     with pytest.raises(TypeError):
-        scored[0]._values["steps_score"] = 0.0  # type: ignore[index]
+        scored[0].with_values(attempt=1).extra["attempt"] = 2  # type: ignore[index]
+
+
+def test_every_key_graphrag_eval_defines_is_a_typed_field_and_the_rest_is_the_open_part():
+    result = {"template_id": "t", "question_id": "q", "question_text": "?", "status": "success",
+              "steps_score": 0.5, "answer_f1": None, "faithfulness": 0.75, "faithfulness_cost": 0.01}
+    record = QuestionScores.from_graphrag_eval(result)
+    assert set(QA_RESULT_KEYS) == FIELD_KEYS
+    assert (record.steps_score, record.status, record.answer_f1) == (0.5, "success", None)
+    assert dict(record.extra) == {"faithfulness": 0.75, "faithfulness_cost": 0.01}
+    assert record.has("answer_f1") and not record.has("answer_recall")  # a key there with None stays there
+    assert (record.value("faithfulness"), record.number("faithfulness"), record.value("answer_recall")) == (0.75, 0.75, None)
+    assert list(record.as_graphrag_eval().items()) == list(result.items())
 
 
 def test_a_dict_built_at_the_library_boundary_does_not_change_the_model(suite):

@@ -72,7 +72,7 @@ def _judge_errors(result: CaseResult) -> str | None:
         for key, value in turn.qa.items():
             if key.endswith("_error") and key != "steps_error" and value:
                 errors.append(f"{key}: {value}")
-        for step in turn.qa.actual_steps:
+        for step in turn.qa.actual_steps or []:
             for key, value in step.items():
                 if key.startswith("retrieval_") and key.endswith("_error") and value:
                     errors.append(f"{step.get('id')} {key}: {value}")
@@ -128,7 +128,7 @@ class ReferenceAnswer(Kind):
             qa = turn.qa
             if qa is None:
                 continue
-            f1 = qa.value("answer_f1")
+            f1 = qa.answer_f1
             if isinstance(f1, (int, float)) and f1 < 1:
                 why = str(qa.answer_correctness_reason or "").strip().split("\n")[0]
                 reasons.append(f"answer F1 {f1:.2f}" + (f": {why}" if why else ""))

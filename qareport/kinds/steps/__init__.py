@@ -58,7 +58,7 @@ def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
 
 def _fallback_verdicts(qa: QuestionScores) -> list[StepVerdict]:
     """What the result alone says: the last group's steps and their `matches`."""
-    groups = qa.reference_steps
+    groups = qa.reference_steps or []
     last_group = groups[-1] if groups and isinstance(groups[-1], list) else []
     return [
         StepVerdict(len(groups), len(groups), index, step.get("name"), actual_id=step.get("matches"),
@@ -82,8 +82,8 @@ def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
     qa = turn.qa
     if qa is None or not qa.has_steps:
         return None
-    groups = qa.reference_steps
-    actual = [s for s in qa.actual_steps if isinstance(s, dict)]
+    groups = qa.reference_steps or []
+    actual = [s for s in qa.actual_steps or [] if isinstance(s, dict)]
     outcome = turn.scores.get(KIND_NAME)
     verdicts = turn_verdicts(turn)
     semantics = outcome.semantics if isinstance(outcome, StepsOutcome) else 5
@@ -92,8 +92,8 @@ def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
         "number": turn.number,
         "user_message": turn.user_message,
         "semantics": semantics,
-        "has_reference": bool(groups) and qa.value("steps_score") is not None,
-        "steps_score": qa.value("steps_score"),
+        "has_reference": bool(groups) and qa.steps_score is not None,
+        "steps_score": qa.steps_score,
         "steps_error": qa.steps_error,
         "steps_note": qa.steps_note,
         "groups": len(groups),
@@ -137,7 +137,7 @@ def explain_turn(turn: TurnResult) -> str | None:
         return None
     if qa.steps_error:
         return f"steps not scored: {qa.steps_error}"
-    score = qa.value("steps_score")
+    score = qa.steps_score
     if not isinstance(score, (int, float)) or score >= 1:
         return None
     verdicts = turn_verdicts(turn)
@@ -163,7 +163,7 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
         return []
     if qa.steps_error:
         return [("steps", "not scored", None, None, None, None, qa.steps_error)]
-    groups = qa.reference_steps
+    groups = qa.reference_steps or []
     verdicts = turn_verdicts(turn)
     shown = list(verdicts) if verdicts is not None else _fallback_verdicts(qa)
     several = len(groups) > 1 and isinstance(turn.scores.get(KIND_NAME), StepsOutcome) \
@@ -180,8 +180,8 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
             rows.append((aspect, "missed", None, verdict.name, None, 0.0,
                          verdict.reason or "no successful call matched"))
     matched = {str(verdict.actual_id) for verdict in shown if verdict.actual_id}
-    has_reference = bool(groups) and qa.value("steps_score") is not None
-    for step in qa.actual_steps:
+    has_reference = bool(groups) and qa.steps_score is not None
+    for step in qa.actual_steps or []:
         if not isinstance(step, dict) or str(step.get("id")) in matched:
             continue
         why = f"failed: {step.get('error', '')}".rstrip(": ") if step.get("status") == "error" else None
@@ -261,7 +261,7 @@ class ReferenceSteps(Kind):
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
-        return {"steps_score": mean_over_turns(t.qa.value("steps_score") for t in result.turns if t.qa is not None)}
+        return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
 
     pass_rule = "steps score 1"
 
