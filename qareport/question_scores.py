@@ -13,13 +13,13 @@ dict each time, with the keys in the order they were written) for `compute_aggre
 results file and the judge's library API; `from_graphrag_eval` takes one back (a judged copy).
 The record remembers which keys the dict had and in which order (`keys`), so the dict it gives
 back is the one it was built from, key for key (a key may be there with the value None). Changing
-a record means building a new one (`with_values`).
+a record means building a new one (`with_values`; the judge's `Judgment`s by `with_judgments`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
@@ -32,21 +32,15 @@ class QuestionScores:
 
     keys: tuple[str, ...]
     """The result's keys, in the order they were written (which of the fields below it has)."""
-    # identity and status
+    # graphrag-eval's keys, in its order (`qa.QA_RESULT_KEYS`)
     template_id: Any = None
     question_id: Any = None
     question_text: Any = None
-    status: str | None = None
-    error: Any = None  # why the question could not be evaluated (the response's error text)
-    # the reference and the response
     reference_answer: Any = None  # text, or structured (content parts)
     reference_steps: list[list[dict[str, Any]]] | None = None  # with each matched step's `matches`
+    status: str | None = None
+    error: Any = None  # why the question could not be evaluated (the response's error text)
     actual_answer: Any = None
-    actual_steps: list[dict[str, Any]] | None = None  # with the judge's retrieval keys
-    # steps scoring
-    steps_score: float | None = None
-    steps_error: str | None = None
-    steps_note: str | None = None
     # the judge's answer metrics
     answer_relevance: float | None = None
     answer_relevance_cost: float | None = None
@@ -60,6 +54,11 @@ class QuestionScores:
     answer_recall: float | None = None
     answer_precision: float | None = None
     answer_f1: float | None = None
+    # the steps and their score
+    actual_steps: list[dict[str, Any]] | None = None  # with the judge's retrieval keys
+    steps_score: float | None = None
+    steps_error: str | None = None
+    steps_note: str | None = None  # qareport's: a step graphrag-eval would stop on
     # what the response used
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -86,6 +85,30 @@ class QuestionScores:
         extra = {key: value for key, value in values.items() if key not in FIELD_KEYS}
         keys = self.keys + tuple(key for key in values if key not in self.keys)
         return replace(self, keys=keys, extra=MappingProxyType({**self.extra, **extra}), **known)
+
+    def with_judgments(self, judgments: Iterable[Judgment]) -> QuestionScores:
+        """A new record with the judge's values: those of the question set in the judgments'
+        order, those of a step merged into a new copy of that step; the keys then in graphrag-eval's
+        order (`FIELD_ORDER`), the others after them in the order they were written, as
+        graphrag-eval orders a judged result."""
+        values: dict[str, Any] = {}
+        steps: list[dict[str, Any]] | None = None
+        for judgment in judgments:
+            if judgment.step is None:
+                values.update(judgment.values)
+                continue
+            if steps is None:
+                steps = list(self.actual_steps or ())
+            steps[judgment.step] = {**steps[judgment.step], **judgment.values}
+        if steps is not None:
+            values["actual_steps"] = steps
+        if not values:
+            return self
+        judged = self.with_values(**values)
+        written = set(judged.keys)
+        keys = (*(key for key in FIELD_ORDER if key in written),
+                *(key for key in judged.keys if key not in FIELD_KEYS))
+        return replace(judged, keys=keys)
 
     # --- any key, by name --------------------------------------------------------------------
 
@@ -128,8 +151,19 @@ class QuestionScores:
         return tuple(item for item in found if isinstance(item, Mapping))
 
 
-FIELD_KEYS = frozenset(f.name for f in fields(QuestionScores)) - {"keys", "extra"}
-"""The keys graphrag-eval defines (`qa.QA_RESULT_KEYS`), each a field of `QuestionScores`."""
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """What the judge concluded on one metric of a question (`step` None) or, for the retrieval
+    metrics, on one of its actual steps (`step`: its index in `actual_steps`): the values it
+    writes, under graphrag-eval's keys (a score, its reason or error, its cost, its repeats)."""
+
+    step: int | None
+    values: Mapping[str, Any]
+
+
+FIELD_ORDER = tuple(f.name for f in fields(QuestionScores) if f.name not in ("keys", "extra"))
+"""The keys graphrag-eval defines, in its order (`qa.QA_RESULT_KEYS`), each a field of `QuestionScores`."""
+FIELD_KEYS = frozenset(FIELD_ORDER)
 
 
 def as_number(value: Any) -> float | None:

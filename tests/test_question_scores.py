@@ -13,7 +13,7 @@ from qareport.evaluation import evaluate_suite, qa_results
 from qareport.kinds.qa_figures import question_results
 from qareport.loading import load_suite
 from qareport.qa import QA_RESULT_KEYS, run_evaluation
-from qareport.question_scores import FIELD_KEYS, QuestionScores
+from qareport.question_scores import FIELD_KEYS, Judgment, QuestionScores
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "testcases"
@@ -68,21 +68,43 @@ def test_a_dict_built_at_the_library_boundary_does_not_change_the_model(suite):
     assert [json.dumps(qa.as_graphrag_eval(), sort_keys=False, default=str) for qa in _records(results)] == before
 
 
-def test_the_judges_results_come_back_as_new_records_leaving_the_unjudged_ones_as_they_were(suite):
-    """A judge that writes into the dicts it is given (as graphrag-eval's judge writes into its
-    results) reaches the judged evaluation through new records, never the evaluation without it."""
+def test_the_judges_judgments_build_new_records_leaving_the_unjudged_ones_as_they_were(suite):
+    """The judge is given graphrag-eval's dicts and returns typed judgments; writing into the dicts
+    it is given (as graphrag-eval's judge writes into its results) reaches no record."""
     plain = evaluate_suite(suite).results
     before = [qa.as_graphrag_eval() for qa in _records(plain)]
 
-    def judge(results: list[dict]) -> list[dict]:
+    def judge(results: list[dict]) -> list[tuple[Judgment, ...]]:
         for result in results:
-            result["answer_f1"] = 0.5
-        return results
+            result["answer_f1"] = 0.0
+        return [(Judgment(None, {"answer_f1": 0.5, "answer_f1_cost": 0.01}),) if result["status"] == "success"
+                else () for result in results]
 
     judged = _records(evaluate_suite(suite, judge=judge).results)
-    assert judged and all(qa.answer_f1 == 0.5 for qa in judged)
+    assert judged and all(qa.answer_f1 == 0.5 and qa.value("answer_f1_cost") == 0.01
+                          for qa in judged if qa.status == "success")
+    assert all(not qa.has("answer_f1") for qa in judged if qa.status != "success")
     assert [qa.as_graphrag_eval() for qa in _records(plain)] == before
     assert all(not qa.has("answer_f1") for qa in _records(plain))
+
+
+def test_a_judged_record_has_graphrag_evals_key_order_and_new_copies_of_its_judged_steps():
+    steps = [{"id": "s1", "name": "retrieval"}, {"id": "s2", "name": "retrieval"}]
+    record = QuestionScores.from_graphrag_eval({"template_id": "t", "question_id": "q", "question_text": "?",
+                                                "status": "success", "actual_answer": "a",
+                                                "actual_steps": steps, "attempt": 2})
+    judged = record.with_judgments([
+        Judgment(None, {"answer_f1": 0.5, "custom_score": 1}),
+        Judgment(None, {"answer_relevance": 0.25}),
+        Judgment(1, {"retrieval_answer_recall": 1.0}),
+    ])
+    assert list(judged.as_graphrag_eval()) == ["template_id", "question_id", "question_text", "status",
+                                               "actual_answer", "answer_relevance", "answer_f1", "actual_steps",
+                                               "attempt", "custom_score"]
+    assert judged.actual_steps == [steps[0], {"id": "s2", "name": "retrieval", "retrieval_answer_recall": 1.0}]
+    assert judged.actual_steps[0] is steps[0] and steps[1] == {"id": "s2", "name": "retrieval"}
+    assert record.as_graphrag_eval()["actual_steps"] is steps and not record.has("answer_f1")
+    assert record.with_judgments(()) is record
 
 
 def test_the_records_give_back_run_evaluations_dicts_key_for_key():
