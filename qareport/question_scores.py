@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
+NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+
 
 @dataclass(frozen=True, slots=True)
 class QuestionScores:
@@ -64,15 +66,17 @@ class QuestionScores:
     output_tokens: int | None = None
     total_tokens: int | None = None
     elapsed_sec: float | None = None
-    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
     """Every other key (the judge's costs, reasons and repeats, custom LLM metrics, `attempt`, ...)."""
 
     @classmethod
     def from_graphrag_eval(cls, result: Mapping[str, Any]) -> QuestionScores:
         """The record of a graphrag-eval result dict (later changes to `result` itself do not reach it)."""
-        known = {key: value for key, value in result.items() if key in FIELD_KEYS}
-        extra = {key: value for key, value in result.items() if key not in FIELD_KEYS}
-        return cls(keys=tuple(result), extra=MappingProxyType(extra), **known)
+        known: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in result.items():
+            (known if key in FIELD_KEYS else extra)[key] = value
+        return cls(keys=tuple(result), extra=MappingProxyType(extra) if extra else NO_EXTRA, **known)
 
     def as_graphrag_eval(self) -> dict[str, Any]:
         """graphrag-eval's result dict of the question: a new dict, keys in their written order."""
