@@ -1,7 +1,8 @@
 """The reference answer as a kind of target: answer correctness and relevance, judged by an LLM.
 
-The judge (`qareport.judge`) adds graphrag-eval's answer keys to a turn's result dict
-(`TurnResult.qa`); this kind reads them: a case's value is the mean over its turns.
+The judge (`qareport.judge`) gives graphrag-eval's answer keys of a turn, which make its new
+result (`TurnResult.qa`, a `QuestionScores`); this kind reads them: a case's value is the mean
+over its turns.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@
     column_mapping.py the search for a mapping of reference columns onto actual columns
 
 The scoring (`qareport.qa`, `matching`, the step kinds) follows graphrag-eval, whose per-question
-result dict carries steps and answer keys together; this kind reads its keys from that dict
-(`TurnResult.qa`), and the `StepsOutcome` evaluation keeps under its name in `TurnResult.scores`
+result carries steps and answer keys together; this kind reads its fields from that result
+(`TurnResult.qa`, a `QuestionScores`), and the `StepsOutcome` evaluation keeps under its name in `TurnResult.scores`
 to say which call matched each reference step, with what score, or why none did.
 """
 
@@ -46,7 +46,7 @@ KIND_NAME = "reference_steps"
 
 def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
     """The verdicts of a turn's reference steps, or None when the turn keeps no `StepsOutcome`
-    (a result built elsewhere: then only the result dict's `matches` are known)."""
+    (a result built elsewhere: then only the reference steps' `matches` are known)."""
     outcome = turn.scores.get(KIND_NAME)
     qa = turn.qa
     if not isinstance(outcome, StepsOutcome) or qa is None:
