@@ -13,7 +13,7 @@ from qareport.evaluation import evaluate_suite, qa_results
 from qareport.kinds.qa_figures import question_results
 from qareport.loading import load_suite
 from qareport.qa import QA_RESULT_KEYS, run_evaluation
-from qareport.question_scores import FIELD_KEYS, Judgment, QuestionScores
+from qareport.question_scores import FIELD_ORDER, Judgment, QuestionScores
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "testcases"
@@ -50,7 +50,7 @@ def test_every_key_graphrag_eval_defines_is_a_typed_field_and_the_rest_is_the_op
     result = {"template_id": "t", "question_id": "q", "question_text": "?", "status": "success",
               "steps_score": 0.5, "answer_f1": None, "faithfulness": 0.75, "faithfulness_cost": 0.01}
     record = QuestionScores.from_graphrag_eval(result)
-    assert set(QA_RESULT_KEYS) == FIELD_KEYS
+    assert FIELD_ORDER == QA_RESULT_KEYS  # graphrag-eval's keys, in its order (a judged record's order)
     assert (record.steps_score, record.status, record.answer_f1) == (0.5, "success", None)
     assert dict(record.extra) == {"faithfulness": 0.75, "faithfulness_cost": 0.01}
     assert record.has("answer_f1") and not record.has("answer_recall")  # a key there with None stays there
