@@ -37,6 +37,7 @@ _EXPORTS = {
     "EvaluationOptions": "qareport.evaluation",
     "Evaluation": "qareport.evaluation",
     "CaseResult": "qareport.records",
+    "Judgment": "qareport.question_scores",
     "summarize": "qareport.statistics",
     "SuiteStatistics": "qareport.statistics",
     "build_report": "qareport.report",

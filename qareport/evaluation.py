@@ -7,7 +7,7 @@ collects the per-case problems evaluation finds. It names no kind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 from qareport.collector import collector_paused
 from qareport.evaluation_options import EvaluationOptions, Semantics
 from qareport.kinds import Kind, PassRules, RunKinds, SharedEvaluation, TurnInput, catalogue
+from qareport.question_scores import Judgment
 from qareport.records import (
     QA_RECORD,
     CaseResult,
@@ -159,12 +160,13 @@ def evaluate_suite(
     suite: Suite,
     *,
     options: EvaluationOptions = DEFAULT_OPTIONS,
-    judge: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+    judge: Callable[[list[dict[str, Any]]], Sequence[Iterable[Judgment]]] | None = None,
     kinds: RunKinds | None = None,
 ) -> Evaluation:
     """Evaluate every case by the run's `kinds` (default: the catalogue's; the Q&A results with their
-    retrieval contexts scored by string similarity, no LLM); then let the judge (if any) return the
-    Q&A results with the LLM metrics, which replace the unjudged ones."""
+    retrieval contexts scored by string similarity, no LLM); then let the judge (if any), given the
+    Q&A results as graphrag-eval's dicts (`qa_results`), return its judgments of each (the LLM
+    metrics, typed), from which each judged result is built as a new record."""
     kinds = kinds if kinds is not None else catalogue()
     results = []
     problems: list[Problem] = []
@@ -178,8 +180,8 @@ def evaluate_suite(
             results.append(result)
             problems.extend(case_problems)
     if judge is not None:
-        judged = judge(list(qa_results(results)))
-        results = list(_with_qa_results(results, iter(judged)))
+        judgments = judge(list(qa_results(results)))
+        results = list(_with_judgments(results, iter(judgments)))
     return Evaluation(tuple(_with_passes(results, options.pass_rules, kinds)), tuple(problems))
 
 
@@ -202,8 +204,8 @@ def _evaluate_attempts(case: TestCase, responses: Iterable[Response],
     for response in responses:
         result, found = evaluate_case(case, response, options=options, kinds=kinds)
         number = result.attempt
-        turns = tuple(turn if turn.qa is None else replace(turn, scores={**turn.scores,
-                                                                         QA_RECORD: {**turn.qa, "attempt": number}})
+        turns = tuple(turn if turn.qa is None
+                      else replace(turn, scores={**turn.scores, QA_RECORD: turn.qa.with_values(attempt=number)})
                       for turn in result.turns)
         attempts.append(replace(result, turns=turns))
         problems.update(dict.fromkeys(found))
@@ -232,28 +234,29 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
     )
 
 
-def _with_qa_results(results: Iterable[CaseResult], scored: Iterator[dict[str, Any]]) -> Iterator[CaseResult]:
-    """The case results with their Q&A dicts replaced by `scored`, taken in `qa_results` order."""
+def _with_judgments(results: Iterable[CaseResult], judgments: Iterator[Iterable[Judgment]]) -> Iterator[CaseResult]:
+    """The case results with each Q&A result judged by its `judgments`, taken in `qa_results` order."""
     for result in results:
         if result.attempts:
-            yield combine_attempts(tuple(_with_qa_results(result.attempts, scored)))
+            yield combine_attempts(tuple(_with_judgments(result.attempts, judgments)))
             continue
         if not any(turn.qa is not None for turn in result.turns):
             yield result
             continue
-        turns = tuple(turn if turn.qa is None else replace(turn, scores={**turn.scores, QA_RECORD: next(scored)})
+        turns = tuple(turn if turn.qa is None
+                      else replace(turn, scores={**turn.scores, QA_RECORD: turn.qa.with_judgments(next(judgments))})
                       for turn in result.turns)
         yield replace(result, turns=turns)
 
 
 def qa_results(results: Iterable[CaseResult]) -> Iterable[dict[str, Any]]:
-    """Every graphrag-eval-shaped result dict of the run (Q&A cases and conversation turns; each
-    attempt's of a case answered several times)."""
+    """Every graphrag-eval result dict of the run (Q&A cases and conversation turns; each
+    attempt's of a case answered several times), built from the model (`as_graphrag_eval`)."""
     for result in results:
         if result.attempts:
             yield from qa_results(result.attempts)
             continue
         for turn in result.turns:
             if turn.qa is not None:
-                yield turn.qa
+                yield turn.qa.as_graphrag_eval()
 

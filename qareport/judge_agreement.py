@@ -181,7 +181,7 @@ def case_judgments(result: CaseResult, run: kinds.RunKinds) -> dict[str, float |
             judged[metric.name] = round(fmean(values), 9)
     kind = run.named(CUSTOM_KIND)
     for evaluation in getattr(kind, "evaluations", ()):
-        outputs = [turn.qa.get(key) for turn in result.turns if turn.qa for key in evaluation.output_keys]
+        outputs = [turn.qa.value(key) for turn in result.turns if turn.qa is not None for key in evaluation.output_keys]
         shown = [value for value in outputs if value is not None]
         if shown:
             first = shown[0]

@@ -26,12 +26,13 @@ small, and is returned as computed (`JudgeNoise.judge_share` counts it as zero).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import fmean, variance
 from typing import Any
 
-from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX, JudgedMetricSpec
+from qareport.judged_metrics import JUDGED_METRICS, REPEATS_SUFFIX, JudgedMetricSpec, steps_of
+from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult
 
 
@@ -118,14 +119,13 @@ def judge_noise(results: Sequence[CaseResult]) -> tuple[JudgeNoise, ...]:
     return tuple(found)
 
 
-def _case_repeats(spec: JudgedMetricSpec, qas: Iterable[Mapping[str, Any]]) -> list[float]:
+def _case_repeats(spec: JudgedMetricSpec, qas: Iterable[QuestionScores]) -> list[float]:
     """Per repeat, the mean of the case's values of that repeat (a turn or step without one skipped)."""
     by_repeat: dict[int, list[float]] = {}
     for qa in qas:
-        containers = ([step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)]
-                      if spec.on_steps else [qa])
-        for container in containers:
-            repeats = container.get(spec.key + REPEATS_SUFFIX)
+        found = ([step.get(spec.key + REPEATS_SUFFIX) for step in steps_of(qa)] if spec.on_steps
+                 else [qa.value(spec.key + REPEATS_SUFFIX)])
+        for repeats in found:
             if not isinstance(repeats, list):
                 continue
             for number, value in enumerate(repeats):

@@ -30,12 +30,13 @@ Failed and not judged cases are among the headline's "not scored" cases.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
 from qareport.errors import BUDGET_REACHED, NOT_JUDGED
+from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult
 
 
@@ -155,7 +156,7 @@ def _combine(verdicts: Sequence[tuple[str, float | None]]) -> tuple[str, float |
     return NOT_APPLICABLE, None
 
 
-def _qa_of(result: CaseResult) -> Iterator[Mapping[str, Any]]:
+def _qa_of(result: CaseResult) -> Iterator[QuestionScores]:
     for attempt in result.attempts or (result,):  # every attempt's of a case answered several times
         for turn in attempt.turns:
             if turn.qa is not None:
@@ -167,29 +168,34 @@ def _judge_touched(spec: JudgedMetricSpec, result: CaseResult) -> bool:
     if spec.mark is None:
         return True
     for qa in _qa_of(result):
-        steps = [step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)]
-        containers = steps if spec.on_steps else [qa]
-        if any(spec.mark in container for container in containers):
+        if spec.on_steps and any(spec.mark in step for step in steps_of(qa)):
+            return True
+        if not spec.on_steps and qa.has(spec.mark):
             return True
     return False
 
 
-def _verdict(spec: JudgedMetricSpec, qa: Mapping[str, Any]) -> tuple[str, float | None]:
+def steps_of(qa: QuestionScores) -> list[Mapping[str, Any]]:
+    """A question's actual steps (where the judge writes its retrieval keys)."""
+    return [step for step in qa.actual_steps or () if isinstance(step, Mapping)]
+
+
+def _verdict(spec: JudgedMetricSpec, qa: QuestionScores) -> tuple[str, float | None]:
     if not spec.on_steps:
-        return _one(qa, spec)
-    steps = [step for step in qa.get("actual_steps") or () if isinstance(step, Mapping)]
-    return _combine([_one(step, spec) for step in steps])
+        return _one(qa.has, qa.value, spec)
+    return _combine([_one(step.__contains__, step.get, spec) for step in steps_of(qa)])
 
 
-def _one(container: Mapping[str, Any], spec: JudgedMetricSpec) -> tuple[str, float | None]:
-    if spec.mark is not None and spec.mark not in container:
+def _one(has: Callable[[str], bool], get: Callable[[str], Any], spec: JudgedMetricSpec) -> tuple[str, float | None]:
+    """The verdict of the keys `has` and `get` read: a question's (`QuestionScores`) or one of its steps'."""
+    if spec.mark is not None and not has(spec.mark):
         return NOT_APPLICABLE, None
-    value = container.get(spec.key)
+    value = get(spec.key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if math.isfinite(value):
             return JUDGED, float(value)
         return FAILED, None  # a number that is not finite is never a score
-    error = container.get(spec.error_key)
+    error = get(spec.error_key)
     if error:
         if str(error).startswith(NOT_JUDGED + BUDGET_REACHED):
             return BUDGET_VERDICT, None

@@ -35,6 +35,7 @@ from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
+from qareport.question_scores import Judgment
 from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.results_file import results_document, write_results_file
@@ -337,18 +338,18 @@ def _run(
     not_judged = 0
     judge_callable = None
     if judge is not None and options.estimate:
-        def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        def judge_callable(results: list[dict[str, Any]]) -> list[tuple[Judgment, ...]]:
             nonlocal estimate
             estimate = judge.estimate_results(results)
-            return results
+            return [() for _ in results]  # an estimate judges nothing
     elif judge is not None:
-        def judge_callable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        def judge_callable(results: list[dict[str, Any]]) -> list[tuple[Judgment, ...]]:
             nonlocal usage, judge_failure, not_judged, judge_budget
             judged = judge.judge_results(results, on_progress=on_progress)
             usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
             judge_budget = judged.budget_reached
-            judged_results: list[dict[str, Any]] = judged.results
-            return judged_results
+            judgments: list[tuple[Judgment, ...]] = judged.judgments
+            return judgments
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
@@ -484,7 +485,7 @@ def _judge_line(report: Report) -> str | None:
 
 
 def _has_answers(results: Sequence[CaseResult]) -> bool:
-    return any(turn.qa and turn.qa.get("actual_answer") for r in results for turn in r.turns)
+    return any(turn.qa is not None and turn.qa.actual_answer for r in results for turn in r.turns)
 
 
 def _summary_line(output: str, report: Report) -> str:

@@ -16,6 +16,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any, Literal
 
 from qareport.case_record import CaseRow
+from qareport.question_scores import QuestionScores
 
 if TYPE_CHECKING:  # the judge's records, named here only as types: the judge imports this module
     from qareport.judge.settings import JudgeSettings
@@ -97,9 +98,10 @@ INDICATOR_SELECTION = "indicator_selection"
 REFERENCE_ANSWER = "reference_answer"
 REFERENCE_STEPS = "reference_steps"
 QA_RECORD = "qa"
-"""The key of `TurnResult.scores` that holds a turn's graphrag-eval result dict: the record that
-graphrag-eval's question evaluation fills for the reference answer and the reference steps together,
-which the judge adds its keys to and the results file writes as it is."""
+"""The key of `TurnResult.scores` that holds a turn's `QuestionScores`: graphrag-eval's result of
+the question evaluation it runs for the reference answer and the reference steps together, to which
+the judge's keys are added (as a new record); its dict is built only at the library boundary
+(`QuestionScores.as_graphrag_eval`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,8 +294,8 @@ class IndicatorScore:
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """One turn scored: each kind's score by kind name (and graphrag-eval's result dict under
-    `QA_RECORD`), and why the turn could not be evaluated, if it could not."""
+    """One turn scored: each kind's score by kind name (and graphrag-eval's result, a
+    `QuestionScores`, under `QA_RECORD`), and why the turn could not be evaluated, if it could not."""
 
     number: int
     user_message: str
@@ -306,8 +308,8 @@ class TurnResult:
         return self.scores.get(INDICATOR_SELECTION)
 
     @property
-    def qa(self) -> dict[str, Any] | None:
-        """graphrag-eval's result keys (steps, answer metrics, ...), see `QA_RECORD`."""
+    def qa(self) -> QuestionScores | None:
+        """graphrag-eval's result of the turn (steps, answer metrics, ...), see `QA_RECORD`."""
         return self.scores.get(QA_RECORD)
 
 

@@ -107,7 +107,7 @@ class Report:
             turn_rows = [
                 {"case_id": result.case.id, "turn": turn.number, "user_message": turn.user_message,
                  "status": result.status, "error": turn.error,
-                 **{key: _number((turn.qa or {}).get(key)) for key in TURN_METRICS}}
+                 **{key: _number(turn.qa.value(key) if turn.qa is not None else None) for key in TURN_METRICS}}
                 for result in self.results for turn in result.turns
             ]
             return _frame(pd, turn_rows, ["case_id", "turn", "user_message", "status", "error"], TURN_METRICS)

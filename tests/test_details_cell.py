@@ -207,13 +207,13 @@ def test_details_has_a_row_per_reference_step_and_per_extra_call_with_its_verdic
     steps = [row for row in path_rows if row["dimension"] == "steps"]
     assert {row["verdict"] for row in steps} == {"matched", "missed", "extra", "not scored (error)"}
     for result in report.results:
-        score = result.turns[0].qa.get("steps_score") if result.turns and result.turns[0].qa else None
+        score = result.turns[0].qa.value("steps_score") if result.turns and result.turns[0].qa else None
         if score is None or result.status != "success":
             continue
         reference = [row for row in steps if row["case id"] == result.case.id and row["verdict"] != "extra"]
         assert reference, result.case.id
         assert sum(row["score"] for row in reference) / len(reference) == pytest.approx(score)  # 5.x: the mean
-        calls = [step["id"] for step in result.turns[0].qa.get("actual_steps") or []]
+        calls = [step["id"] for step in result.turns[0].qa.actual_steps]
         listed = [row["term id"] for row in steps if row["case id"] == result.case.id and row["term id"]]
         assert sorted(listed) == sorted(calls)  # every call once: as the match of a step, or extra
     missed = next(row for row in steps if row["verdict"] == "missed" and row["reason"] == "not called")

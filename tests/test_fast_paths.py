@@ -66,7 +66,7 @@ def test_scoring_makes_no_reference_cycles_so_the_collector_can_rest(generated, 
         assert gc.collect() == 0
     finally:
         gc.enable()
-    assert any(turn.qa.get("steps_score") is not None for r in evaluation.results for turn in r.turns if turn.qa)
+    assert any(turn.qa.value("steps_score") is not None for r in evaluation.results for turn in r.turns if turn.qa)
 
 
 def test_a_run_sets_its_loaded_data_aside_from_the_collector_until_it_ends(generated):

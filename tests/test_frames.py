@@ -63,8 +63,8 @@ def test_the_turn_frame_has_one_row_per_turn(report):
     turns = [(result.case.id, turn.number) for result in report.results for turn in result.turns]
     assert list(zip(frame["case_id"], frame["turn"], strict=True)) == turns
     assert list(frame.columns)[-len(TURN_METRICS):] == list(TURN_METRICS)
-    scored = [turn.qa["steps_score"] for result in report.results for turn in result.turns
-              if turn.qa and isinstance(turn.qa.get("steps_score"), float)]
+    scored = [turn.qa.value("steps_score") for result in report.results for turn in result.turns
+              if turn.qa is not None and isinstance(turn.qa.value("steps_score"), float)]
     assert sorted(frame["steps_score"].dropna()) == sorted(scored) and scored
 
 

@@ -200,9 +200,9 @@ def test_a_run_with_repeats_shows_the_variance_split_its_judged_values_give(serv
     per_case = []
     for result in outcome.report.results:
         for turn in result.turns:
-            if turn.qa is not None and "answer_f1_repeats" in turn.qa:
-                repeats = turn.qa["answer_f1_repeats"]
-                assert turn.qa["answer_f1"] == pytest.approx(sum(repeats) / 3)
+            if turn.qa is not None and turn.qa.has("answer_f1_repeats"):
+                repeats = turn.qa.value("answer_f1_repeats")
+                assert turn.qa.answer_f1 == pytest.approx(sum(repeats) / 3)
                 per_case.append([repeats])
     assert len(per_case) * 3 == server.chat_calls
     expected = split_variance(per_case)

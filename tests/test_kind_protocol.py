@@ -100,9 +100,9 @@ def test_every_kind_keeps_its_parts_and_scores_under_its_name(tmp_path):
     assert problems == [] and result.status == "success"
     turn = result.turns[0]
     assert set(turn.scores) == {"indicator_selection", "qa", "reference_steps"}
-    # the typed accessors read the same dicts
+    # the typed accessors read the same records
     assert turn.indicator is turn.scores["indicator_selection"] and turn.qa is turn.scores["qa"]
-    assert result.macro_recall == 1.0 and turn.qa["steps_score"] == 1.0
+    assert result.macro_recall == 1.0 and turn.qa.steps_score == 1.0
     assert case.turns[0].target.reference_steps_line == 13  # the line of its key
 
 

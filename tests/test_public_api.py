@@ -16,6 +16,7 @@ import qareport
 NEEDED = {
     "run_evaluation", "compute_aggregates", "recall_at_k", "average_precision",
     "load_suite", "ParseCache", "Suite", "Problem", "evaluate_suite", "EvaluationOptions", "Evaluation", "CaseResult",
+    "Judgment",  # what `evaluate_suite`'s judge returns
     "summarize", "SuiteStatistics", "build_report", "Report", "RunInfo", "RunSnapshot", "Unloaded", "read_run",
     "read_reviews", "Review",
     "write_workbook", "WrittenWorkbook", "results_document", "write_results_file",

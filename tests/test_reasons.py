@@ -8,6 +8,7 @@ from qareport import kinds
 from qareport.kinds.answers import ANSWERS
 from qareport.kinds.indicator_selection import INDICATOR_SELECTION, score_indicator_selection
 from qareport.kinds.steps import STEPS
+from qareport.question_scores import QuestionScores
 from qareport.records import (
     CaseResult,
     DatasetSelection,
@@ -64,7 +65,7 @@ def test_a_multi_turn_case_says_which_turn_lost_points():
 def qa_case(qa):
     case = TestCase("q1", "qa", "question?", ("template",), (Turn(1, "question?", Target(parts={"reference_answer": "x"})),),
                     Location("qa.yaml", 1))
-    return CaseResult(case, "success", turns=(TurnResult(1, "question?", scores={"qa": qa}),))
+    return CaseResult(case, "success", turns=(TurnResult(1, "question?", scores={"qa": QuestionScores.from_graphrag_eval(qa)}),))
 
 
 def test_steps_name_the_reference_steps_no_call_matched():

@@ -291,7 +291,10 @@ def turn_of(reference_groups, actual_steps, *, semantics=5):
     result, outcome = evaluate_question_outcome(template_id="t", question=question,
                                                 response={"question_id": "q", "actual_steps": actual_steps},
                                                 semantics=semantics)
-    return TurnResult(1, "?", scores={"qa": result, **({"reference_steps": outcome} if outcome else {})})
+    from qareport.question_scores import QuestionScores
+
+    return TurnResult(1, "?", scores={"qa": QuestionScores.from_graphrag_eval(result),
+                                      **({"reference_steps": outcome} if outcome else {})})
 
 
 def case_of(turn):
@@ -334,7 +337,7 @@ def test_the_new_kinds_say_what_differs():
 def test_a_6x_reason_names_the_group_and_the_steps_never_tried():
     turn = turn_of([[A], [B], [C]], [call("lookup", "LOOKUP", "c1"), call("answer", "ANSWER", "c3")], semantics=6)
     assert explain_turn(turn) == "group 2: search not called"
-    verdicts = step_verdicts(turn.qa["reference_steps"], turn.qa["actual_steps"], turn.scores["reference_steps"])
+    verdicts = step_verdicts(turn.qa.reference_steps, turn.qa.actual_steps, turn.scores["reference_steps"])
     assert [(v.group_number, v.name, v.scored) for v in verdicts] == [
         (1, "lookup", False), (2, "search", True), (3, "answer", True)]
     assert verdicts[0].reason == "not scored: group 2 was not matched in full"

@@ -18,7 +18,8 @@
     answer_correctness.py  answer_relevance.py  retrieval_answer.py   one module per metric
 
 `Judge(settings).judge_results(results)` returns a `JudgeRun`: judged copies of graphrag-eval-shaped
-result dicts (the inputs are not changed) and the usage. The keys it adds are graphrag-eval's:
+result dicts (the inputs are not changed), the same as typed `Judgment`s per result, and the
+usage. The keys it adds are graphrag-eval's:
 
     answer correctness     answer_reference_claims_count, answer_actual_claims_count,
     (reference + actual)   answer_matching_claims_count, answer_correctness_reason, answer_recall,

@@ -1,7 +1,9 @@
 """What one judgment produced, and how a result's judgments make its judged copy.
 
 A worker runs a `Task` (one metric of one result, one repeat of it) and fills in an `Outcome`;
-`judged_copy` puts a result's outcomes, in graphrag-eval's key order, into a new result dict.
+`judgments_of` turns a result's outcomes into the judge's typed `Judgment`s, which a
+`QuestionScores` takes by building a new record (`with_judgments`); that record's dict is the
+judged result of the judge's library API (graphrag-eval's judged result dict).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from qareport.judge import answer_correctness, answer_relevance, retrieval_answe
 from qareport.judge.answer_relevance import GeneratedQuestions
 from qareport.judge.settings import ALL_METRICS
 from qareport.judge.usage import Ledger
-from qareport.qa import order_result_keys
+from qareport.question_scores import Judgment
 
 ERROR_KEYS = {
     answer_correctness.METRIC: answer_correctness.ERROR_KEY,
@@ -59,24 +61,21 @@ class Task:
 
 
 
-def judged_copy(result: Mapping[str, Any], outcomes: list[Outcome], *, order: Sequence[str]) -> dict[str, Any]:
-    """A new result dict with the keys of its outcomes, in graphrag-eval's key order (as its own
-    judged results are); judged steps are new dicts too, with their F1 keys."""
+def judgments_of(result: Mapping[str, Any], outcomes: list[Outcome], *,
+                 order: Sequence[str]) -> tuple[Judgment, ...]:
+    """A result's outcomes as the judge's `Judgment`s, in `order` (the metrics' order): one per
+    metric of the question, and one per judged step with every metric's keys of that step and
+    their F1 keys (computed from the step as judged)."""
     ordered = sorted(outcomes, key=lambda o: order.index(o.metric))
-    judged = dict(result)
+    judgments = [Judgment(None, dict(outcome.updates)) for outcome in ordered if outcome.step is None]
     step_updates: dict[int, dict[str, Any]] = {}
     for outcome in ordered:
-        if outcome.step is None:
-            judged.update(outcome.updates)
-        else:
+        if outcome.step is not None:
             step_updates.setdefault(outcome.step, {}).update(outcome.updates)
-    if step_updates:
-        steps = list(result["actual_steps"])
-        for number, updates in step_updates.items():
-            step = {**steps[number], **updates}
-            step.update(retrieval_answer.f1_keys(step, "retrieval_answer"))
-            if any(key.startswith("retrieval_context_") for key in updates):
-                step.update(retrieval_answer.f1_keys(step, "retrieval_context"))
-            steps[number] = step
-        judged["actual_steps"] = steps
-    return order_result_keys(judged)
+    for number, updates in step_updates.items():
+        step = {**result["actual_steps"][number], **updates}
+        values = {**updates, **retrieval_answer.f1_keys(step, "retrieval_answer")}
+        if any(key.startswith("retrieval_context_") for key in updates):
+            values.update(retrieval_answer.f1_keys({**step, **values}, "retrieval_context"))
+        judgments.append(Judgment(number, values))
+    return tuple(judgments)

@@ -19,7 +19,7 @@ import concurrent.futures as futures
 import queue
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -30,7 +30,7 @@ from qareport.judge.batch_route import BatchRoute
 from qareport.judge.client import JudgeClient
 from qareport.judge.cost import BUDGET_WORDS, Budget
 from qareport.judge.estimate import Estimating
-from qareport.judge.outcomes import Outcome, judged_copy
+from qareport.judge.outcomes import Outcome, judgments_of
 from qareport.judge.prompts import Prompts
 from qareport.judge.relevance_embeddings import (
     EMBEDDING_BATCH_INPUTS,
@@ -42,6 +42,7 @@ from qareport.judge.repeats import combine_repeats
 from qareport.judge.settings import JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
 from qareport.progress import OnProgress, ProgressEvent, no_progress
+from qareport.question_scores import Judgment, QuestionScores
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,10 @@ class JudgeRun:
     not_judged: int = 0  # judgments (a metric of a case or of a retrieval step) not obtained
     budget_reached: str | None = None
     """How the budget ended the judging (`failure` says it too), when it did; None otherwise."""
+    judgments: list[tuple[Judgment, ...]] = field(default_factory=list)
+    """Per result, in their order, the judge's typed judgments (`QuestionScores.with_judgments`
+    builds the judged record from them; `results` holds the same as graphrag-eval's dicts); empty
+    for a result not judged."""
 
 
 
@@ -148,6 +153,7 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
         budget = None if self.settings.budget_usd is None else Budget(self.settings.budget_usd)
         self._client.guard = budget
         judged: list[dict[str, Any]] = [dict(result) for result in results]
+        judgments: list[tuple[Judgment, ...]] = [() for _ in results]
 
         ready: list[Outcome] = []
         tasks: list[Callable[[], Outcome]] = []
@@ -184,7 +190,10 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                         not_judged.append(next((value for value in done.updates.values()
                                                 if isinstance(value, str) and value.startswith(NOT_JUDGED)),
                                                NOT_JUDGED))
-                judged[outcome.case] = judged_copy(results[outcome.case], complete, order=chosen)
+                found = judgments_of(results[outcome.case], complete, order=chosen)
+                judgments[outcome.case] = found
+                judged[outcome.case] = QuestionScores.from_graphrag_eval(
+                    results[outcome.case]).with_judgments(found).as_graphrag_eval()
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
@@ -269,4 +278,4 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
         if batches is not None:
             usage = replace(usage, batch=True, batches=len(batches.batch_ids))
         progress_bar.finish(usage)
-        return JudgeRun(judged, usage, failure, len(not_judged), budget_reached)
+        return JudgeRun(judged, usage, failure, len(not_judged), budget_reached, judgments)

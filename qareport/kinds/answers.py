@@ -1,7 +1,8 @@
 """The reference answer as a kind of target: answer correctness and relevance, judged by an LLM.
 
-The judge (`qareport.judge`) adds graphrag-eval's answer keys to a turn's result dict
-(`TurnResult.qa`); this kind reads them: a case's value is the mean over its turns.
+The judge (`qareport.judge`) gives graphrag-eval's answer keys of a turn, which make its new
+result (`TurnResult.qa`, a `QuestionScores`); this kind reads them: a case's value is the mean
+over its turns.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def _qa_text(key: str) -> Callable[[CaseResult], str | None]:
     answer shows its text parts (`answer_text`)."""
 
     def value(result: CaseResult) -> str | None:
-        texts = [(t.number, answer_text(t.qa[key])) for t in result.turns if t.qa and t.qa.get(key) not in (None, "")]
+        texts = [(t.number, answer_text(t.qa.value(key))) for t in result.turns
+                 if t.qa is not None and t.qa.value(key) not in (None, "")]
         if not texts:
             return None
         if len(texts) == 1:
@@ -56,7 +58,7 @@ def _relevance_questions(result: CaseResult) -> str | None:
     """The questions the judge generated from the answer (noncommittal ones marked)."""
     lines = []
     for turn in result.turns:
-        for item in (turn.qa or {}).get("answer_relevance_questions") or []:
+        for item in turn.qa.answer_relevance_questions if turn.qa is not None else ():
             if isinstance(item, dict):
                 mark = " (noncommittal)" if item.get("noncommittal") else ""
                 lines.append(f"• {item.get('question', '')}{mark}")
@@ -66,10 +68,12 @@ def _relevance_questions(result: CaseResult) -> str | None:
 def _judge_errors(result: CaseResult) -> str | None:
     errors = []
     for turn in result.turns:
-        for key, value in (turn.qa or {}).items():
+        if turn.qa is None:
+            continue
+        for key, value in turn.qa.items():
             if key.endswith("_error") and key != "steps_error" and value:
                 errors.append(f"{key}: {value}")
-        for step in (turn.qa or {}).get("actual_steps") or []:
+        for step in turn.qa.actual_steps or []:
             for key, value in step.items():
                 if key.startswith("retrieval_") and key.endswith("_error") and value:
                     errors.append(f"{step.get('id')} {key}: {value}")
@@ -110,8 +114,8 @@ class ReferenceAnswer(Kind):
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
-        qa_dicts = [t.qa for t in result.turns if t.qa]
-        return {m.key: mean_over_turns(qa.get(m.key) for qa in qa_dicts) for m in self.metrics}
+        scored = [t.qa for t in result.turns if t.qa is not None]
+        return {m.key: mean_over_turns(qa.value(m.key) for qa in scored) for m in self.metrics}
 
     pass_rule = "answer F1 at or above the threshold (--answer-pass-f1, default 0.8)"
 
@@ -122,14 +126,16 @@ class ReferenceAnswer(Kind):
     def explain(self, result: CaseResult) -> str | None:
         reasons = []
         for turn in result.turns:
-            qa = turn.qa or {}
-            f1 = qa.get("answer_f1")
+            qa = turn.qa
+            if qa is None:
+                continue
+            f1 = qa.answer_f1
             if isinstance(f1, (int, float)) and f1 < 1:
-                why = str(qa.get("answer_correctness_reason") or "").strip().split("\n")[0]
+                why = str(qa.answer_correctness_reason or "").strip().split("\n")[0]
                 reasons.append(f"answer F1 {f1:.2f}" + (f": {why}" if why else ""))
-            elif qa.get("answer_eval_error"):
+            elif qa.answer_eval_error:
                 # the judge failed (the API) or its reply could not be used: the judge errors column says which
-                not_judged = str(qa["answer_eval_error"]).startswith(NOT_JUDGED)
+                not_judged = str(qa.answer_eval_error).startswith(NOT_JUDGED)
                 reasons.append("answer not judged (the judge failed)" if not_judged else "answer judgment failed")
         return "; ".join(reasons) or None
 
@@ -167,8 +173,8 @@ class ReferenceAnswer(Kind):
 def _judged(result: CaseResult) -> bool:
     """Whether the judge said anything of the case's answers: a value, or an error."""
     for turn in result.turns:
-        qa = turn.qa or {}
-        if any(key in qa for key in JUDGED_KEYS):
+        qa = turn.qa
+        if qa is not None and any(qa.has(key) for key in JUDGED_KEYS):
             return True
     return False
 

@@ -39,7 +39,7 @@ class CustomEvaluations(Kind):
 
     name = KIND_NAME
     label = "custom LLM metrics"
-    reads_target = False  # its values live in `TurnResult.qa`, where the judge writes them
+    reads_target = False  # its values live in `TurnResult.qa`, which the judge's keys are added to
 
     @property
     def output_key(self) -> str | None:
@@ -51,11 +51,11 @@ class CustomEvaluations(Kind):
 
     def present(self, results: Sequence[CaseResult]) -> bool:
         keys = [metric.key for metric in self.metrics]
-        return any(turn.qa is not None and any(key in turn.qa for key in keys) for r in results for turn in r.turns)
+        return any(turn.qa is not None and any(turn.qa.has(key) for key in keys) for r in results for turn in r.turns)
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {
-            metric.key: mean_over_turns(_number(t.qa.get(metric.key)) for t in result.turns if t.qa)
+            metric.key: mean_over_turns(_number(t.qa.value(metric.key)) for t in result.turns if t.qa is not None)
             for metric in self.metrics
         }
 
@@ -69,13 +69,14 @@ class CustomEvaluations(Kind):
                 values, texts, failed = [], 0, 0
                 for result in results:
                     for turn in result.turns:
-                        qa = turn.qa or {}
-                        number = _number(qa.get(key))
+                        if turn.qa is None:
+                            continue
+                        number = _number(turn.qa.value(key))
                         if number is not None:
                             values.append(number)
-                        elif qa.get(key) is not None:
+                        elif turn.qa.value(key) is not None:
                             texts += 1
-                        elif qa.get(evaluation.error_key):
+                        elif turn.qa.value(evaluation.error_key):
                             failed += 1
                 rows.append((evaluation.name, key, len(values), texts, failed,
                              fmean(values) if values else None, min(values, default=None),
@@ -90,7 +91,8 @@ class CustomEvaluations(Kind):
 
 def _value(key: str) -> Any:
     def value(result: CaseResult) -> Any:
-        found = [(turn.number, turn.qa[key]) for turn in result.turns if turn.qa and turn.qa.get(key) is not None]
+        found = [(turn.number, turn.qa.value(key)) for turn in result.turns
+                 if turn.qa is not None and turn.qa.value(key) is not None]
         numbers = [_number(v) for _, v in found]
         if found and all(n is not None for n in numbers):
             return fmean(n for n in numbers if n is not None)

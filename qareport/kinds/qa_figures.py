@@ -1,7 +1,8 @@
 """The suite figures of graphrag-eval's question evaluation (`QAFigures`), which the reference steps
 and the reference answer share (`qa_turn.QA_TURN`): graphrag-eval's per-template, micro and macro
 aggregates over the Q&A questions, in its own arithmetic (`aggregates.compute_aggregates`), its
-per-question result dicts, and their Statistics tables and results-file entries.
+per-question results (`QuestionScores`, as dicts only in the results file and for the aggregates),
+and their Statistics tables and results-file entries.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from qareport.aggregates import REPORTED_METRICS, compute_aggregates
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, SuiteOptions, Table
 from qareport.kinds.registry import catalogue, metric_format
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
+from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult
 
 STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
@@ -21,27 +23,32 @@ _SCORE: CellFormat = "score"
 _INTEGER: CellFormat = "integer"
 
 
-def question_results(results: Iterable[CaseResult]) -> list[dict[str, Any]]:
-    """The graphrag-eval result dicts of the Q&A questions (not of conversation turns); each
-    attempt's, marked with its `attempt`, for a question answered several times (graphrag-eval's
-    aggregates count each attempt as a sample)."""
-    return [
-        attempt.turns[0].qa
+def question_scores(results: Iterable[CaseResult]) -> tuple[QuestionScores, ...]:
+    """The results of the Q&A questions (not of conversation turns); each attempt's, marked with
+    its `attempt`, for a question answered several times (graphrag-eval's aggregates count each
+    attempt as a sample)."""
+    return tuple(
+        qa
         for result in results
         for attempt in (result.attempts or (result,))
-        if attempt.case.kind == "qa" and attempt.turns and attempt.turns[0].qa is not None
-    ]
+        if attempt.case.kind == "qa" and attempt.turns and (qa := attempt.turns[0].qa) is not None
+    )
 
 
-def question_records(results: Sequence[Mapping[str, Any]], semantics: Any) -> list[dict[str, Any]]:
+def question_results(results: Iterable[CaseResult]) -> list[dict[str, Any]]:
+    """graphrag-eval's result dicts of the Q&A questions (`question_scores`), built for the library."""
+    return [qa.as_graphrag_eval() for qa in question_scores(results)]
+
+
+def question_records(results: Sequence[QuestionScores], semantics: Any) -> list[dict[str, Any]]:
     """The per-question records of the results file: graphrag-eval's result dicts as the library
     returns them (`qareport.run_evaluation`, or under 6.x rules `qareport.graphrag_eval_6`'s, with
     6.6's key order and `actual_steps` always there). Structured values stay data."""
     if str(semantics) == "6":
         from qareport.graphrag_eval_6 import ordered_as_6
 
-        return [ordered_as_6(result) for result in results]
-    return [dict(result) for result in results]
+        return [ordered_as_6(result.as_graphrag_eval()) for result in results]
+    return [result.as_graphrag_eval() for result in results]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +56,7 @@ class QAFigures(SuiteFigures):
     """graphrag-eval's aggregates over the Q&A questions and their per-question result dicts."""
 
     aggregates: dict[str, Any]  # {"per_template": ..., "micro": ..., "macro": ...}
-    question_results: list[dict[str, Any]] = field(default_factory=list)
+    question_results: tuple[QuestionScores, ...] = ()
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # the rules they were computed by
     labels: Mapping[str, str] = field(default_factory=dict)  # each reported metric's label, by the run's kinds
     name: str = "qa"
@@ -77,13 +84,14 @@ class QAFigures(SuiteFigures):
 
 def qa_figures(results: Sequence[CaseResult], options: SuiteOptions) -> QAFigures | None:
     """The aggregates of the run's Q&A questions by `options`' rules (None: the run has none)."""
-    questions = question_results(results)
+    questions = question_scores(results)
     if not questions:
         return None
     semantics: Semantics = 6 if options.steps_semantics == 6 else DEFAULT_SEMANTICS
     label = options.metric_label or catalogue().metric_label
     return QAFigures(
-        aggregates=compute_aggregates(questions, semantics=semantics, custom_metrics=options.custom_metrics),
+        aggregates=compute_aggregates([qa.as_graphrag_eval() for qa in questions], semantics=semantics,
+                                      custom_metrics=options.custom_metrics),
         question_results=questions,
         steps_semantics=semantics,
         labels={metric: label(metric) for metric in REPORTED_METRICS},

@@ -2,9 +2,9 @@
 
 graphrag-eval scores a question's answer and steps in one result dict (`qareport.qa`); the two kinds
 name `QA_TURN` as their shared evaluation (whose suite figures, graphrag-eval's aggregates, are in
-`qa_figures`), which runs once per turn that has a reference or an output
-of either, and keeps the dict under `records.QA_RECORD` and the steps' `StepsOutcome` under the
-steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
+`qa_figures`), which runs once per turn that has a reference or an output of either, and keeps
+the result (as a `QuestionScores`) under `records.QA_RECORD` and the steps' `StepsOutcome` under
+the steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
 with its template and token counts (`QATurn.evaluate_question`).
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from qareport.kinds import SharedEvaluation, SuiteFigures, SuiteOptions, TurnInput, TurnScores
+from qareport.question_scores import QuestionScores
 from qareport.records import (
     QA_RECORD,
     REFERENCE_STEPS,
@@ -143,17 +144,18 @@ class QATurn(SharedEvaluation):
             response=response_dict(case.id, response, turn.turn_output, with_tokens=False),
             semantics=semantics,
         )
+        qa = QuestionScores.from_graphrag_eval(result)
         who = f"case '{case.id}', turn {turn.turn_number}"
         problems = []
-        if result.get("steps_error"):
+        if qa.steps_error:
             problems.append(steps_problem(case, turn.turn, response, outcome, who))
         problems.extend(steps_advice(case, turn.turn, outcome, semantics, who))
-        if result.get("steps_note"):
-            problems.append(Problem(response.location, f"{who}: note: {result['steps_note']}", case.id))
-        scores: dict[str, Any] = {QA_RECORD: result}
+        if qa.steps_note:
+            problems.append(Problem(response.location, f"{who}: note: {qa.steps_note}", case.id))
+        scores: dict[str, Any] = {QA_RECORD: qa}
         if outcome is not None:
             scores[REFERENCE_STEPS] = outcome
-        return TurnScores(scores, tuple(problems), invalid=bool(result.get("steps_error")))
+        return TurnScores(scores, tuple(problems), invalid=bool(qa.steps_error))
 
 
     def evaluate_question(self, case: TestCase, response: Response | None,
@@ -183,25 +185,26 @@ def evaluate_question_case(case: TestCase, response: Response | None,
         ),
         semantics=semantics,
     )
+    qa = QuestionScores.from_graphrag_eval(result)
     status: CaseStatus
     error: str | None
     if response is None:
         status, error = "missing", "no response for this question"
     elif response.status == "invalid":
         status, error = "invalid", response.error
-    elif result.get("status") == "error":
-        status, error = "error", str(result.get("error"))
-    elif result.get("steps_error"):
-        status, error = "invalid", str(result["steps_error"])
+    elif qa.status == "error":
+        status, error = "error", str(qa.error)
+    elif qa.steps_error:
+        status, error = "invalid", str(qa.steps_error)
     else:
         status, error = "success", None
     problems = []
-    if result.get("steps_error") and response is not None:
+    if qa.steps_error and response is not None:
         problems.append(steps_problem(case, turn, response, outcome, f"question '{case.id}'"))
     problems.extend(steps_advice(case, turn, outcome, semantics, f"question '{case.id}'"))
-    if result.get("steps_note") and response is not None:
-        problems.append(Problem(response.location, f"question '{case.id}': note: {result['steps_note']}", case.id))
-    scores: dict[str, Any] = {QA_RECORD: result}
+    if qa.steps_note and response is not None:
+        problems.append(Problem(response.location, f"question '{case.id}': note: {qa.steps_note}", case.id))
+    scores: dict[str, Any] = {QA_RECORD: qa}
     if outcome:
         scores[REFERENCE_STEPS] = outcome
     turn_result = TurnResult(1, turn.user_message, scores=scores)

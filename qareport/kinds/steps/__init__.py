@@ -13,8 +13,8 @@
     column_mapping.py the search for a mapping of reference columns onto actual columns
 
 The scoring (`qareport.qa`, `matching`, the step kinds) follows graphrag-eval, whose per-question
-result dict carries steps and answer keys together; this kind reads its keys from that dict
-(`TurnResult.qa`), and the `StepsOutcome` evaluation keeps under its name in `TurnResult.scores`
+result carries steps and answer keys together; this kind reads its fields from that result
+(`TurnResult.qa`, a `QuestionScores`), and the `StepsOutcome` evaluation keeps under its name in `TurnResult.scores`
 to say which call matched each reference step, with what score, or why none did.
 """
 
@@ -32,6 +32,7 @@ from qareport.kinds import Column, DetailRow, Kind, Metric, PassRules, mean_over
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.verdicts import StepVerdict, verdicts_of
+from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult, Problem, TestCase, TurnResult
 from qareport.yaml_input import line_of
 
@@ -45,19 +46,19 @@ KIND_NAME = "reference_steps"
 
 def turn_verdicts(turn: TurnResult) -> tuple[StepVerdict, ...] | None:
     """The verdicts of a turn's reference steps, or None when the turn keeps no `StepsOutcome`
-    (a result built elsewhere: then only the result dict's `matches` are known)."""
+    (a result built elsewhere: then only the reference steps' `matches` are known)."""
     outcome = turn.scores.get(KIND_NAME)
     qa = turn.qa
     if not isinstance(outcome, StepsOutcome) or qa is None:
         return None
     if outcome.verdicts is not None:
         return outcome.verdicts
-    return verdicts_of(qa, outcome)
+    return verdicts_of(qa.as_graphrag_eval(), outcome)
 
 
-def _fallback_verdicts(qa: dict[str, Any]) -> list[StepVerdict]:
-    """What the result dict alone says: the last group's steps and their `matches`."""
-    groups = qa.get("reference_steps") or []
+def _fallback_verdicts(qa: QuestionScores) -> list[StepVerdict]:
+    """What the result alone says: the last group's steps and their `matches`."""
+    groups = qa.reference_steps or []
     last_group = groups[-1] if groups and isinstance(groups[-1], list) else []
     return [
         StepVerdict(len(groups), len(groups), index, step.get("name"), actual_id=step.get("matches"),
@@ -79,10 +80,10 @@ def _step_line(verdict: StepVerdict) -> dict[str, Any]:
 
 def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
     qa = turn.qa
-    if qa is None or ("reference_steps" not in qa and "actual_steps" not in qa):
+    if qa is None or not qa.has_steps:
         return None
-    groups = qa.get("reference_steps") or []
-    actual = [s for s in qa.get("actual_steps") or [] if isinstance(s, dict)]
+    groups = qa.reference_steps or []
+    actual = [s for s in qa.actual_steps or [] if isinstance(s, dict)]
     outcome = turn.scores.get(KIND_NAME)
     verdicts = turn_verdicts(turn)
     semantics = outcome.semantics if isinstance(outcome, StepsOutcome) else 5
@@ -91,10 +92,10 @@ def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
         "number": turn.number,
         "user_message": turn.user_message,
         "semantics": semantics,
-        "has_reference": bool(groups) and qa.get("steps_score") is not None,
-        "steps_score": qa.get("steps_score"),
-        "steps_error": qa.get("steps_error"),
-        "steps_note": qa.get("steps_note"),
+        "has_reference": bool(groups) and qa.steps_score is not None,
+        "steps_score": qa.steps_score,
+        "steps_error": qa.steps_error,
+        "steps_note": qa.steps_note,
         "groups": len(groups),
         "reference": [_step_line(verdict) for verdict in shown],
         "actual": [{"id": s.get("id"), "name": s.get("name"), "status": s.get("status")} for s in actual],
@@ -134,9 +135,9 @@ def explain_turn(turn: TurnResult) -> str | None:
     qa = turn.qa
     if qa is None:
         return None
-    if qa.get("steps_error"):
-        return f"steps not scored: {qa['steps_error']}"
-    score = qa.get("steps_score")
+    if qa.steps_error:
+        return f"steps not scored: {qa.steps_error}"
+    score = qa.steps_score
     if not isinstance(score, (int, float)) or score >= 1:
         return None
     verdicts = turn_verdicts(turn)
@@ -158,11 +159,11 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     score, `missed` with 0.0 and why, `not scored` when 6.x stopped before its group), then each
     call that matched none of them (`extra`; `called` when the turn has no reference)."""
     qa = turn.qa
-    if qa is None or ("reference_steps" not in qa and "actual_steps" not in qa):
+    if qa is None or not qa.has_steps:
         return []
-    if qa.get("steps_error"):
-        return [("steps", "not scored", None, None, None, None, qa["steps_error"])]
-    groups = qa.get("reference_steps") or []
+    if qa.steps_error:
+        return [("steps", "not scored", None, None, None, None, qa.steps_error)]
+    groups = qa.reference_steps or []
     verdicts = turn_verdicts(turn)
     shown = list(verdicts) if verdicts is not None else _fallback_verdicts(qa)
     several = len(groups) > 1 and isinstance(turn.scores.get(KIND_NAME), StepsOutcome) \
@@ -179,8 +180,8 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
             rows.append((aspect, "missed", None, verdict.name, None, 0.0,
                          verdict.reason or "no successful call matched"))
     matched = {str(verdict.actual_id) for verdict in shown if verdict.actual_id}
-    has_reference = bool(groups) and qa.get("steps_score") is not None
-    for step in qa.get("actual_steps") or []:
+    has_reference = bool(groups) and qa.steps_score is not None
+    for step in qa.actual_steps or []:
         if not isinstance(step, dict) or str(step.get("id")) in matched:
             continue
         why = f"failed: {step.get('error', '')}".rstrip(": ") if step.get("status") == "error" else None
@@ -260,7 +261,7 @@ class ReferenceSteps(Kind):
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
-        return {"steps_score": mean_over_turns(t.qa.get("steps_score") for t in result.turns if t.qa)}
+        return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
 
     pass_rule = "steps score 1"
 
