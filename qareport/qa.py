@@ -105,12 +105,12 @@ def run_evaluation(
         questions = _as_list(template.get("questions"), f"'questions' of template {template_id!r}")
         for question in questions:
             question_id = question.get("id") if type(question) is dict or isinstance(question, Mapping) else None
-            result = evaluate_question(
+            result = evaluate_question_outcome(
                 template_id=template_id,
                 question=question,
                 response=responses.get(question_id) if is_hashable(question_id) else None,
                 semantics=semantics,
-            )
+            )[0]
             if write_matches:
                 write_matches_into(question, result)
             results.append(result)

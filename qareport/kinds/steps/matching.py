@@ -46,6 +46,7 @@ from qareport.kinds.steps.step_kind import (
     Comparison,
     ReferenceStepsError,
     Semantics,
+    StepKind,
     StepPair,
     StepsError,
     actual_label,
@@ -113,29 +114,32 @@ def evaluate_steps(
 
 def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
                     question_id: str | None, semantics: Semantics) -> StepsOutcome:
-    prefix = f"question {question_id!r}: " if question_id is not None else ""
-    failed_calls = _failed_calls(actual_steps)
-    matcher = _Matcher(actual_steps, semantics)
+    matcher = _Matcher(actual_steps)
     try:
         if semantics == 6:
             groups = _all_groups(reference_groups)
-            matches = matcher.match_all_groups(groups, _successful_calls(actual_steps))
+            successful = _successful_calls(actual_steps)
+            matches = matcher.match_all_groups(groups, successful)
             score = _mean_of_group_scores(groups, matches)
         else:
             last_group = _last_group(reference_groups)
             _refuse_six_only_steps(last_group)
-            candidates = _candidates_by_name(last_group, actual_steps)
-            matches = matcher.match_last_group(last_group, candidates)
+            successful = _successful_calls(actual_steps)
+            matches = matcher.match_last_group(last_group, _candidates_by_name(last_group, actual_steps, successful))
             total = 0.0  # added in match order from 0.0, as graphrag-eval does, for identical floats
             for match in matches:
                 total += match.score
             score = total / len(last_group)
             matcher.notes.extend(_failed_retrieval_notes(actual_steps))
     except StepsError as error:
-        return StepsOutcome(score=None, failed_calls=failed_calls, error=prefix + str(error), semantics=semantics,
-                            fault=str(error), fault_in_reference=isinstance(error, ReferenceStepsError))
-    return StepsOutcome(score=score, matches=matches, failed_calls=failed_calls,
-                        notes=tuple(dict.fromkeys(matcher.notes)), semantics=semantics)
+        prefix = f"question {question_id!r}: " if question_id is not None else ""
+        return StepsOutcome(score=None, failed_calls=_failed_calls(actual_steps), error=prefix + str(error),
+                            semantics=semantics, fault=str(error),
+                            fault_in_reference=isinstance(error, ReferenceStepsError))
+    # every call successful (the checked steps are a sequence): no failed call to look for
+    failed_calls = () if len(successful) == len(actual_steps) else _failed_calls(actual_steps)
+    notes = tuple(dict.fromkeys(matcher.notes)) if matcher.notes else ()
+    return StepsOutcome(score=score, matches=matches, failed_calls=failed_calls, notes=notes, semantics=semantics)
 
 
 def annotate_reference_steps(
@@ -155,10 +159,12 @@ def annotate_reference_steps(
     for group in reference_groups:  # loops rather than a comprehension calling dict() for every step
         copied = []
         for step in group:
-            copy = copies.get(id(step))
-            if copy is None:
-                copy = copies[id(step)] = dict(step)
-            copied.append(copy)
+            key = id(step)
+            if key in copies:
+                copied.append(copies[key])
+            else:
+                copies[key] = copy = step.copy() if type(step) is dict else dict(step)
+                copied.append(copy)
         annotated.append(copied)
     for match in outcome.matches:
         actual_id = match.actual_id
@@ -186,23 +192,21 @@ def compare_pair(pair: StepPair, *, explain: bool = False) -> Comparison:
 class _Matcher:
     """The matching of one question's steps, and the notes its comparisons leave."""
 
-    def __init__(self, actual_steps: Sequence[Mapping[str, Any]], semantics: Semantics):
+    def __init__(self, actual_steps: Sequence[Mapping[str, Any]]):
         self.actual_steps = actual_steps
-        self.semantics = semantics
         self.notes: list[str] = []
 
-    def score(self, reference: Mapping[str, Any], reference_index: int, actual_index: int, place: str) -> float:
-        actual = self.actual_steps[actual_index]
-        if self.semantics == 6:  # `compare_pair` without 5.x's checks, one call fewer for every pair
-            kind = step_kind_for(reference, actual, semantics=6)
-            if kind is EXACT_OUTPUT and "output" in actual:
-                # most 6.x pairs (calls of other tools): `ExactOutput.compare`'s score, without a pair made
-                return 1.0 if reference.get("output") == actual["output"] else 0.0
-            pair = StepPair(reference, actual, reference_index, actual_index, place, 6)
-            comparison = kind.compare(pair)
-        else:
-            pair = StepPair(reference, actual, reference_index, actual_index, place, 5)
-            comparison = compare_pair(pair)
+    def score_5(self, reference: Mapping[str, Any], reference_index: int, actual_index: int, place: str) -> float:
+        pair = StepPair(reference, self.actual_steps[actual_index], reference_index, actual_index, place, 5)
+        return self.scored(pair, compare_pair(pair))
+
+    def score_6(self, reference: Mapping[str, Any], reference_index: int, actual_index: int, place: str,
+                kind: StepKind) -> float:
+        """`compare_pair` under 6.x, by `kind`, without 5.x's checks."""
+        pair = StepPair(reference, self.actual_steps[actual_index], reference_index, actual_index, place, 6)
+        return self.scored(pair, kind.compare(pair))
+
+    def scored(self, pair: StepPair, comparison: Comparison) -> float:
         if comparison.note is not None:
             self.notes.append(f"{pair.actual_label} against {pair.reference_label}: {comparison.note}")
         return comparison.score
@@ -225,7 +229,7 @@ class _Matcher:
             for actual_index in reversed(candidates.get(reference["name"], [])):
                 if actual_index in used:
                     continue
-                score = self.score(reference, reference_index, actual_index, "of the last group")
+                score = self.score_5(reference, reference_index, actual_index, "of the last group")
                 if score > 0.0:
                     matches.append(self.matched(reference, reference_index, actual_index, score, -1,
                                                 "of the last group"))
@@ -237,8 +241,9 @@ class _Matcher:
                          calls: list[int]) -> tuple[StepMatch, ...]:
         """`calls`: the indices of the successful actual steps, in call order."""
         matches: list[StepMatch] = []
-        search_upto = len(self.actual_steps)
-        score, matched = self.score, self.matched
+        actual_steps = self.actual_steps
+        search_upto = len(actual_steps)
+        score, matched = self.score_6, self.matched
         for group_index in reversed(range(len(groups))):
             group = groups[group_index]
             place = _GROUP_PLACES[group_index] if group_index < len(_GROUP_PLACES) else f"of group {group_index + 1}"
@@ -250,7 +255,13 @@ class _Matcher:
                 for actual_index in successful:
                     if actual_index in used:
                         continue
-                    pair_score = score(reference, reference_index, actual_index, place)
+                    actual = actual_steps[actual_index]
+                    kind = step_kind_for(reference, actual, semantics=6)
+                    if kind is EXACT_OUTPUT and "output" in actual:
+                        # most 6.x pairs (calls of other tools): `ExactOutput.compare`'s score, without a pair made
+                        pair_score = 1.0 if reference.get("output") == actual["output"] else 0.0
+                    else:
+                        pair_score = score(reference, reference_index, actual_index, place, kind)
                     if pair_score > 0.0:
                         found.append(matched(reference, reference_index, actual_index, pair_score, group_index,
                                              place))
@@ -339,7 +350,8 @@ def _groups_list(reference_groups: Any) -> Sequence[Any]:
             "'reference_steps' is empty; give at least one group of steps, the last group being the "
             "steps whose outputs the answer comes from."
         )
-    return cast(Sequence[Any], reference_groups)
+    groups: Sequence[Any] = reference_groups  # typed without a call of cast(), made for every question
+    return groups
 
 
 def _checked_group(group: Any, what: str, in_group: str) -> Sequence[Mapping[str, Any]]:
@@ -399,7 +411,8 @@ def six_only_steps_advice(reference_groups: Any, semantics: Semantics) -> str | 
 def _all_groups(reference_groups: Any) -> list[Sequence[Mapping[str, Any]]]:
     groups = _groups_list(reference_groups)
     if _plain_groups(groups):  # the common groups, without a message made for each
-        return cast(list[Sequence[Mapping[str, Any]]], groups if type(groups) is list else list(groups))
+        plain: list[Sequence[Mapping[str, Any]]] = groups if type(groups) is list else list(groups)
+        return plain
     return [_checked_group(group, f"group {number}", f"of group {number}")
             for number, group in enumerate(groups, start=1)]
 
@@ -461,10 +474,9 @@ _NO_STATUS = object()
 
 
 def _candidates_by_name(
-    group: Sequence[Mapping[str, Any]], actual_steps: Any
+    group: Sequence[Mapping[str, Any]], actual_steps: Any, successful: list[int]
 ) -> dict[Any, list[int]]:
-    """Indices of the successful actual steps, in call order, by name (names of `group` only)."""
-    successful = _successful_calls(actual_steps)
+    """Indices of the `successful` actual steps, in call order, by name (names of `group` only)."""
     wanted = {step["name"] for step in group}
     candidates: dict[Any, list[int]] = {}
     for index in successful:
