@@ -77,6 +77,10 @@ class TableVerdict:
     note: str | None = None
 
 
+MATCHED = TableVerdict(True)
+UNMATCHED = TableVerdict(False)  # without a reason or note: one object for every such verdict
+
+
 def compare_tables(
     reference: Any,
     actual: Any,
@@ -96,7 +100,7 @@ def compare_tables(
         expected = reference["boolean"]
         got = actual.get("boolean", _MISSING) if isinstance(actual, dict) else _MISSING
         if got == expected:
-            return TableVerdict(True)
+            return MATCHED
         if got is _MISSING:
             return TableVerdict(False, f"returned no yes/no answer, expected {_json_text(expected)} (an ASK query)")
         return TableVerdict(False, f"answered {_json_text(got)}, expected {_json_text(expected)}")
@@ -115,7 +119,7 @@ def compare_tables(
 
     if not actual_bindings and not reference_bindings:
         if len(actual_vars) >= len(required):
-            return TableVerdict(True)
+            return MATCHED
         return TableVerdict(False, f"returned {_count(len(actual_vars), 'column')}, {len(required)} required")
     if not actual_bindings:
         return TableVerdict(False, f"returned no rows ({_count(len(reference_bindings), 'row')} required)")
@@ -124,7 +128,7 @@ def compare_tables(
     if len(required) > len(actual_vars):
         return TableVerdict(False, f"returned {_count(len(actual_vars), 'column')}, {len(required)} required")
     if not required:
-        return TableVerdict(True)
+        return MATCHED
 
     try:
         reference_columns = _columns(required, reference_bindings)
@@ -138,9 +142,9 @@ def compare_tables(
     note = _infinity_note(reference_columns, actual_columns)
     mode = "ordered" if ordered else "set" if ignore_duplicates else "multiset"
     if tables_match(reference_columns, actual_columns, mode=mode):
-        return TableVerdict(True, None, note)
+        return MATCHED if note is None else TableVerdict(True, None, note)
     if not explain:
-        return TableVerdict(False, None, note)
+        return UNMATCHED if note is None else TableVerdict(False, None, note)
     why = describe_difference(required, reference_columns, actual_columns, mode=mode, actual_names=actual_vars)
     return TableVerdict(False, why, note)
 
