@@ -108,7 +108,7 @@ def run_evaluation(
             result = evaluate_question_outcome(
                 template_id=template_id,
                 question=question,
-                response=responses.get(question_id) if is_hashable(question_id) else None,
+                response=responses.get(question_id) if type(question_id) is str or is_hashable(question_id) else None,
                 semantics=semantics,
             )[0]
             if write_matches:
@@ -179,10 +179,9 @@ def evaluate_question_outcome(
             "reference_steps?}."
         )
     question_id = question["id"]
-    result: dict[str, Any] = {"template_id": template_id}
 
     if response is None or (type(response) is not dict and not isinstance(response, Mapping)):
-        result["question_id"] = question_id
+        result: dict[str, Any] = {"template_id": template_id, "question_id": question_id}
         _add_reference(result, question, annotated_steps=None)
         result["status"] = "error"
         result["error"] = (
@@ -192,7 +191,6 @@ def evaluate_question_outcome(
         )
         return result, None
 
-    result["question_id"] = response.get("question_id", question_id)
     failed = "error" in response
     steps_outcome = None
     annotated_steps = None
@@ -203,6 +201,7 @@ def evaluate_question_outcome(
                                        semantics=semantics)
         if steps_outcome.error is None:
             annotated_steps = annotate_reference_steps(question["reference_steps"], steps_outcome, actual_steps)
+    result = {"template_id": template_id, "question_id": response.get("question_id", question_id)}
     _add_reference(result, question, annotated_steps=annotated_steps)
     if failed:
         result["status"] = "error"

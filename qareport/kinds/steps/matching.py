@@ -213,6 +213,7 @@ class _Matcher:
 
     def matched(self, reference: Mapping[str, Any], reference_index: int, actual_index: int,
                 score: float, group_index: int, place: str) -> StepMatch:
+        """The match; StepsError when the actual step has no id."""
         actual = self.actual_steps[actual_index]
         if "id" not in actual:
             raise StepsError(
@@ -263,8 +264,9 @@ class _Matcher:
                     else:
                         pair_score = score(reference, reference_index, actual_index, place, kind)
                     if pair_score > 0.0:
-                        found.append(matched(reference, reference_index, actual_index, pair_score, group_index,
-                                             place))
+                        if "id" not in actual:
+                            matched(reference, reference_index, actual_index, pair_score, group_index, place)
+                        found.append(StepMatch(reference_index, actual_index, actual["id"], pair_score, group_index))
                         used.add(actual_index)
                         break
             matches.extend(found)

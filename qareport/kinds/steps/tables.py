@@ -46,6 +46,8 @@ class SparqlResultError(ValueError):
 
 
 _MISSING = object()  # an ASK result without "boolean" equals no reference value
+_NOTHING: dict[str, Any] = {}  # read only
+_NO_ROWS: list[Any] = []  # read only
 
 
 def compare_sparql_results(
@@ -200,17 +202,15 @@ def _read_actual(actual: Any) -> tuple[list[Any], list[Any]] | None:
     """(variables, bindings) of an actual result, or None when it is not shaped like one."""
     if not isinstance(actual, dict):
         return None
-    results = actual.get("results", {})
+    results = actual.get("results", _NOTHING)  # shared empty defaults: nothing made for each result read
     head = actual.get("head")
     if not isinstance(results, dict) or not isinstance(head, dict):
         return None
-    bindings = results.get("bindings", [])
-    variables = head.get("vars", [])
-    if not bindings:
-        bindings = []
+    bindings = results.get("bindings") or _NO_ROWS
+    variables = head.get("vars", _NO_ROWS)
     if not isinstance(bindings, list) or not isinstance(variables, (list, tuple)):
         return None
-    return list(variables), bindings
+    return variables if type(variables) is list else list(variables), bindings
 
 
 # --- how two tables differ ----------------------------------------------------------------------
