@@ -98,6 +98,19 @@ class StepsOutcome:
     fault_in_reference: bool = False  # the error is in the reference steps (the test file), not the response
 
 
+class StepsScore(NamedTuple):
+    """The steps score of one question and its matches, or the fault that stopped the scoring: what
+    a result dict needs, without the records a `StepsOutcome` adds (`score_steps`; a named tuple,
+    made several times faster than the frozen dataclass, for every question of `qa.run_evaluation`)."""
+
+    score: float | None
+    matches: tuple[StepMatch, ...] = ()
+    notes: tuple[str, ...] = ()
+    fault: str | None = None  # what is wrong and how to fix it (the StepsError's message)
+    fault_in_reference: bool = False  # in the reference steps (a ReferenceStepsError), not the response
+    every_call_succeeded: bool = False  # known to have no failed call
+
+
 def evaluate_steps(
     reference_groups: Sequence[Sequence[Mapping[str, Any]]],
     actual_steps: Sequence[Mapping[str, Any]],
@@ -108,12 +121,35 @@ def evaluate_steps(
     """Score `actual_steps` against `reference_groups` under graphrag-eval `semantics` (5 or 6; see
     the module doc). Neither argument is modified. `question_id` only names the question in `error`.
     """
+    return steps_outcome(score_steps(reference_groups, actual_steps, semantics=semantics), actual_steps,
+                         question_id=question_id, semantics=semantics)
+
+
+def score_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
+                *, semantics: Semantics = DEFAULT_SEMANTICS) -> StepsScore:
+    """`evaluate_steps`'s score, matches and notes, or the fault that stopped it."""
     with question_scope():  # each output parsed once for all the pairs compared
-        return _evaluate_steps(reference_groups, actual_steps, question_id, semantics)
+        return _score_steps(reference_groups, actual_steps, semantics)
 
 
-def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
-                    question_id: str | None, semantics: Semantics) -> StepsOutcome:
+def steps_outcome(scored: StepsScore, actual_steps: Sequence[Mapping[str, Any]], *, question_id: str | None,
+                  semantics: Semantics) -> StepsOutcome:
+    """The `StepsOutcome` of a question scored by `score_steps`."""
+    failed_calls = () if scored.every_call_succeeded else _failed_calls(actual_steps)
+    if scored.fault is not None:
+        return StepsOutcome(score=None, failed_calls=failed_calls, error=steps_error(scored.fault, question_id),
+                            semantics=semantics, fault=scored.fault, fault_in_reference=scored.fault_in_reference)
+    return StepsOutcome(score=scored.score, matches=scored.matches, failed_calls=failed_calls, notes=scored.notes,
+                        semantics=semantics)
+
+
+def steps_error(fault: str, question_id: str | None) -> str:
+    """The steps error of a question: "question 'X': <fault>" (graphrag-eval users see which question)."""
+    return f"question {question_id!r}: {fault}" if question_id is not None else fault
+
+
+def _score_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
+                 semantics: Semantics) -> StepsScore:
     matcher = _Matcher(actual_steps)
     try:
         if semantics == 6:
@@ -132,19 +168,15 @@ def _evaluate_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], act
             score = total / len(last_group)
             matcher.notes.extend(_failed_retrieval_notes(actual_steps))
     except StepsError as error:
-        prefix = f"question {question_id!r}: " if question_id is not None else ""
-        return StepsOutcome(score=None, failed_calls=_failed_calls(actual_steps), error=prefix + str(error),
-                            semantics=semantics, fault=str(error),
-                            fault_in_reference=isinstance(error, ReferenceStepsError))
-    # every call successful (the checked steps are a sequence): no failed call to look for
-    failed_calls = () if len(successful) == len(actual_steps) else _failed_calls(actual_steps)
+        return StepsScore(None, fault=str(error), fault_in_reference=isinstance(error, ReferenceStepsError))
     notes = tuple(dict.fromkeys(matcher.notes)) if matcher.notes else ()
-    return StepsOutcome(score=score, matches=matches, failed_calls=failed_calls, notes=notes, semantics=semantics)
+    # every call successful (the checked steps are a sequence): no failed call to look for
+    return StepsScore(score, matches, notes, None, False, len(successful) == len(actual_steps))
 
 
 def annotate_reference_steps(
     reference_groups: Sequence[Sequence[Mapping[str, Any]]],
-    outcome: StepsOutcome,
+    outcome: StepsOutcome | StepsScore,
     actual_steps: Sequence[Mapping[str, Any]],
 ) -> list[list[dict[str, Any]]]:
     """A copy of `reference_groups` in which each matched reference step has `matches` set to the
