@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from qareport.describing import describe_value
 from qareport.kinds.steps.exact import EXACT_OUTPUT
 from qareport.kinds.steps.parsed_outputs import question_scope
-from qareport.kinds.steps.registry import step_kind_for
+from qareport.kinds.steps.registry import chosen_kinds, step_kind_for
 from qareport.kinds.steps.step_kind import (
     DEFAULT_SEMANTICS,
     Comparison,
@@ -285,11 +285,17 @@ class _Matcher:
             successful = [index for index in reversed(calls) if index < search_upto]
             for reference_index in reversed(range(len(group))):
                 reference = group[reference_index]
+                try:
+                    chosen = chosen_kinds(reference, semantics=6)
+                except (KeyError, TypeError):  # parts that cannot be a key: `step_kind_for` asks the kinds
+                    chosen = {}
                 for actual_index in successful:
                     if actual_index in used:
                         continue
                     actual = actual_steps[actual_index]
-                    kind = step_kind_for(reference, actual, semantics=6)
+                    kind = chosen.get(actual["name"])  # the successful calls' names are checked: keys
+                    if kind is None:
+                        kind = step_kind_for(reference, actual, semantics=6)
                     if kind is EXACT_OUTPUT and "output" in actual:
                         # most 6.x pairs (calls of other tools): `ExactOutput.compare`'s score, without a pair made
                         pair_score = 1.0 if reference.get("output") == actual["output"] else 0.0
