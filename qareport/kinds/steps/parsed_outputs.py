@@ -65,11 +65,13 @@ def parsed_json(output: Any) -> Any:
     kept = _scope.get()
     if kept is None:
         return _loads_text(output)
-    try:
-        return kept.texts[output]
-    except KeyError:
+    value = kept.texts.get(output, _NOT_PARSED)  # not a KeyError caught: most texts are parsed once
+    if value is _NOT_PARSED:
         value = kept.texts[output] = _loads_text(output)
-        return value
+    return value
+
+
+_NOT_PARSED = object()
 
 
 def _loads_text(text: str) -> Any:
