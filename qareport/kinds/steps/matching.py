@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from qareport.describing import describe_value
 from qareport.kinds.steps.exact import EXACT_OUTPUT
-from qareport.kinds.steps.parsed_outputs import question_scope
+from qareport.kinds.steps.parsed_outputs import close_scope, open_scope
 from qareport.kinds.steps.registry import chosen_kinds, step_kind_for
 from qareport.kinds.steps.step_kind import (
     DEFAULT_SEMANTICS,
@@ -70,6 +70,9 @@ class StepMatch(NamedTuple):
     actual_id: Any
     score: float  # in (0, 1]
     group_index: int = -1  # the group within reference_steps, as Python indexes it (-1: the last)
+
+
+_new_match = tuple.__new__  # a match made without the named tuple's own __new__, a Python function
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +131,11 @@ def evaluate_steps(
 def score_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual_steps: Sequence[Mapping[str, Any]],
                 *, semantics: Semantics = DEFAULT_SEMANTICS) -> StepsScore:
     """`evaluate_steps`'s score, matches and notes, or the fault that stopped it."""
-    with question_scope():  # each output parsed once for all the pairs compared
+    scope = open_scope()  # each output parsed once for all the pairs compared
+    try:
         return _score_steps(reference_groups, actual_steps, semantics)
+    finally:
+        close_scope(scope)
 
 
 def steps_outcome(scored: StepsScore, actual_steps: Sequence[Mapping[str, Any]], *, question_id: str | None,
@@ -252,7 +258,7 @@ class _Matcher:
                 f"{actual_label(actual_index, actual)} matches {reference_label(reference_index, reference, place)} "
                 "but has no 'id'; give every step the id of its tool call."
             )
-        return StepMatch(reference_index, actual_index, actual["id"], score, group_index)
+        return _new_match(StepMatch, (reference_index, actual_index, actual["id"], score, group_index))
 
     def match_last_group(self, group: Sequence[Mapping[str, Any]],
                          candidates: dict[Any, list[int]]) -> tuple[StepMatch, ...]:
@@ -304,7 +310,8 @@ class _Matcher:
                     if pair_score > 0.0:
                         if "id" not in actual:
                             matched(reference, reference_index, actual_index, pair_score, group_index, place)
-                        found.append(StepMatch(reference_index, actual_index, actual["id"], pair_score, group_index))
+                        found.append(_new_match(StepMatch, (reference_index, actual_index, actual["id"], pair_score,
+                                                            group_index)))
                         used.add(actual_index)
                         break
             matches.extend(found)
