@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
           "parse alone, the most any implementation that parses the outputs could gain:")
     print(f"{'input':10} {'vs':8} {'qareport':>9} {'graphrag-eval':>14} {'speed-up':>9} {'at most':>8}  scores")
     for widths, version, ours, theirs, floor, same in summary:
-        print(f"{widths:10} {version:8} {ours:9.3f} {theirs:14.3f} {theirs / ours:8.1f}x {theirs / floor:7.1f}x  "
+        print(f"{widths:10} {version:8} {ours:9.3f} {theirs:14.3f} {theirs / ours:8.2f}x {theirs / floor:7.1f}x  "
               f"{'identical' if same else 'DIFFERENT'}")
     return status
 

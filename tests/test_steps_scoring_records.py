@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qareport import qa
-from qareport.kinds.steps import matching, parsed_outputs, registry, retrieval, tables
+from qareport.kinds.steps import matching, parsed_outputs, registry, retrieval, step_shapes, tables
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.step_kind import StepsError
 
@@ -57,7 +57,7 @@ def test_run_evaluation_makes_no_steps_outcome_and_looks_for_no_failed_calls(mon
     def refused(*_, **__):
         raise AssertionError("made for a result dict")
 
-    monkeypatch.setattr(matching, "_failed_calls", refused)
+    monkeypatch.setattr(step_shapes, "failed_calls", refused)
     monkeypatch.setattr(matching, "StepsOutcome", refused)
     assert qa.run_evaluation(reference_qas, records, semantics=semantics) == expected
 
