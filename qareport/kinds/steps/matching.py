@@ -70,7 +70,7 @@ class StepMatch(NamedTuple):
     group_index: int = -1  # the group within reference_steps, as Python indexes it (-1: the last)
 
 
-_new_match = tuple.__new__  # a match made without the named tuple's own __new__, a Python function
+_new_tuple = tuple.__new__  # named tuples made without their own __new__, a Python function
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +166,7 @@ def _score_steps(reference_groups: Sequence[Sequence[Mapping[str, Any]]], actual
         return StepsScore(None, fault=str(error), fault_in_reference=isinstance(error, ReferenceStepsError))
     notes = tuple(dict.fromkeys(matcher.notes)) if matcher.notes else ()
     # every call successful (the checked steps are a sequence): no failed call to look for
-    return StepsScore(score, matches, notes, None, False, len(successful) == len(actual_steps))
+    return _new_tuple(StepsScore, (score, matches, notes, None, False, len(successful) == len(actual_steps)))
 
 
 def annotate_reference_steps(
@@ -247,7 +247,7 @@ class _Matcher:
                 f"{actual_label(actual_index, actual)} matches {reference_label(reference_index, reference, place)} "
                 "but has no 'id'; give every step the id of its tool call."
             )
-        return _new_match(StepMatch, (reference_index, actual_index, actual["id"], score, group_index))
+        return _new_tuple(StepMatch, (reference_index, actual_index, actual["id"], score, group_index))
 
     def match_last_group(self, group: Sequence[Mapping[str, Any]],
                          candidates: dict[Any, list[int]]) -> tuple[StepMatch, ...]:
@@ -299,7 +299,7 @@ class _Matcher:
                     if pair_score > 0.0:
                         if "id" not in actual:
                             matched(reference, reference_index, actual_index, pair_score, group_index, place)
-                        found.append(_new_match(StepMatch, (reference_index, actual_index, actual["id"], pair_score,
+                        found.append(_new_tuple(StepMatch, (reference_index, actual_index, actual["id"], pair_score,
                                                             group_index)))
                         used.add(actual_index)
                         break
