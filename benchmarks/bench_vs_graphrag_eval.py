@@ -23,8 +23,8 @@ Beside each pair, the floor: the time orjson takes to parse, once each, the outp
 must read (the last reference group's outputs and the successful calls of the same names), and
 so the most any implementation that parses them could gain over graphrag-eval on that input.
 
-Each timing is the best CPU time of `--repeat` runs of `run_evaluation` alone (graphrag-eval mutates its
-inputs, so every run gets deep copies made beforehand; qareport's caches of parsed outputs and
+Each timing is the best CPU time of `--repeat` runs of `run_evaluation` alone, qareport's and
+graphrag-eval's taken in turn (graphrag-eval mutates its inputs, so every run gets deep copies made beforehand; qareport's caches of parsed outputs and
 converted values are emptied before each of its runs); peak memory is measured in one more run of each under
 tracemalloc, so that tracing does not slow the timed runs.
 """
@@ -188,14 +188,22 @@ def best_time(function: Callable[[], Any], prepare: Callable[[], Any], repeat: i
     """The value of the last run and the best time of `repeat` runs, each after `prepare()`: CPU time
     of this process (`time.process_time`), as the machine is shared and wall time counts the others'
     work; every run here is single-threaded computation."""
-    best = float("inf")
-    value = None
-    for _ in range(repeat):
-        argument = prepare()
-        start = time.process_time()
-        value = function(argument)
-        best = min(best, time.process_time() - start)
+    ((value, best),) = best_times([(function, prepare)], repeat)
     return value, best
+
+
+def best_times(runs: list[tuple[Callable[[Any], Any], Callable[[], Any]]], repeat: int) -> list[tuple[Any, float]]:
+    """`best_time` of each (function, prepare) of `runs`, taken in turn: one run of each, `repeat`
+    times over, so that a change of load on the shared machine falls on all of them alike."""
+    best = [float("inf")] * len(runs)
+    values: list[Any] = [None] * len(runs)
+    for _ in range(repeat):
+        for index, (function, prepare) in enumerate(runs):
+            argument = prepare()
+            start = time.process_time()
+            values[index] = function(argument)
+            best[index] = min(best[index], time.process_time() - start)
+    return list(zip(values, best))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -227,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
           "parse alone, the most any implementation that parses the outputs could gain:")
     print(f"{'input':10} {'vs':8} {'qareport':>9} {'graphrag-eval':>14} {'speed-up':>9} {'at most':>8}  scores")
     for widths, version, ours, theirs, floor, same in summary:
-        print(f"{widths:10} {version:8} {ours:9.3f} {theirs:14.3f} {theirs / ours:8.1f}x {theirs / floor:7.1f}x  "
+        print(f"{widths:10} {version:8} {ours:9.3f} {theirs:14.3f} {theirs / ours:8.2f}x {theirs / floor:7.1f}x  "
               f"{'identical' if same else 'DIFFERENT'}")
     return status
 
@@ -251,8 +259,8 @@ def measure(module: types.ModuleType, version: str, reference_qas: list[dict], r
     def ours_run(_: Any) -> Any:
         return run_evaluation(reference_qas, responses, semantics=semantics)
 
-    ours, our_seconds = best_time(ours_run, empty_caches, args.repeat)
-    theirs, their_seconds = best_time(theirs_run, their_inputs, args.repeat)
+    (ours, our_seconds), (theirs, their_seconds) = best_times([(ours_run, empty_caches), (theirs_run, their_inputs)],
+                                                              args.repeat)
     problems = compare(ours, theirs, compute_aggregates(ours, semantics=semantics), module.compute_aggregates(theirs))
 
     if args.skip_memory:

@@ -34,7 +34,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from qareport.kinds.steps.matching import StepsOutcome, annotate_reference_steps, evaluate_steps
+from qareport.kinds.steps import matching
+from qareport.kinds.steps.matching import (
+    StepsOutcome,
+    StepsScore,
+    annotate_reference_steps,
+    score_steps,
+    steps_error,
+)
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.records import (
     USAGE_FIELDS,  # copied from a successful response when present
@@ -105,12 +112,11 @@ def run_evaluation(
         questions = _as_list(template.get("questions"), f"'questions' of template {template_id!r}")
         for question in questions:
             question_id = question.get("id") if type(question) is dict or isinstance(question, Mapping) else None
-            result = evaluate_question(
-                template_id=template_id,
-                question=question,
-                response=responses.get(question_id) if is_hashable(question_id) else None,
-                semantics=semantics,
-            )
+            result = _evaluate_question(
+                template_id, question,
+                responses.get(question_id) if type(question_id) is str or is_hashable(question_id) else None,
+                semantics, keep_outcome=False,
+            )[0]
             if write_matches:
                 write_matches_into(question, result)
             results.append(result)
@@ -161,9 +167,7 @@ def evaluate_question(
     semantics: Semantics = DEFAULT_SEMANTICS,
 ) -> dict[str, Any]:
     """The graphrag-eval result dict of one question (see the module docstring)."""
-    return evaluate_question_outcome(
-        template_id=template_id, question=question, response=response, semantics=semantics
-    )[0]
+    return _evaluate_question(template_id, question, response, semantics, keep_outcome=False)[0]
 
 
 def evaluate_question_outcome(
@@ -171,6 +175,13 @@ def evaluate_question_outcome(
     semantics: Semantics = DEFAULT_SEMANTICS,
 ) -> tuple[dict[str, Any], StepsOutcome | None]:
     """`evaluate_question`, and how its steps score came about (None when steps were not scored)."""
+    return _evaluate_question(template_id, question, response, semantics, keep_outcome=True)
+
+
+def _evaluate_question(template_id: Any, question: dict[str, Any], response: dict[str, Any] | None,
+                       semantics: Semantics, *, keep_outcome: bool) -> tuple[dict[str, Any], StepsOutcome | None]:
+    """The result dict, and with `keep_outcome` the `StepsOutcome` (a result dict alone needs no
+    more than the steps' `StepsScore`, which costs less to make)."""
     if (type(question) is not dict and not isinstance(question, Mapping)) or "id" not in question \
             or "question_text" not in question:
         raise ValueError(
@@ -179,10 +190,9 @@ def evaluate_question_outcome(
             "reference_steps?}."
         )
     question_id = question["id"]
-    result: dict[str, Any] = {"template_id": template_id}
 
     if response is None or (type(response) is not dict and not isinstance(response, Mapping)):
-        result["question_id"] = question_id
+        result: dict[str, Any] = {"template_id": template_id, "question_id": question_id}
         _add_reference(result, question, annotated_steps=None)
         result["status"] = "error"
         result["error"] = (
@@ -192,17 +202,19 @@ def evaluate_question_outcome(
         )
         return result, None
 
-    result["question_id"] = response.get("question_id", question_id)
     failed = "error" in response
-    steps_outcome = None
+    scored: StepsScore | None = None
+    steps_outcome: StepsOutcome | None = None
     annotated_steps = None
     # 5.x scores the steps of a successful response that has some; 6.x scores every response
     if "reference_steps" in question and (semantics == 6 or ("actual_steps" in response and not failed)):
         actual_steps = response.get("actual_steps", [])
-        steps_outcome = evaluate_steps(question["reference_steps"], actual_steps, question_id=question_id,
-                                       semantics=semantics)
-        if steps_outcome.error is None:
-            annotated_steps = annotate_reference_steps(question["reference_steps"], steps_outcome, actual_steps)
+        scored = score_steps(question["reference_steps"], actual_steps, semantics=semantics)
+        if keep_outcome:
+            steps_outcome = matching.steps_outcome(scored, actual_steps, question_id=question_id, semantics=semantics)
+        if scored.fault is None:
+            annotated_steps = annotate_reference_steps(question["reference_steps"], scored, actual_steps)
+    result = {"template_id": template_id, "question_id": response.get("question_id", question_id)}
     _add_reference(result, question, annotated_steps=annotated_steps)
     if failed:
         result["status"] = "error"
@@ -215,13 +227,13 @@ def evaluate_question_outcome(
         result["actual_answer"] = response["actual_answer"]
     if "actual_steps" in response:
         result["actual_steps"] = copy_steps(response["actual_steps"])
-    if steps_outcome is not None:
-        if steps_outcome.error is None:
-            result["steps_score"] = steps_outcome.score
-            if steps_outcome.notes:
-                result["steps_note"] = "; ".join(steps_outcome.notes)
+    if scored is not None:
+        if scored.fault is None:
+            result["steps_score"] = scored.score
+            if scored.notes:
+                result["steps_note"] = "; ".join(scored.notes)
         else:
-            result["steps_error"] = steps_outcome.error
+            result["steps_error"] = steps_error(scored.fault, question_id)
     for key in USAGE_FIELDS:  # under 6.x an error response keeps them too, as 6.6 does
         if key in response:
             result[key] = response[key]

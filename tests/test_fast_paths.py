@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from qareport import aggregates
 from qareport.collector import run_scope
 from qareport.evaluation import EvaluationOptions, evaluate_suite
-from qareport.kinds.steps import KIND_NAME, column_mapping, matching, sparql_cells, turn_verdicts
+from qareport.kinds.steps import KIND_NAME, column_mapping, sparql_cells, step_shapes, turn_verdicts
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
@@ -300,10 +300,10 @@ def _outcome_or_error(function, *arguments):
 @given(steps=_actual_steps)
 def test_the_successful_calls_found_in_one_pass_are_those_the_checks_and_statuses_give(steps):
     def checked_then_listed(steps):
-        matching._check_actual_steps(steps)
+        step_shapes.check_actual_steps(steps)
         return [index for index, step in enumerate(steps) if step["status"] == "success"]
 
-    assert _outcome_or_error(matching._successful_calls, steps) == _outcome_or_error(checked_then_listed, steps)
+    assert _outcome_or_error(step_shapes.successful_calls, steps) == _outcome_or_error(checked_then_listed, steps)
 
 
 @settings(max_examples=300, deadline=None)
@@ -311,7 +311,7 @@ def test_the_successful_calls_found_in_one_pass_are_those_the_checks_and_statuse
                                 | st.just("step"), max_size=2) | st.just("group"), max_size=3))
 def test_reference_groups_accepted_as_they_are_are_those_each_group_check_accepts(groups):
     def each_checked(groups):
-        return [matching._checked_group(group, f"group {number}", f"of group {number}")
-                for number, group in enumerate(matching._groups_list(groups), start=1)]
+        return [step_shapes.checked_group(group, f"group {number}", f"of group {number}")
+                for number, group in enumerate(step_shapes.groups_list(groups), start=1)]
 
-    assert _outcome_or_error(matching._all_groups, groups) == _outcome_or_error(each_checked, groups)
+    assert _outcome_or_error(step_shapes.all_groups, groups) == _outcome_or_error(each_checked, groups)

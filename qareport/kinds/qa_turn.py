@@ -94,7 +94,7 @@ def steps_advice(case: TestCase, turn: Turn, outcome: StepsOutcome | None, seman
                  who: str) -> list[Problem]:
     """A note at the test case when its scored steps were written for other rules (see
     `six_only_steps_advice`)."""
-    from qareport.kinds.steps.matching import six_only_steps_advice
+    from qareport.kinds.steps.step_shapes import six_only_steps_advice
 
     if outcome is None or outcome.error is not None:
         return []

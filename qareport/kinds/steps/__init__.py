@@ -2,6 +2,7 @@
 
     __init__.py       the kind (`ReferenceSteps`): metrics, the one-line reason, the details cell
     matching.py       group matching: 5.x (the last group) or 6.x (every group), chosen by `semantics`
+    step_shapes.py    the shapes of the steps the matching reads, checked as it reaches them
     verdicts.py       how each reference step fared, and why it lost points
     step_kind.py      the protocol every kind of step implements
     registry.py       the kinds of step, in the order they are asked

@@ -161,7 +161,10 @@ def _one_column_match(column: Column, actual_columns: Sequence[Column], *, mode:
         return column in actual_columns
     signature = _SIGNATURES[mode]
     wanted = signature(column)
-    return any(signature(candidate) == wanted for candidate in actual_columns)
+    for candidate in actual_columns:  # noqa: SIM110 - a loop rather than any() over a generator made for every pair
+        if signature(candidate) == wanted:
+            return True
+    return False
 
 
 def _without_duplicate_rows(columns: Sequence[Column]) -> list[Column]:

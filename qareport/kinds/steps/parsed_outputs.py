@@ -48,13 +48,22 @@ class question_scope:
         self._token: Token[_Kept | None] | None = None
 
     def __enter__(self) -> None:
-        if _scope.get() is None:
-            self._token = _scope.set(_Kept())
+        self._token = open_scope()
 
     def __exit__(self, *exception: object) -> None:
-        if self._token is not None:
-            _scope.reset(self._token)
-            self._token = None
+        close_scope(self._token)
+        self._token = None
+
+
+def open_scope() -> Token[_Kept | None] | None:
+    """`question_scope()`'s entry, for a caller that closes it with `close_scope` (in a `finally`):
+    what the scoring of every question opens, without a context manager's calls."""
+    return _scope.set(_Kept()) if _scope.get() is None else None
+
+
+def close_scope(token: Token[_Kept | None] | None) -> None:
+    if token is not None:
+        _scope.reset(token)
 
 
 def parsed_json(output: Any) -> Any:
@@ -65,11 +74,13 @@ def parsed_json(output: Any) -> Any:
     kept = _scope.get()
     if kept is None:
         return _loads_text(output)
-    try:
-        return kept.texts[output]
-    except KeyError:
+    value = kept.texts.get(output, _NOT_PARSED)  # not a KeyError caught: most texts are parsed once
+    if value is _NOT_PARSED:
         value = kept.texts[output] = _loads_text(output)
-        return value
+    return value
+
+
+_NOT_PARSED = object()
 
 
 def _loads_text(text: str) -> Any:

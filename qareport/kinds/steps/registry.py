@@ -38,17 +38,30 @@ def step_kind_for(reference: Step, actual: Step, *, semantics: Semantics) -> Ste
     pair costs one look-up instead of asking the kinds in turn (under 6.x every call is compared
     with every reference step, and most pairs fall through to the last kind)."""
     try:
-        key = (semantics, reference["name"], actual["name"], reference.get("output_media_type"),
-               not reference.get("output"))
-        kind = _CHOSEN.get(key)
+        chosen = chosen_kinds(reference, semantics=semantics)
+        kind = chosen.get(actual["name"])
     except (KeyError, TypeError):  # a part missing, or one that cannot be a key: ask the kinds
         return ask_step_kinds(reference, actual, semantics=semantics)
     if kind is None:
         kind = ask_step_kinds(reference, actual, semantics=semantics)
+        if len(chosen) >= CHOSEN_KEPT:
+            chosen.clear()
+        chosen[actual["name"]] = kind
+    return kind
+
+
+def chosen_kinds(reference: Step, *, semantics: Semantics) -> dict[Any, StepKind]:
+    """The kinds kept for `reference`'s pairs, by the actual step's name: a matching that compares
+    one reference step with many calls looks this up once, then each call's name (`step_kind_for`
+    adds the kinds not kept yet). KeyError or TypeError when the reference has no name, or parts
+    that cannot be a key."""
+    key = (semantics, reference["name"], reference.get("output_media_type"), not reference.get("output"))
+    chosen = _CHOSEN.get(key)
+    if chosen is None:
         if len(_CHOSEN) >= CHOSEN_KEPT:
             _CHOSEN.clear()
-        _CHOSEN[key] = kind
-    return kind
+        chosen = _CHOSEN[key] = {}
+    return chosen
 
 
 def ask_step_kinds(reference: Step, actual: Step, *, semantics: Semantics) -> StepKind:
@@ -59,8 +72,8 @@ def ask_step_kinds(reference: Step, actual: Step, *, semantics: Semantics) -> St
     return EXACT_OUTPUT
 
 
-_CHOSEN: dict[tuple[Any, ...], StepKind] = {}
-CHOSEN_KEPT = 4096  # answers kept at most (all are dropped when that many are)
+_CHOSEN: dict[tuple[Any, ...], dict[Any, StepKind]] = {}  # by the reference's parts, then the actual name
+CHOSEN_KEPT = 4096  # references (and names for each) kept at most (all are dropped when that many are)
 
 
 def tool_names(reference: Step, *, semantics: Semantics) -> tuple[Any, ...]:

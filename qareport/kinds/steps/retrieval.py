@@ -14,7 +14,7 @@ and a missing or non-integer `k`, are steps errors (graphrag-eval raises there).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
@@ -79,10 +79,14 @@ def context_ids(output: Any, label: str, side: str) -> list[Any]:
             "JSON list of documents, each with an 'id'."
         ) from None
     # graphrag-eval iterates whatever the JSON is (so an empty object or string gives no ids)
-    if isinstance(documents, (list, dict, str)) and all(
-        isinstance(document, dict) and "id" in document for document in documents
-    ):
-        return [cast(dict[str, Any], document)["id"] for document in documents]
+    if isinstance(documents, (list, dict, str)):
+        ids = []
+        for document in documents:  # a loop rather than all() over a generator and a comprehension
+            if not isinstance(document, dict) or "id" not in document:
+                break
+            ids.append(document["id"])
+        else:
+            return ids
     raise StepsError(
         f"{label} has an 'output' that is not a JSON list of documents, each with an 'id'; fix the "
         f"{side} retrieval output."

@@ -46,6 +46,8 @@ class SparqlResultError(ValueError):
 
 
 _MISSING = object()  # an ASK result without "boolean" equals no reference value
+_NOTHING: dict[str, Any] = {}  # read only
+_NO_ROWS: list[Any] = []  # read only
 
 
 def compare_sparql_results(
@@ -77,6 +79,10 @@ class TableVerdict:
     note: str | None = None
 
 
+MATCHED = TableVerdict(True)
+UNMATCHED = TableVerdict(False)  # without a reason or note: one object for every such verdict
+
+
 def compare_tables(
     reference: Any,
     actual: Any,
@@ -96,7 +102,7 @@ def compare_tables(
         expected = reference["boolean"]
         got = actual.get("boolean", _MISSING) if isinstance(actual, dict) else _MISSING
         if got == expected:
-            return TableVerdict(True)
+            return MATCHED
         if got is _MISSING:
             return TableVerdict(False, f"returned no yes/no answer, expected {_json_text(expected)} (an ASK query)")
         return TableVerdict(False, f"answered {_json_text(got)}, expected {_json_text(expected)}")
@@ -115,7 +121,7 @@ def compare_tables(
 
     if not actual_bindings and not reference_bindings:
         if len(actual_vars) >= len(required):
-            return TableVerdict(True)
+            return MATCHED
         return TableVerdict(False, f"returned {_count(len(actual_vars), 'column')}, {len(required)} required")
     if not actual_bindings:
         return TableVerdict(False, f"returned no rows ({_count(len(reference_bindings), 'row')} required)")
@@ -124,7 +130,7 @@ def compare_tables(
     if len(required) > len(actual_vars):
         return TableVerdict(False, f"returned {_count(len(actual_vars), 'column')}, {len(required)} required")
     if not required:
-        return TableVerdict(True)
+        return MATCHED
 
     try:
         reference_columns = _columns(required, reference_bindings)
@@ -135,12 +141,12 @@ def compare_tables(
     except (TypeError, KeyError, IndexError, AttributeError):
         # graphrag-eval raises here; an unreadable actual result does not match
         return TableVerdict(False, "returned bindings that are not SPARQL JSON terms")
-    note = _infinity_note(reference_columns, actual_columns)
+    note = _infinity_note(reference_columns, actual_columns) if _Infinite.made else None
     mode = "ordered" if ordered else "set" if ignore_duplicates else "multiset"
     if tables_match(reference_columns, actual_columns, mode=mode):
-        return TableVerdict(True, None, note)
+        return MATCHED if note is None else TableVerdict(True, None, note)
     if not explain:
-        return TableVerdict(False, None, note)
+        return UNMATCHED if note is None else TableVerdict(False, None, note)
     why = describe_difference(required, reference_columns, actual_columns, mode=mode, actual_names=actual_vars)
     return TableVerdict(False, why, note)
 
@@ -196,17 +202,15 @@ def _read_actual(actual: Any) -> tuple[list[Any], list[Any]] | None:
     """(variables, bindings) of an actual result, or None when it is not shaped like one."""
     if not isinstance(actual, dict):
         return None
-    results = actual.get("results", {})
+    results = actual.get("results", _NOTHING)  # shared empty defaults: nothing made for each result read
     head = actual.get("head")
     if not isinstance(results, dict) or not isinstance(head, dict):
         return None
-    bindings = results.get("bindings", [])
-    variables = head.get("vars", [])
-    if not bindings:
-        bindings = []
+    bindings = results.get("bindings") or _NO_ROWS
+    variables = head.get("vars", _NO_ROWS)
     if not isinstance(bindings, list) or not isinstance(variables, (list, tuple)):
         return None
-    return list(variables), bindings
+    return variables if type(variables) is list else list(variables), bindings
 
 
 # --- how two tables differ ----------------------------------------------------------------------
