@@ -43,6 +43,7 @@ from qareport.kinds.steps.matching import (
     steps_error,
 )
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
+from qareport.question_scores import FIELD_ORDER
 from qareport.records import (
     USAGE_FIELDS,  # copied from a successful response when present
     )
@@ -50,34 +51,9 @@ from qareport.records import (
 RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
 """Keys that may name the question of a response record, in order of preference."""
 
-QA_RESULT_KEYS = (
-    "template_id",
-    "question_id",
-    "question_text",
-    "reference_answer",
-    "reference_steps",
-    "status",
-    "error",
-    "actual_answer",
-    "answer_relevance",
-    "answer_relevance_cost",
-    "answer_relevance_reason",
-    "answer_relevance_error",
-    "answer_eval_error",
-    "answer_reference_claims_count",
-    "answer_actual_claims_count",
-    "answer_matching_claims_count",
-    "answer_correctness_reason",
-    "answer_recall",
-    "answer_precision",
-    "answer_f1",
-    "actual_steps",
-    "steps_score",
-    "steps_error",
-    "steps_note",
-    *USAGE_FIELDS,
-)
-"""Every key a result may have, in graphrag-eval's order (`steps_error`, `steps_note` are qareport's)."""
+QA_RESULT_KEYS = FIELD_ORDER
+"""Every key a result may have, in graphrag-eval's order (`steps_error`, `steps_note` are qareport's):
+the fields of `QuestionScores`, where the order is written once."""
 
 Judge = Callable[[list[dict[str, Any]]], None]
 
