@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import gc
 import logging
 import os
 import sys
@@ -194,14 +195,20 @@ def best_time(function: Callable[[], Any], prepare: Callable[[], Any], repeat: i
 
 def best_times(runs: list[tuple[Callable[[Any], Any], Callable[[], Any]]], repeat: int) -> list[tuple[Any, float]]:
     """`best_time` of each (function, prepare) of `runs`, taken in turn: one run of each, `repeat`
-    times over, so that a change of load on the shared machine falls on all of them alike."""
+    times over, so that a change of load on the shared machine falls on all of them alike. Each run
+    takes freshly prepared inputs, as a caller's freshly read ones, and ends with a collection of the
+    collector's young generation, timed: the collector's work on what a run made counts whether it
+    happened during the run or was left for later (qareport pauses the automatic collector while it
+    scores, `qareport.collector`)."""
     best = [float("inf")] * len(runs)
     values: list[Any] = [None] * len(runs)
     for _ in range(repeat):
         for index, (function, prepare) in enumerate(runs):
             argument = prepare()
+            values[index] = None
             start = time.process_time()
             values[index] = function(argument)
+            gc.collect(0)
             best[index] = min(best[index], time.process_time() - start)
     return list(zip(values, best))
 
