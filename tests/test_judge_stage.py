@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from qareport.evaluation import evaluate_suite, judged_evaluation, qa_results
+from qareport.judged_values import Correctness, MetricJudgment
 from qareport.loading import load_suite
 from qareport.question_scores import Judgment
 
@@ -27,7 +28,9 @@ def _suite(tmp_path):
 
 def _judgments(results):
     """Attempt 1's answer judged right, attempt 2's wrong."""
-    return [(Judgment(None, {"answer_f1": 1.0 if result["attempt"] == 1 else 0.0}),) for result in results]
+    return [(Judgment(None, (MetricJudgment("answer_correctness", Correctness(f1=1.0 if result["attempt"] == 1
+                                                                          else 0.0)),)),)
+            for result in results]
 
 
 def test_an_evaluation_judged_as_its_own_stage_gets_the_judgments_and_the_pass_verdicts_they_decide(tmp_path):
