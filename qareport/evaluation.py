@@ -29,8 +29,8 @@ from qareport.records import (
     TurnResult,
 )
 
-__all__ = ["Evaluation", "EvaluationOptions", "combine_attempts", "evaluate_case", "evaluate_suite", "qa_results",
-           "reference_problems"]
+__all__ = ["Evaluation", "EvaluationOptions", "combine_attempts", "evaluate_case", "evaluate_suite",
+           "judged_evaluation", "qa_results", "reference_problems"]
 
 
 DEFAULT_OPTIONS = EvaluationOptions()
@@ -183,6 +183,17 @@ def evaluate_suite(
         judgments = judge(list(qa_results(results)))
         results = list(_with_judgments(results, iter(judgments)))
     return Evaluation(tuple(_with_passes(results, options.pass_rules, kinds)), tuple(problems))
+
+
+def judged_evaluation(evaluation: Evaluation, judgments: Iterable[Iterable[Judgment]], *,
+                      options: EvaluationOptions = DEFAULT_OPTIONS, kinds: RunKinds | None = None) -> Evaluation:
+    """`evaluation` judged as its own stage: each Q&A result judged by its `judgments` (one per
+    result, in `qa_results` order, as `Judge.judge_results` returns them), each attempt's pass
+    verdict given again (an answer's rule reads the judged F1). What `evaluate_suite(judge=)` does
+    in one go, for a caller that keeps what the judge's run returned beside the judgments."""
+    kinds = kinds if kinds is not None else catalogue()
+    results = _with_judgments(evaluation.results, iter(judgments))
+    return Evaluation(tuple(_with_passes(results, options.pass_rules, kinds)), evaluation.problems)
 
 
 def _with_passes(results: Iterable[CaseResult], rules: PassRules, kinds: RunKinds) -> Iterator[CaseResult]:

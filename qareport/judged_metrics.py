@@ -36,6 +36,7 @@ from statistics import fmean
 from typing import Any
 
 from qareport.errors import BUDGET_REACHED, NOT_JUDGED
+from qareport.judged_values import REPEATS_SUFFIX as REPEATS_SUFFIX  # its home is judged_values
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult
 
@@ -64,9 +65,6 @@ JUDGED_METRICS = (
     JudgedMetricSpec("retrieval_context_precision", "retrieval context precision (LLM)",
                      "retrieval_context_precision_error", on_steps=True, mark="retrieval_context_precision_cost"),
 )
-REPEATS_SUFFIX = "_repeats"
-"""With `--judge-repeats`, a judged value's per-repeat values are kept under its key and this
-suffix ("answer_f1_repeats": one number per repeat, None for a repeat that gave none)."""
 MOSTLY_FAILED = 0.5  # a metric that failed for more than this share of its cases is flagged
 
 

@@ -25,7 +25,7 @@ from qareport.collector import run_scope
 from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
-from qareport.evaluation import evaluate_suite
+from qareport.evaluation import evaluate_suite, judged_evaluation, qa_results
 from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
@@ -35,7 +35,6 @@ from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
 from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
-from qareport.question_scores import Judgment
 from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.results_file import results_document, write_results_file
@@ -46,7 +45,7 @@ from qareport.statistics import summarize
 from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:
-    from qareport.judge import Judge
+    from qareport.judge import Judge, JudgeRun
     from qareport.judge.estimate import JudgeEstimate
 
 STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
@@ -330,34 +329,25 @@ def _run(
         settings = settings.model_copy(update={"judge": replace(settings.judge, use_cache=False, batch=False)})
     judge = _make_judge(settings, on_warning)
     skipped_reason = settings.judge_off_reason
-    estimate = None
-    judge_budget: str | None = None
-
-    usage = None
-    judge_failure: str | None = None
-    not_judged = 0
-    judge_callable = None
-    if judge is not None and options.estimate:
-        def judge_callable(results: list[dict[str, Any]]) -> list[tuple[Judgment, ...]]:
-            nonlocal estimate
-            estimate = judge.estimate_results(results)
-            return [() for _ in results]  # an estimate judges nothing
-    elif judge is not None:
-        def judge_callable(results: list[dict[str, Any]]) -> list[tuple[Judgment, ...]]:
-            nonlocal usage, judge_failure, not_judged, judge_budget
-            judged = judge.judge_results(results, on_progress=on_progress)
-            usage, judge_failure, not_judged = judged.usage, judged.failure, judged.not_judged
-            judge_budget = judged.budget_reached
-            judgments: list[tuple[Judgment, ...]] = judged.judgments
-            return judgments
+    estimate: JudgeEstimate | None = None
+    judged: JudgeRun | None = None
     try:
         on_stage("evaluating")
         stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=settings.run.evaluation, judge=judge_callable, kinds=run_kinds)
+        evaluation = evaluate_suite(suite, options=settings.run.evaluation, kinds=run_kinds)
+        if judge is not None and options.estimate:  # an estimate judges nothing
+            estimate = judge.estimate_results(list(qa_results(evaluation.results)))
+        elif judge is not None:
+            judged = judge.judge_results(list(qa_results(evaluation.results)), on_progress=on_progress)
+            evaluation = judged_evaluation(evaluation, judged.judgments, options=settings.run.evaluation,
+                                           kinds=run_kinds)
         stages.finish(f"evaluated {len(evaluation.results):,} test cases")
     finally:
         if judge is not None:
             judge.close()
+    usage = judged.usage if judged is not None else None
+    judge_failure = judged.failure if judged is not None else None
+    judge_budget = judged.budget_reached if judged is not None else None
     on_problems(evaluation.problems)
     problems = (*suite.problems, *evaluation.problems, *stored)
     if strict and evaluation.problems:
@@ -385,7 +375,7 @@ def _run(
         lost = [metric.label for metric in count_judged_metrics(evaluation.results) if metric.not_judged]
         what = ", ".join(lost) if lost else LLM_METRICS
         why = judge_failure if judge_failure == judge_budget else f"{JUDGE_FAILED_WORDS}: {judge_failure}"
-        not_evaluated[f"{what} ({not_judged} judgment(s) not obtained)"] = why
+        not_evaluated[f"{what} ({judged.not_judged if judged else 0} judgment(s) not obtained)"] = why
     run = RunInfo(
         created=run_created_time().isoformat(),
         qareport_version=__version__,

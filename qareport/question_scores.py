@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
+from qareport.judged_values import MetricJudgment, graphrag_eval_values, step_values
+
 NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -91,19 +93,21 @@ class QuestionScores:
         return replace(self, keys=keys, extra=MappingProxyType({**self.extra, **extra}), **known)
 
     def with_judgments(self, judgments: Iterable[Judgment]) -> QuestionScores:
-        """A new record with the judge's values: those of the question set in the judgments'
-        order, those of a step merged into a new copy of that step; the keys then in graphrag-eval's
-        order (`FIELD_ORDER`), the others after them in the order they were written, as
-        graphrag-eval orders a judged result."""
+        """A new record with the judge's values (`judged_values.graphrag_eval_values` names their
+        keys): those of the question set in the judgments' order, those of a step merged into a new
+        copy of that step with its F1 keys; the keys then in graphrag-eval's order (`FIELD_ORDER`),
+        the others after them in the order they were written, as graphrag-eval orders a judged result."""
         values: dict[str, Any] = {}
         steps: list[dict[str, Any]] | None = None
         for judgment in judgments:
             if judgment.step is None:
-                values.update(judgment.values)
+                for metric in judgment.metrics:
+                    values.update(graphrag_eval_values(metric))
                 continue
             if steps is None:
                 steps = list(self.actual_steps or ())
-            steps[judgment.step] = {**steps[judgment.step], **judgment.values}
+            step = steps[judgment.step]
+            steps[judgment.step] = {**step, **step_values(step, judgment.metrics)}
         if steps is not None:
             values["actual_steps"] = steps
         if not values:
@@ -157,12 +161,12 @@ class QuestionScores:
 
 @dataclass(frozen=True, slots=True)
 class Judgment:
-    """What the judge concluded on one metric of a question (`step` None) or, for the retrieval
-    metrics, on one of its actual steps (`step`: its index in `actual_steps`): the values it
-    writes, under graphrag-eval's keys (a score, its reason or error, its cost, its repeats)."""
+    """What the judge concluded on a question (`step` None: one metric of it) or, for the retrieval
+    metrics, on one of its actual steps (`step`: its index in `actual_steps`; every metric judged
+    on that step): each metric's typed judgment (`judged_values.MetricJudgment`)."""
 
     step: int | None
-    values: Mapping[str, Any]
+    metrics: tuple[MetricJudgment, ...]
 
 
 FIELD_ORDER = tuple(f.name for f in fields(QuestionScores) if f.name not in ("keys", "extra"))

@@ -17,21 +17,13 @@ from typing import Any
 
 from qareport.aggregates import sum_as_python312
 from qareport.retrieval_metrics import average_precision
+from qareport.retrieval_metrics import f1_score as f1_score  # its home: retrieval_metrics (no imports)
 
 CONTEXT_SIMILARITY_THRESHOLD = 0.5
 """RAGAS's threshold for "this retrieved context is that reference context" (string similarity)."""
 
 
 # --- ranking -------------------------------------------------------------------------------------
-
-
-def f1_score(recall: float | None, precision: float | None) -> float | None:
-    """Harmonic mean of recall and precision; 0.0 when both are 0.0, None when either is None."""
-    if recall is None or precision is None:
-        return None
-    if recall == 0.0 and precision == 0.0:
-        return 0.0
-    return 2 * recall * precision / (recall + precision)
 
 
 def average_precision_of_verdicts(verdicts: Sequence[bool]) -> float:

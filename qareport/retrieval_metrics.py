@@ -50,3 +50,12 @@ def average_precision(relevant_ids: Iterable[Hashable], retrieved_ids: Iterable[
             seen.add(doc_id)
             precision_sum += len(seen) / rank
     return precision_sum / len(relevant)
+
+
+def f1_score(recall: float | None, precision: float | None) -> float | None:
+    """Harmonic mean of recall and precision; 0.0 when both are 0.0, None when either is None."""
+    if recall is None or precision is None:
+        return None
+    if recall == 0.0 and precision == 0.0:
+        return 0.0
+    return 2 * recall * precision / (recall + precision)

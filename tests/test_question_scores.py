@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from qareport.evaluation import evaluate_suite, qa_results
+from qareport.judged_values import Correctness, CustomOutputs, MetricJudgment, Relevance, RetrievalScore
 from qareport.kinds.qa_figures import question_results
 from qareport.loading import load_suite
 from qareport.qa import QA_RESULT_KEYS, run_evaluation
@@ -77,7 +78,9 @@ def test_the_judges_judgments_build_new_records_leaving_the_unjudged_ones_as_the
     def judge(results: list[dict]) -> list[tuple[Judgment, ...]]:
         for result in results:
             result["answer_f1"] = 0.0
-        return [(Judgment(None, {"answer_f1": 0.5, "answer_f1_cost": 0.01}),) if result["status"] == "success"
+        return [(Judgment(None, (MetricJudgment("answer_correctness", Correctness(f1=0.5)),
+                                 MetricJudgment("custom:x", CustomOutputs({"answer_f1_cost": 0.01})))),)
+                if result["status"] == "success"
                 else () for result in results]
 
     judged = _records(evaluate_suite(suite, judge=judge).results)
@@ -94,9 +97,10 @@ def test_a_judged_record_has_graphrag_evals_key_order_and_new_copies_of_its_judg
                                                 "status": "success", "actual_answer": "a",
                                                 "actual_steps": steps, "attempt": 2})
     judged = record.with_judgments([
-        Judgment(None, {"answer_f1": 0.5, "custom_score": 1}),
-        Judgment(None, {"answer_relevance": 0.25}),
-        Judgment(1, {"retrieval_answer_recall": 1.0}),
+        Judgment(None, (MetricJudgment("answer_correctness", Correctness(f1=0.5)),
+                        MetricJudgment("custom:custom", CustomOutputs({"custom_score": 1})))),
+        Judgment(None, (MetricJudgment("answer_relevance", Relevance(0.25)),)),
+        Judgment(1, (MetricJudgment("retrieval_answer_recall", RetrievalScore(1.0)),)),
     ])
     assert list(judged.as_graphrag_eval()) == ["template_id", "question_id", "question_text", "status",
                                                "actual_answer", "answer_relevance", "answer_f1", "actual_steps",

@@ -11,7 +11,7 @@
     checks.py  prompts.py  what a reply must be; the Jinja2 prompt templates
     runner.py              Judge: the thread pool and its progress, the run's failure and usage
     planning.py            which judgments a result gets, each task asked once per repeat
-    outcomes.py  repeats.py  what a judgment produced, the judged copy; repeats combined
+    outcomes.py  repeats.py  what a judgment produced (typed), a result's Judgments; repeats combined
     relevance_embeddings.py  answer relevance's embeddings batched over cases
     estimate.py            what judging will take (`--estimate`), without a request
     batch_route.py         judging through the Batch API (`judge.batch`)
@@ -19,7 +19,8 @@
 
 `Judge(settings).judge_results(results)` returns a `JudgeRun`: judged copies of graphrag-eval-shaped
 result dicts (the inputs are not changed), the same as typed `Judgment`s per result, and the
-usage. The keys it adds are graphrag-eval's:
+usage. Each metric's judgment is typed (`qareport.judged_values.MetricJudgment`) from the reply's
+check on; the keys it adds to the dicts are graphrag-eval's, named in `judged_values` only:
 
     answer correctness     answer_reference_claims_count, answer_actual_claims_count,
     (reference + actual)   answer_matching_claims_count, answer_correctness_reason, answer_recall,

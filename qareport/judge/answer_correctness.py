@@ -2,8 +2,7 @@
 actual answer, and the matching ones; recall = matching / reference, precision = matching / actual,
 F1 is their harmonic mean. Every score lies in [0, 1]; higher is better.
 
-Keys: answer_reference_claims_count, answer_actual_claims_count, answer_matching_claims_count,
-answer_correctness_reason, answer_recall, answer_precision, answer_f1 | answer_eval_error.
+A judgment gives a `judged_values.Correctness` (graphrag-eval's keys for it are named there).
 """
 
 from __future__ import annotations
@@ -15,10 +14,10 @@ from qareport.judge.checks import ClaimCounts, check_answer_correctness, claim_c
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger
+from qareport.judged_values import ANSWER_CORRECTNESS, Correctness
 from qareport.retrieval_context import f1_score
 
-METRIC = "answer_correctness"
-ERROR_KEY = "answer_eval_error"
+METRIC = ANSWER_CORRECTNESS
 
 
 def claim_scores(reference: int, actual: int, matching: int) -> tuple[float, float, float]:
@@ -39,8 +38,8 @@ def claim_scores(reference: int, actual: int, matching: int) -> tuple[float, flo
 
 def judge_answer_correctness(client: JudgeClient, prompts: Prompts, ledger: Ledger, *,
                              question: str, reference: Any, actual: Any,
-                             prompt_template: str | None = None) -> dict[str, Any]:
-    """The answer-correctness keys of one case; raises MetricFailed when they cannot be had.
+                             prompt_template: str | None = None) -> Correctness:
+    """The answer correctness of one case; raises MetricFailed when they cannot be had.
     `prompt_template`: a graphrag-eval 6.x custom prompt (str.format with {question},
     {reference_answer}, {actual_answer}) instead of `templates/judge/answer_correctness.txt`."""
     if not str(reference).strip():
@@ -54,12 +53,6 @@ def judge_answer_correctness(client: JudgeClient, prompts: Prompts, ledger: Ledg
     counts: ClaimCounts = client.ask_checked(METRIC, prompt, check_answer_correctness, ledger,
                                              retry_prompt=prompts.retry)
     recall, precision, f1 = claim_scores(counts.reference, counts.actual, counts.matching)
-    return {
-        "answer_reference_claims_count": counts.reference,
-        "answer_actual_claims_count": counts.actual,
-        "answer_matching_claims_count": counts.matching,
-        "answer_correctness_reason": counts.reason,
-        "answer_recall": recall,
-        "answer_precision": precision,
-        "answer_f1": f1,
-    }
+    return Correctness(reference_claims=counts.reference, actual_claims=counts.actual,
+                       matching_claims=counts.matching, reason=counts.reason, recall=recall,
+                       precision=precision, f1=f1)

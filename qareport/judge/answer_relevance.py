@@ -3,8 +3,7 @@ answer; their embeddings are compared with the real question's by cosine similar
 similarity counts only if at least one generated question is committal, else the score is 0.0.
 
 Two steps per case: a chat call (`ask_questions`), then embeddings, which the runner batches over
-cases (`relevance_keys` once the vectors are there). Keys: answer_relevance,
-answer_relevance_questions | answer_relevance_error.
+cases (`relevance_of` once the vectors are there): a `judged_values.Relevance`.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ from qareport.judge.checks import check_generated_questions, vector_problem
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger
+from qareport.judged_values import ANSWER_RELEVANCE, GeneratedQuestion, Relevance
 
-METRIC = "answer_relevance"
-ERROR_KEY = "answer_relevance_error"
+METRIC = ANSWER_RELEVANCE
 
 
 def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
@@ -85,18 +84,13 @@ def ask_questions(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, ques
     return GeneratedQuestions(tuple(questions), inputs, client.embeddings_key(list(inputs)))
 
 
-def relevance_keys(generated: GeneratedQuestions, vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """The keys of a case whose embeddings are known (the real question's vector first); raises
+def relevance_of(generated: GeneratedQuestions, vectors: Sequence[Sequence[float]]) -> Relevance:
+    """The relevance of a case whose embeddings are known (the real question's vector first); raises
     MetricFailed when the score is not a finite number (it never counts as judged)."""
     score = relevance_score(vectors[0], vectors[1:], [flag for _, flag in generated.questions])
     if not math.isfinite(score):
         raise MetricFailed(f"the relevance computed from the embeddings is not a finite number ({score!r})")
-    return {
-        METRIC: score,
-        "answer_relevance_questions": [
-            {"question": q, "noncommittal": flag} for q, flag in generated.questions
-        ],
-    }
+    return Relevance(score, tuple(GeneratedQuestion(q, flag) for q, flag in generated.questions))
 
 
 def encode_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from qareport.judge.checks import preview
 from qareport.judge.client import JudgeClient
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger
+from qareport.judged_values import CUSTOM_PREFIX, CustomOutputs
 
-PREFIX = "custom:"
-"""Custom metrics are named `custom:<name>` inside the judge, apart from the built-in ones."""
+PREFIX = CUSTOM_PREFIX
 
 HEADERS = {
     "question": "Question",
@@ -39,9 +39,9 @@ def metric_name(evaluation: CustomEvaluation) -> str:
     return PREFIX + evaluation.name
 
 
-def failed_keys(evaluation: CustomEvaluation, message: str) -> dict[str, Any]:
-    """Every output None and `<name>_error`: what a result gets when the evaluation failed."""
-    return {**{key: None for key in evaluation.output_keys}, evaluation.error_key: message}
+def failed_outputs(evaluation: CustomEvaluation) -> CustomOutputs:
+    """Every output None: what a result gets when the evaluation failed (beside its error)."""
+    return CustomOutputs(dict.fromkeys(evaluation.output_keys))
 
 
 def build_prompt(evaluation: CustomEvaluation, result: Mapping[str, Any]) -> str:
@@ -123,11 +123,12 @@ def check_reply(content: str | None, evaluation: CustomEvaluation) -> dict[str, 
 
 
 def judge_custom(client: JudgeClient, prompts: Prompts, ledger: Ledger, *, evaluation: CustomEvaluation,
-                 result: Mapping[str, Any]) -> dict[str, Any]:
+                 result: Mapping[str, Any]) -> CustomOutputs:
     """The outputs of one evaluation for one result; raises MetricFailed."""
     prompt = build_prompt(evaluation, result)
-    return client.ask_checked(metric_name(evaluation), prompt, lambda content: check_reply(content, evaluation),
-                              ledger, retry_prompt=prompts.retry_values)
+    return CustomOutputs(client.ask_checked(metric_name(evaluation), prompt,
+                                            lambda content: check_reply(content, evaluation),
+                                            ledger, retry_prompt=prompts.retry_values))
 
 
 def output_keys(evaluations: Sequence[CustomEvaluation]) -> tuple[str, ...]:

@@ -1,45 +1,35 @@
 """What one judgment produced, and how a result's judgments make its judged copy.
 
 A worker runs a `Task` (one metric of one result, one repeat of it) and fills in an `Outcome`;
-`judgments_of` turns a result's outcomes into the judge's typed `Judgment`s, which a
+`judgments_of` turns a result's outcomes (each a typed `MetricJudgment`) into the judge's `Judgment`s, which a
 `QuestionScores` takes by building a new record (`with_judgments`); that record's dict is the
 judged result of the judge's library API (graphrag-eval's judged result dict).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from qareport.judge import answer_correctness, answer_relevance, retrieval_answer
 from qareport.judge.answer_relevance import GeneratedQuestions
-from qareport.judge.settings import ALL_METRICS
 from qareport.judge.usage import Ledger
+from qareport.judged_values import MetricJudgment
 from qareport.question_scores import Judgment
-
-ERROR_KEYS = {
-    answer_correctness.METRIC: answer_correctness.ERROR_KEY,
-    answer_relevance.METRIC: answer_relevance.ERROR_KEY,
-    **retrieval_answer.ERROR_KEYS,
-}
-
-
-COST_KEYS = {metric: f"{metric}_cost" for metric in ALL_METRICS}
-
 
 
 @dataclass
 class Outcome:
     """What one metric of one case produced (filled in by one worker, then read by the runner):
-    keys for the result (`step` None) or for its actual step number `step`, and what it used."""
+    its typed judgment, of the result (`step` None) or of its actual step number `step`, and what
+    it used. `judgment` is None only while the work is not done (answer relevance waiting for its
+    embeddings)."""
 
     case: int
     metric: str
     step: int | None
     ledger: Ledger = field(default_factory=Ledger)
     repeat: int = 0  # which repeat of the judgment (--judge-repeats)
-    updates: dict[str, Any] = field(default_factory=dict)
+    judgment: MetricJudgment | None = None
     error: bool = False
     not_judged: bool = False  # the error is that the judgment could not be obtained
     waiting: GeneratedQuestions | None = None  # answer relevance waiting for its embeddings
@@ -61,21 +51,16 @@ class Task:
 
 
 
-def judgments_of(result: Mapping[str, Any], outcomes: list[Outcome], *,
-                 order: Sequence[str]) -> tuple[Judgment, ...]:
+def judgments_of(outcomes: list[Outcome], *, order: Sequence[str]) -> tuple[Judgment, ...]:
     """A result's outcomes as the judge's `Judgment`s, in `order` (the metrics' order): one per
-    metric of the question, and one per judged step with every metric's keys of that step and
-    their F1 keys (computed from the step as judged)."""
+    metric of the question, and one per judged step with every metric judged on that step (the
+    step's F1 keys are computed from the step as judged when the record takes them)."""
     ordered = sorted(outcomes, key=lambda o: order.index(o.metric))
-    judgments = [Judgment(None, dict(outcome.updates)) for outcome in ordered if outcome.step is None]
-    step_updates: dict[int, dict[str, Any]] = {}
+    judgments = [Judgment(None, (outcome.judgment,)) for outcome in ordered
+                 if outcome.step is None and outcome.judgment is not None]
+    on_steps: dict[int, list[MetricJudgment]] = {}
     for outcome in ordered:
-        if outcome.step is not None:
-            step_updates.setdefault(outcome.step, {}).update(outcome.updates)
-    for number, updates in step_updates.items():
-        step = {**result["actual_steps"][number], **updates}
-        values = {**updates, **retrieval_answer.f1_keys(step, "retrieval_answer")}
-        if any(key.startswith("retrieval_context_") for key in updates):
-            values.update(retrieval_answer.f1_keys({**step, **values}, "retrieval_context"))
-        judgments.append(Judgment(number, values))
+        if outcome.step is not None and outcome.judgment is not None:
+            on_steps.setdefault(outcome.step, []).append(outcome.judgment)
+    judgments += [Judgment(number, tuple(found)) for number, found in on_steps.items()]
     return tuple(judgments)

@@ -18,10 +18,11 @@ from qareport.judge import answer_correctness, answer_relevance, custom_metric, 
 from qareport.judge.answer_relevance import GeneratedQuestions
 from qareport.judge.client import JudgeClient, asking_repeat
 from qareport.judge.cost import BUDGET_WORDS, BudgetReached
-from qareport.judge.outcomes import COST_KEYS, ERROR_KEYS, Outcome, Task
+from qareport.judge.outcomes import Outcome, Task
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import Ledger
+from qareport.judged_values import Cost, Figures, MetricJudgment
 from qareport.kinds.answers import answer_text
 from qareport.retrieval_context import parse_contexts
 
@@ -91,7 +92,8 @@ class Planning:
                 for metric, wanted in ((retrieval_answer.RECALL, wants_recall),
                                        (retrieval_answer.PRECISION, wants_precision)):
                     if wanted:
-                        yield Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
+                        yield Outcome(index, metric, number, judgment=MetricJudgment(metric, error=str(error)),
+                                      error=True)
                 continue
             if wants_recall:
                 yield self._task(attempt, index, retrieval_answer.RECALL, number, partial(
@@ -116,7 +118,8 @@ class Planning:
                 contexts = [c["text"] for c in parse_contexts(actual_step.get("output"))]
             except ValueError as error:
                 for metric in wanted:
-                    yield Outcome(index, metric, number, updates={ERROR_KEYS[metric]: str(error)}, error=True)
+                    yield Outcome(index, metric, number, judgment=MetricJudgment(metric, error=str(error)),
+                                  error=True)
                 continue
             judges = {retrieval_answer.CONTEXT_RECALL: retrieval_answer.judge_context_recall,
                       retrieval_answer.CONTEXT_PRECISION: retrieval_answer.judge_context_precision}
@@ -125,15 +128,11 @@ class Planning:
                     judges[metric], self._client, self._prompts, question=question,
                     reference_contexts=reference_texts, contexts=contexts))
 
-    def _failed(self, metric: str, message: str) -> dict[str, Any]:
+    def _failed(self, metric: str, message: str) -> MetricJudgment:
+        """A metric's failed judgment (a custom evaluation's outputs each None beside the error)."""
         evaluation = self._custom.get(metric)
-        if evaluation is not None:
-            return custom_metric.failed_keys(evaluation, message)
-        return {ERROR_KEYS[metric]: message}
-
-    def _cost_key(self, metric: str) -> str:
-        evaluation = self._custom.get(metric)
-        return f"{evaluation.name}_cost" if evaluation is not None else COST_KEYS[metric]
+        figures = custom_metric.failed_outputs(evaluation) if evaluation is not None else None
+        return MetricJudgment(metric, figures, error=message)
 
     def _tasks(self, results: Sequence[Mapping[str, Any]],
                chosen: Sequence[str]) -> Iterator[tuple[Mapping[str, Any], Task]]:
@@ -156,7 +155,7 @@ class Planning:
                     yield replace(item, repeat=number)
 
     def _task(self, attempt: int | None, index: int, metric: str, step: int | None,
-              compute: Callable[[Ledger], dict[str, Any] | GeneratedQuestions]) -> Task:
+              compute: Callable[[Ledger], Figures | GeneratedQuestions]) -> Task:
         """One metric of one result; its chat requests are cached under the result's `attempt` too
         (see `attempt_of`) and, asked again (`settings.repeats`), under each repeat's number."""
         def work(repeat: int) -> Outcome:
@@ -166,27 +165,27 @@ class Planning:
                 with asking_repeat(repeat):
                     produced = compute(outcome.ledger)
             except JudgeCallFailed as error:
-                outcome.updates = self._failed(metric, NOT_JUDGED + str(error))
+                judgment = self._failed(metric, NOT_JUDGED + str(error))
                 outcome.error = outcome.not_judged = True
             except MetricFailed as error:
-                outcome.updates = self._failed(metric, str(error))
+                judgment = self._failed(metric, str(error))
                 outcome.error = True
             except (jinja2.TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
                 # a per-case failure must not stop the run; say what it was so it can be reported
-                outcome.updates = self._failed(metric, f"judge failed: {type(error).__name__}: {error}")
+                judgment = self._failed(metric, f"judge failed: {type(error).__name__}: {error}")
                 outcome.error = True
             except JudgeAborted:
-                outcome.updates = self._failed(metric, self._stopped())
+                judgment = self._failed(metric, self._stopped())
                 outcome.error = outcome.not_judged = True
             except BudgetReached as error:
-                outcome.updates = self._failed(metric, self._over_budget(error))
+                judgment = self._failed(metric, self._over_budget(error))
                 outcome.error = outcome.not_judged = True
             else:
                 if isinstance(produced, GeneratedQuestions):
                     outcome.waiting = produced
                     return outcome
-                outcome.updates = produced
-            outcome.updates[self._cost_key(metric)] = outcome.ledger.cost_usd
+                judgment = MetricJudgment(metric, produced)
+            outcome.judgment = replace(judgment, cost=Cost(outcome.ledger.cost_usd))
             return outcome
 
         return Task(index, metric, work)

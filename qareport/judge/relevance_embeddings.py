@@ -9,9 +9,10 @@ from qareport.judge import answer_relevance
 from qareport.judge.answer_relevance import decode_vectors, encode_vectors
 from qareport.judge.checks import check_embeddings
 from qareport.judge.cost import Budget, BudgetReached
-from qareport.judge.outcomes import COST_KEYS, Outcome
+from qareport.judge.outcomes import Outcome
 from qareport.judge.planning import Planning
 from qareport.judge.usage import Ledger
+from qareport.judged_values import Cost, MetricJudgment
 
 EMBEDDING_BATCH_INPUTS = 256
 
@@ -49,7 +50,7 @@ class RelevanceEmbeddings(Planning):
         if len(batch) == 1 and tries_left <= 0:
             return ledger, finished
         for outcome in failed:  # asked again: the failure is not final yet
-            outcome.error, outcome.not_judged, outcome.updates = False, False, {}
+            outcome.error, outcome.not_judged, outcome.judgment = False, False, None
             outcome.waiting = outcome.retry_waiting
         halves = [batch] if len(batch) == 1 else [batch[:len(batch) // 2], batch[len(batch) // 2:]]
         done: list[Outcome] = []
@@ -104,20 +105,17 @@ class RelevanceEmbeddings(Planning):
 def _complete_relevance(outcome: Outcome, vectors: list[list[float]]) -> None:
     assert outcome.waiting is not None
     try:
-        keys = answer_relevance.relevance_keys(outcome.waiting, vectors)
+        relevance = answer_relevance.relevance_of(outcome.waiting, vectors)
     except (MetricFailed, ArithmeticError, ValueError) as error:
         fail_relevance(outcome, f"embeddings: {error}")
         return
-    outcome.updates = {**keys, COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd}
+    outcome.judgment = MetricJudgment(answer_relevance.METRIC, relevance, cost=Cost(outcome.ledger.cost_usd))
     outcome.waiting = None
 
 
 
 def fail_relevance(outcome: Outcome, message: str, *, not_judged: bool = False) -> None:
-    outcome.updates = {
-        answer_relevance.ERROR_KEY: message,
-        COST_KEYS[answer_relevance.METRIC]: outcome.ledger.cost_usd,
-    }
+    outcome.judgment = MetricJudgment(answer_relevance.METRIC, error=message, cost=Cost(outcome.ledger.cost_usd))
     outcome.error = True
     outcome.not_judged = not_judged
     outcome.waiting = None

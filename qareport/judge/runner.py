@@ -187,10 +187,10 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                     if done.error:
                         errors[done.metric] = errors.get(done.metric, 0) + 1
                     if done.not_judged:
-                        not_judged.append(next((value for value in done.updates.values()
-                                                if isinstance(value, str) and value.startswith(NOT_JUDGED)),
-                                               NOT_JUDGED))
-                found = judgments_of(results[outcome.case], complete, order=chosen)
+                        error = done.judgment.error if done.judgment is not None else None
+                        not_judged.append(error if error is not None and error.startswith(NOT_JUDGED)
+                                          else NOT_JUDGED)
+                found = judgments_of(complete, order=chosen)
                 judgments[outcome.case] = found
                 judged[outcome.case] = QuestionScores.from_graphrag_eval(
                     results[outcome.case]).with_judgments(found).as_graphrag_eval()
