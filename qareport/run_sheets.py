@@ -118,9 +118,9 @@ DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32
 def stored_run_tables(report: Report) -> list[StoredTable]:
     """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
     fields = case_fields(report.kinds)
-    stored = [stored_case_values(row) for row in report.rows]
-    if any(ATTEMPTS_FIELD in values for values in stored):
+    if any(row.attempts is not None for row in report.rows):  # `stored_case_values` writes them
         fields = (*fields, ATTEMPTS_FIELD)
+    stored = (stored_case_values(row) for row in report.rows)  # one at a time: each is a copy of its row
     tables = [
         StoredTable(RESULTS_SHEET, fields,
                     tuple(tuple(encode_case_value(field, values.get(field)) for field in fields) for values in stored)),
