@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from openai_stub import serve_stub
 
 REPO = Path(__file__).resolve().parent.parent
 TESTCASES = REPO / "testcases"
@@ -22,6 +23,24 @@ def clean_environ(monkeypatch, tmp_path_factory):
         if name.startswith(("OPENAI_", "AZURE_OPENAI_", "QAREPORT_")) or name == "SOURCE_DATE_EPOCH":
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def server():
+    """The loopback OpenAI-compatible server (`openai_stub`), for one test."""
+    with serve_stub() as stub:
+        yield stub
+
+
+def judge_settings(server, tmp_path, **overrides):
+    """Judge settings that reach `server` with a test key: one worker, no SDK retries, answer
+    correctness only, a cache of the test's own; `overrides` change any of them."""
+    from qareport.judge import JudgeSettings
+
+    values = dict(base_url=server.url, api_key="sk-test", cache_path=str(tmp_path / "judge.sqlite3"),
+                  timeout=5.0, max_retries=0, metrics=("answer_correctness",), concurrency=1)
+    values.update(overrides)
+    return JudgeSettings(**values)
 
 
 def run_qareport(*args: str, cwd: str | Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:

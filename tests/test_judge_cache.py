@@ -26,12 +26,6 @@ POSIX = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and 
 ROOT = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to give a file away")
 
 
-@pytest.fixture
-def server():
-    with serve_stub() as stub:
-        yield stub
-
-
 def qa(reference: str = "OSLO T1; OSLO T2", actual: str = "OSLO T1; OSLO T3") -> dict:
     return {"question_id": "q1", "status": "success", "question_text": "Which?", "reference_answer": reference,
             "actual_answer": actual}

@@ -11,7 +11,7 @@ import time
 from datetime import UTC
 
 import pytest
-from openai_stub import Fault, generated_questions, serve_stub, stub_embedding
+from openai_stub import Fault, generated_questions, stub_embedding
 
 from qareport.console import ProgressBar
 from qareport.errors import JudgeError
@@ -21,12 +21,6 @@ from qareport.retrieval_context import average_precision_of_verdicts as average_
 from qareport.retrieval_context import with_retrieval_context_scores
 
 KEY = "sk-test-LEAKCHECK-0123456789abcdef"
-
-
-@pytest.fixture
-def server():
-    with serve_stub() as stub:
-        yield stub
 
 
 def settings_for(server, tmp_path, **overrides) -> JudgeSettings:

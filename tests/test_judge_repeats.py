@@ -9,31 +9,18 @@ import json
 import threading
 
 import pytest
-from conftest import RESPONSES, TESTCASES
-from openai_stub import Fault, claims, section, serve_stub
+from conftest import RESPONSES, TESTCASES, judge_settings
+from openai_stub import Fault, claims, section
 from openpyxl import load_workbook
 
 from qareport.errors import JudgeSettingsError
 from qareport.exit_status import REPORT_WRITTEN
-from qareport.judge import Judge, JudgeSettings
+from qareport.judge import Judge
 from qareport.judge.cache import cache_key
 from qareport.judge_noise import split_variance
 from qareport.pipeline import RunOptions, run_pipeline
 from qareport.settings import resolve_judge_settings
 from qareport.workbook.statistics_judge import NOISE_TITLE
-
-
-@pytest.fixture
-def server():
-    with serve_stub() as stub:
-        yield stub
-
-
-def settings_for(server, tmp_path, **overrides) -> JudgeSettings:
-    values = dict(base_url=server.url, api_key="sk-test", cache_path=str(tmp_path / "judge.sqlite3"),
-                  timeout=5.0, max_retries=0, metrics=("answer_correctness",), concurrency=1)
-    values.update(overrides)
-    return JudgeSettings(**values)
 
 
 def qa(n: int) -> dict:
@@ -70,7 +57,7 @@ def test_without_repeats_the_cache_keys_are_those_of_earlier_versions():
 
 def test_each_repeat_is_asked_and_cached_and_the_value_is_their_mean(server, tmp_path):
     noisy_correctness(server)
-    settings = settings_for(server, tmp_path, repeats=3)
+    settings = judge_settings(server, tmp_path, repeats=3)
     with Judge(settings) as judge:
         run = judge.judge_results([qa(0), qa(1)])
         again = judge.judge_results([qa(0), qa(1)])
@@ -90,10 +77,10 @@ def test_each_repeat_is_asked_and_cached_and_the_value_is_their_mean(server, tmp
 
 
 def test_a_cache_filled_without_repeats_answers_the_first_repeat(server, tmp_path):
-    with Judge(settings_for(server, tmp_path)) as judge:
+    with Judge(judge_settings(server, tmp_path)) as judge:
         single = judge.judge_results([qa(0)])
     assert server.chat_calls == 1 and "answer_f1_repeats" not in single.results[0]
-    with Judge(settings_for(server, tmp_path, repeats=3)) as judge:
+    with Judge(judge_settings(server, tmp_path, repeats=3)) as judge:
         repeated = judge.judge_results([qa(0)])
     assert server.chat_calls == 3  # two more: the first repeat came from the cache
     assert repeated.usage.cached_calls == 1 and repeated.usage.calls == 2
@@ -103,7 +90,7 @@ def test_a_cache_filled_without_repeats_answers_the_first_repeat(server, tmp_pat
 def test_a_repeat_that_fails_leaves_the_mean_of_the_others_and_none_in_its_place(server, tmp_path):
     noisy_correctness(server)
     server.script(Fault(content="not json"), Fault(content="still not json"))  # repeat 1 and its retry
-    with Judge(settings_for(server, tmp_path, repeats=3)) as judge:
+    with Judge(judge_settings(server, tmp_path, repeats=3)) as judge:
         run = judge.judge_results([qa(0)])
     judged = run.results[0]
     assert judged["answer_f1_repeats"] == [None, 0.0, 0.5]  # the noisy rule was asked twice
@@ -115,7 +102,7 @@ def test_a_repeat_that_fails_leaves_the_mean_of_the_others_and_none_in_its_place
 
 def test_when_every_repeat_fails_the_judgment_fails_as_without_repeats(server, tmp_path):
     server.always(Fault(status=500), path="chat")
-    with Judge(settings_for(server, tmp_path, repeats=2)) as judge:
+    with Judge(judge_settings(server, tmp_path, repeats=2)) as judge:
         run = judge.judge_results([qa(0)])
     judged = run.results[0]
     assert judged["answer_eval_error"].startswith("not judged: ")
@@ -125,13 +112,13 @@ def test_when_every_repeat_fails_the_judgment_fails_as_without_repeats(server, t
 
 
 def test_the_estimate_counts_every_repeat_and_the_cached_ones(server, tmp_path):
-    with Judge(settings_for(server, tmp_path, repeats=3)) as judge:
+    with Judge(judge_settings(server, tmp_path, repeats=3)) as judge:
         estimate = judge.estimate_results([qa(0), qa(1)])
     row = estimate.metrics[0]
     assert (row.judgments, row.cached, row.calls) == (6, 0, 6)
-    with Judge(settings_for(server, tmp_path)) as judge:
+    with Judge(judge_settings(server, tmp_path)) as judge:
         judge.judge_results([qa(0), qa(1)])  # the first repeat of each, cached
-    with Judge(settings_for(server, tmp_path, repeats=3)) as judge:
+    with Judge(judge_settings(server, tmp_path, repeats=3)) as judge:
         estimate = judge.estimate_results([qa(0), qa(1)])
         run = judge.judge_results([qa(0), qa(1)])
     row = estimate.metrics[0]
@@ -141,14 +128,14 @@ def test_the_estimate_counts_every_repeat_and_the_cached_ones(server, tmp_path):
 
 def test_the_budget_counts_every_repeat(server, tmp_path):
     server.usage = (1000, 100)
-    with Judge(settings_for(server, tmp_path / "one")) as judge:
+    with Judge(judge_settings(server, tmp_path / "one")) as judge:
         single = judge.judge_results([qa(0), qa(1)])
     assert single.usage.cost_usd is not None and single.budget_reached is None
     per_call = single.usage.cost_usd / 2
     budget = per_call * 3.5  # two judgments without repeats; not six calls
-    with Judge(settings_for(server, tmp_path / "again", budget_usd=budget)) as judge:
+    with Judge(judge_settings(server, tmp_path / "again", budget_usd=budget)) as judge:
         assert judge.judge_results([qa(0), qa(1)]).budget_reached is None
-    with Judge(settings_for(server, tmp_path / "three", repeats=3, budget_usd=budget)) as judge:
+    with Judge(judge_settings(server, tmp_path / "three", repeats=3, budget_usd=budget)) as judge:
         run = judge.judge_results([qa(0), qa(1)])
     assert run.budget_reached is not None
     assert 2 < run.usage.calls < 6 and run.usage.cost_usd <= budget

@@ -18,12 +18,6 @@ from qareport.judge.cache import JudgeCache
 from qareport.judge.client import JudgeClient
 
 
-@pytest.fixture
-def server():
-    with serve_stub() as stub:
-        yield stub
-
-
 def settings_for(server, tmp_path, **overrides) -> JudgeSettings:
     values = dict(base_url=server.url, api_key="sk-test", cache_path=str(tmp_path / "judge.sqlite3"),
                   timeout=5.0, max_retries=0, metrics=("answer_correctness",))

@@ -9,9 +9,9 @@ import itertools
 import threading
 
 import pytest
-from openai_stub import serve_stub
+from conftest import judge_settings
 
-from qareport.judge import Judge, JudgeSettings
+from qareport.judge import Judge
 from qareport.judged_values import (
     Correctness,
     Cost,
@@ -23,20 +23,6 @@ from qareport.judged_values import (
 )
 from qareport.question_scores import QuestionScores
 
-
-@pytest.fixture
-def server():
-    with serve_stub() as stub:
-        yield stub
-
-
-def _settings(server, tmp_path, **overrides) -> JudgeSettings:
-    values = dict(base_url=server.url, api_key="sk-test", cache_path=str(tmp_path / "judge.sqlite3"),
-                  timeout=5.0, max_retries=0, metrics=("answer_correctness",), concurrency=1)
-    values.update(overrides)
-    return JudgeSettings(**values)
-
-
 QA = {"question_id": "q0", "question_text": "Which transformers?", "status": "success",
       "reference_answer": "T1; T2", "actual_answer": "T1; T3"}
 
@@ -44,7 +30,7 @@ QA = {"question_id": "q0", "question_text": "Which transformers?", "status": "su
 def test_a_correctness_reply_is_typed_figures_that_are_the_records_fields(server, tmp_path):
     server.rules["answer_correctness"] = lambda prompt, body: {
         "reason": "one of two", "reference_claims_count": 2, "actual_claims_count": 2, "matching_claims_count": 1}
-    with Judge(_settings(server, tmp_path)) as judge:
+    with Judge(judge_settings(server, tmp_path)) as judge:
         run = judge.judge_results([QA])
     ((judgment,),) = run.judgments
     (metric,) = judgment.metrics
@@ -70,7 +56,7 @@ def test_repeats_are_combined_as_typed_figures_scores_averaged_counts_kept(serve
                 "matching_claims_count": matching}
 
     server.rules["answer_correctness"] = rule
-    with Judge(_settings(server, tmp_path, repeats=2)) as judge:
+    with Judge(judge_settings(server, tmp_path, repeats=2)) as judge:
         run = judge.judge_results([QA])
     ((judgment,),) = run.judgments
     (metric,) = judgment.metrics
