@@ -164,7 +164,8 @@ class IndicatorSelection(Kind):
         return explain_indicator_change(old, new)
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
-        per_dimension = [dimension_column(name, which) for name in suite_dimensions(results) for which in (0, 1)]
+        last: list[Any] = []  # the case whose dimension scores the columns worked out last
+        per_dimension = [dimension_column(name, which, last) for name in suite_dimensions(results) for which in (0, 1)]
         return [
             Column("macro recall", lambda r: r.macro_recall, 9, "score", score=True, place="score"),
             Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),

@@ -149,11 +149,15 @@ def suite_dimensions(results: Sequence[CaseResult]) -> list[str]:
     return list(names)
 
 
-def dimension_column(name: str, which: int) -> Column:
+def dimension_column(name: str, which: int, last: list[tuple[CaseResult, dict[str, tuple[float, float]]]]) -> Column:
+    """A dimension's recall (`which` 0) or precision (1) column; the columns of one run share `last`,
+    the case whose scores were worked out last, so that a case's are worked out once, not per column."""
     header = f"{name} {('recall', 'precision')[which]}"
 
     def value(result: CaseResult) -> float | None:
-        scores = dimension_scores(result).get(name)
+        if not last or last[0][0] is not result:
+            last[:] = [(result, dimension_scores(result))]
+        scores = last[0][1].get(name)
         return None if scores is None else scores[which]
 
     return Column(header, value, 9, "score", score=True, place="number")
