@@ -6,24 +6,20 @@ the evaluation they share), once, here; the Statistics sheet, the results file a
 summary read them. Averages are over *evaluated* cases only, and always travel with the counts of
 error, missing and invalid cases beside them, so a run that fails more never looks better.
 
-The per-group figures (per tag and per dimension) are computed from pandas frames built here, in
-`group_frames`; pandas is imported when a kind has cases to group, so a run without them, and the
-import of the pipeline, do not pay for it.
+The per-group figures (per tag and per dimension) are computed from pandas frames built in one
+place, `group_frames.py`; pandas is imported when a kind has cases to group, so a run without them,
+and the import of the pipeline, do not pay for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
 from qareport import kinds
 from qareport.kinds import SharedEvaluation, SuiteFigures, SuiteOptions, Table
-from qareport.means import mean
 from qareport.records import CaseResult
-
-if TYPE_CHECKING:  # imported when first needed (`group_frames`): it is most of the pipeline's import time
-    import pandas as pd
 
 STATUSES = ("success", "error", "missing", "invalid")
 
@@ -46,39 +42,6 @@ class SuiteStatistics:
         kind order, then the others."""
         every = [table for figures in self.figures for table in figures.tables()]
         return tuple(sorted(every, key=lambda table: not table.leading))  # stable: kind order kept
-
-
-GROUP_COLUMNS = ("case", "group", "status", "precision", "recall")
-DIMENSION_COLUMNS = ("case", "dimension", "precision", "recall", "tp", "fp", "fn")
-
-
-@dataclass(frozen=True, slots=True)
-class GroupFrames:
-    """The per-group figures' rows as frames: `groups` one row per (case, group) (columns
-    `GROUP_COLUMNS`); `dimensions` one row per (evaluated case, turn, dimension) (`DIMENSION_COLUMNS`)."""
-
-    groups: pd.DataFrame
-    dimensions: pd.DataFrame
-
-
-def group_frames(group_rows: Sequence[Mapping[str, Any]],
-                 dimension_rows: Sequence[Mapping[str, Any]]) -> GroupFrames | None:
-    """The frames a kind's per-tag and per-dimension figures are computed from; None (and pandas not
-    imported) when there is no case to group."""
-    if not group_rows:
-        return None
-    import pandas as pd
-
-    return GroupFrames(
-        groups=pd.DataFrame(list(group_rows), columns=list(GROUP_COLUMNS)),
-        dimensions=pd.DataFrame(list(dimension_rows), columns=list(DIMENSION_COLUMNS)),
-    )
-
-
-def mean_of(series: pd.Series) -> float | None:
-    """The mean over the evaluated cases as every output gives it (`means.mean`: summed in case
-    order), so that the Statistics sheet and the Summary show the same digits."""
-    return mean([float(value) for value in series.dropna()])
 
 
 def summarize(results: Sequence[CaseResult], *, steps_semantics: int | None = None,

@@ -76,6 +76,27 @@ def test_no_stored_format_module_is_in_an_import_circle():
     assert got == exp, f"in an import circle: {got}"
 
 
+ABOVE_THE_KINDS = ("qareport.judge.runner", "qareport.judge.client", "qareport.judge.planning",
+                   "qareport.graphrag_eval_6", "qareport.statistics", "qareport.pipeline", "qareport.report",
+                   "qareport.workbook")
+"""The judge's machinery (its settings, usage and prices are records a run's records hold), the
+summaries and the writers."""
+
+
+def above_the_kinds(name: str) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in ABOVE_THE_KINDS)
+
+
+def test_the_kinds_never_reach_the_judge_the_summaries_or_the_writers():
+    """Data flows from the kinds to the summaries, the judge and the writers, never back: no kind
+    module imports them, directly or through others (a kind's results-file entries once took 6.x's
+    key order from the 6.x library API, which imports the judge, which imports the kinds)."""
+    graph = import_graph(PACKAGE)
+    got = sorted({reached for name in graph if name.startswith("qareport.kinds")
+                  for reached in reachable(graph, name) if above_the_kinds(reached)})
+    assert got == []
+
+
 def test_the_layout_checks_see_a_circle_and_a_model_reaching_the_format(tmp_path):
     """The checks above can fail: on a package laid out as runs.py was (the model took its case rows
     from the stored format, which imported the model back for typing), both are found."""

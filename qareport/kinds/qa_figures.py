@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qareport.aggregates import REPORTED_METRICS, compute_aggregates
+from qareport.ge6_results import ordered_as_6
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, SuiteOptions, Table
 from qareport.kinds.registry import catalogue, metric_format
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
@@ -45,8 +46,6 @@ def question_records(results: Sequence[QuestionScores], semantics: Any) -> list[
     returns them (`qareport.run_evaluation`, or under 6.x rules `qareport.graphrag_eval_6`'s, with
     6.6's key order and `actual_steps` always there). Structured values stay data."""
     if str(semantics) == "6":
-        from qareport.graphrag_eval_6 import ordered_as_6
-
         return [ordered_as_6(result.as_graphrag_eval()) for result in results]
     return [result.as_graphrag_eval() for result in results]
 

@@ -1,5 +1,5 @@
 """Indicator selection's suite figures (`DataQueryFigures`): Data Query Metrics over all cases, per tag
-and per dimension, computed from the frames `statistics.group_frames` builds, with the cases that
+and per dimension, computed from the frames `group_frames` builds, with the cases that
 could not be evaluated counted beside every mean; and their tables and results-file entry.
 
 Every case with an indicator-selection target counts, whatever became of it: an invalid case (its
@@ -14,13 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from qareport.group_frames import GroupFrames, group_frames, mean_of
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, Table
 from qareport.records import CaseResult
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from qareport.statistics import GroupFrames
 
 NO_TAG = "(no tag)"
 
@@ -114,10 +113,8 @@ def _group_row(scores: GroupScores) -> tuple[Any, ...]:
 
 
 def selection_frames(results: Sequence[CaseResult]) -> GroupFrames | None:
-    """The frames of the cases with an indicator-selection target (`statistics.group_frames`); None,
+    """The frames of the cases with an indicator-selection target (`group_frames.group_frames`); None,
     and pandas not imported, when no case has one."""
-    from qareport.statistics import group_frames
-
     return group_frames(_group_rows(results), _dimension_rows(results))
 
 
@@ -153,8 +150,6 @@ def _group_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
 
 
 def _scores(name: str, frame: pd.DataFrame) -> GroupScores:
-    from qareport.statistics import mean_of
-
     counts = Counter(frame["status"])
     evaluated = frame[(frame["status"] == "success") & frame["recall"].notna()]
     return GroupScores(
