@@ -3,6 +3,7 @@ and the change between two runs said in words ("lost COUNTRY MEX")."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 
 from qareport.kinds import Facts
@@ -11,7 +12,9 @@ from qareport.records import CaseResult, Term, TurnResult
 
 
 def _item(turn: TurnResult, several: bool, dimension: str, term: Term) -> str:
-    return (f"turn {turn.number} " if several else "") + f"{dimension} {term_label(term)}"
+    """A fact item, interned: a run keeps every case's facts (`CaseRow.facts`), and the same texts
+    recur across its cases and between a case's "target" and "found" lists."""
+    return sys.intern((f"turn {turn.number} " if several else "") + f"{dimension} {term_label(term)}")
 
 
 def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
@@ -23,9 +26,9 @@ def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
             continue
         for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
             name = dimension.dimension_name
-            facts["found"] += [_item(turn, several, name, v.term) for v in dimension.true_positives]
-            facts["target"] += [_item(turn, several, name, v.term)
-                                for v in (*dimension.true_positives, *dimension.false_negatives)]
+            found = [_item(turn, several, name, v.term) for v in dimension.true_positives]
+            facts["found"] += found
+            facts["target"] += found + [_item(turn, several, name, v.term) for v in dimension.false_negatives]
             facts["extra"] += [_item(turn, several, name, v.term) for v in dimension.false_positives]
     return {key: items for key, items in facts.items() if items}
 
