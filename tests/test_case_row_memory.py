@@ -3,9 +3,16 @@ the rows hold what repeats (fact texts, dimension scores) compactly, and say the
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 from test_details_memory import generated_results
 
 from qareport.case_rows import case_rows
+from qareport.records import RunInfo
+from qareport.report import build_report
+from qareport.run_sheets import stored_run_tables
+from qareport.runs import RESULTS_SHEET
 
 
 def test_each_fact_text_of_a_run_is_held_once(tmp_path):
@@ -17,3 +24,22 @@ def test_each_fact_text_of_a_run_is_held_once(tmp_path):
         held.setdefault(item, set()).add(id(item))
     assert len(held) < len(items)  # the texts do repeat: "found" within "target", and across cases
     assert all(len(objects) == 1 for objects in held.values())
+
+
+def test_the_hidden_results_sheet_encodes_each_case_as_it_is_written(tmp_path):
+    present, results = generated_results(tmp_path, 200)
+    report = build_report(results, (), RunInfo(created="2026-01-01T00:00:00+00:00", qareport_version="test"))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tables = stored_run_tables(report)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        cases = next(table for table in tables if table.sheet == RESULTS_SHEET)
+        rows = list(cases.rows)
+    finally:
+        tracemalloc.stop()
+    assert held < 20_000  # all the cases' encoded rows at once (their JSON texts) took about 475,000
+    assert len(rows) == len(results) and all(len(row) == len(cases.header) for row in rows)
+    assert [row[0] for row in rows] == [result.case.id for result in results]
