@@ -184,7 +184,10 @@ def detectable_words(item: Headline, delta: HeadlineDelta | None) -> str:
                 f"{fewest_clusters_to_decide()} clusters never reaches p 0.05)")
     if change is None:
         return f"{size}, the smallest change that could be told from noise cannot be estimated (no spread)"
-    return f"{size}, a change smaller than {change:.2f} cannot be told from noise"
+    if change == 0:  # every case moved alike (or none moved): there is no noise to tell a change from
+        return f"{size}, the cases do not vary: any change can be told from noise"
+    shown = f"{change:.2f}" if change >= 0.005 else f"{change:.1g}"  # never "smaller than 0.00"
+    return f"{size}, a change smaller than {shown} cannot be told from noise"
 
 
 def mattering(design_effect: float | None) -> float | None:

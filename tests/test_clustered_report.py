@@ -270,3 +270,16 @@ def test_clusters_whose_means_are_all_equal_leave_the_smallest_detectable_change
              "steps_score": value} for t in range(3) for i, value in enumerate((0.0, 1.0))]
     (steps,) = headline_metrics([case_row_from_stored(row) for row in rows])  # each template's mean is 0.5: no spread between clusters
     assert steps.clusters == 3 and steps.design_effect == 0.0 and steps.detectable is None
+
+
+@pytest.mark.parametrize(("detectable", "exp"), [
+    (0.3, "a change smaller than 0.30 cannot be told from noise"),
+    (0.004, "a change smaller than 0.004 cannot be told from noise"),
+    (0.0, "the cases do not vary: any change can be told from noise"),
+])
+def test_the_smallest_detectable_change_is_never_said_as_zero(detectable, exp):
+    from qareport.digest import detectable_words
+    from qareport.headline import Headline
+
+    item = Headline("answer_relevance", 0.5, 26, clusters=19, detectable=detectable)
+    assert detectable_words(item, None) == f"with 26 cases in 19 clusters, {exp}"
