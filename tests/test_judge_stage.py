@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import json
 
+from test_attempts_judge import DATASET
+
 from qareport.evaluation import evaluate_suite, judged_evaluation, qa_results
 from qareport.judged_values import Correctness, MetricJudgment
 from qareport.loading import load_suite
 from qareport.question_scores import Judgment
-
-DATASET = """\
-- template_id: capitals
-  questions:
-  - id: q1
-    question_text: What is the capital of Norway?
-    reference_answer: Oslo
-"""
 
 
 def _suite(tmp_path):

@@ -4,6 +4,7 @@ something else put back as written."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from qareport.describing import describe_value
@@ -17,55 +18,22 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
     """`[{dataset_id, dimensions: [{dimension_name, values: [{id, name}]}]}]` into records."""
     if isinstance(value, dict):  # one dataset given without the list around it
         value = [value]
-    if not isinstance(value, list):
-        raise ShapeError(
-            "'indicator_selection' must be a list of {dataset_id, dimensions} "
-            f"(got {describe_value(value)})",
-            line,
-        )
     empty: list[tuple[str, int | None]] = []  # (dimension, line) of each value without id and name
     datasets = []
-    for index, dataset in enumerate(value):
-        if not isinstance(dataset, dict):
-            raise ShapeError(
-                "each 'indicator_selection' entry must be a mapping {dataset_id, dimensions} "
-                f"(got {describe_value(dataset)})",
-                line_of(value, index) or line,
-            )
+    for _, dataset in _mappings(value, "'indicator_selection'", "each 'indicator_selection' entry",
+                                "{dataset_id, dimensions}", line, item_line=line):
         dataset_id = require_str(dataset, "dataset_id", "dataset", optional=True) or ""
-        raw_dimensions = dataset.get("dimensions") or []
-        if not isinstance(raw_dimensions, list):
-            raise ShapeError(
-                "'dimensions' must be a list of {dimension_name, values} "
-                f"(got {describe_value(raw_dimensions)})",
-                line_of(dataset, "dimensions"),
-            )
         dimensions = []
-        for d_index, dimension in enumerate(raw_dimensions):
-            if not isinstance(dimension, dict):
-                raise ShapeError(
-                    "each dimension must be a mapping {dimension_name, values} "
-                    f"(got {describe_value(dimension)})",
-                    line_of(raw_dimensions, d_index),
-                )
+        raw_dimensions = dataset.get("dimensions") or []
+        for _, dimension in _mappings(raw_dimensions, "'dimensions'", "each dimension", "{dimension_name, values}",
+                                      line_of(dataset, "dimensions")):
             name = require_str(dimension, "dimension_name", "dimension") or ""
-            raw_values = dimension.get("values")
-            if raw_values is None:
-                raw_values = []
-            if not isinstance(raw_values, list):
-                raise ShapeError(
-                    f"dimension '{name}': 'values' must be a list of {{id, name}} "
-                    f"(got {describe_value(raw_values)})",
-                    line_of(dimension, "values"),
-                )
             terms = []
-            for v_index, term in enumerate(raw_values):
-                if not isinstance(term, dict):
-                    raise ShapeError(
-                        f"dimension '{name}': each value must be a mapping {{id, name}} "
-                        f"(got {describe_value(term)})",
-                        line_of(raw_values, v_index),
-                    )
+            raw_values = dimension.get("values")
+            raw_values = [] if raw_values is None else raw_values
+            for v_index, term in _mappings(raw_values, f"dimension '{name}': 'values'",
+                                           f"dimension '{name}': each value", "{id, name}",
+                                           line_of(dimension, "values")):
                 term_id = require_str(term, "id", f"a value of dimension '{name}'", optional=True) or ""
                 term_name = require_str(term, "name", f"value '{term_id}'", optional=True) or ""
                 if not term_id and not term_name:
@@ -77,6 +45,20 @@ def parse_indicator_selection(value: Any, *, line: int | None) -> tuple[DatasetS
     if empty:
         raise _ValuesWithoutIdOrName(empty, line)
     return tuple(datasets)
+
+
+def _mappings(value: Any, what: str, each: str, shape: str, line: int | None, *,
+              item_line: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The items of a list that must hold mappings of `shape`, with their indexes, each checked as
+    it is reached; a ShapeError naming `what` (the list) or `each` (an item) and the line otherwise
+    (`item_line` where an item has none of its own)."""
+    if not isinstance(value, list):
+        raise ShapeError(f"{what} must be a list of {shape} (got {describe_value(value)})", line)
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ShapeError(f"{each} must be a mapping {shape} (got {describe_value(item)})",
+                             line_of(value, index) or item_line)
+        yield index, item
 
 
 class _ValuesWithoutIdOrName(ShapeErrors):
