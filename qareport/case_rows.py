@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qareport import kinds
-from qareport.case_record import CaseRow
+from qareport.case_record import CaseRow, Derived, Figures
 from qareport.judge_agreement import case_judgments
 from qareport.records import USAGE_FIELDS, CaseResult
 from qareport.side_by_side import case_outputs
@@ -48,11 +48,11 @@ def case_row(result: CaseResult, run: kinds.RunKinds) -> CaseRow:
         reason=run.case_reason(result),
         targets=tuple(kind.name for kind in run if kind.has_target(result.case)),
         facts=run.case_facts(result),
-        outputs=case_outputs(result),  # what the system produced, for the next run's Compare sheet
+        outputs=Derived(case_outputs, result),  # what the system produced, for the next run's Compare sheet
         judged=case_judgments(result, run),
-        dimensions=dimension_scores(result),  # for the next run's changes per dimension
-        metrics=run.case_metrics(result),
-        usage={key: getattr(response, key) if response is not None else None for key in USAGE_FIELDS},
+        dimensions=Derived(dimension_scores, result),  # for the next run's changes per dimension
+        metrics=Figures(run.case_metrics(result)),
+        usage=Figures({key: getattr(response, key) if response is not None else None for key in USAGE_FIELDS}),
         attempts=attempt_values(result, run) if result.attempts else None,
     )
 

@@ -4,7 +4,8 @@ A responses file is often one large JSON array (hundreds of megabytes for ten th
 with their retrieved tables). Reading it whole holds its bytes, its text and every parsed object at
 once. `stream_json` reads it a megabyte at a time instead: each item of a top-level array (or each
 value of a top-level mapping) is parsed as soon as its text is complete, and the text is then
-dropped, so only the parsed values stay. `stream_json_lines` does the same for JSON Lines.
+dropped, so only the parsed values stay. `stream_json_lines` gives the lines of a JSON Lines file
+one at a time, as its caller asks for them: only the records already turned into responses stay.
 
 Both return None when the file needs the whole-text reading (`parse_json` over the decoded text) to
 be described exactly: text that is not UTF-8, is empty or only whitespace, is not an array or a
@@ -21,7 +22,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -335,15 +336,29 @@ class JsonLine:
     problems: list[tuple[int | None, str]]
 
 
-def stream_json_lines(path: Path, digest: _Digest) -> list[JsonLine] | None:
-    """The lines of a JSON Lines file, parsed one at a time, numbered as `str.splitlines` numbers
-    them; None when the file must be read whole (not UTF-8, or nothing but whitespace). Raises
-    OSError when it cannot be read."""
-    parsed: list[JsonLine] = []
+def stream_json_lines(path: Path, digest: _Digest) -> Iterator[JsonLine] | None:
+    """The lines of a JSON Lines file, parsed one at a time as they are asked for, numbered as
+    `str.splitlines` numbers them; None when the file must be read whole (not UTF-8, or nothing but
+    whitespace). A first reading checks that and feeds `digest`, before any line is given: a line
+    given cannot be taken back, and the whole reading would give it again. Raises OSError when the
+    file cannot be read."""
+    with open(path, "rb") as handle:
+        chunks = _Chunks(handle, digest)
+        has_content = False
+        try:
+            while not chunks.ended:
+                text = chunks.read()
+                has_content = has_content or (bool(text) and not text.isspace())
+        except UnicodeDecodeError:
+            return None
+    return _json_lines(path) if has_content else None
+
+
+def _json_lines(path: Path) -> Iterator[JsonLine]:
     number = 0
     pieces: list[str] = []  # text after the last line break read
     with open(path, "rb") as handle:
-        chunks = _Chunks(handle, digest)
+        chunks = _Chunks(handle, _NO_DIGEST)
         try:
             while not chunks.ended:
                 text = chunks.read()
@@ -356,8 +371,16 @@ def stream_json_lines(path: Path, digest: _Digest) -> list[JsonLine] | None:
                     number += 1
                     if line.strip():
                         value, problems = parse_json(line, line=number)
-                        parsed.append(JsonLine(number, value, problems))
+                        yield JsonLine(number, value, problems)
                 pieces = [text[cut:]]
-        except UnicodeDecodeError:
-            return None
-    return parsed or None
+        except UnicodeDecodeError:  # it was UTF-8 when checked: the file changed since
+            yield JsonLine(number + 1, UNREADABLE, [(number + 1, "the file changed while it was read (it is no "
+                                                    "longer UTF-8 here); the rest of it is left out: run again")])
+
+
+class _NoDigest:
+    def update(self, data: bytes, /) -> None:
+        pass
+
+
+_NO_DIGEST = _NoDigest()

@@ -18,7 +18,7 @@ from qareport.input_shapes import as_id as _as_id
 from qareport.input_shapes import keys_as_written as _keys_as_written
 from qareport.input_shapes import plain
 from qareport.input_shapes import written as _written
-from qareport.json_input import UNREADABLE, id_lines, parse_json, stream_json, stream_json_lines
+from qareport.json_input import UNREADABLE, StreamedJson, id_lines, parse_json, stream_json, stream_json_lines
 from qareport.records import USAGE_FIELDS, InputSummary, Location, Response, TurnOutput
 from qareport.yaml_values import LineDict, line_of
 
@@ -109,7 +109,7 @@ def _raw_response_records(
             streamed = None  # reading it whole says why
         if streamed is not None:
             digest.hash = attempt
-            if isinstance(streamed, list):
+            if not isinstance(streamed, StreamedJson):
                 for parsed in streamed:
                     for line, message in parsed.problems:
                         problems.add(str(path), line, message)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from qareport import kinds
-from qareport.case_record import CaseRow
+from qareport.case_record import CaseRow, Figures
 from qareport.case_rows import ATTEMPTS_FIELD, CASE_HEAD_FIELDS
 from qareport.errors import BaselineError
 from qareport.headline import STATUSES
@@ -155,9 +155,9 @@ def case_row_from_stored(values: Mapping[str, Any], kind_set: RunKinds | None = 
         outputs=outputs if isinstance(outputs, dict) else {},  # `side_by_side` reads it item by item
         judged=stored_judgments(_from_json(values.get("judged"), fallback=lambda text: {})),
         dimensions=_dimensions(_from_json(values.get("dimensions"), fallback=lambda text: {})),
-        metrics={key: _number(values.get(key))
-                 for key in (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()},
-        usage={key: _number(values.get(key)) for key in USAGE_FIELDS},
+        metrics=Figures({key: _number(values.get(key))
+                         for key in (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()}),
+        usage=Figures({key: _number(values.get(key)) for key in USAGE_FIELDS}),
         attempts=_stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {})),
     )
 

@@ -220,7 +220,9 @@ def test_a_json_lines_line_longer_than_a_chunk_is_read_whole(tmp_path, monkeypat
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({"id": "a", "actual_answer": "x" * 10_000}) + "\n" + '{"id": "b"}', encoding="utf-8")
     monkeypatch.setattr(json_input, "CHUNK_BYTES", 100)
-    got = json_input.stream_json_lines(path, hashlib.sha256())
+    streamed = json_input.stream_json_lines(path, hashlib.sha256())
+    assert streamed is not None
+    got = list(streamed)
     assert [(line.number, line.value["id"]) for line in got] == [(1, "a"), (2, "b")]
     assert len(got[0].value["actual_answer"]) == 10_000
 
@@ -334,3 +336,21 @@ def test_an_item_nested_too_deep_among_quoted_brackets_is_refused_at_the_same_li
     (problem,) = [d for d in got if isinstance(d, YamlProblem)]
     assert problem.line == text.splitlines().index(deep.splitlines()[1]) + 1 and problem.lost
     assert "nested more than 100 levels" in problem.message
+
+
+def test_a_json_lines_file_is_parsed_as_its_records_are_asked_for(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{n}"}) + "\n" for n in range(3)), encoding="utf-8")
+    digest = hashlib.sha256()
+    streamed = json_input.stream_json_lines(path, digest)
+    assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()  # checked and hashed first
+    assert streamed is not None
+    assert next(streamed).value == {"id": "q0"}  # a line at a time: the records are never all held at once
+    assert [line.value["id"] for line in streamed] == ["q1", "q2"]
+
+
+@pytest.mark.parametrize("text", [b"", b"  \n\t\n", b'{"id": "a"}\n\xff\n'])
+def test_a_json_lines_file_blank_or_not_utf8_is_left_to_the_whole_reading_before_any_line_is_given(tmp_path, text):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(text)
+    assert json_input.stream_json_lines(path, hashlib.sha256()) is None

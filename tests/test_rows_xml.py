@@ -53,6 +53,15 @@ def _write(path: Path, worksheet_class: type | None) -> None:
     for number in range(row + 1, row + 200):  # many ordinary rows, skipping some
         if number % 7:
             worksheet.write_row(number, 0, [f"case-{number}", number * 0.25, "", f"text {number} & more"])
+    links = workbook.add_worksheet("links", worksheet_class=worksheet_class)
+    for number in range(300):  # rows of links, some with a tooltip, some with two links, one going out
+        links.write_url(number, 2, f"internal:'cells'!A{number + 1}", None, f"case-{number}",
+                        "this case in cells" if number % 3 else None)
+        if number % 5 == 0:
+            links.write_url(number, 0, f"internal:'cells'!B{number + 1}", None, f"{number} & <more>")
+        if number == 150:
+            links.write_url(number, 4, "https://example.com/a?b=c&d", None, "out of the workbook")
+    links.write_url(300, 1, "internal:'cells'!A1", None, "left for the close")  # a row not yet written
     hidden = workbook.add_worksheet("data", worksheet_class=worksheet_class)
     hidden.write_string(0, 0, "only sheet cell")
     hidden.hide()
@@ -76,3 +85,17 @@ def test_rows_are_written_byte_for_byte_as_xlsxwriter_writes_them(tmp_path):
     for written in ('xml:space="preserve"', "_x005F_x0041_", "_x0001_", "_xFFFE_", "&amp; b &lt; c &gt;",
                     't="b"', "<f>SUM(D1:D3)</f>", "<r>looks rich</r>", 's="'):
         assert written in sheet, written
+    assert sheet.count("<hyperlink ") == 1
+    links = stock["xl/worksheets/sheet2.xml"].decode()
+    assert links.count("<hyperlink ") == 362 and 'tooltip="this case in cells"' in links and "r:id=" in links
+
+
+def test_a_written_rows_links_within_the_workbook_are_not_held_as_xlsxwriter_objects(tmp_path):
+    workbook = xlsxwriter.Workbook(str(tmp_path / "links.xlsx"), {"constant_memory": True})
+    sheet = workbook.add_worksheet("links", worksheet_class=RowsWorksheet)
+    for number in range(100):
+        sheet.write_url(number, 0, f"internal:'links'!B{number + 1}", None, f"case-{number}")
+    sheet.write_url(100, 0, "https://example.com", None, "out")
+    sheet.write_string(101, 0, "last")
+    assert list(sheet.hyperlinks) == [100]  # only the row with a link out of the workbook is held as XlsxWriter holds it
+    workbook.close()

@@ -67,7 +67,7 @@ class _Grid:
     """The sheet's plan: the cells' values as written, and where each column and `more` column goes."""
 
     columns: tuple[Column, ...]
-    table: list[list[Any]]  # taken from the end as the rows are written
+    table: list[Sequence[Any]]  # taken from the end as the rows are written
     widths: list[float]
     heights: list[int]
     hidden: list[dict[int, int]]  # per row: lines below its edge, by column (from 0)
@@ -119,10 +119,11 @@ def _plan(report: Report, cut_texts: list[tuple[str, str, str]] | None) -> _Grid
 
 
 def _cell_values(overview: CaseTable, case_ids: Sequence[str],
-                 cut_texts: list[tuple[str, str, str]] | None) -> list[list[Any]]:
+                 cut_texts: list[tuple[str, str, str]] | None) -> list[Sequence[Any]]:
     """The report's values as a cell holds them: a non-finite number as text, a text within a cell's
-    limit (the cut ones go to `cut_texts`), an empty text as no value."""
-    table = []
+    limit (the cut ones go to `cut_texts`), an empty text as no value. A row none of whose values
+    changes is the report's own (not a copy: the sheet holds every row until it is written)."""
+    table: list[Sequence[Any]] = []
     for case_id, row in zip(case_ids, overview.values):
         values = []
         for column, value in zip(overview.columns, row):
@@ -134,7 +135,7 @@ def _cell_values(overview: CaseTable, case_ids: Sequence[str],
                     cut_texts.append((case_id, column.header, value))
                 value = fitted
             values.append(value)
-        table.append(values)
+        table.append(row if all(held is value for held, value in zip(row, values)) else values)
     return table
 
 
@@ -285,10 +286,14 @@ def column_widths(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> 
     reading columns of the scanning part (name, reason, review note) give up width, down to a
     floor, until that part fits one screen (`SCREEN_UNITS`)."""
     need = [styles.header_units(column.header) for column in columns]
+    # a column whose need reached the most it gets is measured no further, and a line too short to
+    # be wider than the need so far is not measured: the same widths, without weighing every letter
+    most = [_most_width(column) for column in columns]
     for values in table:
         for index, value in enumerate(values):
             if isinstance(value, str):
-                need[index] = max(need[index], _longest_line_units(value) + 1)
+                if need[index] < most[index]:
+                    need[index] = max(need[index], _longest_line_units(value, beyond=need[index] - 1) + 1)
             elif isinstance(value, (int, float)):
                 need[index] = max(need[index], NUMBER_UNITS)
     headers = [column.header for column in columns]
@@ -318,8 +323,17 @@ def _width(column: Column, need: float) -> float:
     return min(max(column.width, 40), max(need, 7))
 
 
-def _longest_line_units(text: str) -> float:
-    return max((styles.text_units(line) for line in text.split("\n")), default=0.0)
+def _most_width(column: Column) -> float:
+    """The widest `_width` makes a column, whatever it needs."""
+    if column.wrap:
+        return column.width
+    return math.inf if column.format is not None else max(column.width, 40)
+
+
+def _longest_line_units(text: str, *, beyond: float = 0.0) -> float:
+    """The width of the text's widest line, when it is wider than `beyond` (else at most `beyond`)."""
+    shortest = beyond / styles.WIDEST_CHARACTER_UNITS  # a line of at most this many letters is not wider
+    return max((styles.text_units(line) for line in text.split("\n") if len(line) > shortest), default=0.0)
 
 
 def _text_lines(columns: Sequence[Column], values: Sequence[Any], widths: Sequence[float]) -> dict[int, int]:

@@ -245,6 +245,7 @@ def _after_word(lines: int, used: int, length: int, per_line: int) -> tuple[int,
 _NARROW = dict.fromkeys("ijl|!.,:;'", 0.47) | dict.fromkeys("frtI()[]/ -\"", 0.62) | dict.fromkeys("sczJ", 0.8)
 _WIDE = dict.fromkeys("mw", 1.5) | dict.fromkeys("MW", 1.73) | dict.fromkeys("DGHNOQUC", 1.26) | {"_": 1.0}
 CHARACTER_WIDTHS = {**_NARROW, **_WIDE}
+WIDEST_CHARACTER_UNITS = max(CHARACTER_WIDTHS.values())
 BUTTON_UNITS = 3.0  # the filter button of a header cell, and the cell's padding: room a header's text never gets
 PADDING_UNITS = 1.5  # a cell's padding alone
 
