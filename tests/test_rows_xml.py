@@ -7,6 +7,7 @@ import zipfile
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
@@ -62,6 +63,26 @@ def _write(path: Path, worksheet_class: type | None) -> None:
         if number == 150:
             links.write_url(number, 4, "https://example.com/a?b=c&d", None, "out of the workbook")
     links.write_url(300, 1, "internal:'cells'!A1", None, "left for the close")  # a row not yet written
+    plain = workbook.add_worksheet("plain rows", worksheet_class=worksheet_class)
+    plain.set_column(2, 2, 10, percent)
+    plain.set_row(3, 40)  # a height set before its row is written
+    plain.write_string(0, 0, "a header", bold)
+    for number in range(1, 60):  # rows of plain values, some written whole (`write_plain_row`), some not
+        cells = [(0, f"case-{number}"), (2, rng.choice(NUMBERS)), (3, rng.choice(TEXTS)), (5, number)]
+        if number % 4 == 0:
+            cells.append((6, True))  # a truth value: XlsxWriter's own writer
+        if number % 9 == 0:
+            cells.append((7, "<r>rich-looking</r>"))
+        if worksheet_class is RowsWorksheet and plain.write_plain_row(number, cells):
+            continue
+        for column, value in cells:  # as `Sheet._put` writes them
+            if isinstance(value, str):
+                plain.write_string(number, column, value)
+            elif isinstance(value, bool):
+                plain.write_boolean(number, column, value)
+            else:
+                plain.write_number(number, column, value)
+    plain.write_string(61, 1, "after the plain rows", wrap)
     hidden = workbook.add_worksheet("data", worksheet_class=worksheet_class)
     hidden.write_string(0, 0, "only sheet cell")
     hidden.hide()
@@ -98,4 +119,21 @@ def test_a_written_rows_links_within_the_workbook_are_not_held_as_xlsxwriter_obj
     sheet.write_url(100, 0, "https://example.com", None, "out")
     sheet.write_string(101, 0, "last")
     assert list(sheet.hyperlinks) == [100]  # only the row with a link out of the workbook is held as XlsxWriter holds it
+    workbook.close()
+
+
+def test_a_row_written_whole_refuses_what_xlsxwriter_must_write_and_a_second_writing(tmp_path):
+    workbook = xlsxwriter.Workbook(str(tmp_path / "plain.xlsx"), {"constant_memory": True})
+    sheet = workbook.add_worksheet("plain", worksheet_class=RowsWorksheet)
+    assert sheet.write_plain_row(1, [(0, "a"), (1, 2.5)])
+    assert not sheet.write_plain_row(1, [(0, "again")])  # the same row twice
+    assert not sheet.write_plain_row(0, [(0, "before")])  # a row above one written
+    assert not sheet.write_plain_row(2, [(0, True)])  # a truth value
+    assert not sheet.write_plain_row(2, [(0, float("nan"))])
+    assert not sheet.write_plain_row(2, [(0, "<r>x</r>")])
+    assert sheet.write_plain_row(2, [(3, "b")])
+    sheet.write_string(2, 4, "into a row written whole")
+    with pytest.raises(RuntimeError, match="row 3 was written whole"):
+        sheet.write_string(3, 0, "the next row")  # writes the row before it: the cell added to row 3
+    sheet.table.clear()
     workbook.close()

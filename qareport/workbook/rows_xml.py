@@ -21,6 +21,8 @@ byte for byte, and pyproject.toml allows only XlsxWriter 3.x (checked on 3.3.1).
 from __future__ import annotations
 
 import heapq
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from xlsxwriter.url import UrlTypes
@@ -36,9 +38,55 @@ class RowsWorksheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type 
     previous_row: int  # the row whose cells wait in `table` (set by XlsxWriter)
     _written_links: list[tuple[int, int, str, str, str]]  # (row, column, location, tooltip, text)
 
+    _direct_row: int = -1  # the last row `write_plain_row` wrote
+
+    def write_plain_row(self, row: int, cells: Sequence[tuple[int, str | float]]) -> bool:
+        """Write a row of texts and numbers without a format of their own straight to the file, as
+        `_write_single_row` would write them (no cell objects, no table); the row is then done:
+        nothing else may be written into it. False, having written nothing, when the row is not
+        after every row written so far, or a value is one XlsxWriter writes its own way (a truth
+        value, a number that is not finite, a text shaped like a rich string or longer than half a
+        cell's limit)."""
+        if not cells or (row <= self.previous_row and (self.table or row < self.previous_row
+                                                        or row == self._direct_row)):
+            return False
+        row_info = self.row_info.get(row)
+        row_format = row_info.row_format if row_info is not None else None
+        parts: list[str] = []
+        for column, value in cells:
+            if isinstance(value, str):
+                text = _inline_string(value) if len(value) <= self.xls_strmax // 2 else None
+                if text is None:
+                    return False
+                parts.append(f'<c r="{xl_rowcol_to_cell_fast(row, column)}"'
+                             f'{self._style(None, row_format, column)} t="inlineStr">{text}</c>')
+            elif type(value) is bool or not math.isfinite(value):
+                return False
+            else:
+                parts.append(f'<c r="{xl_rowcol_to_cell_fast(row, column)}"'
+                             f'{self._style(None, row_format, column)}><v>{value:.16G}</v></c>')
+        columns = [column for column, _ in cells]
+        if self._check_dimensions(row, min(columns)) or self._check_dimensions(row, max(columns)):
+            return False
+        if row > self.previous_row:
+            self._write_single_row(row)  # the row before, as writing any cell of this one would
+        self.previous_row = self._direct_row = row
+        if row_info is None:
+            self._write_row(row, None)
+        else:
+            self._write_row(row, None, row_info)
+        parts.append("</row>")
+        self.fh.write("".join(parts))
+        return True
+
     def _write_single_row(self, current_row_num: int = 0) -> None:
         row = self.previous_row
         cells = self.table.get(row)
+        if row == self._direct_row:
+            if cells:
+                raise RuntimeError(f"row {row + 1} was written whole; a cell cannot be added to it")
+            self.previous_row = current_row_num
+            return
         if not cells:
             super()._write_single_row(current_row_num)  # a row of attributes or comments only
             return

@@ -130,12 +130,16 @@ class Sheet:
         `write` and `flush` do for such cells, without holding them."""
         self.flush()
         index = row - 1
+        cells: list[tuple[int, Any]] = []
         for column, value in enumerate(values):
             if value is None or value == "":
                 continue
             if not isinstance(value, (int, float)) or not math.isfinite(value):  # bool is an int
                 value = fit_text(str(value))
-            self._put(index, column, value, None)
+            cells.append((column, value))
+        if not self.worksheet.write_plain_row(index, cells):
+            for column, value in cells:
+                self._put(index, column, value, None)
         self.rows_written = max(self.rows_written, row)
 
     def _write(self, cell: Cell) -> None:
