@@ -13,7 +13,8 @@ from typing import Any
 
 from qareport.errors import NOT_JUDGED
 from qareport.input_shapes import optional_text, plain
-from qareport.kinds import Column, ColumnPlace, Kind, Metric, PassRules, mean_over_turns
+from qareport.kinds.kind_base import Kind, mean_over_turns
+from qareport.kinds.kind_records import Column, ColumnPlace, Metric, PassRules
 from qareport.kinds.qa_turn import QA_TURN
 from qareport.records import CaseResult
 

@@ -21,13 +21,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from qareport.kinds import (
-    NOT_GRADED,
+from qareport.kinds.kind_base import Kind
+from qareport.kinds.kind_records import (
     CellFormat,
     Column,
     DetailRow,
     Facts,
-    Kind,
     KindFigures,
     Metric,
     PassRules,
@@ -36,6 +35,7 @@ from qareport.kinds import (
     Table,
     TurnInput,
 )
+from qareport.kinds.registry import NOT_GRADED
 from qareport.kinds.selection_changes import explain_indicator_change, indicator_facts
 from qareport.kinds.selection_details import (
     DATASET_ROW,

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from qareport.evaluation_options import EvaluationOptions
+from qareport.evaluation_options import PassRules as PassRules  # handed on: a kind's `passes` reads it
 from qareport.records import CaseResult, Problem, Response, TestCase, Turn, TurnOutput
-
-if TYPE_CHECKING:
-    from qareport.evaluation_options import EvaluationOptions
-
-
 
 CellFormat = Literal["score", "integer", "seconds", "cost"]
 ColumnPlace = Literal["score", "number", "text"]
@@ -140,16 +137,6 @@ class KindFigures(SuiteFigures):
 
     def results_section(self) -> Mapping[str, Any] | None:
         return self.section
-
-
-DEFAULT_ANSWER_PASS_F1 = 0.8
-
-
-@dataclass(frozen=True, slots=True)
-class PassRules:
-    """The thresholds of the kinds' pass rules (`Kind.passes`) that a user may set."""
-
-    answer_f1: float = DEFAULT_ANSWER_PASS_F1  # an answer passes at this answer F1 or above (--answer-pass-f1)
 
 
 @dataclass(frozen=True, slots=True)

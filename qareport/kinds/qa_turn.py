@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from qareport.kinds import SharedEvaluation, SuiteFigures, SuiteOptions, TurnInput, TurnScores
+from qareport.kinds.kind_records import SharedEvaluation, SuiteFigures, SuiteOptions, TurnInput, TurnScores
 from qareport.question_scores import QuestionScores
 from qareport.records import (
     QA_RECORD,

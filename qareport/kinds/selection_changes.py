@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from qareport.kinds import Facts
+from qareport.kinds.kind_records import Facts
 from qareport.kinds.selection_details import term_label
 from qareport.records import CaseResult, Term, TurnResult
 

@@ -9,7 +9,7 @@ from statistics import fmean
 from typing import Any
 
 from qareport.id_text import visible
-from qareport.kinds import Column, DetailRow
+from qareport.kinds.kind_records import Column, DetailRow
 from qareport.records import CaseResult, DimensionScore, IndicatorScore, Term, TermVerdict, TurnResult
 from qareport.templating import template_environment
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS as DEFAULT_ACCEPTABLE_EXTRAS
 from qareport.id_text import visible
 from qareport.records import CaseResult, IndicatorScore
 from qareport.set_metrics import SetScore, ratio
@@ -19,7 +20,6 @@ GRADES = ("ideal", "acceptable", "problematic", "failure")
   and terms of dimensions not in the target), or the datasets not exactly the target's;
 - ideal: every target term found, nothing extra, and exactly the target's datasets.
 """
-DEFAULT_ACCEPTABLE_EXTRAS = 2
 
 
 

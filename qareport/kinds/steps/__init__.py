@@ -29,7 +29,8 @@ from jinja2 import Template
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
 from qareport.input_shapes import plain
-from qareport.kinds import Column, DetailRow, Kind, Metric, PassRules, mean_over_turns
+from qareport.kinds.kind_base import Kind, mean_over_turns
+from qareport.kinds.kind_records import Column, DetailRow, Metric, PassRules
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.matching import StepsOutcome
 from qareport.kinds.steps.verdicts import StepVerdict, verdicts_of

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from qareport.evaluation_options import DEFAULT_SEMANTICS as DEFAULT_SEMANTICS  # handed on, with:
+from qareport.evaluation_options import Semantics as Semantics
 from qareport.kinds.steps.parsed_outputs import parsed_json
-
-Semantics = Literal[5, 6]
-"""Which graphrag-eval's steps rules apply: 5 (5.2: the last group, candidates by name) or 6
-(6.6: every group, every successful call a candidate, the new step kinds)."""
-DEFAULT_SEMANTICS: Semantics = 5
 
 Step = Mapping[str, Any]
 
