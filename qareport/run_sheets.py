@@ -4,11 +4,12 @@ which the workbook writer lays out, and the run's key-value facts (`run_metadata
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from qareport.case_record import CaseRow
 from qareport.case_rows import ATTEMPTS_FIELD, case_fields
 from qareport.digest import digest_to_json
 from qareport.headline import status_counts
@@ -31,12 +32,26 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class StoredTable:
-    """One hidden sheet of the workbook: its name, header and rows of plain values (the cases' rows
-    made one at a time as the sheet is written: read them once)."""
+    """One hidden sheet of the workbook: its name, header and rows of plain values (the cases'
+    rows encoded one at a time each time they are read: `EncodedCaseRows`)."""
 
     sheet: str
     header: tuple[str, ...]
     rows: Iterable[tuple[Any, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedCaseRows:
+    """The cases' stored rows, each encoded as it is read and dropped once written: every row is
+    a copy of its case's values (encoded all at once, 20 MB at 10,000 cases)."""
+
+    rows: Sequence[CaseRow]
+    fields: tuple[str, ...]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        for row in self.rows:
+            values = stored_case_values(row)
+            yield tuple(encode_case_value(field, values.get(field)) for field in self.fields)
 
 
 def run_metadata(report: Report) -> list[tuple[str, Any]]:
@@ -122,10 +137,8 @@ def stored_run_tables(report: Report) -> list[StoredTable]:
     fields = case_fields(report.kinds)
     if any(row.attempts is not None for row in report.rows):  # `stored_case_values` writes them
         fields = (*fields, ATTEMPTS_FIELD)
-    stored = (stored_case_values(row) for row in report.rows)  # one at a time: each is a copy of its row
     tables = [
-        StoredTable(RESULTS_SHEET, fields,  # encoded as written (all at once: 20 MB at 10,000 cases)
-                    (tuple(encode_case_value(field, values.get(field)) for field in fields) for values in stored)),
+        StoredTable(RESULTS_SHEET, fields, EncodedCaseRows(report.rows, fields)),
         StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(report))),
     ]
     if report.comparison is not None:

@@ -43,3 +43,11 @@ def test_the_hidden_results_sheet_encodes_each_case_as_it_is_written(tmp_path):
     assert held < 20_000  # all the cases' encoded rows at once (their JSON texts) took about 475,000
     assert len(rows) == len(results) and all(len(row) == len(cases.header) for row in rows)
     assert [row[0] for row in rows] == [result.case.id for result in results]
+
+
+def test_the_stored_case_rows_read_twice_give_the_same_rows(tmp_path):
+    present, results = generated_results(tmp_path, 20)
+    report = build_report(results, (), RunInfo(created="2026-01-01T00:00:00+00:00", qareport_version="test"))
+    cases = next(table for table in stored_run_tables(report) if table.sheet == RESULTS_SHEET)
+    first = list(cases.rows)
+    assert len(first) == 20 and list(cases.rows) == first  # encoded afresh each time, never used up
