@@ -32,13 +32,14 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from qareport import kinds
-from qareport.case_record import CaseRow, Figures
+from qareport.case_record import CaseRow, Derived, Figures
 from qareport.case_rows import ATTEMPTS_FIELD, CASE_HEAD_FIELDS
 from qareport.errors import BaselineError
 from qareport.headline import STATUSES
@@ -117,6 +118,12 @@ def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
         return fallback(value)
 
 
+def _stored_outputs(value: Any) -> dict[str, Any]:
+    """A case's stored outputs (`side_by_side.case_outputs`); {} for anything but a mapping."""
+    outputs = _from_json(value, fallback=lambda text: {})
+    return outputs if isinstance(outputs, dict) else {}
+
+
 def _texts(raw: Any) -> tuple[str, ...]:
     """A list stored as JSON text (or, edited, as comma-separated text), as texts."""
     raw = _from_json(raw, fallback=lambda text: [part.strip() for part in text.split(",") if part.strip()])
@@ -138,7 +145,7 @@ def case_row_from_stored(values: Mapping[str, Any], kind_set: RunKinds | None = 
     each value its type; its metrics are those of `kind_set` (the reading run's; None: the
     catalogue's). A field the stored run lacks is None (a metric, a usage field, the targets of
     a run stored before runs kept them) or empty (the mappings); nothing is filled in."""
-    outputs = _from_json(values.get("outputs"), fallback=lambda text: {})
+    outputs = values.get("outputs")
     return CaseRow(
         case_id=stored_case_id(values.get("case_id")) or "",
         kind=_text(values.get("kind")),
@@ -152,7 +159,8 @@ def case_row_from_stored(values: Mapping[str, Any], kind_set: RunKinds | None = 
         reason=_text(values.get("reason")),
         targets=None if values.get("targets") is None else _texts(values.get("targets")),
         facts=_facts(_from_json(values.get("facts"), fallback=lambda text: {})),
-        outputs=outputs if isinstance(outputs, dict) else {},  # `side_by_side` reads it item by item
+        # parsed when read: only the cases that moved are shown side by side (`side_by_side`)
+        outputs=Derived(_stored_outputs, outputs) if isinstance(outputs, str) else _stored_outputs(outputs),
         judged=stored_judgments(_from_json(values.get("judged"), fallback=lambda text: {})),
         dimensions=_dimensions(_from_json(values.get("dimensions"), fallback=lambda text: {})),
         metrics=Figures({key: _number(values.get(key))
@@ -177,10 +185,11 @@ def _dimensions(raw: Any) -> dict[str, dict[str, float]]:
 
 
 def _facts(raw: Any) -> dict[str, dict[str, list[str]]]:
-    """Each kind's facts (named lists of short items, `kinds.case_facts`), whatever an edit left."""
+    """Each kind's facts (named lists of short items, `kinds.case_facts`), whatever an edit left;
+    the texts interned, as a run's own are: they recur across cases and between a case's lists."""
     if not isinstance(raw, dict):
         return {}
-    return {str(kind): {str(name): [str(item) for item in items if not isinstance(item, (list, dict))]
+    return {str(kind): {str(name): [sys.intern(str(item)) for item in items if not isinstance(item, (list, dict))]
                         for name, items in facts.items() if isinstance(items, list)}
             for kind, facts in raw.items() if isinstance(facts, dict)}
 

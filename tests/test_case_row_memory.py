@@ -51,3 +51,31 @@ def test_the_stored_case_rows_read_twice_give_the_same_rows(tmp_path):
     cases = next(table for table in stored_run_tables(report) if table.sheet == RESULTS_SHEET)
     first = list(cases.rows)
     assert len(first) == 20 and list(cases.rows) == first  # encoded afresh each time, never used up
+
+
+def test_a_run_read_back_holds_each_fact_text_once_and_its_outputs_as_stored_until_shown(tmp_path):
+    from qareport.run_reading import read_run
+    from qareport.workbook import write_workbook
+
+    present, results = generated_results(tmp_path, 200)
+    report = build_report(results, (), RunInfo(created="2026-01-01T00:00:00+00:00", qareport_version="test"))
+    write_workbook(report, tmp_path / "week.xlsx")
+    read_run(tmp_path / "week.xlsx")  # what a first reading imports is not counted
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        stored = read_run(tmp_path / "week.xlsx")
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        shown = [dict(row.outputs) for row in stored.cases]  # parsed when read, as the Compare sheet reads them
+    finally:
+        tracemalloc.stop()
+    assert shown == [dict(row.outputs) for row in report.rows]
+    assert held < 200 * 5_800  # 4.9 KB a case; 6.9 KB when the outputs were parsed and the texts held apart
+    items = [item for row in stored.cases for facts in row.facts.values() for listed in facts.values()
+             for item in listed]
+    held_texts: dict[str, set[int]] = {}
+    for item in items:
+        held_texts.setdefault(item, set()).add(id(item))
+    assert len(held_texts) < len(items) and all(len(objects) == 1 for objects in held_texts.values())
