@@ -36,14 +36,14 @@ from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
 from qareport.trend import parse_created
 from qareport.workbook import styles
-from qareport.workbook.cells import clean_text, write
+from qareport.workbook.cells import clean_text
 from qareport.workbook.changes import write_changes
 from qareport.workbook.compare import write_compare
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
-from qareport.workbook.sheet import Book, Sheet
+from qareport.workbook.sheet import Book, Sheet, write
 from qareport.workbook.sheet_names import (
     CHANGES,
     COMPARE,

@@ -14,8 +14,7 @@ from qareport.comparison import Comparison
 from qareport.kinds import RunKinds
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import COMPARE, OVERVIEW
 
 HEADERS = ("case id", "name", "change", "metric", "old value", "new value", "delta", "old status", "new status",

@@ -24,8 +24,7 @@ from typing import Any
 from qareport.side_by_side import PART_LABELS, PARTS, SideBySide
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import OVERVIEW
 
 LABEL_WIDTH, SIDE_WIDTH = 20, 70

@@ -24,8 +24,7 @@ from qareport.case_table import DETAILS_HEADERS as HEADERS
 from qareport.case_table import MATCHED_BY, CaseDetails, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
 from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 
 WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50, 12)  # the most a column grows to (term id: call ids too)
 WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason

@@ -35,8 +35,8 @@ from qareport.kinds import Column
 from qareport.records import REVIEW_CHOICES
 from qareport.report import Report
 from qareport.workbook import styles
-from qareport.workbook.cells import fit_text, write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.cells import fit_text
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import CHANGES, DETAILS, FULL_TEXTS
 
 NUMBER_FORMATS = styles.NUMBER_FORMATS

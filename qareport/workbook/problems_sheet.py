@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from qareport.records import Problem
 from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 
 HEADERS = ("file", "line", "case id", "problem")
 PATH_WIDTH = 40

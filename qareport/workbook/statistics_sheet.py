@@ -21,8 +21,7 @@ from qareport.headline import SCORE_BINS
 from qareport.kinds import Chart, RunKinds, Table
 from qareport.report import Report
 from qareport.workbook import charts, styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import STATISTICS
 from qareport.workbook.statistics_judge import (
     write_judge,

@@ -9,8 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Cell, Sheet
+from qareport.workbook.sheet import Cell, Sheet, write
 
 
 class TableWriter:

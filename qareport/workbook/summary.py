@@ -31,8 +31,7 @@ from dataclasses import replace
 
 from qareport.report import Report
 from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.summary_grid import (
     COLUMN_WIDTHS,
     KEY_COLUMN,

@@ -11,8 +11,7 @@ from typing import Any
 
 from qareport.trend import parse_created
 from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Cell, Sheet
+from qareport.workbook.sheet import Cell, Sheet, write
 
 CHANGE_KIND_COLUMN = "C"  # the Changes sheet's column of the kind of change
 

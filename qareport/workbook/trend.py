@@ -10,8 +10,7 @@ from pathlib import Path
 from qareport.kinds import RunKinds
 from qareport.trend import TrendPoint, parse_created
 from qareport.workbook import charts, styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 
 COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid", "regressed", "improved")
 FIRST_METRIC = 4 + len(COUNT_HEADERS)  # the column of the first headline metric
