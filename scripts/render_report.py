@@ -11,15 +11,12 @@ For every visible sheet it makes a copy of the workbook in which only that sheet
 converts the copies to PDF with LibreOffice in one headless call (a private profile, so a running
 or stale LibreOffice does not interfere), and turns each PDF page into a PNG with pdftoppm:
 DIR/<sheet>-<page>.png. Needs `soffice` (LibreOffice) and `pdftoppm` (poppler) on the PATH.
-
-The copies are made by editing xl/workbook.xml in the zip, not by loading the workbook with
-openpyxl, which would drop the charts.
+The copies are made by `sheet_copies.py`, which the screenshots share.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import subprocess
 import sys
@@ -27,61 +24,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-SHEET_TAG = re.compile(r"<(?:\w+:)?sheet\b[^>]*/>")
-NAME = re.compile(r'\bname="([^"]*)"')
-STATE = re.compile(r'\s+state="[^"]*"')
-ACTIVE_TAB = re.compile(r'\s+(?:activeTab|firstSheet)="\d+"')
-WORKBOOK_VIEW = re.compile(r"<((?:\w+:)?workbookView)\b")
-PRINT_AREA = re.compile(r'<definedName name="_xlnm\.Print_Area" localSheetId="(\d+)">[^<]*</definedName>')
-
-
-class RenderError(Exception):
-    pass
-
-
-def visible_sheets(workbook_xml: str) -> list[str]:
-    names = []
-    for tag in SHEET_TAG.findall(workbook_xml):
-        if 'state="hidden"' in tag or 'state="veryHidden"' in tag:
-            continue
-        match = NAME.search(tag)
-        if match:
-            names.append(_unescape(match.group(1)))
-    return names
-
-
-def _unescape(text: str) -> str:
-    return (text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'")
-            .replace("&amp;", "&"))
-
-
-def only_sheet_visible(workbook_xml: str, keep: str, *, hide_others: bool = True) -> str:
-    """workbook.xml with `keep` the active tab and, with `hide_others`, every other sheet hidden."""
-    tags = SHEET_TAG.findall(workbook_xml)
-    names = [_unescape(NAME.search(tag).group(1)) if NAME.search(tag) else "" for tag in tags]
-    index = names.index(keep)
-
-    def rewrite(match: re.Match[str]) -> str:
-        tag = STATE.sub("", match.group(0))
-        name = NAME.search(tag)
-        if not hide_others or (name and _unescape(name.group(1)) == keep):
-            return match.group(0)
-        return tag[:-2].rstrip() + ' state="hidden"/>'
-
-    text = SHEET_TAG.sub(rewrite, workbook_xml)
-    if hide_others:  # LibreOffice prints a hidden sheet that has a print area: drop the others' areas
-        text = PRINT_AREA.sub(lambda m: m.group(0) if int(m.group(1)) == index else "", text)
-    text = ACTIVE_TAB.sub("", text)
-    return WORKBOOK_VIEW.sub(lambda m: f'<{m.group(1)} activeTab="{index}" firstSheet="{index}"', text, count=1)
-
-
-def single_sheet_copy(source: Path, sheet: str, target: Path, *, hide_others: bool = True) -> None:
-    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
-        for info in original.infolist():
-            data = original.read(info)
-            if info.filename == "xl/workbook.xml":
-                data = only_sheet_visible(data.decode("utf-8"), sheet, hide_others=hide_others).encode("utf-8")
-            copy.writestr(info, data)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from screenshot import screenshots
+from sheet_copies import RenderError, safe_name, single_sheet_copy, visible_sheets
 
 
 def convert_to_pdf(files: list[Path], outdir: Path, *, profile: Path, timeout: float = 300) -> list[Path]:
@@ -109,10 +54,6 @@ def pdf_to_png(pdf: Path, prefix: Path, *, dpi: int) -> list[Path]:
         raise RenderError("pdftoppm (poppler) is not on the PATH")
     subprocess.run([pdftoppm, "-png", "-r", str(dpi), str(pdf), str(prefix)], check=True, capture_output=True)
     return sorted(prefix.parent.glob(f"{prefix.name}-*.png"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-
-
-def safe_name(sheet: str) -> str:
-    return re.sub(r"[^\w.-]+", "_", sheet).strip("_") or "sheet"
 
 
 def render_report(report: Path, outdir: Path, *, dpi: int = 80,
@@ -145,8 +86,6 @@ def render_report(report: Path, outdir: Path, *, dpi: int = 80,
 
 def take_screenshots(report: Path, outdir: Path, *, sheets: list[str] | None, size: str) -> int:
     """A screenshot of each chosen sheet, all on one virtual screen (`screenshot.screenshots`)."""
-    import screenshot as shots  # its RenderError is the one of this module as imported, not as run
-
     with zipfile.ZipFile(report) as package:
         available = visible_sheets(package.read("xl/workbook.xml").decode("utf-8"))
     unknown = [s for s in sheets or () if s not in available]
@@ -155,9 +94,9 @@ def take_screenshots(report: Path, outdir: Path, *, sheets: list[str] | None, si
               file=sys.stderr)
         return 2
     try:
-        for path in shots.screenshots(report, sheets or available, outdir, size=size):
+        for path in screenshots(report, sheets or available, outdir, size=size):
             print(path)
-    except shots.RenderError as error:
+    except RenderError as error:
         print(f"render_report: {error}", file=sys.stderr)
         return 2
     return 0

@@ -5,7 +5,7 @@ window, filling a virtual screen, at 100 % zoom.
     python scripts/screenshot.py report.xlsx --sheet Overview [--sheet Details ...] [--size 1600x1000] [--outdir DIR]
 
 A PDF shows how a sheet prints; only the window shows what fits in one screen. For each sheet the
-sheet is made the active one in a copy of the workbook (`render_report.single_sheet_copy`, other
+sheet is made the active one in a copy of the workbook (`sheet_copies.single_sheet_copy`, other
 sheets stay in the copy but hidden), and LibreOffice opens the copy with a private profile on one
 Xvfb display of the given size, shared by all the sheets. With no window manager the window fills
 the screen. Once the screen has stopped changing, it is read from Xvfb's frame buffer file
@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from render_report import RenderError, safe_name, single_sheet_copy
+from sheet_copies import RenderError, safe_name, single_sheet_copy
 
 
 def _need(program: str) -> str:

@@ -35,15 +35,15 @@ from qareport.errors import QAReportError
 from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
 from qareport.trend import parse_created
-from qareport.workbook import styles
-from qareport.workbook.cells import clean_text, write
+from qareport.workbook import sheet_looks
+from qareport.workbook.cells import clean_text
 from qareport.workbook.changes import write_changes
 from qareport.workbook.compare import write_compare
 from qareport.workbook.details import write_details
 from qareport.workbook.overview import write_overview
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
-from qareport.workbook.sheet import Book, Sheet
+from qareport.workbook.sheet import Book, Sheet, write
 from qareport.workbook.sheet_names import (
     CHANGES,
     COMPARE,
@@ -137,8 +137,8 @@ def write_full_texts(ws: Sheet, texts: list[tuple[str, str, str]]) -> None:
     headers = ("case id", "column", "part", "text")
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, len(headers))
-    styles.set_widths(ws, {1: 24, 2: 18, 3: 6, 4: 120})
+    sheet_looks.style_header_row(ws, 1, 1, len(headers))
+    sheet_looks.set_widths(ws, {1: 24, 2: 18, 3: 6, 4: 120})
     ws.flush()
     row = 2
     for case_id, header, text in texts:
@@ -146,7 +146,7 @@ def write_full_texts(ws: Sheet, texts: list[tuple[str, str, str]]) -> None:
         for number, part in enumerate(parts, start=1):
             ws.write_values(row, (case_id, header, f"{number}/{len(parts)}", part))
             row += 1
-    styles.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
+    sheet_looks.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
 
 
 FULL_TEXT_PART = 30_000  # characters a part (a cell holds 32,767)

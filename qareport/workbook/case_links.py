@@ -16,7 +16,7 @@ gets a plain link to its row instead (its tool tip cut to Excel's 255 characters
 
 from __future__ import annotations
 
-from qareport.workbook import styles
+from qareport.workbook import sheet_looks, styles
 from qareport.workbook.cells import clean_text
 from qareport.workbook.sheet import Cell
 
@@ -59,5 +59,5 @@ def link_by_id(cell: Cell, sheet: str, value: str, *, column: str = "A", row: in
         cell.formula = formula
         cell.font = styles.LINK_FONT
     elif row is not None:
-        styles.link(cell, sheet, f"{column}{row}", tooltip=tooltip)
+        sheet_looks.link(cell, sheet, f"{column}{row}", tooltip=tooltip)
     return cell

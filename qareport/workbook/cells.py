@@ -1,6 +1,6 @@
-"""Writing values into cells safely: text stays text, and nothing a workbook cannot hold gets in.
+"""The text a cell may hold: nothing a workbook cannot store gets in (`sheet.write` puts values
+into cells with these rules, and stores a string as a string, never as a formula).
 
-- A string is always stored as a string, never as a formula, whatever it starts with.
 - Characters XML 1.0 cannot carry (control characters, lone surrogates) become U+FFFD, visibly.
 - A cell holds at most 32,767 characters and 253 line breaks; longer text is cut with a marker
   saying how much is missing and where the full text is.
@@ -8,12 +8,7 @@
 
 from __future__ import annotations
 
-import math
 import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from qareport.workbook.sheet import Cell, Sheet
 
 MAX_CELL_CHARS = 32_767
 MAX_LINE_BREAKS = 253
@@ -44,18 +39,3 @@ def fit_text(text: str, *, where_full: str = "") -> str:
         marker = f"\n[… {len(text) - cut_at:,} more characters cut{suffix}]"
         text = text[:cut_at] + marker
     return text
-
-
-def write(ws: Sheet, row: int, column: int, value: Any, *, where_full: str = "") -> Cell:
-    """Put a value into a cell: numbers as numbers, everything else as safe text (never a formula,
-    whatever it starts with)."""
-    cell = ws.cell(row, column)
-    if value is None:
-        return cell
-    if isinstance(value, bool):
-        cell.value = value
-    elif isinstance(value, (int, float)):
-        cell.value = value if math.isfinite(value) else str(value)
-    else:
-        cell.value = fit_text(str(value), where_full=where_full)
-    return cell

@@ -12,10 +12,9 @@ from typing import Any
 from qareport.case_changes import CaseChange
 from qareport.comparison import Comparison
 from qareport.kinds import RunKinds
-from qareport.workbook import styles
+from qareport.workbook import sheet_looks, styles
 from qareport.workbook.case_links import link_by_id
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import COMPARE, OVERVIEW
 
 HEADERS = ("case id", "name", "change", "metric", "old value", "new value", "delta", "old status", "new status",
@@ -49,11 +48,11 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
     compare_rows = compare_rows or {}
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, len(HEADERS))
+    sheet_looks.style_header_row(ws, 1, 1, len(HEADERS))
     id_width = max([len(h) for h in HEADERS[:1]] + [len(c.case_id) for c in comparison.changes]) + 2
-    styles.set_widths(ws, {1: min(40, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 9, 6: 9, 7: 9, 8: 11,
-                           9: 11, 10: REASON_WIDTH, 11: 12})
-    styles.fit_header_row(ws, HEADERS)
+    sheet_looks.set_widths(ws, {1: min(40, max(12, id_width)), 2: NAME_WIDTH, 3: 14, 4: 18, 5: 9, 6: 9, 7: 9, 8: 11,
+                                9: 11, 10: REASON_WIDTH, 11: 12})
+    sheet_looks.fit_header_row(ws, HEADERS)
     ws.flush()
     first_rows: dict[str, int] = {}
     for row, change in enumerate(comparison.changes, start=2):
@@ -71,8 +70,8 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
                        tooltip="this case in Overview")
         if change.kind in ("regression", "improvement") and change.case_id in compare_rows:
             # the Compare sheet is laid out, not sorted: its blocks stay where they were written
-            styles.link(write(ws, row, 11, COMPARE_TEXT), COMPARE, f"A{compare_rows[change.case_id]}",
-                        tooltip="last run's and this run's outputs side by side").alignment = styles.TOP
+            sheet_looks.link(write(ws, row, 11, COMPARE_TEXT), COMPARE, f"A{compare_rows[change.case_id]}",
+                             tooltip="last run's and this run's outputs side by side").alignment = styles.TOP
         lines = max(styles.display_lines(change.name, NAME_WIDTH),
                     styles.display_lines(change.reason or "", REASON_WIDTH))
         ws.set_height(row, styles.row_height_for(min(lines, 8)))
@@ -81,5 +80,5 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
     if not comparison.changes:
         write(ws, 2, 1, f"No changes since the baseline ({comparison.baseline_source}).").font = styles.NOTE_FONT
         last_row = 2
-    styles.finish_table_sheet(ws, columns=len(HEADERS), rows=last_row)
+    sheet_looks.finish_table_sheet(ws, columns=len(HEADERS), rows=last_row)
     return first_rows

@@ -22,10 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.side_by_side import PART_LABELS, PARTS, SideBySide
-from qareport.workbook import styles
+from qareport.workbook import sheet_looks, styles
 from qareport.workbook.case_links import link_by_id
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import OVERVIEW
 
 LABEL_WIDTH, SIDE_WIDTH = 20, 70
@@ -40,8 +39,8 @@ def write_compare(ws: Sheet, pairs: Sequence[SideBySide], *, old_label: str, new
     """Fill the sheet; returns the first row of each case's block (for links from Changes)."""
     for column, header in enumerate(("case", old_label, new_label), start=1):
         write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, 3)
-    styles.set_widths(ws, {1: LABEL_WIDTH, 2: SIDE_WIDTH, 3: SIDE_WIDTH})
+    sheet_looks.style_header_row(ws, 1, 1, 3)
+    sheet_looks.set_widths(ws, {1: LABEL_WIDTH, 2: SIDE_WIDTH, 3: SIDE_WIDTH})
     ws.worksheet.freeze_panes(1, 1)
     ws.flush()
     first_rows: dict[str, int] = {}
@@ -51,7 +50,7 @@ def write_compare(ws: Sheet, pairs: Sequence[SideBySide], *, old_label: str, new
         row = _write_block(ws, row, pair, overview_rows) + 1  # a blank row between cases
     if not pairs:
         write(ws, 2, 1, "No case regressed or improved since the baseline.").font = styles.NOTE_FONT
-    styles.landscape(ws)
+    sheet_looks.landscape(ws)
     ws.worksheet.repeat_rows(0)
     return first_rows
 

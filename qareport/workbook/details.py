@@ -23,9 +23,8 @@ from typing import Any
 from qareport.case_table import DETAILS_HEADERS as HEADERS
 from qareport.case_table import MATCHED_BY, CaseDetails, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
-from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook import sheet_looks, styles
+from qareport.workbook.sheet import Sheet, write
 
 WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50, 12)  # the most a column grows to (term id: call ids too)
 WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason
@@ -75,9 +74,9 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     widths, headers = _widths(report.details)
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, len(headers))
-    styles.set_widths(ws, widths)
-    styles.fit_header_row(ws, headers)
+    sheet_looks.style_header_row(ws, 1, 1, len(headers))
+    sheet_looks.set_widths(ws, widths)
+    sheet_looks.fit_header_row(ws, headers)
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
@@ -93,7 +92,7 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
                 linked = _link_back(ws, row, case_id, overview_rows or {})
             _write_row(ws, row, values[:len(headers)], linked=linked)
             row += 1
-    styles.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
+    sheet_looks.finish_table_sheet(ws, columns=len(headers), rows=row - 1)
     return first_rows
 
 
@@ -101,7 +100,7 @@ def _link_back(ws: Sheet, row: int, case_id: str, overview_rows: Mapping[str, in
     """The case's first row leads to its Overview row; whether it could."""
     if case_id not in overview_rows:
         return False
-    styles.link(ws.cell(row, 1), "Overview", f"A{overview_rows[case_id]}", tooltip="this case in Overview")
+    sheet_looks.link(ws.cell(row, 1), "Overview", f"A{overview_rows[case_id]}", tooltip="this case in Overview")
     return True
 
 

@@ -34,9 +34,9 @@ from qareport.case_table import overview_columns as _overview_columns
 from qareport.kinds import Column
 from qareport.records import REVIEW_CHOICES
 from qareport.report import Report
-from qareport.workbook import styles
-from qareport.workbook.cells import fit_text, write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook import sheet_looks, styles
+from qareport.workbook.cells import fit_text
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import CHANGES, DETAILS, FULL_TEXTS
 
 NUMBER_FORMATS = styles.NUMBER_FORMATS
@@ -142,10 +142,10 @@ def _cell_values(overview: CaseTable, case_ids: Sequence[str],
 def _write_headers(ws: Sheet, grid: _Grid) -> None:
     for position, header in enumerate(grid.headers, start=1):
         write(ws, 1, position, header)
-    styles.style_header_row(ws, 1, 1, len(grid.headers))
-    styles.set_widths(ws, {position: MORE_WIDTH if more else grid.widths[index]
-                           for position, (index, more) in enumerate(grid.slots, start=1)})
-    styles.fit_header_row(ws, grid.headers)
+    sheet_looks.style_header_row(ws, 1, 1, len(grid.headers))
+    sheet_looks.set_widths(ws, {position: MORE_WIDTH if more else grid.widths[index]
+                                for position, (index, more) in enumerate(grid.slots, start=1)})
+    sheet_looks.fit_header_row(ws, grid.headers)
     ws.flush()
 
 
@@ -198,10 +198,10 @@ def _link_row(ws: Sheet, row: int, case_id: str, change_column: int | None, deta
               change_rows: Mapping[str, int]) -> None:
     """The id leads to the case in Details; the vs-baseline verdict to it in Changes, coloured by its first kind."""
     if case_id in details_rows:
-        styles.link(ws.cell(row, 1), DETAILS, f"A{details_rows[case_id]}", tooltip="this case in Details")
+        sheet_looks.link(ws.cell(row, 1), DETAILS, f"A{details_rows[case_id]}", tooltip="this case in Details")
     if change_column and case_id in change_rows:
         change = ws.cell(row, change_column)
-        styles.link(change, CHANGES, f"A{change_rows[case_id]}", tooltip="this case in Changes")
+        sheet_looks.link(change, CHANGES, f"A{change_rows[case_id]}", tooltip="this case in Changes")
         kind = str(change.value or "").split(",")[0]
         if kind in CHANGE_STYLES:
             change.fill, change.font = CHANGE_STYLES[kind]
@@ -214,7 +214,7 @@ def _finish(ws: Sheet, report: Report, grid: _Grid, last_row: int) -> None:
         for position, (index, more) in enumerate(grid.slots, start=1):
             if grid.columns[index].score and not more:
                 letter = ws.cell(1, position).column_letter
-                styles.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
+                sheet_looks.score_colour_scale(ws, f"{letter}2:{letter}{last_row}")
         letter = ws.cell(1, grid.position(REVIEW) or 0).column_letter
         ws.worksheet.data_validation(f"{letter}2:{letter}{last_row}", {
             "validate": "list", "source": review_choices(report), "ignore_blank": True,
@@ -222,8 +222,8 @@ def _finish(ws: Sheet, report: Report, grid: _Grid, last_row: int) -> None:
             "error_message": styles.shorten("Choose one of: " + ", ".join(REVIEW_CHOICES) + ", or 'judge wrong: "
                                             "METRIC[, METRIC]' (keep what you typed with OK).", 255),
         })
-    styles.finish_table_sheet(ws, columns=len(grid.headers), rows=last_row, freeze="C2",
-                              print_columns=grid.position(REVIEW_NOTE))
+    sheet_looks.finish_table_sheet(ws, columns=len(grid.headers), rows=last_row, freeze="C2",
+                                   print_columns=grid.position(REVIEW_NOTE))
 
 
 LIST_LIMIT = 255  # characters a drop-down's inline list holds (Excel refuses the file beyond it)

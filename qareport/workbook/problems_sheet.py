@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qareport.records import Problem
-from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook import sheet_looks, styles
+from qareport.workbook.sheet import Sheet, write
 
 HEADERS = ("file", "line", "case id", "problem")
 PATH_WIDTH = 40
@@ -18,11 +17,12 @@ def write_problems(ws: Sheet, problems: Sequence[Problem]) -> None:
     """Fill the sheet row by row (the widths are known from the problems before the first row)."""
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, len(HEADERS))
+    sheet_looks.style_header_row(ws, 1, 1, len(HEADERS))
     longest_path = max([len(p.location.path) for p in problems] + [10])
     longest_id = max([len(p.case_id or "") for p in problems] + [10])
-    styles.set_widths(ws, {1: min(PATH_WIDTH, longest_path + 2), 2: 7, 3: min(40, longest_id + 2), 4: MESSAGE_WIDTH})
-    styles.fit_header_row(ws, HEADERS)
+    sheet_looks.set_widths(ws, {1: min(PATH_WIDTH, longest_path + 2), 2: 7, 3: min(40, longest_id + 2),
+                                4: MESSAGE_WIDTH})
+    sheet_looks.fit_header_row(ws, HEADERS)
     ws.flush()
     for row, problem in enumerate(problems, start=2):
         write(ws, row, 1, problem.location.path).alignment = styles.WRAP_TOP
@@ -33,4 +33,4 @@ def write_problems(ws: Sheet, problems: Sequence[Problem]) -> None:
                     styles.display_lines(problem.location.path, PATH_WIDTH))
         ws.set_height(row, styles.row_height_for(lines))
         ws.flush()
-    styles.finish_table_sheet(ws, columns=len(HEADERS), rows=len(problems) + 1, freeze="A2")
+    sheet_looks.finish_table_sheet(ws, columns=len(HEADERS), rows=len(problems) + 1, freeze="A2")

@@ -12,8 +12,7 @@ from typing import Any
 from qareport.report import Report
 from qareport.run_sheets import stored_run_tables
 from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Book, Sheet
+from qareport.workbook.sheet import Book, Sheet, write
 
 
 def _write_rows(ws: Sheet, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

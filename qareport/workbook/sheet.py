@@ -7,7 +7,8 @@ forgets them. The list sheets flush after every row, so however many cases there
 row's cells are held; the short sheets laid out in blocks (Summary, Statistics) keep all their
 rows until they are finished, which costs nothing at their size.
 
-Rows and columns are counted from 1, as in the sheet a reader sees.
+Rows and columns are counted from 1, as in the sheet a reader sees. `write` puts a value into a
+cell: a number as a number, anything else as text the cell can hold (`cells`), never a formula.
 """
 
 from __future__ import annotations
@@ -179,6 +180,21 @@ class Sheet:
             worksheet._write_number(row, column, value, cell_format)
         else:  # a datetime: its number format is set by the caller
             worksheet.write_datetime(row, column, value, cell_format)
+
+
+def write(ws: Sheet, row: int, column: int, value: Any, *, where_full: str = "") -> Cell:
+    """Put a value into a cell: numbers as numbers, everything else as safe text (never a formula,
+    whatever it starts with)."""
+    cell = ws.cell(row, column)
+    if value is None:
+        return cell
+    if isinstance(value, bool):
+        cell.value = value
+    elif isinstance(value, (int, float)):
+        cell.value = value if math.isfinite(value) else str(value)
+    else:
+        cell.value = fit_text(str(value), where_full=where_full)
+    return cell
 
 
 class Book:

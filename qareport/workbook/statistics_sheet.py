@@ -20,9 +20,8 @@ from qareport.digest import signed_bound
 from qareport.headline import SCORE_BINS
 from qareport.kinds import Chart, RunKinds, Table
 from qareport.report import Report
-from qareport.workbook import charts, styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook import charts, sheet_looks, styles
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import STATISTICS
 from qareport.workbook.statistics_judge import (
     write_judge,
@@ -168,7 +167,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     write_judge_noise(tables, report.judge_noise)
     write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
-    styles.set_widths(ws, widths)
+    sheet_looks.set_widths(ws, widths)
     tables.size_header_rows(widths)
     tables.wrap_long_texts(widths)
 
@@ -180,6 +179,6 @@ def write_statistics(ws: Sheet, report: Report) -> None:
         charts_row = tables.row
         tables.section("Charts", "Drawn from the tables above.")
         charts.place_stacked(ws, drawn, first_row=tables.row)
-        styles.link(write(ws, charts_link_row, 1, "Charts: below the tables ↓"), ws.name, f"A{charts_row}")
-    styles.landscape(ws)
+        sheet_looks.link(write(ws, charts_link_row, 1, "Charts: below the tables ↓"), ws.name, f"A{charts_row}")
+    sheet_looks.landscape(ws)
     ws.worksheet.repeat_rows(0)

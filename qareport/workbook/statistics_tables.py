@@ -8,9 +8,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Cell, Sheet
+from qareport.workbook import sheet_looks, styles
+from qareport.workbook.sheet import Cell, Sheet, write
 
 
 class TableWriter:
@@ -81,7 +80,7 @@ class TableWriter:
         (a sentence) instead of widening the column."""
         for column, header in enumerate(headers, start=1):
             write(self.ws, self.row, column, header)
-        styles.style_header_row(self.ws, self.row, 1, len(headers))
+        sheet_looks.style_header_row(self.ws, self.row, 1, len(headers))
         for column, fmt in enumerate(formats, start=1):
             if fmt:
                 self.ws.cell(self.row, column).alignment = NUMBER_HEADER

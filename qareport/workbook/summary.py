@@ -30,9 +30,8 @@ import textwrap
 from dataclasses import replace
 
 from qareport.report import Report
-from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook import sheet_looks, styles
+from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.summary_grid import (
     COLUMN_WIDTHS,
     KEY_COLUMN,
@@ -100,6 +99,6 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
 
     widths = dict(COLUMN_WIDTHS)
     widths.update({LEFT_COLUMNS + 1: 2.0, KEY_COLUMN: KEY_WIDTH, VALUE_COLUMN: VALUE_WIDTH})
-    styles.set_widths(ws, widths)
+    sheet_looks.set_widths(ws, widths)
     ws.worksheet.hide_gridlines(2)  # on screen and on paper
-    styles.landscape(ws, fit_page=True)
+    sheet_looks.landscape(ws, fit_page=True)

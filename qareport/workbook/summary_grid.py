@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.trend import parse_created
-from qareport.workbook import styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Cell, Sheet
+from qareport.workbook import sheet_looks, styles
+from qareport.workbook.sheet import Cell, Sheet, write
 
 CHANGE_KIND_COLUMN = "C"  # the Changes sheet's column of the kind of change
 
@@ -75,7 +74,7 @@ class Block:
         for offset, title in enumerate(titles):
             if title:
                 self.cell(offset, title)
-        styles.style_header_row(self.ws, self.row, self.column, self.column + len(titles) - 1)
+        sheet_looks.style_header_row(self.ws, self.row, self.column, self.column + len(titles) - 1)
         for offset in range(len(titles)):  # one line: a title runs on over the empty header cells beside it
             self.ws.cell(self.row, self.column + offset).alignment = styles.CENTRED_LINE
         self.row += 1

@@ -12,7 +12,7 @@ from qareport.digest import Digest
 from qareport.records import RunInfo
 from qareport.report import Report
 from qareport.run_sheets import stored_options
-from qareport.workbook import styles
+from qareport.workbook import sheet_looks, styles
 from qareport.workbook.sheet import Cell
 from qareport.workbook.sheet_names import OVERVIEW
 from qareport.workbook.summary_grid import VALUE_WIDTH, Block, SummaryLinks, display_time
@@ -85,7 +85,7 @@ def write_status(block: Block, digest: Digest, links: SummaryLinks) -> None:
     block.cell(0, "problems")
     problems = _figure(block, 1, digest.problems, styles.INTEGER_FORMAT)
     if digest.problems and links.problems_sheet:
-        styles.link(problems, links.problems_sheet, "A1", tooltip="the Problems sheet")
+        sheet_looks.link(problems, links.problems_sheet, "A1", tooltip="the Problems sheet")
     block.row += 1
 
 

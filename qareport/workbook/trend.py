@@ -9,9 +9,8 @@ from pathlib import Path
 
 from qareport.kinds import RunKinds
 from qareport.trend import TrendPoint, parse_created
-from qareport.workbook import charts, styles
-from qareport.workbook.cells import write
-from qareport.workbook.sheet import Sheet
+from qareport.workbook import charts, sheet_looks, styles
+from qareport.workbook.sheet import Sheet, write
 
 COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid", "regressed", "improved")
 FIRST_METRIC = 4 + len(COUNT_HEADERS)  # the column of the first headline metric
@@ -25,7 +24,7 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint], kinds: RunKinds) -> Non
                *[kinds.metric_label(m) for m in metrics], *[f"{kinds.metric_label(m)}: cases" for m in metrics])
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
-    styles.style_header_row(ws, 1, 1, len(headers))
+    sheet_looks.style_header_row(ws, 1, 1, len(headers))
     for row, point in enumerate(points, start=2):
         moment = parse_created(point.created)
         if moment is not None:  # a real date (not text) so it sorts and filters as one
@@ -53,10 +52,10 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint], kinds: RunKinds) -> Non
     last_row = len(points) + 1
     widths = {1: 18, 2: max(12, min(40, max(len(Path(p.source).name) for p in points) + 2)), 3: 10}
     widths.update({column: 11 for column in range(4, len(headers) + 1)})
-    styles.set_widths(ws, widths)
+    sheet_looks.set_widths(ws, widths)
     if metrics:
         letters = [ws.cell(1, FIRST_METRIC + i).column_letter for i in range(len(metrics))]
-        styles.score_colour_scale(ws, f"{letters[0]}2:{letters[-1]}{last_row}")
+        sheet_looks.score_colour_scale(ws, f"{letters[0]}2:{letters[-1]}{last_row}")
         values = [mean for point in points for metric in metrics if (mean := point.mean(metric)) is not None]
         chart = charts.trend_lines(
             ws.workbook,
@@ -64,5 +63,5 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint], kinds: RunKinds) -> Non
             title="Headline metrics per run", low=min(values), high=max(values),
         )
         charts.place_stacked(ws, [chart], first_row=last_row + 3)
-    styles.fit_header_row(ws, headers)
-    styles.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2")
+    sheet_looks.fit_header_row(ws, headers)
+    sheet_looks.finish_table_sheet(ws, columns=len(headers), rows=last_row, freeze="C2")
