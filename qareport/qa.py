@@ -36,12 +36,12 @@ from typing import Any
 
 from qareport.kinds.steps import matching
 from qareport.kinds.steps.matching import (
-    StepsOutcome,
     StepsScore,
     annotate_reference_steps,
     score_steps,
     steps_error,
 )
+from qareport.kinds.steps.outcome import StepsOutcome
 from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.question_scores import FIELD_ORDER
 from qareport.records import (

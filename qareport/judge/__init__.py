@@ -15,6 +15,8 @@
     relevance_embeddings.py  answer relevance's embeddings batched over cases
     estimate.py            what judging will take (`--estimate`), without a request
     batch_route.py         judging through the Batch API (`judge.batch`)
+    batch.py               the rounds of a batch run: batches submitted, waited for, collected
+    batch_replies.py       the replies a batch run's batches gave, which the client takes
     answer_correctness.py  answer_relevance.py  retrieval_answer.py   one module per metric
 
 `Judge(settings).judge_results(results)` returns a `JudgeRun`: judged copies of graphrag-eval-shaped

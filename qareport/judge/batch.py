@@ -3,7 +3,8 @@
 A batch run is a direct run whose requests are answered by batches. It goes in rounds:
 
 1. a *collecting pass* runs every judgment as a direct run would, except that a request with no
-   reply yet is recorded (`BatchReplies.defer` raises `Deferred`) instead of being sent;
+   reply yet is recorded (`batch_replies.BatchReplies.defer`: the client raises `Deferred`)
+   instead of being sent;
 2. the recorded requests are written as JSONL files (one endpoint and one model per file, at most
    MAX_REQUESTS lines and MAX_FILE_BYTES a file), uploaded with purpose `batch`, and submitted with
    a 24 h completion window; each batch's id and the cache keys of its requests are stored in the
@@ -32,23 +33,21 @@ runner's progress stream.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import openai
 
-from qareport.errors import BatchesPending, JudgeAborted, JudgeCallFailed, JudgeError
+from qareport.errors import BatchesPending, JudgeError
+from qareport.judge.batch_replies import BatchReplies, BatchRequest
 from qareport.progress import OnProgress, ProgressEvent, no_progress
 
 if TYPE_CHECKING:
     from qareport.judge.cache import JudgeCache
     from qareport.judge.client import JudgeClient
     from qareport.judge.settings import JudgeSettings
-
-T = TypeVar("T")
 
 MAX_REQUESTS = 50_000
 """Requests in one batch file at most (the Batch API's limit)."""
@@ -64,12 +63,10 @@ POLL_GROWTH = 1.5
 POLL_GROWTH times the one before, up to `judge.batch_poll` (default 60 s): a batch done in a second
 is collected within about two seconds, one that takes hours is looked at once a minute."""
 RECORD_KIND = "batch"
-REPLY_KIND = "batch_reply"
 RECORD_PREFIX = "batch:"
 INTENT_PREFIX = "batch-file:"
 ADOPT_LOOKS = 1000
 """Batches listed at most when looking for the batch a stopped run created but did not record."""
-REPLY_PREFIX = "batch-reply:"
 ENDED = ("completed", "failed", "expired", "cancelled")
 URLS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings"}
 AZURE_URLS = {"chat": "/chat/completions", "embeddings": "/embeddings"}
@@ -88,81 +85,6 @@ def batch_problem(settings: JudgeSettings, cache: JudgeCache | None) -> str | No
         return ("judging in batches needs the judge cache, which keeps the submitted batches and their "
                 f"replies{why}; drop --no-cache, or judge directly without --judge-batch")
     return None
-
-
-class Deferred(JudgeAborted):
-    """A request a batch is to answer: recorded for the next batch, not sent. Only a collecting
-    pass meets it (its outcomes are thrown away)."""
-
-    def __init__(self) -> None:
-        super().__init__("asked in the next batch")
-
-
-def read_batch_reply(model: type[T], body: Any) -> T:
-    """A reply body from a batch's output file as the SDK's type for a direct reply (`model` is a
-    pydantic model of the openai package); JudgeCallFailed when it is not one."""
-    try:
-        return model.model_validate(body)  # type: ignore[attr-defined, no-any-return]
-    except ValueError as error:
-        raise JudgeCallFailed(f"the batch's reply could not be read ({' '.join(str(error).split())[:200]})") from None
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    kind: str  # "chat" or "embeddings"
-    body: dict[str, Any]
-
-
-class BatchReplies:
-    """The replies this run's batches gave, by request key, and the requests still to ask.
-
-    Installed on the `JudgeClient` (`client.batch`) for a batch run; safe to share between threads.
-    Replies live in the judge cache (kind `batch_reply`, so that a stopped run keeps them);
-    failures only in memory (a later run asks again, as a direct run does after a failure).
-    """
-
-    def __init__(self, cache: JudgeCache):
-        self._cache = cache
-        self._lock = threading.Lock()
-        self.deferred: dict[str, _Request] = {}
-        self.failed: dict[str, str] = {}  # key -> why, for the judgments given up in this run
-        self.submitted: dict[str, int] = {}  # key -> times submitted in this run
-        self.taken: set[str] = set()
-
-    def take(self, key: str) -> Any | None:
-        """The reply body a batch gave to the request `key`, or None (not asked yet, or asked again);
-        JudgeCallFailed when its batches could not answer it."""
-        with self._lock:
-            why = self.failed.get(key)
-        if why is not None:
-            raise JudgeCallFailed(why)
-        value = self._cache.get(REPLY_PREFIX + key)
-        if not isinstance(value, dict) or "body" not in value:
-            return None
-        with self._lock:
-            self.taken.add(key)
-        return value["body"]
-
-    def defer(self, key: str, kind: str, body: Mapping[str, Any]) -> Deferred:
-        """Record a request for the next batch; the caller raises what this returns."""
-        with self._lock:
-            self.deferred.setdefault(key, _Request(kind, dict(body)))
-        return Deferred()
-
-    def fail(self, key: str, why: str) -> None:
-        """Give the request up for this run: its judgment is not judged, `why` says why."""
-        with self._lock:
-            self.failed[key] = why
-
-    def store(self, key: str, model: str, body: Any) -> None:
-        self._cache.put(REPLY_PREFIX + key, kind=REPLY_KIND, model=model, value={"body": body})
-
-    def forget_taken(self) -> None:
-        """Remove the batch replies this run used (the accepted ones are cached as direct replies)."""
-        with self._lock:
-            keys = sorted(self.taken)
-            self.taken.clear()
-        self._cache.delete([REPLY_PREFIX + key for key in keys])
 
 
 @dataclass
@@ -266,7 +188,7 @@ class BatchJudging:
 
     # -- submitting
 
-    def _submit(self, requests: Mapping[str, _Request]) -> list[_Batch]:
+    def _submit(self, requests: Mapping[str, BatchRequest]) -> list[_Batch]:
         groups: dict[tuple[str, str], list[str]] = {}
         for key in sorted(requests):
             request = requests[key]
@@ -283,7 +205,7 @@ class BatchJudging:
                     submitted.append(batch)
         return submitted
 
-    def _files(self, kind: str, keys: list[str], requests: Mapping[str, _Request]) -> list[list[tuple[str, bytes]]]:
+    def _files(self, kind: str, keys: list[str], requests: Mapping[str, BatchRequest]) -> list[list[tuple[str, bytes]]]:
         """The JSONL lines of `keys`, split into files within MAX_REQUESTS and MAX_FILE_BYTES."""
         url = (AZURE_URLS if self.settings.is_azure else URLS)[kind]
         files: list[list[tuple[str, bytes]]] = [[]]

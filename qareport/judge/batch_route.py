@@ -37,8 +37,8 @@ class BatchRoute(Planning):
 
     def _collecting_pass(self, results: Sequence[Mapping[str, Any]], chosen: Sequence[str]) -> None:
         """Every judgment run once, each request without a reply recorded for a batch, not sent
-        (`batch.Deferred`); the outcomes are thrown away. Answer relevance's embeddings are one
-        request per case in a batch run."""
+        (`batch_replies.Deferred`); the outcomes are thrown away. Answer relevance's embeddings are
+        one request per case in a batch run."""
         for _, item in self._tasks(results, chosen):
             outcome = item()
             generated = outcome.waiting

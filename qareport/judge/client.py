@@ -5,8 +5,9 @@ part of `JudgeClient`); reading a chat reply is `replies`'. Done here:
 
 - the cache (`JudgeCache`), costs (`PriceTable`) and checking replies, asking once more when a
   reply is unusable (`ask_checked`);
-- in a batch run (`batch`), taking replies from the run's batches instead of sending requests: a
-  reply from a batch goes through the same checks, costs and cache as a direct one.
+- in a batch run (`batch`), taking replies from the run's batches (`batch_replies`) instead of
+  sending requests: a reply from a batch goes through the same checks, costs and cache as a direct
+  one.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 import openai
 
 from qareport.errors import JudgeError, JudgeOutputError, MetricFailed
-from qareport.judge.batch import BatchReplies, read_batch_reply
+from qareport.judge.batch_replies import BatchReplies, read_batch_reply
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call

@@ -32,7 +32,7 @@ from qareport.records import (
 
 if TYPE_CHECKING:  # the steps package imports this module: its modules are imported where used
     from qareport.evaluation_options import EvaluationOptions
-    from qareport.kinds.steps.matching import StepsOutcome
+    from qareport.kinds.steps.outcome import StepsOutcome
     from qareport.kinds.steps.step_kind import Semantics
 
 

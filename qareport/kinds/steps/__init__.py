@@ -4,6 +4,7 @@
     matching.py       group matching: 5.x (the last group) or 6.x (every group), chosen by `semantics`
     step_shapes.py    the shapes of the steps the matching reads, checked as it reaches them
     verdicts.py       how each reference step fared, and why it lost points
+    outcome.py        the records both make: each match, each verdict, the question's outcome
     step_kind.py      the protocol every kind of step implements
     registry.py       the kinds of step, in the order they are asked
     parsed_outputs.py each output of a question parsed once, each SPARQL column read once
@@ -32,8 +33,8 @@ from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, DetailRow, Metric, PassRules
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
-from qareport.kinds.steps.matching import StepsOutcome
-from qareport.kinds.steps.verdicts import StepVerdict, verdicts_of
+from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
+from qareport.kinds.steps.verdicts import verdicts_of
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult, Problem, TestCase, TurnResult
 from qareport.yaml_input import line_of

@@ -29,16 +29,20 @@ when the rules reach it: a reference step without output that no actual step cou
 stop the scoring. Where graphrag-eval stops on an input that qareport scores (an infinite number in
 a SPARQL result, an ASK answer without `head` for a SELECT reference, a failed retrieval call under
 5.x, a column list written as a string), the outcome carries a note.
+
+The records made here, `StepMatch` and `StepsOutcome`, are `outcome`'s; `verdicts` explains a
+scored question afterwards, and nothing here imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from qareport.kinds.steps import step_shapes
 from qareport.kinds.steps.exact import EXACT_OUTPUT
+from qareport.kinds.steps.outcome import StepMatch as StepMatch  # re-exported: tests import the records from here
+from qareport.kinds.steps.outcome import StepsOutcome as StepsOutcome
 from qareport.kinds.steps.parsed_outputs import close_scope, open_scope
 from qareport.kinds.steps.registry import chosen_kinds, step_kind_for
 from qareport.kinds.steps.step_kind import (
@@ -52,41 +56,9 @@ from qareport.kinds.steps.step_kind import (
     actual_label,
     reference_label,
 )
-from qareport.kinds.steps.step_shapes import FailedCall
-
-if TYPE_CHECKING:  # verdicts.py reads outcomes: the type alone is needed here
-    from qareport.kinds.steps.verdicts import StepVerdict
-
-
-
-class StepMatch(NamedTuple):
-    """A reference step and the actual step that reproduced its output (a named tuple, made
-    several times faster than a frozen dataclass)."""
-
-    reference_index: int  # 0-based, within its group
-    actual_index: int  # 0-based, within the actual steps
-    actual_id: Any
-    score: float  # in (0, 1]
-    group_index: int = -1  # the group within reference_steps, as Python indexes it (-1: the last)
-
+from qareport.kinds.steps.step_shapes import FailedCall as FailedCall  # re-exported: tests import it from here
 
 _new_tuple = tuple.__new__  # named tuples made without their own __new__, a Python function
-
-
-@dataclass(frozen=True, slots=True)
-class StepsOutcome:
-    """The steps score of one question, how it came about, or why it could not be computed."""
-
-    score: float | None
-    matches: tuple[StepMatch, ...] = ()
-    failed_calls: tuple[FailedCall, ...] = ()
-    error: str | None = None  # "question 'X': <fault>" (graphrag-eval users see which question)
-    notes: tuple[str, ...] = ()  # where graphrag-eval would have stopped, and what was done instead
-    semantics: Semantics = DEFAULT_SEMANTICS
-    # how each reference step fared (`verdicts.step_verdicts`), when worked out with the evaluation
-    verdicts: tuple[StepVerdict, ...] | None = None
-    fault: str | None = None  # the error without the question: what is wrong and how to fix it
-    fault_in_reference: bool = False  # the error is in the reference steps (the test file), not the response
 
 
 class StepsScore(NamedTuple):

@@ -13,48 +13,20 @@ at: which call matched it and with what score, or why none did:
 
 Reasons are only worked out here, for the steps that lost points, never while scoring; the
 evaluation works them out once per turn, right after scoring, and keeps them with the outcome
-(`kinds.steps.with_verdicts`).
+(`kinds.steps.with_verdicts`). The records, `StepVerdict` among them, are `outcome`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from qareport.kinds.steps.matching import StepMatch, StepsOutcome, compare_pair, searched_calls
+from qareport.kinds.steps.matching import compare_pair, searched_calls
+from qareport.kinds.steps.outcome import StepMatch, StepsOutcome, StepVerdict
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.kinds.steps.registry import tool_names
 from qareport.kinds.steps.step_kind import StepPair, StepsError, short
-
-VERB_STARTS = ("not called", "failed", "called", "returned", "answered", "result", "recall", "not scored")
-"""Reasons that read on after a step's name ("sparql_query not called"); others follow a colon
-("iri_discovery: IRI not found in any autocomplete_search binding")."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepVerdict:
-    """One reference step: its match (call id and score) or why it has none."""
-
-    group_number: int  # 1-based, within reference_steps
-    groups: int  # how many groups reference_steps has
-    reference_index: int  # 0-based, within its group
-    name: Any
-    score: float | None = None  # the match score; None without a match
-    actual_id: Any = None
-    reason: str | None = None  # why it lost points (no match, or a score below 1)
-    scored: bool = True  # 6.x: False when the matching stopped at a later group
-
-    @property
-    def lost_points(self) -> bool:
-        return self.score is None or self.score < 1.0
-
-    def describe(self) -> str:
-        """"sparql_query not called", "retrieve_data_points: granularity 2h, expected 1h"."""
-        if self.reason is None:
-            return f"{self.name} scored {self.score:.2f}" if self.score is not None else f"{self.name} not matched"
-        joiner = " " if self.reason.startswith(VERB_STARTS) else ": "
-        return f"{self.name}{joiner}{self.reason}"
 
 
 def step_verdicts(
