@@ -44,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-DECLARED = re.compile(r"\{(JudgeSettings|RunSettings|EmailSettings|DEFAULT_PORTS)\.(\w+)\}")
+DECLARED = re.compile(r"\{(JudgeSettings|RunSettings|EmailSettings|RunOptions|PassRules|DEFAULT_PORTS)\.(\w+)\}")
 """How a help text says a setting's default: `{JudgeSettings.timeout}`, `{DEFAULT_PORTS.ssl}`."""
 
 
@@ -52,13 +52,16 @@ def _declared(record: str, name: str) -> str:
     """The default declared on a settings record's field (read only when the help is shown:
     importing the settings takes a moment that `--version` and a usage error need not wait for)."""
     from qareport import settings
+    from qareport.evaluation_options import PassRules
     from qareport.judge.settings import JudgeSettings
+    from qareport.pipeline import RunOptions
     from qareport.setting_sources import field_default
 
     if record == "DEFAULT_PORTS":
         return str(settings.DEFAULT_PORTS[name])
     value = field_default({"JudgeSettings": JudgeSettings, "RunSettings": settings.RunSettings,
-                           "EmailSettings": settings.EmailSettings}[record], name)
+                           "EmailSettings": settings.EmailSettings, "RunOptions": RunOptions,
+                           "PassRules": PassRules}[record], name)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -118,7 +121,7 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
                             "them (default judge.batch_wait, until they end)")
     group.add_argument("--judge-batch-poll", type=float, metavar="SECONDS",
                        help="the longest interval between two looks at a batch; polling starts at 0.5 s and "
-                            "grows by half each time up to it (default 60)")
+                            "grows by half each time up to it (default {JudgeSettings.batch_poll})")
     group.add_argument("--judge-repeats", type=int, metavar="N",
                        help="ask each judgment N times (1 to 20), each its own cache entry; a metric's value is "
                             "the mean, and Statistics splits its variance into the judge's and the system's "
@@ -200,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "is 'problematic')")
     run.add_argument("--answer-pass-f1", type=_unit_fraction, metavar="F1", default=None,
                      help="with attempts per case: an attempt's answer passes at this answer F1 or above "
-                          "(default 0.8)")
+                          "(default {PassRules.answer_f1})")
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")
     run.add_argument("--config", metavar="FILE",
@@ -240,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "cases of one tag, e.g. macro_recall@weo=0.8")
     gates.add_argument("--min-evaluated", type=float, default=None, metavar="SHARE",
                        help="below this share of cases evaluated the run is INCOMPLETE: no deltas, no email, "
-                            "exit status 1 (default 0.5)")
+                            "exit status 1 (default {RunOptions.min_evaluated_share})")
     gates.add_argument("--send-incomplete", action="store_true",
                        help="send the email (--email-to) even when the run is incomplete")
     _add_judge_options(run)

@@ -252,3 +252,16 @@ def test_the_smtp_security_choices_are_the_settings():
 
     run = next(action for action in build_parser()._actions if action.dest == "command").choices["run"]
     assert tuple(next(a for a in run._actions if a.dest == "smtp_security").choices) == SECURITIES
+
+
+def test_a_help_text_says_each_default_from_where_it_is_declared():
+    import re
+
+    from qareport.cli import build_parser
+
+    commands = next(action for action in build_parser()._actions if action.dest == "command").choices
+    written = [(name, action.option_strings, action.help) for name, command in commands.items()
+               for action in command._actions if action.help and re.search(r"\(default -?[0-9]", action.help)]
+    assert written == []  # a number written into a help text would drift from the setting's default
+    run_help = commands["run"].format_help()
+    assert "(default 0.8)" in run_help and "(default 0.5)" in run_help  # PassRules, RunOptions, filled in
