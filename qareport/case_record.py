@@ -22,11 +22,13 @@ Facts = Mapping[str, Mapping[str, Sequence[str]]]
 
 
 class Derived(Mapping[str, Value], Generic[Source, Value]):
-    """A case row's mapping worked out from its source (the case's result) each time it is read,
-    instead of held: a run's rows are read once each for the stored run, and once more where a
-    baseline is compared, while holding every case's outputs and dimension scores ahead of that
-    cost about 2 KB a case (100 MB at 50,000 cases). The source is immutable, so every reading gives
-    the same mapping. (Facts stay held: they are the kinds' to say, and a kind is asked once.)"""
+    """A case row's mapping worked out from its source each time it is read, instead of held. In a
+    run's own rows the source is the case's result: the rows are read once each for the stored run,
+    and once more where a baseline is compared, while holding every case's outputs and dimension
+    scores ahead of that cost about 2 KB a case (100 MB at 50,000 cases); facts stay held (they are
+    the kinds' to say, and a kind is asked once). In a stored run read back, the outputs' source is
+    their stored JSON text, parsed for the few cases shown side by side. The source is immutable,
+    so every reading gives the same mapping."""
 
     __slots__ = ("_derive", "_source")
 

@@ -351,13 +351,13 @@ def stream_json_lines(path: Path, digest: _Digest) -> Iterator[JsonLine] | None:
                 has_content = has_content or (bool(text) and not text.isspace())
         except UnicodeDecodeError:
             return None
-    return _json_lines(path) if has_content else None
+    return _json_lines(open(path, "rb")) if has_content else None  # opened here: a failure is the caller's OSError
 
 
-def _json_lines(path: Path) -> Iterator[JsonLine]:
+def _json_lines(handle: BinaryIO) -> Iterator[JsonLine]:
     number = 0
     pieces: list[str] = []  # text after the last line break read
-    with open(path, "rb") as handle:
+    with handle:
         chunks = _Chunks(handle, _NO_DIGEST)
         try:
             while not chunks.ended:
@@ -376,6 +376,9 @@ def _json_lines(path: Path) -> Iterator[JsonLine]:
         except UnicodeDecodeError:  # it was UTF-8 when checked: the file changed since
             yield JsonLine(number + 1, UNREADABLE, [(number + 1, "the file changed while it was read (it is no "
                                                     "longer UTF-8 here); the rest of it is left out: run again")])
+        except OSError as error:
+            yield JsonLine(number + 1, UNREADABLE, [(number + 1, f"the file could not be read on from here "
+                                                    f"({error.strerror or error}); the rest of it is left out")])
 
 
 class _NoDigest:

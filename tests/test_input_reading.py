@@ -354,3 +354,15 @@ def test_a_json_lines_file_blank_or_not_utf8_is_left_to_the_whole_reading_before
     path = tmp_path / "r.jsonl"
     path.write_bytes(text)
     assert json_input.stream_json_lines(path, hashlib.sha256()) is None
+
+
+def test_a_json_lines_file_changed_between_the_check_and_the_parse_is_told_not_raised(tmp_path, monkeypatch):
+    monkeypatch.setattr(json_input, "CHUNK_BYTES", 12)  # a line a chunk: the first is read before the change shows
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "b"}\n', encoding="utf-8")
+    streamed = json_input.stream_json_lines(path, hashlib.sha256())
+    assert streamed is not None
+    path.write_bytes(b'{"id": "a"}\n\xff\xfe not text\n')  # rewritten in place after the check
+    got = list(streamed)
+    assert got[0].value == {"id": "a"}
+    assert got[-1].value is json_input.UNREADABLE and "changed while it was read" in got[-1].problems[0][1]
