@@ -9,7 +9,7 @@ mappings), never a default that would change a number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
@@ -44,6 +44,15 @@ class Derived(Mapping[str, Value], Generic[Source, Value]):
 
     def __len__(self) -> int:
         return len(self._derive(self._source))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._derive(self._source).get(key, default)
+
+    def items(self) -> ItemsView[str, Value]:  # worked out once for all of them, not once a key
+        return self._derive(self._source).items()
+
+    def values(self) -> ValuesView[Value]:
+        return self._derive(self._source).values()
 
     def __repr__(self) -> str:
         return repr(dict(self._derive(self._source)))

@@ -79,3 +79,29 @@ def test_a_run_read_back_holds_each_fact_text_once_and_its_outputs_as_stored_unt
     for item in items:
         held_texts.setdefault(item, set()).add(id(item))
     assert len(held_texts) < len(items) and all(len(objects) == 1 for objects in held_texts.values())
+
+
+def test_a_derived_mapping_reads_as_what_it_is_worked_out_into_each_time_once_for_all_its_items():
+    from qareport.case_record import Derived
+
+    calls: list[str] = []
+
+    def derive(source: str) -> dict[str, int]:
+        calls.append(source)
+        return {"precision": 1, "recall": 2}
+
+    derived = Derived(derive, "case-1")
+    assert derived == {"precision": 1, "recall": 2} and len(derived) == 2 and "recall" in derived
+    assert derived.get("f1") is None and derived["precision"] == 1 and repr(derived) == repr(derive("x"))
+    calls.clear()
+    assert dict(derived.items()) == {"precision": 1, "recall": 2} and list(derived.values()) == [1, 2]
+    assert calls == ["case-1", "case-1"]  # once for the items, once for the values: never once a key
+
+
+def test_the_figures_of_a_runs_cases_share_one_index_and_read_as_a_dict():
+    from qareport.case_record import Figures
+
+    first, second = Figures({"macro_recall": 1.0, "steps_score": None}), Figures({"macro_recall": 0.5, "steps_score": 0.2})
+    assert first == {"macro_recall": 1.0, "steps_score": None} and list(second) == ["macro_recall", "steps_score"]
+    assert second.get("steps_score") == 0.2 and first.get("answer_f1", "none") == "none"
+    assert first._index is second._index  # the keys once for the run, each case its values only
