@@ -13,7 +13,7 @@ from openpyxl import load_workbook
 from qareport.cli import main
 
 
-def _case(case_id: str, tags: str, values: str) -> str:
+def indicator_case(case_id: str, tags: str, values: str) -> str:
     return f"""- id: {case_id}
   tags: {tags}
   conversation:
@@ -65,8 +65,8 @@ def _summary_not_scored(book) -> dict[str, int]:
 
 
 def test_invalid_test_cases_are_counted_in_data_query_metrics_per_tag_and_the_summary(tmp_path):
-    cases = (_case("good", "[a, shared]", "[{id: MEX, name: Mexico}]")
-             + _case("broken", "[b, shared]", "[{}]"))  # a value with neither id nor name: invalid
+    cases = (indicator_case("good", "[a, shared]", "[{id: MEX, name: Mexico}]")
+             + indicator_case("broken", "[b, shared]", "[{}]"))  # a value with neither id nor name: invalid
     book, rows = _workbook(tmp_path, cases, [{"id": "good", **GOOD}, {"id": "broken", **GOOD}])
     overall = _table(rows, "Data Query Metrics")["all test cases"]
     assert (overall["test cases"], overall["evaluated"], overall["invalid"]) == (2, 1, 1)
@@ -78,8 +78,8 @@ def test_invalid_test_cases_are_counted_in_data_query_metrics_per_tag_and_the_su
 
 
 def test_cases_with_an_unusable_response_or_an_error_are_counted_per_dimension(tmp_path):
-    cases = (_case("good", "[a]", "[{id: MEX, name: Mexico}]") + _case("unusable", "[a]", "[{id: MEX}]")
-             + _case("failed", "[a]", "[{id: MEX}]"))
+    cases = (indicator_case("good", "[a]", "[{id: MEX, name: Mexico}]") + indicator_case("unusable", "[a]", "[{id: MEX}]")
+             + indicator_case("failed", "[a]", "[{id: MEX}]"))
     unusable = {"id": "unusable", "indicator_selection": [{"dataset_id": "WEO", "dimensions": [
         {"dimension_name": "COUNTRY", "values": [{}]}]}]}
     book, rows = _workbook(tmp_path, cases, [{"id": "good", **GOOD}, unusable,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from openpyxl import load_workbook
+from test_invalid_cases_counted import indicator_case
 
 from qareport import kinds
 from qareport.cli import main
@@ -40,18 +41,7 @@ QA = """- template_id: substations
 
 
 def _case(case_id: str, tags: str) -> str:
-    return f"""- id: {case_id}
-  tags: {tags}
-  conversation:
-  - role: user
-    content: GDP of Mexico
-    target:
-      indicator_selection:
-      - dataset_id: WEO
-        dimensions:
-        - dimension_name: COUNTRY
-          values: [{{id: MEX, name: Mexico}}]
-"""
+    return indicator_case(case_id, tags, "[{id: MEX, name: Mexico}]")
 
 
 def _selection(values: list[dict[str, str]]) -> dict[str, Any]:
