@@ -58,23 +58,18 @@ class RowsWorksheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type 
                 text = _inline_string(value) if len(value) <= self.xls_strmax // 2 else None
                 if text is None:
                     return False
-                parts.append(f'<c r="{xl_rowcol_to_cell_fast(row, column)}"'
-                             f'{self._style(None, row_format, column)} t="inlineStr">{text}</c>')
+                parts.append(_text_cell(row, column, self._style(None, row_format, column), text))
             elif type(value) is bool or not math.isfinite(value):
                 return False
             else:
-                parts.append(f'<c r="{xl_rowcol_to_cell_fast(row, column)}"'
-                             f'{self._style(None, row_format, column)}><v>{value:.16G}</v></c>')
+                parts.append(_number_cell(row, column, self._style(None, row_format, column), value))
         columns = [column for column, _ in cells]
         if self._check_dimensions(row, min(columns)) or self._check_dimensions(row, max(columns)):
             return False
         if row > self.previous_row:
             self._write_single_row(row)  # the row before, as writing any cell of this one would
         self.previous_row = self._direct_row = row
-        if row_info is None:
-            self._write_row(row, None)
-        else:
-            self._write_row(row, None, row_info)
+        self._write_row(row, None, row_info)
         parts.append("</row>")
         self.fh.write("".join(parts))
         return True
@@ -93,10 +88,7 @@ class RowsWorksheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type 
         self._keep_links_compact(row)
         self.previous_row = current_row_num
         row_info = self.row_info.get(row)
-        if row_info is None:
-            self._write_row(row, None)
-        else:
-            self._write_row(row, None, row_info)
+        self._write_row(row, None, row_info)
         row_format = row_info.row_format if row_info is not None else None
         parts: list[str] = []
         for column in sorted(cells):
@@ -105,12 +97,10 @@ class RowsWorksheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type 
             if kind is CellStringTuple:
                 text = _inline_string(cell.string)
                 if text is not None:
-                    parts.append(f'<c r="{xl_rowcol_to_cell_fast(row, column)}"'
-                                 f'{self._style(cell.format, row_format, column)} t="inlineStr">{text}</c>')
+                    parts.append(_text_cell(row, column, self._style(cell.format, row_format, column), text))
                     continue
             elif kind is CellNumberTuple:
-                parts.append(f'<c r="{xl_rowcol_to_cell_fast(row, column)}"'
-                             f'{self._style(cell.format, row_format, column)}><v>{cell.number:.16G}</v></c>')
+                parts.append(_number_cell(row, column, self._style(cell.format, row_format, column), cell.number))
                 continue
             if parts:
                 self.fh.write("".join(parts))
@@ -176,6 +166,15 @@ class _WrittenLink:
 
     def __init__(self, location: str, tip: str, text: str) -> None:
         self._link, self._tip, self._text = location, tip, text
+
+
+def _text_cell(row: int, column: int, style: str, text: str) -> str:
+    """An inline-text cell; `text` is its `<is>` element (`_inline_string`)."""
+    return f'<c r="{xl_rowcol_to_cell_fast(row, column)}"{style} t="inlineStr">{text}</c>'
+
+
+def _number_cell(row: int, column: int, style: str, number: float) -> str:
+    return f'<c r="{xl_rowcol_to_cell_fast(row, column)}"{style}><v>{number:.16G}</v></c>'
 
 
 def _inline_string(string: str) -> str | None:
