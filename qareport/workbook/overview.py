@@ -313,18 +313,14 @@ def column_widths(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> 
 
 
 def _width(column: Column, need: float) -> float:
-    """A column's width for what it needs to show: a wrapped text within its reading width,
+    """A column's width for what it needs to show, within the most it gets (`_most_width`):
     numbers and words whole."""
-    need = math.ceil(need)
-    if column.wrap:
-        return min(column.width, max(need, 8))
-    if column.format is not None:
-        return max(7, need)
-    return min(max(column.width, 40), max(need, 7))
+    return min(_most_width(column), max(math.ceil(need), 8 if column.wrap else 7))
 
 
 def _most_width(column: Column) -> float:
-    """The widest `_width` makes a column, whatever it needs."""
+    """The widest a column gets, whatever it needs: a wrapped text its reading width, a number
+    column no limit."""
     if column.wrap:
         return column.width
     return math.inf if column.format is not None else max(column.width, 40)
