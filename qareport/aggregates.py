@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from statistics import mean, median
 from typing import Any, TypeGuard
 
-from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
+from qareport.evaluation_options import DEFAULT_SEMANTICS, Semantics
 from qareport.qa import is_hashable
 from qareport.records import USAGE_FIELDS
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from qareport.evaluation_options import DEFAULT_SEMANTICS, Semantics
 from qareport.kinds.steps import matching
 from qareport.kinds.steps.matching import (
     StepsScore,
@@ -42,11 +43,10 @@ from qareport.kinds.steps.matching import (
     steps_error,
 )
 from qareport.kinds.steps.outcome import StepsOutcome
-from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.question_scores import FIELD_ORDER
 from qareport.records import (
     USAGE_FIELDS,  # copied from a successful response when present
-    )
+)
 
 RESPONSE_ID_KEYS = ("question_id", "id", "test_case_id")
 """Keys that may name the question of a response record, in order of preference."""

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS
 from qareport.kinds.kind_base import Kind
 from qareport.kinds.kind_records import (
     CellFormat,
@@ -52,7 +53,6 @@ from qareport.kinds.selection_details import (
     suite_dimensions,
 )
 from qareport.kinds.selection_grades import (
-    DEFAULT_ACCEPTABLE_EXTRAS,
     GRADES,
     case_grade,
     dataset_counts,

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qareport.aggregates import REPORTED_METRICS, compute_aggregates
+from qareport.evaluation_options import DEFAULT_SEMANTICS, Semantics
 from qareport.ge6_results import ordered_as_6
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, SuiteOptions, Table
 from qareport.kinds.registry import catalogue, metric_format
-from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult
 

@@ -126,7 +126,7 @@ def reference_location(case: TestCase, turn: Turn) -> Location:
 
 
 def _semantics(options: EvaluationOptions | None) -> Semantics:
-    from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS
+    from qareport.evaluation_options import DEFAULT_SEMANTICS
 
     return options.steps_semantics if options is not None else DEFAULT_SEMANTICS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS as DEFAULT_ACCEPTABLE_EXTRAS
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS
 from qareport.id_text import visible
 from qareport.records import CaseResult, IndicatorScore
 from qareport.set_metrics import SetScore, ratio

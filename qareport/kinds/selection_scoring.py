@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from qareport.kinds.selection_grades import DEFAULT_ACCEPTABLE_EXTRAS, grade_turn
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS
+from qareport.kinds.selection_grades import grade_turn
 from qareport.records import (
     DEFAULT_TERM_MATCHING,
     DatasetSelection,

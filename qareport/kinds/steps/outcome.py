@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from qareport.kinds.steps.step_kind import DEFAULT_SEMANTICS, Semantics
+from qareport.evaluation_options import DEFAULT_SEMANTICS, Semantics
 from qareport.kinds.steps.step_shapes import FailedCall
 
 
