@@ -19,8 +19,6 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
-from mkdocs.structure.files import File, Files
-
 GENERATED = {
     "reference/cli.md": lambda: cli_reference(),
     "reference/configuration.md": lambda: configuration_reference(),
@@ -28,7 +26,9 @@ GENERATED = {
 }
 
 
-def on_files(files: Files, config: Any) -> Files:
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File  # only when MkDocs runs: the tests import this file without it
+
     for path, render in GENERATED.items():
         existing = files.get_file_from_path(path)
         if existing is not None:
