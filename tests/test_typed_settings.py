@@ -171,7 +171,7 @@ def test_the_help_says_the_defaults_the_records_declare(capsys):
     assert f"(default {declared.relevance_questions})" in CONFIG_KEYS["relevance_questions"]
 
 
-def test_the_readme_configuration_example_says_the_records_defaults():
+def test_the_documented_configuration_example_says_the_records_defaults():
     import re
     from pathlib import Path
 
@@ -179,8 +179,8 @@ def test_the_readme_configuration_example_says_the_records_defaults():
 
     from qareport.judge.settings import DEFAULT_AZURE_API_VERSION, JudgeSettings
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Configuration: options, environment"):]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = page[page.index("## Every setting at its default"):]
     example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
     run = RunSettings()
     assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics", "testcase_cache")} == {
