@@ -296,6 +296,6 @@ def api_reference() -> str:
             continue
         value = getattr(qareport, name)
         module = getattr(value, "__module__", None) or inspect.getmodule(value).__name__  # type: ignore[union-attr]
-        lines += [f"::: {module}.{name}", "    options:", "      heading_level: 2",
+        lines += [f"::: {module}.{name}", "    options:", "      heading_level: 2", "      show_root_heading: true",
                   "      show_root_full_path: false", ""]
     return "\n".join(lines) + "\n"
