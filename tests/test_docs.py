@@ -175,6 +175,32 @@ def test_the_public_api_is_exactly_the_exported_names():
         assert getattr(qareport, name) is not None
 
 
+def test_the_documented_azure_set_up_judges_through_its_deployments(tmp_path, monkeypatch):
+    import json
+
+    import yaml
+    from openai_stub import serve_stub
+
+    from qareport.cli import main
+
+    page = (DOCS / "judge.md").read_text(encoding="utf-8")
+    section = page[page.index("### A worked set-up"):]
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
+    with serve_stub() as server:
+        config["judge"]["azure_endpoint"] = server.root_url  # the documented file, pointed at the loopback server
+        (tmp_path / "qareport.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-test-key")
+        status = main(["run", str(ROOT / "testcases"), "-r", str(ROOT / "testcases" / "responses"),
+                       "-o", "report.xlsx", "--results", "results.json", "--quiet"])
+    assert status == 0
+    assert {r.path for r in server.requests} == {"/openai/deployments/qa-judge/chat/completions",
+                                                   "/openai/deployments/qa-embed/embeddings"}
+    assert {r.headers.get("api-key") for r in server.requests} == {"azure-test-key"}
+    judged = {m["key"]: m for m in json.loads((tmp_path / "results.json").read_text())["judge"]["metrics"]}
+    assert judged["answer_f1"]["judged"] > 0 and judged["answer_relevance"]["judged"] > 0
+
+
 @pytest.mark.slow
 def test_the_documentation_site_builds_with_no_warning(tmp_path):
     for package in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
