@@ -9,7 +9,7 @@
 
 Nothing here is checked in as text: `mkdocs build` writes the pages from the code each time. When the
 code changes shape (a record renamed, an option gone), this file fails the build loudly instead of
-publishing a stale page. `tests/test_docs.py` imports `cli_reference` and `configuration_reference`.
+publishing a stale page. `tests/test_docs.py` checks the pages these functions write against the code.
 """
 
 from __future__ import annotations
@@ -76,14 +76,14 @@ def _invocation(action: argparse.Action) -> str:
     return f"{shown} `{value}`" if value else shown
 
 
-def _options_table(parser: argparse.ArgumentParser) -> list[str]:
+def _options_table(parser: argparse.ArgumentParser, level: int) -> list[str]:
     lines: list[str] = []
     for group in parser._action_groups:
         actions = [a for a in group._group_actions
                    if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
         if not actions:
             continue
-        lines += [f"### {group.title[:1].upper()}{group.title[1:]}", ""]
+        lines += [f"{'#' * level} {group.title[:1].upper()}{group.title[1:]}", ""]
         if group.description:
             lines += [_cell(group.description), ""]
         lines += ["| option | what it does |", "|---|---|"]
@@ -116,23 +116,23 @@ def cli_reference() -> str:
     lines += [f"| [`qareport {name}`](#qareport-{name}) | {_cell(short)} |" for name, short, _ in commands]
     lines.append("")
     for name, _short, subparser in commands:
-        lines += [f"## `qareport {name}` {{#qareport-{name}}}", ""]
-        if subparser.description:
-            lines += [_cell(subparser.description), ""]
-        lines += ["```text", subparser.format_usage().strip(), "```", ""]
-        lines += _options_table(subparser)
-        if subparser.epilog:
-            lines += [_cell(subparser.epilog), ""]
+        lines += _command_section(f"qareport {name}", subparser, level=2)
     return "\n".join(lines) + "\n"
 
 
-def documented_options() -> list[tuple[str, str]]:
-    """(command, option) for every long option of every subcommand (for the tests)."""
-    from qareport.cli import build_parser
-
-    return [(name, option) for name, _short, subparser in subcommands(build_parser())
-            for action in subparser._actions for option in action.option_strings
-            if option.startswith("--") and option != "--help"]
+def _command_section(command: str, parser: argparse.ArgumentParser, *, level: int) -> list[str]:
+    """A command's heading, description, usage and options, then its own subcommands one level down."""
+    anchor = command.replace(" ", "-")
+    lines = [f"{'#' * level} `{command}` {{#{anchor}}}", ""]
+    if parser.description:
+        lines += [_cell(parser.description), ""]
+    lines += ["```text", parser.format_usage().strip(), "```", ""]
+    lines += _options_table(parser, level + 1)
+    if parser.epilog:
+        lines += [_cell(parser.epilog), ""]
+    for name, _short, subparser in subcommands(parser):
+        lines += _command_section(f"{command} {name}", subparser, level=level + 1)
+    return lines
 
 
 # --- the configuration file --------------------------------------------------------------------------
@@ -264,16 +264,6 @@ def configuration_reference() -> str:
         raise LookupError(f"configuration sections {sorted(sections - known)} are not documented: "
                           "update docs/hooks/reference.py")
     return "\n".join(lines) + "\n"
-
-
-def documented_keys() -> list[str]:
-    """Every configuration key (dotted), for the tests."""
-    from qareport import settings
-    from qareport.config_file import RUN_CONFIG_KEYS
-    from qareport.judge.settings import CONFIG_KEYS
-
-    return [*RUN_CONFIG_KEYS, *(f"indicator_selection.{key}" for key in settings.INDICATOR_SELECTION_KEYS),
-            *(f"judge.{key}" for key in CONFIG_KEYS), *(f"email.{key}" for key in settings.EMAIL_CONFIG_KEYS)]
 
 
 # --- the library --------------------------------------------------------------------------------------
