@@ -114,6 +114,15 @@ def test_the_library_reference_documents_every_exported_name_where_it_is_defined
         assert getattr(sys.modules[module], name) is getattr(qareport, name)
 
 
+def test_the_troubleshooting_page_lists_every_exit_status_from_the_code():
+    from qareport import exit_status
+
+    assert HOOK.EXIT_STATUSES_MARKER in (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+    table = HOOK.exit_status_table()
+    constants = {name: value for name, value in vars(exit_status).items() if name.isupper() and isinstance(value, int)}
+    assert constants and all(f"| {value} | `{name}` |" in table for name, value in constants.items())
+
+
 def test_the_readme_stays_a_short_guide():
     assert len(README.splitlines()) <= README_MOST_LINES
 

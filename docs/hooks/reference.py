@@ -6,6 +6,8 @@
   records (`qareport.settings`, `qareport.judge.settings`, `qareport.config_file`).
 - `reference/api.md`: one mkdocstrings block per public name of `qareport.__all__`, at the module
   that defines it.
+- the exit-status table of `troubleshooting.md` (where the page says `EXIT_STATUSES_MARKER`), read
+  from `qareport.exit_status`: its constants and the table its docstring draws.
 
 Nothing here is checked in as text: `mkdocs build` writes the pages from the code each time. When the
 code changes shape (a record renamed, an option gone), this file fails the build loudly instead of
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +38,15 @@ def on_files(files: Any, config: Any) -> Any:
             files.remove(existing)
         files.append(File.generated(config, path, content=render()))
     return files
+
+
+EXIT_STATUSES_MARKER = "<!-- exit statuses: generated from qareport/exit_status.py -->"
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if EXIT_STATUSES_MARKER in markdown:
+        return markdown.replace(EXIT_STATUSES_MARKER, exit_status_table())
+    return markdown
 
 
 # --- the command line ------------------------------------------------------------------------------
@@ -133,6 +145,32 @@ def _command_section(command: str, parser: argparse.ArgumentParser, *, level: in
     for name, _short, subparser in subcommands(parser):
         lines += _command_section(f"{command} {name}", subparser, level=level + 1)
     return lines
+
+
+# --- exit statuses -----------------------------------------------------------------------------------
+
+_STATUS_LINE = re.compile(r"^\s*(\d+)\s+([A-Z][A-Z_]+)\s+(.*)$")
+
+
+def exit_status_table() -> str:
+    """`qareport.exit_status`'s docstring table as Markdown, each row checked against its constant."""
+    from qareport import exit_status
+
+    rows: list[list[str]] = []
+    for line in (exit_status.__doc__ or "").splitlines():
+        start = _STATUS_LINE.match(line)
+        if start:
+            rows.append([start[1], start[2], start[3].strip()])
+        elif rows and line.strip():
+            rows[-1][2] += " " + line.strip()
+    constants = {name: value for name, value in vars(exit_status).items()
+                 if name.isupper() and isinstance(value, int)}
+    listed = {name: int(status) for status, name, _ in rows}
+    if listed != constants:  # a status added, renamed or renumbered without its line in the docstring
+        raise LookupError(f"qareport/exit_status.py: its docstring lists {listed}, its constants are {constants}")
+    lines = ["| status | name | what it means |", "|---|---|---|"]
+    lines += [f"| {status} | `{name}` | {_cell(words)} |" for status, name, words in rows]
+    return "\n".join(lines)
 
 
 # --- the configuration file --------------------------------------------------------------------------
