@@ -183,9 +183,8 @@ def test_the_documented_configuration_example_says_the_records_defaults():
     section = page[page.index("## Every setting at its default"):]
     example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
     run = RunSettings()
-    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics", "testcase_cache")} == {
-        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics,
-        "testcase_cache": run.testcase_cache}
+    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics")} == {
+        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics}
     assert example["indicator_selection"]["acceptable_extras"] == run.acceptable_extras
     judge, declared = example["judge"], JudgeSettings()
     for name in ("model", "embedding_model", "timeout", "max_retries", "concurrency", "relevance_questions",
