@@ -195,6 +195,7 @@ EMAIL_OPTION = {
 WITHOUT_OPTION = {
     "testcase_cache": "keep large test-case files parsed between runs (see Caches)",
     "password": "the SMTP password (also $QAREPORT_SMTP_PASSWORD); never a command-line option, never printed",
+    "max_size": "the largest message, in MB; a larger one is sent without the workbook, and says so",
 }
 """What a key that no command-line option sets does (the option's help says it for the others)."""
 
