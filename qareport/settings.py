@@ -23,7 +23,8 @@ a run setting's in `config_file.RUN_CONFIG_KEYS` (a `RunOptions` field of the sa
 on by `pipeline.given_run_settings`), a judge setting's in `judge.settings.CONFIG_KEYS` and its
 name in `judge.resolution.CHECKED`, an email setting's in `EMAIL_CONFIG_KEYS` (and
 `EMAIL_ENVIRONMENT`); then the command-line option in `cli.py` (its help says the default with
-`{RunSettings.<field>}`, filled in when the help is shown) and a row in the README's options table.
+`{RunSettings.<field>}`, filled in when the help is shown). The documentation's option and
+configuration reference pages are generated from these (docs/hooks/reference.py).
 """
 
 from __future__ import annotations

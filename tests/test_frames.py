@@ -112,10 +112,10 @@ def test_pandas_is_imported_by_a_summary_only_when_it_has_groups_to_count(folder
     assert _imports_pandas(code) is exp
 
 
-def test_the_readmes_notebook_example_runs(report):
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_documented_notebook_example_runs(report):
+    text = (ROOT / "docs" / "library.md").read_text(encoding="utf-8")
     example = text[text.index("frame = report.to_pandas()"):]
     example = example[:example.index("```")]
     namespace = {"report": report}
-    exec(compile(example, "README.md", "exec"), namespace)  # the README's own example
+    exec(compile(example, "docs/library.md", "exec"), namespace)  # the library page's own example
     assert "steps_score" in namespace["frame"]

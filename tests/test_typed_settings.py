@@ -171,7 +171,7 @@ def test_the_help_says_the_defaults_the_records_declare(capsys):
     assert f"(default {declared.relevance_questions})" in CONFIG_KEYS["relevance_questions"]
 
 
-def test_the_readme_configuration_example_says_the_records_defaults():
+def test_the_documented_configuration_example_says_the_records_defaults():
     import re
     from pathlib import Path
 
@@ -179,13 +179,12 @@ def test_the_readme_configuration_example_says_the_records_defaults():
 
     from qareport.judge.settings import DEFAULT_AZURE_API_VERSION, JudgeSettings
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Configuration: options, environment"):]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = page[page.index("## Every setting at its default"):]
     example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
     run = RunSettings()
-    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics", "testcase_cache")} == {
-        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics,
-        "testcase_cache": run.testcase_cache}
+    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics")} == {
+        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics}
     assert example["indicator_selection"]["acceptable_extras"] == run.acceptable_extras
     judge, declared = example["judge"], JudgeSettings()
     for name in ("model", "embedding_model", "timeout", "max_retries", "concurrency", "relevance_questions",

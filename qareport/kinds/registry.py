@@ -5,7 +5,7 @@ the helpers everything downstream asks instead of naming kinds: the metrics of i
 labels, a case's metrics, reason, facts and grades as every kind says them.
 
 The catalogue is the built-in kinds plus those a kind's author adds with `register` (at import
-time: the README's recipe). A run's set is the catalogue's kinds plus the run's own (the custom
+time: the recipe in docs/architecture.md). A run's set is the catalogue's kinds plus the run's own (the custom
 evaluations kind built from its settings), made once by `for_run` and passed down explicitly; a run
 never changes the catalogue, so two runs in one process do not see each other's kinds. Code that
 reads a stored run with no run at hand asks `catalogue()`.
