@@ -304,7 +304,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
                 handle.flush()
 
             with Judge(settings, templates_dir=args.templates,
-                       on_warning=lambda message: stderr.write(f"{PROG}: {message}\n")) as judge:
+                       on_warning=lambda message: print(f"{PROG}: {message}", file=stderr)) as judge:
                 judge_failure = judge.judge_results(  # the rows are written as they are judged (on_result)
                     cases, on_progress=None if args.quiet else ProgressBar(stderr),
                     metrics=("answer_correctness",), on_result=write).failure
