@@ -52,3 +52,17 @@ def test_the_classifiers_claim_the_python_versions_the_project_requires():
     assert project["requires-python"] == ">=3.11" and claimed == {"3.11", "3.12", "3.13"}
     assert "Operating System :: OS Independent" in project["classifiers"]
     assert not [c for c in project["classifiers"] if c.startswith("License ::")]  # the licence expression says it
+
+
+def test_developer_tools_are_a_dependency_group_not_a_user_extra():
+    project = _project()
+    extras = [requirement for extra in project["project"].get("optional-dependencies", {}).values()
+              for requirement in extra]
+    assert not [r for r in extras if r.split(">")[0].split("=")[0] in ("pytest", "mypy", "ruff", "types-PyYAML")]
+    groups = project["dependency-groups"]
+    assert any(r.startswith("pytest") for r in groups["test"]) and any(r.startswith("mypy") for r in groups["lint"])
+
+
+def test_the_only_console_script_is_qareport():
+    # graphrag-eval installs `answer-correctness`: a second owner of that name would overwrite it
+    assert _project()["project"]["scripts"] == {"qareport": "qareport.cli:main"}
