@@ -79,6 +79,15 @@ def test_every_commands_help_ends_with_examples_that_parse():
             assert parsed.command == name
 
 
+def test_the_commands_list_and_usage_errors_do_not_import_pandas():
+    code = ("import sys\nfrom qareport.cli import main\n"
+            "for argv in (['--help'], ['rn'], ['run', 'x', '-r', 'y', '--base', 'z']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(name for name in ('pandas', 'openpyxl', 'openai') if name in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+
+
 def test_answer_correctness_is_a_qareport_subcommand(capsys, tmp_path):
     assert main(["answer-correctness", "-i", str(tmp_path / "no.tsv"), "-o", str(tmp_path / "out.tsv")]) == 2
     assert capsys.readouterr().err == f"answer-correctness: {tmp_path / 'no.tsv'}: no such file\n"
