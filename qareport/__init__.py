@@ -13,10 +13,10 @@ Names are imported on first use, so `qareport --help` does not pay for pandas an
 from __future__ import annotations
 
 import logging
+import typing
 from importlib import import_module
-from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 # the library never writes to the terminal: its notes go to the "qareport" logger, which stays
 # silent (no "last resort" output on stderr) unless the application configures logging
@@ -64,15 +64,53 @@ _EXPORTS = {
     "QAReportError": "qareport.errors",
 }
 
+if typing.TYPE_CHECKING:  # the exports' real types, for mypy and pyright (at run time they load on first use)
+    from qareport.aggregates import compute_aggregates as compute_aggregates
+    from qareport.errors import QAReportError as QAReportError
+    from qareport.evaluation import Evaluation as Evaluation
+    from qareport.evaluation import EvaluationOptions as EvaluationOptions
+    from qareport.evaluation import evaluate_suite as evaluate_suite
+    from qareport.kinds import Kind as Kind
+    from qareport.kinds import RunKinds as RunKinds
+    from qareport.kinds import register_kind as register_kind
+    from qareport.library import run_evaluation as run_evaluation
+    from qareport.loading import load_suite as load_suite
+    from qareport.parse_cache import ParseCache as ParseCache
+    from qareport.pipeline import RunOptions as RunOptions
+    from qareport.pipeline import RunOutcome as RunOutcome
+    from qareport.pipeline import run_pipeline as run_pipeline
+    from qareport.question_scores import Judgment as Judgment
+    from qareport.records import CaseResult as CaseResult
+    from qareport.records import Problem as Problem
+    from qareport.records import Review as Review
+    from qareport.records import RunInfo as RunInfo
+    from qareport.records import RunSnapshot as RunSnapshot
+    from qareport.records import Suite as Suite
+    from qareport.records import Unloaded as Unloaded
+    from qareport.report import Report as Report
+    from qareport.report import build_report as build_report
+    from qareport.results_file import results_document as results_document
+    from qareport.results_file import write_results_file as write_results_file
+    from qareport.retrieval_metrics import average_precision as average_precision
+    from qareport.retrieval_metrics import recall_at_k as recall_at_k
+    from qareport.run_reading import read_run as read_run
+    from qareport.run_reviews import read_reviews as read_reviews
+    from qareport.statistics import SuiteStatistics as SuiteStatistics
+    from qareport.statistics import summarize as summarize
+    from qareport.workbook import WrittenWorkbook as WrittenWorkbook
+    from qareport.workbook import write_workbook as write_workbook
+
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'qareport' has no attribute {name!r}")
+if not typing.TYPE_CHECKING:  # hidden from type checkers, so that a name not exported is an error there too
+
+    def __getattr__(name: str) -> object:
+        if name in _EXPORTS:
+            value = getattr(import_module(_EXPORTS[name]), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'qareport' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

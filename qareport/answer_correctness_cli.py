@@ -1,4 +1,7 @@
-"""`answer-correctness -i IN.tsv -o OUT.tsv`: the seed's answer-correctness command.
+"""`qareport answer-correctness -i IN.tsv -o OUT.tsv`: the seed's answer-correctness command.
+
+It is a subcommand of `qareport`, not a console script of its own: graphrag-eval installs an
+`answer-correctness` script, and two packages owning one script name overwrite each other.
 
 Reads a TSV with the columns `Question`, `Reference answer` and `Actual answer` (others are kept),
 asks the judge to count the claims of each pair, and writes one row per input row: the input
@@ -43,15 +46,22 @@ RESULT_FIELDS = OUT_FIELDS + EXTRA_FIELDS
 
 RowKey = tuple[str, str, str]
 
+DESCRIPTION = ("Judge answer correctness (claims in the reference and the actual answer, matching claims) of the "
+               "rows of a TSV file with an OpenAI-compatible LLM.")
+EPILOG = """\
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT,
+OPENAI_API_VERSION. Rerunning with the same output resumes.
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Judge answer correctness (claims in the reference and the actual answer, "
-        "matching claims) of the rows of a TSV file with an OpenAI-compatible LLM.",
-        epilog="Environment: OPENAI_API_KEY, OPENAI_BASE_URL, AZURE_OPENAI_API_KEY, "
-        "AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION. Rerunning with the same output resumes.",
-    )
+examples:
+  qareport answer-correctness -i questions.tsv -o judged.tsv
+  qareport answer-correctness -i questions.tsv -o judged.tsv --model gpt-4o --concurrency 16
+  qareport answer-correctness -i questions.tsv -o judged.tsv -c graphrag-eval.yaml
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's options (`qareport answer-correctness`); `{JudgeSettings.timeout}` in a help text is
+    the declared default, filled in when the help is shown (`qareport.cli_parser`)."""
     parser.add_argument("-i", "--in-file", "--input-tsv-file-path", dest="in_file", required=True, metavar="IN.tsv",
                         help="TSV with the columns Question, Reference answer, Actual answer")
     parser.add_argument("-o", "--out-file", "--output-tsv-file-path", dest="out_file", required=True,
@@ -60,24 +70,25 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a graphrag-eval 6.x configuration: its llm.generation is the judge, its "
                              "answer_correctness.prompt (if any) the prompt")
     judge = parser.add_argument_group("judge")
-    judge.add_argument("--model", help="chat model (default gpt-4o-mini)")
+    judge.add_argument("--model", help="chat model (default {JudgeSettings.model})")
     judge.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1")
     judge.add_argument("--azure-endpoint", help="Azure OpenAI endpoint")
     judge.add_argument("--azure-deployment", help="Azure deployment (default: the model name)")
     judge.add_argument("--api-version", help="Azure OpenAI API version")
-    judge.add_argument("--timeout", type=float, help="seconds per request (default 60)")
-    judge.add_argument("--max-retries", type=int, help="retries of a failed request by the openai SDK (default 4)")
-    judge.add_argument("--concurrency", type=int, help="requests in flight at most (default 8)")
-    judge.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    judge.add_argument("--timeout", type=float, help="seconds per request (default {JudgeSettings.timeout})")
+    judge.add_argument("--max-retries", type=int,
+                       help="retries of a failed request by the openai SDK (default {JudgeSettings.max_retries})")
+    judge.add_argument("--concurrency", type=int,
+                       help="requests in flight at most (default {JudgeSettings.concurrency})")
+    judge.add_argument("--temperature", type=float, help="sampling temperature (default {JudgeSettings.temperature})")
     judge.add_argument("--response-format", choices=("json_schema", "json_object"),
-                       help="structured output mode (default json_schema)")
+                       help="structured output mode (default {JudgeSettings.response_format})")
     judge.add_argument("--no-cache", action="store_true", help="do not read or write the reply cache")
     judge.add_argument("--cache-path", metavar="FILE",
                        help="reply cache (default ~/.cache/qareport/judge.sqlite3)")
     judge.add_argument("--templates", metavar="DIR",
                        help="folder whose judge/answer_correctness.txt replaces the packaged prompt")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
-    return parser
 
 
 def _raise_field_size_limit() -> None:
@@ -304,7 +315,7 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
                 handle.flush()
 
             with Judge(settings, templates_dir=args.templates,
-                       on_warning=lambda message: stderr.write(f"{PROG}: {message}\n")) as judge:
+                       on_warning=lambda message: print(f"{PROG}: {message}", file=stderr)) as judge:
                 judge_failure = judge.judge_results(  # the rows are written as they are judged (on_result)
                     cases, on_progress=None if args.quiet else ProgressBar(stderr),
                     metrics=("answer_correctness",), on_result=write).failure
@@ -322,7 +333,14 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """`qareport answer-correctness ARGV...` (what `python -m qareport.answer_correctness_cli` runs)."""
+    from qareport.cli import main as qareport_main
+
+    return qareport_main([PROG, *(sys.argv[1:] if argv is None else argv)])
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run the parsed command: its errors are one line on stderr, as the command's own."""
     _raise_field_size_limit()
     try:
         return run(args, environ=dict(os.environ), stderr=sys.stderr)

@@ -1,4 +1,5 @@
-"""`answer-correctness -i IN.tsv -o OUT.tsv` end to end, against the stub OpenAI server."""
+"""`qareport answer-correctness -i IN.tsv -o OUT.tsv` end to end, against the stub OpenAI server (through
+`answer_correctness_cli.main`, which runs the qareport subcommand)."""
 
 from __future__ import annotations
 

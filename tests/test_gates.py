@@ -21,16 +21,19 @@ def test_ci_runs_mypy_strict_and_ruff_as_their_own_steps_before_the_tests():
     steps = ["python -m mypy --strict qareport", "python -m ruff check", "python -m pytest"]
     assert all(step in commands for step in steps), commands
     assert [commands.index(step) for step in steps] == sorted(commands.index(step) for step in steps)
-    install = next(i for i, command in enumerate(commands) if "pip install" in command and ".[test]" in command)
-    assert install < commands.index(steps[0])  # inside the fresh environment, with the test extra
+    install = next(i for i, command in enumerate(commands) if "pip install" in command and "--group dev" in command)
+    assert install < commands.index(steps[0])  # inside the fresh environment, with the dev dependency group
 
 
-def test_the_gates_are_configured_in_pyproject_and_installed_with_the_test_extra():
+def test_the_gates_are_configured_in_pyproject_and_installed_with_the_dev_dependency_group():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     assert project["tool"]["mypy"]["strict"] is True
     assert project["tool"]["ruff"]["line-length"] == 120
-    extra = " ".join(project["project"]["optional-dependencies"]["test"])
-    assert "mypy" in extra and "ruff>=" in extra
+    groups = project["dependency-groups"]
+    assert {"include-group": "lint"} in groups["dev"] and {"include-group": "test"} in groups["dev"]
+    lint = " ".join(groups["lint"])
+    assert "mypy" in lint and "ruff>=" in lint
+    assert "test" not in project["project"]["optional-dependencies"]  # a user's extras hold no developer tools
     assert not (REPO / "tests" / "test_public_api.py").read_text(encoding="utf-8").count("\"mypy\"")  # not in pytest
 
 

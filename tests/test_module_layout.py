@@ -24,14 +24,16 @@ def module_name(path: Path, package: Path) -> str:
 
 def imports_of(path: Path, known: set[str]) -> set[str]:
     """The package's modules a file imports, those under `if TYPE_CHECKING:` included: an import for
-    typing is an arrow of the design too. `from qareport import kinds` counts as `qareport.kinds`."""
+    typing is an arrow of the design too. `from qareport import kinds` counts as `qareport.kinds` only
+    (as in tests/test_one_way_imports.py): the package's `__init__.py` imports every export for typing."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            # a submodule named is an arrow to it alone, not to the package's __init__.py as well
+            found.update(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in known else node.module
+                         for alias in node.names)
     return found & known
 
 

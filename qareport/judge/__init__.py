@@ -36,7 +36,7 @@ check on; the keys it adds to the dicts are graphrag-eval's, named in `judged_va
 The retrieval-context metrics use no LLM and live in `qareport.retrieval_context`.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qareport.judge.settings import METRICS, JudgeSettings, default_cache_path
 from qareport.judge.usage import JudgeUsage, MetricUsage
@@ -52,10 +52,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # the runner imports openai (slow); only a command that judges pays for it
-    if name in ("Judge", "JudgeRun"):
-        from qareport.judge import runner
+if TYPE_CHECKING:  # their real types for type checkers; at run time they load on first use
+    from qareport.judge.runner import Judge as Judge
+    from qareport.judge.runner import JudgeRun as JudgeRun
+else:
 
-        return getattr(runner, name)
-    raise AttributeError(f"module 'qareport.judge' has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        # the runner imports openai (slow); only a command that judges pays for it
+        if name in ("Judge", "JudgeRun"):
+            from qareport.judge import runner
+
+            return getattr(runner, name)
+        raise AttributeError(f"module 'qareport.judge' has no attribute {name!r}")
