@@ -31,8 +31,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def option_strings(parser: argparse.ArgumentParser) -> list[str]:
-    """Every option a parser takes (argparse keeps them in `_actions` only; read, never changed)."""
-    return [option for action in parser._actions for option in action.option_strings]
+    """Every option a parser takes, as recorded by `_Parser.add_argument` (argparse itself keeps them
+    only in a private list)."""
+    return list(getattr(parser, "options", ()))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,8 +44,32 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Help)
         kwargs.setdefault("allow_abbrev", False)
+        self.options: list[str] = []
         super().__init__(*args, **kwargs)
         self.commands: dict[str, argparse.ArgumentParser] = {}
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options.extend(action.option_strings)
+        return action
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self._recording(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        return self._recording(super().add_mutually_exclusive_group(**kwargs))
+
+    def _recording(self, group: Any) -> Any:
+        """A group whose options are recorded here too (a group adds them past `add_argument`)."""
+        add = group.add_argument
+
+        def add_and_record(*args: Any, **kwargs: Any) -> argparse.Action:
+            action: argparse.Action = add(*args, **kwargs)
+            self.options.extend(action.option_strings)
+            return action
+
+        group.add_argument = add_and_record
+        return group
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
