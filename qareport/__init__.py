@@ -30,7 +30,6 @@ _EXPORTS = {
     "average_precision": "qareport.retrieval_metrics",
     # a run, step by step: load → evaluate → report model → workbook / results file
     "load_suite": "qareport.loading",
-    "ParseCache": "qareport.parse_cache",
     "Suite": "qareport.records",
     "Problem": "qareport.records",
     "evaluate_suite": "qareport.evaluation",

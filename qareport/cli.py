@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a conversation case's tag starting with PREFIX names its cluster (cases that succeed "
                           "and fail together), for the intervals and tests; a 'cluster' key in the case wins")
     run.add_argument("--no-cache", action="store_true",
-                     help="neither read nor write a cache: the judge's answers, the parsed test cases")
+                     help="neither read nor write the judge's cache of answers")
     talk = run.add_mutually_exclusive_group()
     talk.add_argument("--quiet", "-q", action="store_true",
                       help="print only problems, errors and the result line")
@@ -366,7 +366,6 @@ def command_run(args: argparse.Namespace) -> int:
         min_evaluated_share=MIN_EVALUATED_SHARE if args.min_evaluated is None else args.min_evaluated,
         fail_on_regression=args.fail_on_regression,
         thresholds=tuple(parse_threshold(text) for text in args.fail_under),
-        testcase_cache=False if args.no_cache else None,
         cluster_by_tag=args.cluster_by_tag,
     )
     if args.estimate:

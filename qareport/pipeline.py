@@ -33,7 +33,6 @@ from qareport.judge_agreement import review_problems
 from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
-from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
 from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
@@ -78,7 +77,6 @@ class RunOptions:
     min_evaluated_share: float = MIN_EVALUATED_SHARE  # below it the run is incomplete
     fail_on_regression: bool = False  # a gate: needs `baseline`
     thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
-    testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
     estimate: bool = False  # load and evaluate, estimate the judge's work and cost; no request, nothing written
     acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
     cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
@@ -302,20 +300,15 @@ def _run(
     stages = Stages(on_progress)
     on_stage("loading")
     stages.start("loading test cases and responses")
-    cache = (ParseCache(default_folder(os.environ), on_warning=on_warning, known=run_kinds)
-             if settings.run.testcase_cache else None)
-    if (settings.run.testcase_cache or (settings.judge is not None and settings.judge.use_cache)) and (
+    if settings.judge is not None and settings.judge.use_cache and (
             not os.environ.get("XDG_CACHE_HOME") and home_folder(os.environ) is None):
-        on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
-              f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
-    suite = load_suite(options.testcases, options.responses, cache=cache, kinds=run_kinds)
+        on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the judge cache is in "
+                   f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep it elsewhere")
+    suite = load_suite(options.testcases, options.responses, kinds=run_kinds)
     if options.cluster_by_tag:
         clustered, cluster_problems = cluster_by_tag(suite.cases, options.cluster_by_tag)
         suite = replace(suite, cases=clustered, problems=(*suite.problems, *cluster_problems))
-    reused = ""
-    if cache is not None and cache.hits:
-        reused = f" ({cache.hits} file{'s' if cache.hits > 1 else ''} read back from the parse cache)"
-    stages.finish(f"loaded {len(suite.cases):,} test cases{reused} and {len(suite.responses):,} responses")
+    stages.finish(f"loaded {len(suite.cases):,} test cases and {len(suite.responses):,} responses")
     on_problems(suite.problems)
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")

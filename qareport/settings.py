@@ -93,7 +93,6 @@ class RunSettings(BaseModel):
     strict: Flag = False  # input problems fail the run
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5.x or 6.x
     config_ge6: Text | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
-    testcase_cache: Flag = True  # keep large test-case files parsed between runs (`parse_cache`)
     acceptable_extras: Annotated[int, Field(ge=0)] = DEFAULT_ACCEPTABLE_EXTRAS  # `indicator_selection.GRADES`
     answer_pass_f1: Annotated[float, Field(ge=0, le=1)] | None = None  # None: `PassRules`' default (--answer-pass-f1)
 

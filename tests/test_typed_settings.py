@@ -116,8 +116,10 @@ def test_an_older_workbook_gives_the_email_a_typed_judge_usage(tmp_path, monkeyp
      "'judge.response_format' in {file} must be one of json_schema, json_object (got 'xml')"),
     ("judge:\n  budget: -1\n", {}, "'judge.budget' in {file} must be a number >= 0 (got -1)"),
     ("judge:\n  model: '  '\n", {}, "'judge.model' in {file} must be a non-empty string (got '  ')"),
-    ("testcase_cache: true\n", {"QAREPORT_SMTP_TIMEOUT": "0"},
+    ("strict: false\n", {"QAREPORT_SMTP_TIMEOUT": "0"},
      "environment variable QAREPORT_SMTP_TIMEOUT must be a number >= 0.001 (got '0')"),
+    ("testcase_cache: false\n", {}, "{file}: 'testcase_cache' is no longer a setting: the parse cache it turned off "
+                                     "is gone (it saved too little to keep); remove it"),
     ("email:\n  security: tls\n", {}, "'email.security' in {file} must be one of starttls, ssl, none (got 'tls')"),
     ("steps_semantics: 7\n", {}, "{file}:1: 'steps_semantics' must be 5 or 6, graphrag-eval's major version whose "
                                  "steps rules apply (got 7)"),
@@ -183,9 +185,8 @@ def test_the_readme_configuration_example_says_the_records_defaults():
     section = readme[readme.index("### Configuration: options, environment"):]
     example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
     run = RunSettings()
-    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics", "testcase_cache")} == {
-        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics,
-        "testcase_cache": run.testcase_cache}
+    assert {key: example[key] for key in ("match_terms_by", "strict", "steps_semantics")} == {
+        "match_terms_by": run.match_terms_by.value, "strict": run.strict, "steps_semantics": run.steps_semantics}
     assert example["indicator_selection"]["acceptable_extras"] == run.acceptable_extras
     judge, declared = example["judge"], JudgeSettings()
     for name in ("model", "embedding_model", "timeout", "max_retries", "concurrency", "relevance_questions",

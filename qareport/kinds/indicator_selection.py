@@ -66,7 +66,7 @@ from qareport.kinds.selection_grades import (
 from qareport.kinds.selection_reading import parse_indicator_selection, selection_as_written
 from qareport.kinds.selection_scoring import match_terms, pool_dimensions, score_dimension, score_indicator_selection
 from qareport.kinds.selection_statistics import DataQueryFigures, data_query_figures, selection_frames
-from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, DatasetSelection, DimensionTerms, IndicatorScore, Term
+from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, IndicatorScore
 from qareport.yaml_values import line_of
 
 __all__ = [  # the kind's public names, importable from here as before the split
@@ -109,18 +109,6 @@ class IndicatorSelection(Kind):
 
     def output_as_written(self, turn: Mapping[str, Any]) -> None:
         selection_as_written(turn.get(self.name))
-
-    def encode_part(self, part: Any) -> Any:
-        return [[dataset.dataset_id, [[dimension.dimension_name, [[term.id, term.name] for term in dimension.values]]
-                                      for dimension in dataset.dimensions]]
-                for dataset in part]
-
-    def decode_part(self, data: Any) -> Any:
-        return tuple(
-            DatasetSelection(dataset_id, tuple(
-                DimensionTerms(dimension_name, tuple(Term(term_id, term_name) for term_id, term_name in terms))
-                for dimension_name, terms in dimensions))
-            for dataset_id, dimensions in data)
 
     def evaluate_turn(self, turn: TurnInput) -> IndicatorScore:
         options = turn.options

@@ -115,14 +115,6 @@ class Kind:
         """Put back, in a YAML response turn, the ids and names YAML 1.1 read as something else (see
         `input_shapes.written`), before the record loses what YAML remembered. Default: nothing."""
 
-    def encode_part(self, part: Any) -> Any:
-        """A parsed target part as plain JSON data, for the parse cache (default: as it is)."""
-        return part
-
-    def decode_part(self, data: Any) -> Any:
-        """`encode_part` undone."""
-        return data
-
     # --- where a case keeps this kind's parts ----------------------------------------------------
 
     def target_of(self, case: TestCase, turn_index: int) -> Any:

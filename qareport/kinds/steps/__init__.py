@@ -251,12 +251,6 @@ class ReferenceSteps(Kind):
         value = turn.get(self.output_key)
         return None if value is None else parse_actual_steps(value, line=line)
 
-    def encode_part(self, part: Any) -> Any:
-        return [list(group) for group in part]
-
-    def decode_part(self, data: Any) -> Any:
-        return tuple(tuple(group) for group in data)
-
     def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
         return reference_steps_problems(case, options.steps_semantics)
 
