@@ -18,6 +18,7 @@ A composed item without aliases is also checked for depth node by node (`nesting
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -118,6 +119,15 @@ def located_depth_refusal(text: str, offset: int, error: yaml.MarkedYAMLError) -
     return YamlProblem(mark.line + offset + 1 if mark else None, TOO_DEEP, lost=True)
 
 
+
+
+def could_nest_too_deep(text: str) -> bool:
+    """Whether the collections of `text` could nest more than `MAX_DEPTH` levels (when not, the
+    node-by-node check is skipped): each flow level takes a bracket, and of two nested block
+    levels, one at least starts a column further right, after the indentation and the `- `, `? `
+    or `: ` indicators that begin its line (a sequence may stand at its key's column, but not twice)."""
+    room = (MAX_DEPTH - text.count("[") - text.count("{")) // 2 - 2
+    return room <= 0 or re.search(rf"(?m)^[ \t?:-]{{{room},}}", text) is not None
 
 
 def nesting_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:

@@ -30,6 +30,7 @@ from qareport.yaml_guards import (
     MAX_DEPTH,
     YamlProblem,
     alias_refusal,
+    could_nest_too_deep,
     is_libyaml_nesting_limit,
     located_depth_refusal,
     nesting_refusal,
@@ -131,7 +132,10 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                 # a file read whole because of anchors: its items are still kept or refused one by one
                 yield from _items_one_by_one(loader, node, offset)
                 continue
-            refused = alias_refusal(node, offset) if may_alias else nesting_refusal(node, offset)
+            if may_alias:
+                refused = alias_refusal(node, offset)
+            else:
+                refused = nesting_refusal(node, offset) if could_nest_too_deep(text) else None
             if refused is not None:
                 yield refused
                 if not several:

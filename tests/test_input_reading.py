@@ -309,6 +309,26 @@ def test_block_collections_nested_too_deep_without_brackets_are_refused_at_the_f
     assert not any(isinstance(d, YamlProblem) for d in yaml_documents("a:\n" + text.split("\n", 1)[1][:2000]))
 
 
+def _nested(style: str, depth: int) -> str:
+    """Collections nested `depth` levels deep in the block style that takes the fewest columns."""
+    if style == "mappings":  # a column a level
+        return "".join(f"{' ' * level}k{level}:\n" for level in range(depth - 1)) + " " * (depth - 1) + "k: v\n"
+    if style == "sequences in mappings":  # a list at its key's column, its items on the next line, one further
+        pairs = depth // 2
+        text = "".join(f"{' ' * level}k{level}:\n{' ' * level}-\n" for level in range(pairs))
+        return text + " " * pairs + ("k: v\n" if depth % 2 else "v\n")
+    if style == "compact sequences":  # `- - - v` on one line
+        return "- " * depth + "v\n"
+    return "[" * depth + "]" * depth + "\n"  # flow
+
+
+@pytest.mark.parametrize("style", ["mappings", "sequences in mappings", "compact sequences", "flow"])
+def test_nesting_past_the_limit_is_refused_in_every_block_style_and_up_to_it_is_read(style):
+    deep, limit = list(yaml_documents(_nested(style, 101))), list(yaml_documents(_nested(style, 100)))
+    assert len(deep) == 1 and isinstance(deep[0], YamlProblem) and "nested more than 100 levels" in deep[0].message
+    assert limit and not any(isinstance(d, YamlProblem) for d in limit)
+
+
 def test_a_test_case_file_is_read_item_by_item_with_lines_of_the_whole_file():
     text = "# cases\n" + CASE.format(id="a") + "# between\n" + CASE.format(id="b")
     documents = list(yaml_documents(text))
