@@ -33,7 +33,7 @@ _EXPORTS = {
     "Suite": "qareport.records",
     "Problem": "qareport.records",
     "evaluate_suite": "qareport.evaluation",
-    "EvaluationOptions": "qareport.evaluation",
+    "EvaluationOptions": "qareport.evaluation_options",
     "Evaluation": "qareport.evaluation",
     "CaseResult": "qareport.records",
     "Judgment": "qareport.question_scores",

@@ -1,5 +1,10 @@
 """One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else.
 
+It is one concept, the order of a run: `_run` names the stages (prepare, read the earlier runs, load,
+evaluate, write the workbook, the results file, the email, check the gates), each a short function
+that reads one record of the run (`_Run`: the options, the settings whole, the kinds, the caller's
+hooks, the faults so far) and hands its result to the next.
+
 The workbook is the point of a run; the rest is optional: the comparison with a baseline, the
 trend over a history, the results file, the email. A bug in an optional stage (an exception that is
 not a `QAReportError`) does not lose the workbook: the stage is left out, the workbook says so in

@@ -38,8 +38,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from qareport.config_file import RUN_CONFIG_KEYS, ConfigFile, find_config_file, read_config_file
 from qareport.errors import EmailSettingsError, SettingsError
-from qareport.evaluation import EvaluationOptions
-from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS, DEFAULT_SEMANTICS
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS, DEFAULT_SEMANTICS, EvaluationOptions
 from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.resolution import JUDGE_ENVIRONMENT, resolve_ge6_judge_settings, resolve_judge_settings
 from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings

@@ -37,9 +37,8 @@ from qareport.yaml_guards import (
     refusal,
 )
 from qareport.yaml_values import LineList, LineLoader
-from qareport.yaml_values import line_of as line_of  # re-exported: kinds/steps imports it from here
 
-__all__ = ["YamlProblem", "line_of", "yaml_documents"]  # YamlProblem: runs.py imports it from here
+__all__ = ["split_root_sequence", "yaml_documents"]
 
 _BEFORE_MARK = frozenset(" \t\r\n[{,:-")
 _NOT_IN_NAME = frozenset(" \t\r\n[]{},")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from qareport.cli import main
-from qareport.evaluation import EvaluationOptions
+from qareport.evaluation_options import EvaluationOptions
 from qareport.exit_status import USAGE_ERROR
-from qareport.kinds.indicator_selection import score_indicator_selection
+from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.records import DEFAULT_TERM_MATCHING, DatasetSelection, DimensionTerms, Term, TermMatching
 from qareport.settings import RunSettings, resolve_settings
 

@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qareport.errors import NOT_JUDGED
+from qareport.evaluation_options import PassRules
 from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, ColumnPlace, Metric, PassRules
+from qareport.kinds.kind_records import Column, ColumnPlace, Metric
 from qareport.kinds.qa_turn import QA_TURN
 from qareport.records import CaseResult
 

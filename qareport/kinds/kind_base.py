@@ -17,13 +17,13 @@ from qareport.yaml_values import line_of
 if TYPE_CHECKING:
     from qareport.evaluation_options import EvaluationOptions
 
+from qareport.evaluation_options import PassRules
 from qareport.kinds.kind_records import (
     Column,
     DetailRow,
     Facts,
     KindFigures,
     Metric,
-    PassRules,
     SharedEvaluation,
     SuiteFigures,
     SuiteOptions,

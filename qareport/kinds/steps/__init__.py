@@ -29,15 +29,16 @@ from jinja2 import Template
 
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
+from qareport.evaluation_options import PassRules
 from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, DetailRow, Metric, PassRules
+from qareport.kinds.kind_records import Column, DetailRow, Metric
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
 from qareport.kinds.steps.verdicts import verdicts_of
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult, Problem, TestCase, TurnResult
-from qareport.yaml_input import line_of
+from qareport.yaml_values import line_of
 
 if TYPE_CHECKING:
     from qareport.evaluation_options import EvaluationOptions
