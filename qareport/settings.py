@@ -38,11 +38,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from qareport.config_file import RUN_CONFIG_KEYS, ConfigFile, find_config_file, read_config_file
 from qareport.errors import EmailSettingsError, SettingsError
-from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS, DEFAULT_SEMANTICS, EvaluationOptions
+from qareport.evaluation_options import (
+    DEFAULT_ACCEPTABLE_EXTRAS,
+    DEFAULT_SEMANTICS,
+    EvaluationOptions,
+    given_pass_rules,
+)
 from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.resolution import JUDGE_ENVIRONMENT, resolve_ge6_judge_settings, resolve_judge_settings
 from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
-from qareport.kinds import PassRules
 from qareport.preflight import header_text_problem
 from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
 from qareport.setting_sources import Expected, Found, Layers, Text, check, setting
@@ -100,8 +104,7 @@ class RunSettings(BaseModel):
         """What the evaluator needs of these settings."""
         return EvaluationOptions(match_terms_by=self.match_terms_by, steps_semantics=self.steps_semantics,
                                  acceptable_extras=self.acceptable_extras,
-                                 pass_rules=PassRules() if self.answer_pass_f1 is None
-                                 else PassRules(answer_f1=self.answer_pass_f1))
+                                 pass_rules=given_pass_rules(self.answer_pass_f1))
 
 
 def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunSettings:

@@ -119,7 +119,8 @@ class ReferenceAnswer(Kind):
         scored = [t.qa for t in result.turns if t.qa is not None]
         return {m.key: mean_over_turns(qa.value(m.key) for qa in scored) for m in self.metrics}
 
-    pass_rule = "answer F1 at or above the threshold (--answer-pass-f1, default 0.8)"
+    def pass_rule(self, rules: PassRules) -> str:
+        return f"answer F1 {rules.answer_f1:g} or above (--answer-pass-f1)"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
         f1 = self.case_metrics(result)["answer_f1"]

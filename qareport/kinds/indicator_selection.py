@@ -108,7 +108,8 @@ class IndicatorSelection(Kind):
         return case_grade(result)
 
     main_metric = "macro_recall"
-    pass_rule = "macro recall and macro precision 1"
+    def pass_rule(self, rules: PassRules) -> str:
+        return "macro recall and macro precision 1"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
         if result.macro_recall is None:

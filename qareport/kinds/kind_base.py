@@ -65,8 +65,6 @@ class Kind:
     main_metric: str | None = None
     """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
     between two runs is decided (default: the kind's first headline metric)."""
-    pass_rule: str = ""
-    """When an attempt passes, in the analyst's words (empty: the kind has no pass rule)."""
 
     reads_target: bool = True
     """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
@@ -150,6 +148,11 @@ class Kind:
     def explain(self, result: CaseResult) -> str | None:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None
+
+    def pass_rule(self, rules: PassRules) -> str:
+        """When an attempt passes (`passes`) by `rules`, the thresholds the run used, in the analyst's
+        words (empty: the kind has no pass rule)."""
+        return ""
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
         """Whether one evaluated attempt passes this kind's rule (`pass_rule`); None: no verdict

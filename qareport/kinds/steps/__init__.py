@@ -261,7 +261,8 @@ class ReferenceSteps(Kind):
     def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
 
-    pass_rule = "steps score 1"
+    def pass_rule(self, rules: PassRules) -> str:
+        return "steps score 1"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
         score = self.case_metrics(result)["steps_score"]
