@@ -115,7 +115,7 @@ class ReferenceAnswer(Kind):
     def score_of(self, result: CaseResult, turn_index: int) -> Any:
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         scored = [t.qa for t in result.turns if t.qa is not None]
         return {m.key: mean_over_turns(qa.value(m.key) for qa in scored) for m in self.metrics}
 
@@ -123,7 +123,7 @@ class ReferenceAnswer(Kind):
         return f"answer F1 {rules.answer_f1:g} or above (--answer-pass-f1)"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
-        f1 = self.case_metrics(result)["answer_f1"]
+        f1 = self.attempt_metrics(result)["answer_f1"]
         return None if f1 is None or not self.has_target(result.case) else f1 >= rules.answer_f1
 
     def explain(self, result: CaseResult) -> str | None:

@@ -99,12 +99,12 @@ class IndicatorSelection(Kind):
             acceptable_extras=options.acceptable_extras if options else DEFAULT_ACCEPTABLE_EXTRAS,
         )
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         dataset_precision, dataset_recall = dataset_scores(result)
         return {"macro_precision": result.macro_precision, "macro_recall": result.macro_recall,
                 "dataset_precision": dataset_precision, "dataset_recall": dataset_recall}
 
-    def case_grade(self, result: CaseResult) -> str | None:
+    def attempt_grade(self, result: CaseResult) -> str | None:
         return case_grade(result)
 
     main_metric = "macro_recall"

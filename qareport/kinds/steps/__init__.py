@@ -258,14 +258,14 @@ class ReferenceSteps(Kind):
     def score_of(self, result: CaseResult, turn_index: int) -> Any:
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
 
     def pass_rule(self, rules: PassRules) -> str:
         return "steps score 1"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
-        score = self.case_metrics(result)["steps_score"]
+        score = self.attempt_metrics(result)["steps_score"]
         return None if score is None or not self.has_target(result.case) else score == 1
 
     def explain(self, result: CaseResult) -> str | None:
