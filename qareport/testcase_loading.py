@@ -27,6 +27,10 @@ from qareport.yaml_values import LineList, line_of, written_text
 
 TESTCASE_SUFFIXES = (".yaml", ".yml")
 
+QUESTION_HASH_KEYS = {"reference_answer": "a", "reference_steps": "s"}
+"""The keys a Q&A question's definition hash first held its reference answer and steps under: kept,
+so that the hashes of stored runs stay valid (another kind's part is held under its name)."""
+
 ParsedItem = TestCase | Problem | Unloaded
 """What reading a test-case file gives, in file order: its cases, each after the problems found before it."""
 
@@ -157,7 +161,7 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str, known: kin
         turns=(Turn(1, text, target),),
         location=Location(path, line_of(raw)),
         definition_hash=definition_hash(
-            {"q": text, **{kind.question_hash_key or kind.name: raw.get(kind.name) for kind in readers}}
+            {"q": text, **{QUESTION_HASH_KEYS.get(kind.name, kind.name): raw.get(kind.name) for kind in readers}}
         ),
         cluster=template_id,
     )

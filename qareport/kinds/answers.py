@@ -95,7 +95,6 @@ class ReferenceAnswer(Kind):
     )
 
     in_questions = True
-    question_hash_key = "a"
     shared = QA_TURN
 
     @property

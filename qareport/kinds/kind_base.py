@@ -64,13 +64,6 @@ class Kind:
     """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
     shared: SharedEvaluation | None = None
     """The evaluation this kind is scored in together with others (None: `evaluate_turn`)."""
-    question_hash_key: str = ""
-    """The short key under which a Q&A question's definition hash holds this kind's part (an
-    `in_questions` kind; kept as it was so that the hashes of stored runs stay valid)."""
-    key_advice: tuple[tuple[str, str], ...] = ()
-    """(key, advice) for keys of a response that mean this kind's output under another name (an
-    older version's): what the unknown-key problem says instead of "check its spelling"."""
-
     @property
     def output_key(self) -> str | None:
         """The key of a response turn (or record) that holds this kind's output (default: `name`;

@@ -236,8 +236,6 @@ class ReferenceSteps(Kind):
     metrics = (Metric("steps_score", "steps score", headline=True),)
     in_questions = True
     kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
-    question_hash_key = "s"
-    key_advice = (("steps", "graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'"),)
     shared = QA_TURN
 
     @property
