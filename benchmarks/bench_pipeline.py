@@ -1,7 +1,7 @@
 """End-to-end benchmark: load → evaluate → aggregate → workbook on a generated Q&A suite.
 
     python benchmarks/bench_pipeline.py [--questions 10000] [--seed 0] [--suite DIR]
-                                        [--compare CHECKOUT] [--repeat 1] [--parse-cache]
+                                        [--compare CHECKOUT] [--repeat 1]
 
 Generates a suite with `synthetic_suite.py` (10,000 questions: a 104 MB YAML dataset and a 163 MB
 JSON array of responses), then runs qareport on it in a new process (cold: nothing cached, the
@@ -15,11 +15,6 @@ the ratios of each pair of runs: on a shared machine only figures taken side by 
 Each run's CPU time is printed beside its wall time, with the ratio of both: on a shared machine
 the CPU time varies less.
 `--suite DIR` keeps the generated suite in DIR (and reuses it when it is there).
-
-`--parse-cache` adds, in each repetition, two runs of this version with the parse cache
-(`qareport/parse_cache.py`) as `qareport run` has it: one with the cache empty (it parses the test
-cases and writes the entry), then one that reads them back, as a weekly run over unchanged test
-cases does. The plain runs above use no cache at all.
 """
 
 from __future__ import annotations
@@ -38,9 +33,8 @@ sys.path.insert(0, str(HERE))
 from measuring import cpu_seconds, peak_rss_mb, pipeline_scope  # noqa: E402
 
 
-def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
-    """Run the stages in this process (a new one per run) and return their figures; with
-    `cache_folder`, test cases are loaded through a parse cache kept there."""
+def child_run(folder: Path) -> dict:
+    """Run the stages in this process (a new one per run) and return their figures."""
     from qareport.evaluation import evaluate_suite
     from qareport.loading import load_suite
     from qareport.records import RunInfo
@@ -61,13 +55,7 @@ def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
 
     output = folder / f"report-{os.getpid()}.xlsx"
     started, cpu_started = time.perf_counter(), cpu_seconds()
-    if cache_folder is None:
-        suite = stage("load", load_suite, [folder / "testcases"], [folder / "responses"])
-    else:
-        from qareport.parse_cache import ParseCache
-
-        suite = stage("load", lambda: load_suite([folder / "testcases"], [folder / "responses"],
-                                                 cache=ParseCache(cache_folder)))
+    suite = stage("load", load_suite, [folder / "testcases"], [folder / "responses"])
     evaluation = stage("evaluate", evaluate_suite, suite)
     run = RunInfo(created="2026-01-01T00:00:00+00:00", qareport_version="bench", inputs=suite.inputs)
     problems = (*suite.problems, *evaluation.problems)
@@ -86,10 +74,9 @@ def child_run(folder: Path, cache_folder: Path | None = None) -> dict:
     return figures
 
 
-def run_in_child(folder: Path, checkout: Path, cache_folder: Path | None = None) -> dict:
+def run_in_child(folder: Path, checkout: Path) -> dict:
     environment = {**os.environ, "PYTHONPATH": str(checkout)}
-    cache = [str(cache_folder)] if cache_folder is not None else []
-    done = subprocess.run([sys.executable, __file__, "--child", str(folder), *cache], capture_output=True,
+    done = subprocess.run([sys.executable, __file__, "--child", str(folder)], capture_output=True,
                           text=True, env=environment)
     if done.returncode != 0:
         raise SystemExit(f"the run with {checkout} failed:\n{done.stderr[-3000:]}")
@@ -108,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
         with pipeline_scope():
-            figures = child_run(Path(argv[1]), Path(argv[2]) if len(argv) > 2 else None)
+            figures = child_run(Path(argv[1]))
         print(json.dumps(figures))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -117,8 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", type=Path, help="keep (or reuse) the generated suite in this folder")
     parser.add_argument("--compare", type=Path, help="an older checkout to run side by side (its root folder)")
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs (with --compare) or runs")
-    parser.add_argument("--parse-cache", action="store_true",
-                        help="also run this version with the parse cache, empty and then filled")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as temporary:
@@ -137,10 +122,6 @@ def main(argv: list[str] | None = None) -> int:
             if number % 2 == 0:
                 pair.reverse()  # alternate which runs first
             figures = {label: run_in_child(folder, checkout) for label, checkout in pair}
-            if args.parse_cache:
-                cache_folder = Path(temporary) / f"parse-cache-{number}"
-                figures["cache empty"] = run_in_child(folder, this, cache_folder)
-                figures["cache filled"] = run_in_child(folder, this, cache_folder)
             for label in figures:
                 show(f"{label} #{number}", figures[label])
             if args.compare:

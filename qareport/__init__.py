@@ -30,11 +30,10 @@ _EXPORTS = {
     "average_precision": "qareport.retrieval_metrics",
     # a run, step by step: load → evaluate → report model → workbook / results file
     "load_suite": "qareport.loading",
-    "ParseCache": "qareport.parse_cache",
     "Suite": "qareport.records",
     "Problem": "qareport.records",
     "evaluate_suite": "qareport.evaluation",
-    "EvaluationOptions": "qareport.evaluation",
+    "EvaluationOptions": "qareport.evaluation_options",
     "Evaluation": "qareport.evaluation",
     "CaseResult": "qareport.records",
     "Judgment": "qareport.question_scores",
@@ -68,14 +67,13 @@ if typing.TYPE_CHECKING:  # the exports' real types, for mypy and pyright (at ru
     from qareport.aggregates import compute_aggregates as compute_aggregates
     from qareport.errors import QAReportError as QAReportError
     from qareport.evaluation import Evaluation as Evaluation
-    from qareport.evaluation import EvaluationOptions as EvaluationOptions
     from qareport.evaluation import evaluate_suite as evaluate_suite
+    from qareport.evaluation_options import EvaluationOptions as EvaluationOptions
     from qareport.kinds import Kind as Kind
     from qareport.kinds import RunKinds as RunKinds
     from qareport.kinds import register_kind as register_kind
     from qareport.library import run_evaluation as run_evaluation
     from qareport.loading import load_suite as load_suite
-    from qareport.parse_cache import ParseCache as ParseCache
     from qareport.pipeline import RunOptions as RunOptions
     from qareport.pipeline import RunOutcome as RunOutcome
     from qareport.pipeline import run_pipeline as run_pipeline

@@ -9,7 +9,6 @@ only the cache's own files.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +16,6 @@ from pathlib import Path
 from qareport.errors import UsageError
 from qareport.judge.cache import SIDE_FILES, JudgeCache
 from qareport.judge.settings import default_cache_path
-from qareport.parse_cache import SUFFIX as PARSED_SUFFIX
-from qareport.parse_cache import default_folder as parsed_folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +70,6 @@ def _clear_judge(path: Path) -> None:
         _remove(Path.unlink, file)
 
 
-def _folder_usage(cache: Cache, path: Path) -> CacheUsage:
-    if not path.is_dir():
-        return CacheUsage(cache.name, cache.what, path, exists=False, entries=0, size_bytes=0)
-    files = [entry for entry in path.iterdir() if entry.is_file()]
-    return CacheUsage(cache.name, cache.what, path, exists=True,
-                      entries=sum(1 for entry in files if entry.name.endswith(PARSED_SUFFIX)),
-                      size_bytes=sum(_file_size(entry) for entry in files))
-
-
-def _clear_folder(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():  # a link is not ours to follow
-        _remove(shutil.rmtree, path)
-
-
 def _remove(remove: Callable[[Path], None], path: Path) -> None:
     try:
         remove(path)
@@ -98,10 +81,7 @@ def _remove(remove: Callable[[Path], None], path: Path) -> None:
 
 JUDGE = Cache("judge", "the judge's replies, so that a rerun asks again only what changed",
               lambda environ: Path(default_cache_path(environ)), _judge_usage, _clear_judge)
-TESTCASES = Cache("testcases", "parsed test-case files of 1 MB or more, so that a rerun reads them faster",
-                  parsed_folder, _folder_usage, _clear_folder)
-
-CACHES = (JUDGE, TESTCASES)
+CACHES = (JUDGE,)
 
 
 def cache_usage(caches: tuple[Cache, ...] = CACHES, *, environ: Mapping[str, str] | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 Source = TypeVar("Source")
 Value = TypeVar("Value", covariant=True)
@@ -28,34 +28,46 @@ class Derived(Mapping[str, Value], Generic[Source, Value]):
     scores ahead of that cost about 2 KB a case (100 MB at 50,000 cases); facts stay held (they are
     the kinds' to say, and a kind is asked once). In a stored run read back, the outputs' source is
     their stored JSON text, parsed for the few cases shown side by side. The source is immutable,
-    so every reading gives the same mapping."""
+    so every reading gives the same mapping.
+
+    One reading of a mapping asks for it several times (`dict(row.outputs)` takes its keys, then
+    each value): the mapping last worked out, of whichever `Derived`, is kept until another is read,
+    so such a reading works it out once, and at most one mapping is held at any time."""
 
     __slots__ = ("_derive", "_source")
+    _last: ClassVar[tuple[object, Mapping[str, Any]]] = (None, {})  # (whose, its mapping): one, for all
 
     def __init__(self, derive: Callable[[Source], Mapping[str, Value]], source: Source) -> None:
         self._derive = derive
         self._source = source
 
+    def _mapping(self) -> Mapping[str, Value]:
+        whose, mapping = Derived._last  # one read of a tuple: safe beside another thread's write
+        if whose is not self:
+            mapping = self._derive(self._source)
+            Derived._last = (self, mapping)
+        return mapping
+
     def __getitem__(self, key: str) -> Value:
-        return self._derive(self._source)[key]
+        return self._mapping()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._derive(self._source))
+        return iter(self._mapping())
 
     def __len__(self) -> int:
-        return len(self._derive(self._source))
+        return len(self._mapping())
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._derive(self._source).get(key, default)
+        return self._mapping().get(key, default)
 
-    def items(self) -> ItemsView[str, Value]:  # worked out once for all of them, not once a key
-        return self._derive(self._source).items()
+    def items(self) -> ItemsView[str, Value]:
+        return self._mapping().items()
 
     def values(self) -> ValuesView[Value]:
-        return self._derive(self._source).values()
+        return self._mapping().values()
 
     def __repr__(self) -> str:
-        return repr(dict(self._derive(self._source)))
+        return repr(dict(self._mapping()))
 
 
 class Figures(Mapping[str, float | None]):

@@ -104,7 +104,6 @@ def command_run(args: argparse.Namespace) -> int:
         min_evaluated_share=MIN_EVALUATED_SHARE if args.min_evaluated is None else args.min_evaluated,
         fail_on_regression=args.fail_on_regression,
         thresholds=tuple(parse_threshold(text) for text in args.fail_under),
-        testcase_cache=False if args.no_cache else None,
         cluster_by_tag=args.cluster_by_tag,
     )
     if args.estimate:

@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a conversation case's tag starting with PREFIX names its cluster (cases that succeed "
                           "and fail together), for the intervals and tests; a 'cluster' key in the case wins")
     run.add_argument("--no-cache", action="store_true",
-                     help="neither read nor write a cache: the judge's answers, the parsed test cases")
+                     help="neither read nor write the judge's cache of answers")
     talk = run.add_mutually_exclusive_group()
     talk.add_argument("--quiet", "-q", action="store_true",
                       help="print only problems, errors and the result line")

@@ -20,10 +20,12 @@ from qareport.errors import SettingsError
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
 RUN_CONFIG_KEYS = {"match_terms_by": str, "templates": str, "strict": bool, "steps_semantics": int,
-                   "config_ge6": str, "testcase_cache": bool, "answer_pass_f1": object}
+                   "config_ge6": str, "answer_pass_f1": object}
 """The run settings a configuration file may give at its top level (`settings.RunSettings`), and
 the type of their values there (`object`: any, the setting's own check says what it must be)."""
 SECTION_KEYS = {"judge": dict, "email": dict, "indicator_selection": dict}
+RETIRED_KEYS = {"testcase_cache": "the parse cache it turned off is gone (it saved too little to keep)"}
+"""Keys earlier versions read, and why they went: a configuration that still has one is told what to remove."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,8 @@ def read_config_file(path: Path | None) -> ConfigFile:
     known = {**RUN_CONFIG_KEYS, **SECTION_KEYS}
     for key, value in data.items():
         expected = known.get(key)
+        if key in RETIRED_KEYS:
+            raise SettingsError(f"{path}: '{prefix}{key}' is no longer a setting: {RETIRED_KEYS[key]}; remove it")
         if expected is None:
             raise SettingsError(f"{path}: unknown key '{prefix}{key}'; known keys: {', '.join(sorted(known))}")
         if not isinstance(value, expected):

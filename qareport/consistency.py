@@ -1,7 +1,7 @@
 """How consistent a case is over its attempts, and the suite's pass@k and pass^k.
 
 A case answered several times (`CaseResult.attempts`) has, per attempt, a pass verdict
-(`kinds.attempt_passed`: every kind's rule, `Kind.pass_rule`). From them:
+(`kinds.attempt_passed`: every kind's rule, `Kind.passes`, said by `Kind.pass_rule`). From them:
 
 - per case: how many attempts passed ("2/3"), the spread of its main metric over its attempts (the
   highest value less the lowest), and whether it is *flaky* (some attempts passed, some did not);
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from qareport import kinds
 from qareport.attempt_statistics import PassRates, suite_pass_rates
+from qareport.evaluation_options import PassRules
 from qareport.records import CaseResult
 
 
@@ -106,6 +107,6 @@ def suite_consistency(results: Sequence[CaseResult], run: kinds.RunKinds) -> Sui
     return SuiteConsistency(rates, len(with_attempts), sum(c.flaky for c in with_attempts), len(sizes) > 1)
 
 
-def pass_rules_text(run: kinds.RunKinds) -> str:
-    """Every pass rule of the run's kinds, in one line."""
-    return "; ".join(f"{kind.label}: {kind.pass_rule}" for kind in run if kind.pass_rule)
+def pass_rules_text(present: kinds.RunKinds, rules: PassRules) -> str:
+    """The pass rules of the kinds `present` in a run, with the thresholds it used (`rules`), in one line."""
+    return "; ".join(f"{kind.label}: {rule}" for kind in present if (rule := kind.pass_rule(rules)))

@@ -26,6 +26,11 @@ class PassRules:
     answer_f1: float = DEFAULT_ANSWER_PASS_F1  # an answer passes at this answer F1 or above (--answer-pass-f1)
 
 
+def given_pass_rules(answer_f1: float | None) -> PassRules:
+    """The pass rules of a run given its `--answer-pass-f1` (None: not given, the default)."""
+    return PassRules() if answer_f1 is None else PassRules(answer_f1=answer_f1)
+
+
 @dataclass(frozen=True, slots=True)
 class EvaluationOptions:
     match_terms_by: TermMatching = DEFAULT_TERM_MATCHING

@@ -12,15 +12,12 @@ from qareport.input_shapes import ShapeErrors
 from qareport.records import Location, Problem, Unloaded
 
 STATGPT_ONLY = "a key of statgpt's fuller ground-truth schema, which qareport does not score"
-KEY_ADVICE = dict.fromkeys(("is_out_of_scope", "tool_calls", "query_normalization", "datasets_selection"),
-                           STATGPT_ONLY)
-"""What to say of unknown keys whose meaning is known (another tool's key; the kinds add their
-keys' other names, `Kind.key_advice`); any other gets "check its spelling if it was meant to be
-scored"."""
-
-
-def _key_advice(known: kinds.RunKinds) -> dict[str, str]:
-    return {**KEY_ADVICE, **{key: advice for kind in known for key, advice in kind.key_advice}}
+KEY_ADVICE = {
+    **dict.fromkeys(("is_out_of_scope", "tool_calls", "query_normalization", "datasets_selection"), STATGPT_ONLY),
+    "steps": "graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'",
+}
+"""What to say of unknown keys whose meaning is known (another tool's key, an older version's name);
+any other gets "check its spelling if it was meant to be scored"."""
 
 
 @dataclass
@@ -49,7 +46,7 @@ class ProblemCollector:
                      f"the response for '{case_id}'" if case_id is not None else f"a {in_what}")
             more = count - 1
             also = f" (also in {more} more {in_what}{'s' if more > 1 else ''} of this file)" if more else ""
-            advice = _key_advice(self.known).get(key, "check its spelling if it was meant to be scored")
+            advice = KEY_ADVICE.get(key, "check its spelling if it was meant to be scored")
             shown = key if len(key) <= 80 else key[:79] + "…"
             self.add(path, line, f"unknown key '{shown}' in {where}{also}: not evaluated; {advice}", case_id)
         self.unknown.clear()

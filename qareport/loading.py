@@ -14,7 +14,6 @@ from pathlib import Path
 from qareport.collector import collector_paused
 from qareport.input_problems import ProblemCollector
 from qareport.kinds import RunKinds, catalogue
-from qareport.parse_cache import ParseCache
 from qareport.records import Response, Suite
 from qareport.response_loading import load_responses
 from qareport.testcase_loading import load_test_cases
@@ -22,18 +21,16 @@ from qareport.testcase_loading import load_test_cases
 
 def load_suite(
     testcase_paths: Iterable[str | Path], response_paths: Iterable[str | Path], *,
-    cache: ParseCache | None = None,
     kinds: RunKinds | None = None,
 ) -> Suite:
     """Test cases and responses, cross-checked: unknown ids and missing responses are problems.
     Without any response path the test cases are checked alone (`qareport validate TESTCASES`).
-    `cache` keeps large test-case files parsed between runs (see `parse_cache`). `kinds`: the
-    run's kinds, which read the targets and outputs (None: the catalogue's)."""
+    `kinds`: the run's kinds, which read the targets and outputs (None: the catalogue's)."""
     kinds = kinds if kinds is not None else catalogue()
     response_paths = list(response_paths)
     problems = ProblemCollector(known=kinds)
     with collector_paused():  # everything loaded lives on: see `collector`
-        cases, case_inputs = load_test_cases(testcase_paths, problems, cache=cache, kinds=kinds)
+        cases, case_inputs = load_test_cases(testcase_paths, problems, kinds=kinds)
         attempts: dict[str, tuple[Response, ...]] = {}
         responses, response_inputs = load_responses(response_paths, problems, attempts)
     known = {case.id for case in cases}

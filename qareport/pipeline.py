@@ -1,5 +1,10 @@
 """One run, start to end: load → evaluate → aggregate → write. The CLI's `run` and nothing else.
 
+It is one concept, the order of a run: `_run` names the stages (prepare, read the earlier runs, load,
+evaluate, write the workbook, the results file, the email, check the gates), each a short function
+that reads one record of the run (`_Run`: the options, the settings whole, the kinds, the caller's
+hooks, the faults so far) and hands its result to the next.
+
 The workbook is the point of a run; the rest is optional: the comparison with a baseline, the
 trend over a history, the results file, the email. A bug in an optional stage (an exception that is
 not a `QAReportError`) does not lose the workbook: the stage is left out, the workbook says so in
@@ -25,28 +30,40 @@ from qareport.collector import run_scope
 from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
-from qareport.evaluation import evaluate_suite, judged_evaluation, qa_results
+from qareport.evaluation import Evaluation, evaluate_suite, judged_evaluation, qa_results
 from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
 from qareport.judged_metrics import count_judged_metrics
+from qareport.kinds import RunKinds
 from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
-from qareport.parse_cache import ParseCache, default_folder
 from qareport.progress import OnProgress, Stages
-from qareport.records import CaseResult, Location, OptionsUsed, Problem, RunInfo, RunSnapshot, TermMatching
+from qareport.records import (
+    CaseResult,
+    Location,
+    OptionsUsed,
+    Problem,
+    Review,
+    RunInfo,
+    RunSnapshot,
+    Suite,
+    TermMatching,
+    Unloaded,
+)
 from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.results_file import results_document, write_results_file
-from qareport.run_reading import read_history, read_run
+from qareport.run_reading import History, read_history, read_run
 from qareport.run_reviews import read_history_reviews, read_reviews
 from qareport.settings import RunSettings, Settings, resolve_settings
-from qareport.statistics import summarize
+from qareport.statistics import SuiteStatistics, summarize
 from qareport.workbook import write_workbook
 
 if TYPE_CHECKING:
     from qareport.judge import Judge, JudgeRun
     from qareport.judge.estimate import JudgeEstimate
+    from qareport.judge.settings import JudgeSettings
 
 STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
 """The stages `on_stage` is told of, in order; baseline, history, results and email are optional (each
@@ -78,7 +95,6 @@ class RunOptions:
     min_evaluated_share: float = MIN_EVALUATED_SHARE  # below it the run is incomplete
     fail_on_regression: bool = False  # a gate: needs `baseline`
     thresholds: tuple[Threshold, ...] = ()  # gates: --fail-under METRIC[@TAG]=VALUE
-    testcase_cache: bool | None = None  # keep large test-case files parsed between runs (default: yes)
     estimate: bool = False  # load and evaluate, estimate the judge's work and cost; no request, nothing written
     acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
     cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
@@ -129,19 +145,6 @@ class RunEstimate:
 
     estimate: JudgeEstimate | None
     skipped_reason: str | None = None
-
-
-def _optional_stage(stage: str, left_out: str, faults: list[StageFault], call: Callable[[], Any], *,
-                    source: str | None = None) -> Any:
-    """`call()`, or None when it fails with a bug (recorded in `faults`). A `QAReportError` (a
-    usage or input error, a refusal by a server) is not a bug and goes on up."""
-    try:
-        return call()
-    except QAReportError:
-        raise
-    except Exception as error:  # noqa: BLE001 - a bug in an optional stage never costs the workbook
-        faults.append(StageFault(stage, error, left_out, source))
-        return None
 
 
 def given_run_settings(options: RunOptions) -> dict[str, Any]:
@@ -200,6 +203,50 @@ def _make_judge(settings: Settings, on_warning: Callable[[str], None]) -> Judge 
     return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=on_warning)
 
 
+@dataclass(frozen=True, slots=True)
+class RunHooks:
+    """How a caller follows a run (see `run_pipeline`)."""
+
+    on_problems: Callable[[Sequence[Problem]], None] = lambda problems: None
+    on_progress: OnProgress | None = None
+    on_stage: Callable[[str], None] = lambda stage: None
+    on_warning: Callable[[str], None] = _log_warning
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What every stage of one run reads: the options as given, the settings resolved from them
+    (whole), the run's kinds, the caller's hooks; and the faults of optional stages so far."""
+
+    options: RunOptions
+    settings: Settings
+    kinds: RunKinds
+    hooks: RunHooks
+    stages: Stages
+    faults: list[StageFault] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Earlier:
+    """The earlier runs a run compares with, read before any work (a wrong --baseline fails in a
+    second, not after the judge ran), and the problems found in them."""
+
+    baseline: RunSnapshot | None = None
+    baseline_reviews: dict[str, Review] | None = None
+    history: History | None = None
+    history_reviews: tuple[dict[str, Review], ...] = ()
+    problems: tuple[Problem, ...] = ()  # values an edit made unreadable, review columns not found
+    warnings: tuple[str, ...] = ()  # what the Summary and the email say beside the comparison
+
+
+@dataclass(frozen=True, slots=True)
+class _Evaluated:
+    evaluation: Evaluation
+    judge: JudgeSettings | None = None  # the judge's settings, when there was a judge
+    judged: JudgeRun | None = None
+    estimate: JudgeEstimate | None = None
+
+
 def run_pipeline(
     options: RunOptions,
     *,
@@ -214,8 +261,7 @@ def run_pipeline(
     skipped, a cache that is not used; by default the "qareport" logger), `on_progress` how far each
     stage is (`qareport.progress`). The library itself never writes to the terminal."""
     with run_scope():  # the loaded data and the results stay out of the collector's way: see `collector`
-        outcome = _run(options, on_problems=on_problems, on_progress=on_progress, on_stage=on_stage,
-                       on_warning=on_warning)
+        outcome = _run(options, RunHooks(on_problems, on_progress, on_stage, on_warning))
     assert isinstance(outcome, RunOutcome)
     return outcome
 
@@ -235,20 +281,37 @@ def estimate_pipeline(
     options = replace(options, estimate=True,
                       judge_options={"api_key": PLACEHOLDER_API_KEY, **options.judge_options})
     with run_scope():
-        outcome = _run(options, on_problems=on_problems, on_progress=on_progress,
-                       on_stage=lambda stage: None, on_warning=on_warning)
+        outcome = _run(options, RunHooks(on_problems, on_progress, on_warning=on_warning))
     assert isinstance(outcome, RunEstimate)
     return outcome
 
 
-def _run(
-    options: RunOptions,
-    *,
-    on_problems: Callable[[Sequence[Problem]], None],
-    on_progress: OnProgress | None,
-    on_stage: Callable[[str], None],
-    on_warning: Callable[[str], None],
-) -> RunOutcome | RunEstimate:
+def _run(options: RunOptions, hooks: RunHooks) -> RunOutcome | RunEstimate:
+    """The stages of a run, in order (each says what it does)."""
+    run = _prepare(options, hooks)
+    earlier = _read_earlier_runs(run)
+    if options.email is not None and run.settings.email is not None:
+        check_email_request(options.email, run.settings.email)
+    suite = _load(run)
+    evaluated = _evaluate(run, suite)
+    if options.estimate:
+        return RunEstimate(evaluated.estimate, run.settings.judge_off_reason)
+    report = _write_workbook(run, suite, evaluated, earlier)
+    if options.results_path:
+        _optional_stage(run, "results", "writing the results file", f"{options.results_path} was not written",
+                        lambda: write_results_file(results_document(report), options.results_path or ""))
+    email_line = _send_email(run, report)
+    verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
+    judged = evaluated.judged
+    return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
+                      _judge_line(report), verdicts, judge_failure=judged.failure if judged else None,
+                      notices=_notices(run, evaluated), faults=tuple(run.faults),
+                      judge_budget=judged.budget_reached if judged else None)
+
+
+def _prepare(options: RunOptions, hooks: RunHooks) -> _Run:
+    """The settings resolved from the options, the environment and the configuration; what must
+    hold before any work checked (`check_before_any_work`); the run's kinds, made once."""
     settings = resolve_settings(
         run_options=given_run_settings(options),
         judge_options=options.judge_options,
@@ -256,202 +319,250 @@ def _run(
         config_path=options.config_path,
         with_email=options.email is not None,
     )
-    templates_dir = settings.run.templates
-    match_by = settings.run.match_terms_by
-    strict = settings.run.strict
-    semantics = settings.run.steps_semantics
-    check_before_any_work(options, templates_dir=templates_dir)
+    check_before_any_work(options, templates_dir=settings.run.templates)
     for ignored in settings.ge6.ignored:
-        on_warning(ignored)
-    run_kinds = kinds_for_run(settings.ge6.custom_evaluations)  # this run's, made once and passed down
+        hooks.on_warning(ignored)
+    return _Run(options, settings, kinds_for_run(settings.ge6.custom_evaluations), hooks, Stages(hooks.on_progress))
 
-    # earlier runs are read first: a wrong --baseline fails in a second, not after the judge ran
-    faults: list[StageFault] = []
-    stored: list[Problem] = []  # values of earlier runs an edit made unreadable, review columns not found
+
+def _optional_stage(run: _Run, stage: str, doing: str, left_out: str, call: Callable[[], Any], *,
+                    source: str | None = None) -> Any:
+    """`call()` as the stage `stage` (told to `on_stage` first), or None when it fails with a bug,
+    recorded in the run's faults as `doing`, with what is `left_out`. A `QAReportError` (a usage or
+    input error, a refusal by a server) is not a bug and goes on up."""
+    try:
+        run.hooks.on_stage(stage)
+        return call()
+    except QAReportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug in an optional stage never costs the workbook
+        run.faults.append(StageFault(doing, error, left_out, source))
+        return None
+
+
+def _read_earlier_runs(run: _Run) -> _Earlier:
+    """The baseline and the history, each an optional stage; their problems told at once."""
+    options = run.options
+    problems: list[Problem] = []
     baseline = baseline_reviews = history = None
-    history_reviews: Any = ()
-    if (baseline_path := options.baseline) is not None:
-        def read_baseline() -> tuple[RunSnapshot, Any]:
-            on_stage("baseline")
-            return (read_run(baseline_path, on_problem=stored.append, kinds=run_kinds),
-                    read_reviews(baseline_path, on_problem=stored.append, kinds=run_kinds))
-
+    history_reviews: tuple[dict[str, Review], ...] = ()
+    if (path := options.baseline) is not None:
         baseline, baseline_reviews = _optional_stage(
-            f"reading the baseline {baseline_path}", "the workbook has no comparison with it", faults,
-            read_baseline, source=baseline_path) or (None, None)
+            run, "baseline", f"reading the baseline {path}", "the workbook has no comparison with it",
+            lambda: (read_run(path, on_problem=problems.append, kinds=run.kinds),
+                     read_reviews(path, on_problem=problems.append, kinds=run.kinds)),
+            source=path) or (None, None)
     if options.history:
-        def read_earlier() -> Any:
-            on_stage("history")
-            earlier = read_history(options.history, exclude=(options.output,), on_problem=stored.append,
-                                   kinds=run_kinds)
-            return earlier, read_history_reviews(earlier.runs, run_kinds)
-
         history, history_reviews = _optional_stage(
-            "reading the history", "the workbook has no Trend sheet", faults, read_earlier,
-            source=options.history[0]) or (None, ())
-    if baseline_reviews and baseline_path is not None:  # `judge wrong: <metric>` naming no metric
-        custom = (evaluation.name for evaluation in settings.ge6.custom_evaluations)
-        stored += review_problems(baseline_reviews, baseline_path, custom=custom)
-    stored = list(dict.fromkeys(stored))  # the baseline in the history too: said once
-    on_problems(stored)
+            run, "history", "reading the history", "the workbook has no Trend sheet",
+            lambda: _history_with_reviews(run, problems.append), source=options.history[0]) or (None, ())
+    if baseline_reviews and path is not None:  # `judge wrong: <metric>` naming no metric
+        custom = (evaluation.name for evaluation in run.settings.ge6.custom_evaluations)
+        problems += review_problems(baseline_reviews, path, custom=custom)
+    stored = tuple(dict.fromkeys(problems))  # the baseline in the history too: said once
+    run.hooks.on_problems(stored)
     for skipped in history.skipped if history else ():
-        on_warning(f"history: skipped {skipped}")
-    if options.email is not None and settings.email is not None:
-        check_email_request(options.email, settings.email)
+        run.hooks.on_warning(f"history: skipped {skipped}")
+    return _Earlier(baseline, baseline_reviews, history, history_reviews, stored)
 
-    stages = Stages(on_progress)
-    on_stage("loading")
-    stages.start("loading test cases and responses")
-    cache = (ParseCache(default_folder(os.environ), on_warning=on_warning, known=run_kinds)
-             if settings.run.testcase_cache else None)
-    if (settings.run.testcase_cache or (settings.judge is not None and settings.judge.use_cache)) and (
+
+def _history_with_reviews(run: _Run, on_problem: Callable[[Problem], None],
+                          ) -> tuple[History, tuple[dict[str, Review], ...]]:
+    history = read_history(run.options.history, exclude=(run.options.output,), on_problem=on_problem, kinds=run.kinds)
+    return history, read_history_reviews(history.runs, run.kinds)
+
+
+def _load(run: _Run) -> Suite:
+    """The test cases and responses, clustered as asked; the input problems told, and the run
+    stopped when nothing can be evaluated, a gate names an unknown tag, or --strict meets a problem."""
+    options, settings, hooks = run.options, run.settings, run.hooks
+    hooks.on_stage("loading")
+    run.stages.start("loading test cases and responses")
+    if settings.judge is not None and settings.judge.use_cache and (
             not os.environ.get("XDG_CACHE_HOME") and home_folder(os.environ) is None):
-        on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the caches are in "
-              f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep them elsewhere")
-    suite = load_suite(options.testcases, options.responses, cache=cache, kinds=run_kinds)
+        hooks.on_warning(f"no home folder (HOME is unset and the user has no passwd entry): the judge cache is in "
+                         f"{cache_home(os.environ)}; set XDG_CACHE_HOME to keep it elsewhere")
+    suite = load_suite(options.testcases, options.responses, kinds=run.kinds)
     if options.cluster_by_tag:
         clustered, cluster_problems = cluster_by_tag(suite.cases, options.cluster_by_tag)
         suite = replace(suite, cases=clustered, problems=(*suite.problems, *cluster_problems))
-    reused = ""
-    if cache is not None and cache.hits:
-        reused = f" ({cache.hits} file{'s' if cache.hits > 1 else ''} read back from the parse cache)"
-    stages.finish(f"loaded {len(suite.cases):,} test cases{reused} and {len(suite.responses):,} responses")
-    on_problems(suite.problems)
+    run.stages.finish(f"loaded {len(suite.cases):,} test cases and {len(suite.responses):,} responses")
+    hooks.on_problems(suite.problems)
     if not suite.cases:
         raise QAReportError("no test cases could be loaded; nothing to evaluate (see the problems above)")
-
     if not suite.unloaded:  # a tag may belong to cases of a file that could not be read
         check_gate_tags(options.thresholds, (tag for case in suite.cases for tag in case.groups))
-    if strict and suite.problems:
+    if settings.run.strict and suite.problems:
         raise StrictModeError(f"{len(suite.problems)} input problem(s) and --strict: nothing written")
-    if options.estimate and settings.judge is not None and settings.judge.use_cache and (
-            not settings.judge.cache_path or not os.path.exists(settings.judge.cache_path)):
-        settings = settings.model_copy(update={"judge": replace(settings.judge, use_cache=False, batch=False)})
-    judge = _make_judge(settings, on_warning)
-    skipped_reason = settings.judge_off_reason
-    estimate: JudgeEstimate | None = None
-    judged: JudgeRun | None = None
+    return suite
+
+
+def _evaluate(run: _Run, suite: Suite) -> _Evaluated:
+    """Every case scored, then judged (or, for an estimate, the judge's work estimated); the
+    evaluation's problems told, and the run stopped when --strict meets one."""
+    judge = _make_judge(_judge_settings(run), run.hooks.on_warning)
     try:
-        on_stage("evaluating")
-        stages.start(f"evaluating {len(suite.cases):,} test cases")
-        evaluation = evaluate_suite(suite, options=settings.run.evaluation, kinds=run_kinds)
-        if judge is not None and options.estimate:  # an estimate judges nothing
-            estimate = judge.estimate_results(list(qa_results(evaluation.results)))
-        elif judge is not None:
-            judged = judge.judge_results(list(qa_results(evaluation.results)), on_progress=on_progress)
-            evaluation = judged_evaluation(evaluation, judged.judgments, options=settings.run.evaluation,
-                                           kinds=run_kinds)
-        stages.finish(f"evaluated {len(evaluation.results):,} test cases")
+        run.hooks.on_stage("evaluating")
+        run.stages.start(f"evaluating {len(suite.cases):,} test cases")
+        evaluated = _Evaluated(evaluate_suite(suite, options=run.settings.run.evaluation, kinds=run.kinds))
+        if judge is not None:
+            evaluated = _judged(run, judge, evaluated.evaluation)
+        run.stages.finish(f"evaluated {len(evaluated.evaluation.results):,} test cases")
     finally:
         if judge is not None:
             judge.close()
-    usage = judged.usage if judged is not None else None
-    judge_failure = judged.failure if judged is not None else None
-    judge_budget = judged.budget_reached if judged is not None else None
-    on_problems(evaluation.problems)
-    problems = (*suite.problems, *evaluation.problems, *stored)
-    if strict and evaluation.problems:
-        raise StrictModeError(f"{len(evaluation.problems)} evaluation problem(s) and --strict: nothing written")
-    if options.estimate:
-        return RunEstimate(estimate, skipped_reason)
+    problems = evaluated.evaluation.problems
+    run.hooks.on_problems(problems)
+    if run.settings.run.strict and problems:
+        raise StrictModeError(f"{len(problems)} evaluation problem(s) and --strict: nothing written")
+    return evaluated
 
-    statistics = summarize(evaluation.results, steps_semantics=semantics,
-                           custom_metrics=settings.ge6.custom_metric_keys, kind_set=run_kinds)
-    baseline_warnings: tuple[str, ...] = ()
-    if baseline is not None:
-        rules = rules_difference(baseline, semantics)
-        if rules is not None:
-            warning = Problem(Location(baseline.source), f"{rules}. Run both with the same --steps-semantics "
-                                                         "to compare like with like")
-            problems = (*problems, warning)
-            on_problems((warning,))
-            baseline_warnings = (rules,)  # what the Summary and the email say beside the comparison
+
+def _judge_settings(run: _Run) -> Settings:
+    """The run's settings, except that an estimate neither makes a judge cache nor batches."""
+    settings = run.settings
+    if run.options.estimate and settings.judge is not None and settings.judge.use_cache and (
+            not settings.judge.cache_path or not os.path.exists(settings.judge.cache_path)):
+        return settings.model_copy(update={"judge": replace(settings.judge, use_cache=False, batch=False)})
+    return settings
+
+
+def _judged(run: _Run, judge: Judge, evaluation: Evaluation) -> _Evaluated:
+    """The LLM metrics judged into the evaluation; for an estimate, the judging estimated instead."""
+    if run.options.estimate:  # an estimate judges nothing
+        estimate = judge.estimate_results(list(qa_results(evaluation.results)))
+        return _Evaluated(evaluation, judge.settings, estimate=estimate)
+    judged = judge.judge_results(list(qa_results(evaluation.results)), on_progress=run.hooks.on_progress)
+    evaluation = judged_evaluation(evaluation, judged.judgments, options=run.settings.run.evaluation, kinds=run.kinds)
+    return _Evaluated(evaluation, judge.settings, judged)
+
+
+def _notices(run: _Run, evaluated: _Evaluated) -> tuple[str, ...]:
+    """Routine notes for the console: the LLM metrics skipped, and why."""
+    skipped_reason = run.settings.judge_off_reason
+    if skipped_reason and _has_answers(evaluated.evaluation.results):
+        return (f"LLM metrics skipped: {skipped_reason}",)
+    return ()
+
+
+def _not_evaluated(run: _Run, evaluated: _Evaluated) -> dict[str, str]:
+    """What the workbook lists as not evaluated (metric or metrics -> why)."""
+    skipped_reason, judged = run.settings.judge_off_reason, evaluated.judged
+    results = evaluated.evaluation.results
     not_evaluated = {}
-    notices: list[str] = []
-    if skipped_reason and _has_answers(evaluation.results):
+    if skipped_reason and _has_answers(results):
         not_evaluated[LLM_METRICS] = skipped_reason
-        notices.append(f"LLM metrics skipped: {skipped_reason}")
-    if judge_failure:
-        lost = [metric.label for metric in count_judged_metrics(evaluation.results) if metric.not_judged]
+    if judged is not None and judged.failure:
+        lost = [metric.label for metric in count_judged_metrics(results) if metric.not_judged]
         what = ", ".join(lost) if lost else LLM_METRICS
-        why = judge_failure if judge_failure == judge_budget else f"{JUDGE_FAILED_WORDS}: {judge_failure}"
-        not_evaluated[f"{what} ({judged.not_judged if judged else 0} judgment(s) not obtained)"] = why
-    run = RunInfo(
-        created=run_created_time().isoformat(),
-        qareport_version=__version__,
-        inputs=suite.inputs,
-        options=OptionsUsed(
-            match_terms_by=match_by,
-            templates=templates_dir,
-            config=settings.config_file,
-            strict=strict,
-            steps_semantics=semantics,
-            acceptable_extras=settings.run.acceptable_extras,
-            cluster_by_tag=options.cluster_by_tag,
-            config_ge6=settings.ge6.path,
-            answer_pass_f1=settings.run.answer_pass_f1,
-            judge=judge.settings if judge is not None else None,
-        ),
-        judge_model=getattr(usage, "model", None),
-        judge_usage=usage,
-        not_evaluated=not_evaluated,
+        why = judged.failure if judged.failure == judged.budget_reached else f"{JUDGE_FAILED_WORDS}: {judged.failure}"
+        not_evaluated[f"{what} ({judged.not_judged} judgment(s) not obtained)"] = why
+    return not_evaluated
+
+
+def _run_info(run: _Run, suite: Suite, evaluated: _Evaluated) -> RunInfo:
+    """What the report says of the run itself: when, which version, its inputs, the options used."""
+    settings, usage = run.settings, evaluated.judged.usage if evaluated.judged is not None else None
+    used = OptionsUsed(
+        match_terms_by=settings.run.match_terms_by,
+        templates=settings.run.templates,
+        config=settings.config_file,
+        strict=settings.run.strict,
+        steps_semantics=settings.run.steps_semantics,
+        acceptable_extras=settings.run.acceptable_extras,
+        cluster_by_tag=run.options.cluster_by_tag,
+        config_ge6=settings.ge6.path,
+        answer_pass_f1=settings.run.answer_pass_f1,
+        judge=evaluated.judge,
     )
-    def build_and_write(with_earlier: bool, notes: tuple[Problem, ...] = ()) -> Report:
-        report = build_report(evaluation.results, (*problems, *notes), run, statistics=statistics,
-                              baseline=baseline if with_earlier else None,
-                              history=history.runs if history and with_earlier else (), source=options.output,
-                              min_evaluated_share=options.min_evaluated_share, unloaded=suite.unloaded,
-                              baseline_reviews=baseline_reviews if with_earlier else None,
-                              baseline_warnings=baseline_warnings if with_earlier else (),
-                              history_reviews=history_reviews if with_earlier else (), templates_dir=templates_dir,
-                              kinds=run_kinds)
-        on_stage("writing")
-        stages.start(f"writing {options.output}")
-        write_workbook(report, options.output)
-        stages.finish(f"wrote {options.output}")
-        return report
+    return RunInfo(created=run_created_time().isoformat(), qareport_version=__version__, inputs=suite.inputs,
+                   options=used, judge_model=getattr(usage, "model", None), judge_usage=usage,
+                   not_evaluated=_not_evaluated(run, evaluated))
 
-    def noted(found: Sequence[StageFault]) -> tuple[Problem, ...]:  # the Problems sheet says what was left out
-        return tuple(Problem(Location(fault.source), f"{fault} (please report it)") for fault in found if fault.source)
 
-    earlier = baseline is not None or bool(history and history.runs)
+def _rules_warning(run: _Run, earlier: _Earlier) -> tuple[Problem, str] | tuple[()]:
+    """A baseline scored by other steps rules: a problem, and what the Summary and the email say beside the
+    comparison (nothing when both runs follow the same rules)."""
+    if earlier.baseline is None:
+        return ()
+    rules = rules_difference(earlier.baseline, run.settings.run.steps_semantics)
+    if rules is None:
+        return ()
+    problem = Problem(Location(earlier.baseline.source), f"{rules}. Run both with the same --steps-semantics "
+                                                         "to compare like with like")
+    run.hooks.on_problems((problem,))
+    return problem, rules
+
+
+def _write_workbook(run: _Run, suite: Suite, evaluated: _Evaluated, earlier: _Earlier) -> Report:
+    """The report model built and the workbook written; a bug in the comparison or the trend costs
+    them (a fault), not the workbook."""
+    results = evaluated.evaluation.results
+    statistics = summarize(results, steps_semantics=run.settings.run.steps_semantics,
+                           custom_metrics=run.settings.ge6.custom_metric_keys, kind_set=run.kinds)
+    warning = _rules_warning(run, earlier)
+    problems = (*suite.problems, *evaluated.evaluation.problems, *earlier.problems, *warning[:1])
+    parts = _ReportParts(results, problems, _run_info(run, suite, evaluated), statistics, suite.unloaded)
+    with_earlier = earlier.baseline is not None or bool(earlier.history and earlier.history.runs)
     try:
-        report = build_and_write(earlier, noted(faults))
+        return _build_and_write(run, parts, replace(earlier, warnings=warning[1:]) if warning else earlier)
     except QAReportError:
         raise
     except Exception as error:  # a bug in the comparison or the trend: the workbook without them
-        if not earlier:
+        if not with_earlier:
             raise
-        faults.append(StageFault("the comparison with the baseline and the trend", error,
-                                 "the workbook has no Changes or Trend sheet and no deltas",
-                                 options.baseline or options.history[0]))
-        report = build_and_write(False, noted(faults))
-    if options.results_path:
-        results_path = options.results_path
+        run.faults.append(StageFault("the comparison with the baseline and the trend", error,
+                                     "the workbook has no Changes or Trend sheet and no deltas",
+                                     run.options.baseline or run.options.history[0]))
+        return _build_and_write(run, parts, _Earlier())
 
-        def write_results() -> None:
-            on_stage("results")
-            write_results_file(results_document(report), results_path)
 
-        _optional_stage("writing the results file", f"{results_path} was not written", faults, write_results)
-    email_line = None
-    if options.email is not None and report.incomplete and not options.send_incomplete:
-        email_line = f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
-    elif options.email is not None and settings.email is not None:
-        request, email_settings = options.email, settings.email
+@dataclass(frozen=True, slots=True)
+class _ReportParts:
+    results: Sequence[CaseResult]
+    problems: tuple[Problem, ...]
+    info: RunInfo
+    statistics: SuiteStatistics
+    unloaded: tuple[Unloaded, ...]
 
-        def send() -> str:
-            on_stage("email")
-            return email_report(options.output, request, settings=email_settings, templates_dir=templates_dir,
-                                digest=report.digest)
-        try:
-            email_line = _optional_stage("the email", "the email was not sent", faults, send)
-        except QAReportError as error:
-            raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
-    verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
-    return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
-                      _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
-                      faults=tuple(faults), judge_budget=judge_budget)
+
+def _build_and_write(run: _Run, parts: _ReportParts, earlier: _Earlier) -> Report:
+    """The report, compared with the `earlier` runs (none: `_Earlier()`), written; the Problems sheet
+    says which optional stages were left out so far."""
+    noted = tuple(Problem(Location(fault.source), f"{fault} (please report it)")
+                  for fault in run.faults if fault.source)
+    report = build_report(
+        parts.results, (*parts.problems, *noted), parts.info, statistics=parts.statistics,
+        baseline=earlier.baseline, history=earlier.history.runs if earlier.history else (),
+        source=run.options.output, min_evaluated_share=run.options.min_evaluated_share, unloaded=parts.unloaded,
+        baseline_reviews=earlier.baseline_reviews, baseline_warnings=earlier.warnings,
+        history_reviews=earlier.history_reviews, templates_dir=run.settings.run.templates,
+        kinds=run.kinds)
+    run.hooks.on_stage("writing")
+    run.stages.start(f"writing {run.options.output}")
+    write_workbook(report, run.options.output)
+    run.stages.finish(f"wrote {run.options.output}")
+    return report
+
+
+def _send_email(run: _Run, report: Report) -> str | None:
+    """The workbook sent, when asked (an optional stage); what was done with the email."""
+    options, email_settings = run.options, run.settings.email
+    if options.email is None:
+        return None
+    if report.incomplete and not options.send_incomplete:
+        return f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
+    if email_settings is None:
+        return None
+    request = options.email
+    try:
+        line: str | None = _optional_stage(
+            run, "email", "the email", "the email was not sent",
+            lambda: email_report(options.output, request, settings=email_settings,
+                                 templates_dir=run.settings.run.templates, digest=report.digest))
+    except QAReportError as error:
+        raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
+    return line
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:

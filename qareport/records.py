@@ -285,7 +285,7 @@ class IndicatorScore:
     macro_recall: float
     target_datasets: tuple[str, ...]
     selected_datasets: tuple[str, ...]
-    grade: str | None = None  # statgpt's grade of the turn (`kinds.indicator_selection.grade_turn`)
+    grade: str | None = None  # statgpt's grade of the turn (`kinds.selection_grades.grade_turn`)
 
     @property
     def dataset_mismatch(self) -> bool:

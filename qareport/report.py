@@ -20,8 +20,15 @@ from qareport.case_rows import case_rows
 from qareport.case_table import CaseDetails, CaseTable, details_table, overview_table
 from qareport.collector import collector_paused
 from qareport.comparison import Comparison, compare_runs
-from qareport.consistency import CaseConsistency, SuiteConsistency, case_consistency, suite_consistency
+from qareport.consistency import (
+    CaseConsistency,
+    SuiteConsistency,
+    case_consistency,
+    pass_rules_text,
+    suite_consistency,
+)
 from qareport.digest import Digest, build_digest
+from qareport.evaluation_options import given_pass_rules
 from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judge_noise import JudgeNoise, judge_noise
@@ -58,6 +65,7 @@ class Report:
     """The run's set of kinds (`kinds.for_run`: the catalogue's and the run's own), which the model
     was computed by; the writers ask it for labels and rules."""
     reasons: dict[str, str] = field(default_factory=dict)  # case id -> why it lost points, one line
+    pass_rules: str = ""  # when an attempt passes, by the kinds present and the thresholds the run used
     score_distributions: dict[str, list[int]] = field(default_factory=dict)
     """Evaluated cases per 0.1-wide score bin, for each headline metric that has a value."""
     kind_tables: tuple[Table, ...] = ()  # the kinds' Statistics tables (`SuiteStatistics.tables`), in order
@@ -183,6 +191,7 @@ def build_report(
         digest=digest,
         kind_set=kinds,
         reasons=reasons,
+        pass_rules=pass_rules_text(present, given_pass_rules(run.options.answer_pass_f1 if run.options else None)),
         score_distributions=_score_distributions(rows, kinds),
         kind_tables=statistics.tables(),
         comparison=comparison,

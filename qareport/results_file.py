@@ -17,7 +17,8 @@ from qareport.case_record import CaseRow
 from qareport.errors import QAReportError
 from qareport.files import write_atomically
 from qareport.runs import RESULTS_SUFFIXES, stored_case_values
-from qareport.yaml_input import YamlProblem, yaml_documents
+from qareport.yaml_guards import YamlProblem
+from qareport.yaml_input import yaml_documents
 
 if TYPE_CHECKING:
     from qareport.report import Report

@@ -39,12 +39,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from qareport.config_file import RUN_CONFIG_KEYS, ConfigFile, find_config_file, read_config_file
 from qareport.errors import EmailSettingsError, SettingsError
-from qareport.evaluation import EvaluationOptions
-from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS, DEFAULT_SEMANTICS
+from qareport.evaluation_options import (
+    DEFAULT_ACCEPTABLE_EXTRAS,
+    DEFAULT_SEMANTICS,
+    EvaluationOptions,
+    given_pass_rules,
+)
 from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.resolution import JUDGE_ENVIRONMENT, resolve_ge6_judge_settings, resolve_judge_settings
 from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
-from qareport.kinds import PassRules
 from qareport.preflight import header_text_problem
 from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
 from qareport.setting_sources import Expected, Found, Layers, Text, check, setting
@@ -94,7 +97,6 @@ class RunSettings(BaseModel):
     strict: Flag = False  # input problems fail the run
     steps_semantics: Semantics = DEFAULT_SEMANTICS  # graphrag-eval's steps rules: 5.x or 6.x
     config_ge6: Text | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
-    testcase_cache: Flag = True  # keep large test-case files parsed between runs (`parse_cache`)
     acceptable_extras: Annotated[int, Field(ge=0)] = DEFAULT_ACCEPTABLE_EXTRAS  # `indicator_selection.GRADES`
     answer_pass_f1: Annotated[float, Field(ge=0, le=1)] | None = None  # None: `PassRules`' default (--answer-pass-f1)
 
@@ -103,8 +105,7 @@ class RunSettings(BaseModel):
         """What the evaluator needs of these settings."""
         return EvaluationOptions(match_terms_by=self.match_terms_by, steps_semantics=self.steps_semantics,
                                  acceptable_extras=self.acceptable_extras,
-                                 pass_rules=PassRules() if self.answer_pass_f1 is None
-                                 else PassRules(answer_f1=self.answer_pass_f1))
+                                 pass_rules=given_pass_rules(self.answer_pass_f1))
 
 
 def resolve_run_settings(options: Mapping[str, Any], config: ConfigFile) -> RunSettings:

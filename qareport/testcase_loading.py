@@ -1,7 +1,7 @@
 """Test cases from YAML files into `TestCase` records: the two schemas (a conversation case with
 targets on its user messages, a Q&A template of questions), each kind reading its part of a target,
-the rows of cases too broken to evaluate, and the test-case files read (or taken from the parse
-cache) in order, the first of each id kept."""
+the rows of cases too broken to evaluate, and the test-case files read in order, the first of
+each id kept."""
 
 from __future__ import annotations
 
@@ -22,11 +22,17 @@ from qareport.input_shapes import optional_text
 from qareport.input_shapes import require_str as _require_str
 from qareport.input_shapes import written as _written
 from qareport.kinds import RunKinds, catalogue
-from qareport.parse_cache import ParseCache, ParsedItem
 from qareport.records import InputSummary, Location, Problem, Target, TestCase, Turn, Unloaded
 from qareport.yaml_values import LineList, line_of, written_text
 
 TESTCASE_SUFFIXES = (".yaml", ".yml")
+
+QUESTION_HASH_KEYS = {"reference_answer": "a", "reference_steps": "s"}
+"""The keys a Q&A question's definition hash first held its reference answer and steps under: kept,
+so that the hashes of stored runs stay valid (another kind's part is held under its name)."""
+
+ParsedItem = TestCase | Problem | Unloaded
+"""What reading a test-case file gives, in file order: its cases, each after the problems found before it."""
 
 
 def _item_id(container: Any, key: Any) -> str | None:
@@ -155,7 +161,7 @@ def _parse_question(raw: dict[str, Any], template_id: str, path: str, known: kin
         turns=(Turn(1, text, target),),
         location=Location(path, line_of(raw)),
         definition_hash=definition_hash(
-            {"q": text, **{kind.question_hash_key or kind.name: raw.get(kind.name) for kind in readers}}
+            {"q": text, **{QUESTION_HASH_KEYS.get(kind.name, kind.name): raw.get(kind.name) for kind in readers}}
         ),
         cluster=template_id,
     )
@@ -278,12 +284,10 @@ def _questions_of_template(template: dict[str, Any], path: str, problems: Proble
 
 
 def load_test_cases(
-    paths: Iterable[str | Path], problems: ProblemCollector, *, cache: ParseCache | None = None,
-    kinds: RunKinds | None = None,
+    paths: Iterable[str | Path], problems: ProblemCollector, *, kinds: RunKinds | None = None,
 ) -> tuple[list[TestCase], list[InputSummary]]:
     """The test cases of `paths`, in order, the first of each id kept, their targets read by
-    `kinds` (the run's; None: the catalogue's). A file `cache` holds is read back instead of parsed,
-    with the problems parsing it found."""
+    `kinds` (the run's; None: the catalogue's)."""
     known = kinds if kinds is not None else catalogue()
     cases: list[TestCase] = []
     summaries = []
@@ -292,7 +296,7 @@ def load_test_cases(
         count = 0
         digest = InputDigest()
         for file in files:
-            parsed = _parsed_file(file, problems, digest, cache, known)
+            parsed = _parsed_file(file, problems, digest, known)
             if parsed is None:
                 continue
             for item in parsed:
@@ -317,9 +321,9 @@ def load_test_cases(
 
 
 def _parsed_file(file: Path, problems: ProblemCollector, digest: InputDigest,
-                 cache: ParseCache | None, known: RunKinds) -> Iterable[ParsedItem] | None:
-    """What a test-case file holds, in order (see `ParsedItem`), from `cache` when it has the file;
-    None when the file cannot be read at all (a problem says why)."""
+                 known: RunKinds) -> Iterable[ParsedItem] | None:
+    """What a test-case file holds, in order (see `ParsedItem`); None when the file cannot be read
+    at all (a problem says why)."""
     data = read_input_bytes(file, problems, digest)
     text = None if data is None else decoded_text(file, data, problems)
     if data is None or text is None:
@@ -327,14 +331,7 @@ def _parsed_file(file: Path, problems: ProblemCollector, digest: InputDigest,
                 and "is empty" not in problems.problems[-1].message:
             problems.unloaded.append(Unloaded(str(file), problems.problems[-1].location.line, whole_file=True))
         return None
-    key = cache.key(str(file), data) if cache is not None else None
-    if cache is None or key is None:
-        return _parse_file(file, text, known)
-    kept = cache.get(key)
-    if kept is None:
-        kept = list(_parse_file(file, text, known))
-        cache.put(key, kept)
-    return kept
+    return _parse_file(file, text, known)
 
 
 def _parse_file(file: Path, text: str, known: RunKinds) -> Iterator[ParsedItem]:

@@ -16,7 +16,6 @@ from qareport.evaluation import evaluate_suite, reference_problems
 from qareport.ge6_config import read_ge6_config
 from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
-from qareport.parse_cache import ParseCache, default_folder
 from qareport.preflight import check_inputs_exist
 from qareport.records import Problem, Suite, TermMatching
 from qareport.settings import resolve_settings
@@ -40,8 +39,6 @@ def validate_inputs(
 ) -> Validation:
     """Every problem `qareport run` would report for these inputs and options (never calls a judge,
     writes nothing). Raises what `run` raises before any work: a missing path, a bad configuration."""
-    import os
-
     check_inputs_exist("TESTCASES", testcases)
     check_inputs_exist("--responses", responses)
     settings = resolve_settings(
@@ -52,8 +49,7 @@ def validate_inputs(
     ge6 = read_ge6_config(settings.run.config_ge6) if settings.run.config_ge6 else None
     run_kinds = kinds_for_run(ge6.custom_evaluations if ge6 is not None else ())
     semantics = settings.run.steps_semantics
-    cache = ParseCache(default_folder(os.environ)) if settings.run.testcase_cache else None
-    suite = load_suite(testcases, responses, cache=cache, kinds=run_kinds)
+    suite = load_suite(testcases, responses, kinds=run_kinds)
     if responses:
         found = evaluate_suite(suite, options=settings.run.evaluation, kinds=run_kinds).problems
     else:

@@ -13,10 +13,12 @@ naming the line, never as a crash:
 
 The other two problems the reader reports (an integer too long for Python's int-to-string limit,
 kept as text; a key given twice in one mapping) are found while values are built (`yaml_values`).
+A composed item without aliases is also checked for depth node by node (`nesting_refusal`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -117,6 +119,31 @@ def located_depth_refusal(text: str, offset: int, error: yaml.MarkedYAMLError) -
     return YamlProblem(mark.line + offset + 1 if mark else None, TOO_DEEP, lost=True)
 
 
+
+
+def could_nest_too_deep(text: str) -> bool:
+    """Whether the collections of `text` could nest more than `MAX_DEPTH` levels (when not, the
+    node-by-node check is skipped): each flow level takes a bracket, and of two nested block
+    levels, one at least starts a column further right, after the indentation and the `- `, `? `
+    or `: ` indicators that begin its line (a sequence may stand at its key's column, but not twice)."""
+    room = (MAX_DEPTH - text.count("[") - text.count("{")) // 2 - 2
+    return room <= 0 or re.search(rf"(?m)^[ \t?:-]{{{room},}}", text) is not None
+
+
+def nesting_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:
+    """The first collection, in document order, nested more than `MAX_DEPTH` levels deep in a
+    composed node graph without aliases. The text check (`refusal`) only looks at text with many
+    brackets or a deep indentation; block collections nest a level per column or two, which
+    libyaml composes safely but which must be refused all the same, whatever libyaml's own limit is."""
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            continue
+        if depth > MAX_DEPTH:
+            return YamlProblem(node.start_mark.line + offset + 1, TOO_DEEP, lost=True)
+        stack.extend((child, depth + 1) for child in reversed(_children(node)))
+    return None
 
 
 def alias_refusal(root: yaml.Node, offset: int) -> YamlProblem | None:

@@ -14,8 +14,8 @@ could share with another) is read whole, as one or more documents, with the same
 
 Guards against hostile input (`yaml_guards`), each reported as a problem naming the line, never as
 a crash: nesting deeper than `MAX_DEPTH` levels, aliases expanding to more than `MAX_EXPANDED_NODES`
-nodes, a NUL byte; and, while values are built (`yaml_values`, which also says how they are built
-fast), an integer too long to read as a number (kept as text) and a key given twice in one mapping.
+nodes, a NUL byte; and, while values are built (`yaml_values`), an integer too long to read as a
+number (kept as text) and a key given twice in one mapping.
 """
 
 from __future__ import annotations
@@ -28,19 +28,17 @@ import yaml
 
 from qareport.yaml_guards import (
     MAX_DEPTH,
-    TOO_DEEP,
     YamlProblem,
     alias_refusal,
-    deep_suspect,
+    could_nest_too_deep,
     is_libyaml_nesting_limit,
     located_depth_refusal,
-    nul_refusal,
+    nesting_refusal,
     refusal,
 )
-from qareport.yaml_values import LineList, LineLoader, TooDeep, build_checking_depth, build_value
-from qareport.yaml_values import line_of as line_of  # re-exported: kinds/steps imports it from here
+from qareport.yaml_values import LineList, LineLoader
 
-__all__ = ["YamlProblem", "line_of", "yaml_documents"]  # YamlProblem: runs.py imports it from here
+__all__ = ["split_root_sequence", "yaml_documents"]
 
 _BEFORE_MARK = frozenset(" \t\r\n[{,:-")
 _NOT_IN_NAME = frozenset(" \t\r\n[]{},")
@@ -119,16 +117,6 @@ def _parse(text: str, offset: int, *, several: bool, may_alias: bool) -> Iterato
 
 
 def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) -> Iterator[Any | YamlProblem]:
-    if not several and not may_alias and nul_refusal(text, offset) is None and deep_suspect(text):
-        # one item whose depth must be checked: read once, checking as it is built
-        built = build_checking_depth(text, offset)
-        if isinstance(built, YamlProblem):
-            yield built
-            return
-        if built is not None:
-            if built.value is not None:
-                yield built.value
-            return
     refused = refusal(text, offset)
     if refused is not None:
         yield refused
@@ -145,22 +133,22 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
                 continue
             if may_alias:
                 refused = alias_refusal(node, offset)
-                if refused is not None:
-                    yield refused
-                    if not several:
-                        break
-                    continue
+            else:
+                refused = nesting_refusal(node, offset) if could_nest_too_deep(text) else None
+            if refused is not None:
+                yield refused
+                if not several:
+                    break
+                continue
             yield from loader.problems
             loader.problems.clear()
-            document = loader.construct_document(node) if may_alias else build_value(loader, node, max_depth=MAX_DEPTH)
+            document = loader.construct_document(node)
             yield from loader.problems
             loader.problems.clear()
             if document is not None:
                 yield document
             if not several:
                 break
-    except TooDeep as deep:
-        yield YamlProblem(deep.node.start_mark.line + offset + 1, TOO_DEEP, lost=True)
     except yaml.MarkedYAMLError as error:
         if is_libyaml_nesting_limit(error):
             yield located_depth_refusal(text, offset, error)

@@ -108,6 +108,22 @@ def test_an_answer_passes_at_the_answer_f1_threshold_which_is_configurable(stub,
     assert (row["attempts passed"], row["flaky"]) == (exp_passed, exp_flaky)
 
 
+def test_the_workbook_states_the_pass_rules_of_the_kinds_present_with_the_threshold_used(stub, tmp_path):
+    from openpyxl import load_workbook
+
+    (tmp_path / "qa.yaml").write_text(textwrap.dedent(TWO_CLAIMS), encoding="utf-8")
+    records = [{"question_id": "q2", "attempt": n, "actual_answer": "OSLO T1"} for n in (1, 2)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "out.xlsx"
+    assert main(["run", str(tmp_path / "qa.yaml"), "-r", str(tmp_path / "r.jsonl"), "-o", str(out),
+                 "--cache-path", str(tmp_path / "cache.sqlite3"), "--quiet", "--answer-pass-f1", "0.5"]) == 0
+    book = load_workbook(out)
+    for sheet in ("Summary", "Statistics"):  # a note may be wrapped over several rows: read as one text
+        text = " ".join(cell for row in book[sheet].iter_rows(values_only=True) for cell in row if isinstance(cell, str))
+        # the threshold this run used, and the rules end there: none of a kind the run has no case of
+        assert "rules: reference answer: answer F1 0.5 or above (--answer-pass-f1)." in text, sheet
+
+
 def test_an_answer_pass_threshold_outside_0_to_1_is_a_usage_error(tmp_path, capsys):
     from qareport.exit_status import USAGE_ERROR
 

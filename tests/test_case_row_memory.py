@@ -81,7 +81,7 @@ def test_a_run_read_back_holds_each_fact_text_once_and_its_outputs_as_stored_unt
     assert len(held_texts) < len(items) and all(len(objects) == 1 for objects in held_texts.values())
 
 
-def test_a_derived_mapping_reads_as_what_it_is_worked_out_into_each_time_once_for_all_its_items():
+def test_a_derived_mapping_reads_as_what_it_is_worked_out_into_once_a_reading_not_once_a_key():
     from qareport.case_record import Derived
 
     calls: list[str] = []
@@ -94,8 +94,12 @@ def test_a_derived_mapping_reads_as_what_it_is_worked_out_into_each_time_once_fo
     assert derived == {"precision": 1, "recall": 2} and len(derived) == 2 and "recall" in derived
     assert derived.get("f1") is None and derived["precision"] == 1 and repr(derived) == repr(derive("x"))
     calls.clear()
+    assert dict(derived) == {"precision": 1, "recall": 2} and [derived[key] for key in derived] == [1, 2]
     assert dict(derived.items()) == {"precision": 1, "recall": 2} and list(derived.values()) == [1, 2]
-    assert calls == ["case-1", "case-1"]  # once for the items, once for the values: never once a key
+    assert calls == []  # still the mapping last worked out: never once a key
+    other = Derived(derive, "case-2")
+    assert dict(other) == {"precision": 1, "recall": 2} and dict(derived) == {"precision": 1, "recall": 2}
+    assert calls == ["case-2", "case-1"]  # another mapping read in between: worked out again, once each
 
 
 def test_the_figures_of_a_runs_cases_share_one_index_and_read_as_a_dict():

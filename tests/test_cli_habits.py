@@ -98,18 +98,13 @@ def test_answer_correctness_is_a_qareport_subcommand(capsys, tmp_path):
 
 @pytest.fixture
 def cache_home(tmp_path, monkeypatch) -> Path:
-    """An XDG cache home holding a judge cache of 3 replies and 2 parsed files (and one stray file)."""
+    """An XDG cache home holding a judge cache of 3 replies."""
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     judge = JudgeCache(home / "qareport" / "judge.sqlite3")
     for n in range(3):
         judge.put(f"key{n}", kind="chat", model="m", value={"reply": "x" * 1000})
     judge.close()
-    parsed = home / "qareport" / "testcases"
-    parsed.mkdir(mode=0o700)
-    (parsed / "a.jsonl").write_bytes(b"x" * 1500)
-    (parsed / "b.jsonl").write_bytes(b"x" * 500)
-    (parsed / "c.jsonl.tmp").write_bytes(b"x" * 10)
     return home / "qareport"
 
 
@@ -119,7 +114,6 @@ def test_the_cache_command_shows_each_cache_its_place_entries_and_size(capsys, c
     judge_size = sum(path.stat().st_size for path in cache_home.glob("judge.sqlite3*"))
     assert lines[0] == f"judge: {cache_home / 'judge.sqlite3'}: 3 entries, {judge_size / 1000:.1f} kB"
     assert lines[1].startswith("  the judge's replies")
-    assert lines[2] == f"testcases: {cache_home / 'testcases'}: 2 entries, 2.0 kB"
     assert len(lines) == 2 * len(CACHES)
 
 
@@ -135,15 +129,14 @@ def test_cache_clear_with_a_name_clears_that_cache_alone(capsys, cache_home):
     assert main(["cache", "clear", "judge"]) == 0
     assert capsys.readouterr().out.startswith(f"judge: {cache_home / 'judge.sqlite3'}: removed 3 entries (")
     assert not list(cache_home.glob("judge.sqlite3*"))
-    assert sorted(path.name for path in (cache_home / "testcases").iterdir()) == ["a.jsonl", "b.jsonl", "c.jsonl.tmp"]
 
 
 def test_cache_clear_clears_every_cache_and_a_second_clear_finds_them_empty(capsys, cache_home):
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out.count(": removed ") == 2
+    assert capsys.readouterr().out.count(": removed ") == len(CACHES)
     assert os.listdir(cache_home) == []
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out.count(": was empty") == 2
+    assert capsys.readouterr().out.count(": was empty") == len(CACHES)
 
 
 def test_cache_path_names_a_judge_cache_kept_elsewhere(capsys, tmp_path, cache_home):
@@ -158,7 +151,7 @@ def test_cache_path_names_a_judge_cache_kept_elsewhere(capsys, tmp_path, cache_h
 
 def test_an_unknown_cache_name_is_a_usage_error_with_the_nearest_name(capsys, cache_home):
     assert main(["cache", "clear", "judg"]) == 2
-    assert capsys.readouterr().err == "qareport: no cache named 'judg'; did you mean judge? (the caches: judge, testcases)\n"
+    assert capsys.readouterr().err == "qareport: no cache named 'judg'; did you mean judge? (the caches: judge)\n"
     assert (cache_home / "judge.sqlite3").exists()
 
 

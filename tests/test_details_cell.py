@@ -2,7 +2,8 @@
 
 import textwrap
 
-from qareport.kinds.indicator_selection import render_indicator_details, score_indicator_selection
+from qareport.kinds.selection_details import render_indicator_details
+from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.records import (
     CaseResult,
     DatasetSelection,

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from qareport import aggregates
 from qareport.collector import run_scope
-from qareport.evaluation import EvaluationOptions, evaluate_suite
+from qareport.evaluation import evaluate_suite
+from qareport.evaluation_options import EvaluationOptions
 from qareport.kinds.steps import KIND_NAME, column_mapping, sparql_cells, step_shapes, turn_verdicts
-from qareport.kinds.steps.matching import StepsOutcome
+from qareport.kinds.steps.outcome import StepsOutcome
 from qareport.kinds.steps.parsed_outputs import question_scope
 from qareport.loading import load_suite
 from qareport.workbook import cells, styles

@@ -14,16 +14,12 @@ from qareport.case_record import CaseRow
 from qareport.cli import main
 from qareport.comparison import compare_runs
 from qareport.errors import SettingsError
-from qareport.evaluation import EvaluationOptions, evaluate_case
+from qareport.evaluation import evaluate_case
+from qareport.evaluation_options import EvaluationOptions
 from qareport.kinds import catalogue
-from qareport.kinds.indicator_selection import (
-    INDICATOR_SELECTION,
-    case_grade,
-    dataset_scores,
-    grade_turn,
-    score_indicator_selection,
-    worst_grade,
-)
+from qareport.kinds.indicator_selection import INDICATOR_SELECTION
+from qareport.kinds.selection_grades import case_grade, dataset_scores, grade_turn, worst_grade
+from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.records import (
     DatasetSelection,
     DimensionTerms,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from qareport.kinds.indicator_selection import score_indicator_selection
+from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.records import DatasetSelection, DimensionTerms, Term, TermMatching
 
 GDP = Term("GDP", "gross domestic product")

@@ -1,7 +1,7 @@
 """Reading inputs in pieces gives what reading them whole gives: the same records, the same problems
 at the same lines, the same input hashes. JSON and JSON Lines responses are read a chunk at a time
-(here chunks of a few bytes, so that every value is cut somewhere); YAML items are built by a
-direct walk over libyaml's nodes instead of PyYAML's constructor. Every input is generated here."""
+(here chunks of a few bytes, so that every value is cut somewhere); a YAML file split into its
+items reads as PyYAML reads it whole. Every input is generated here."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from qareport import json_input
 from qareport.loading import load_suite
-from qareport.yaml_guards import YamlProblem, depth_refusal
-from qareport.yaml_input import yaml_documents
-from qareport.yaml_values import LineDict, LineList, LineLoader, build_checking_depth, build_value
+from qareport.yaml_guards import YamlProblem
+from qareport.yaml_input import split_root_sequence, yaml_documents
+from qareport.yaml_values import LineDict, LineList, LineLoader
 
 CASE = """\
 - id: {id}
@@ -227,7 +227,7 @@ def test_a_json_lines_line_longer_than_a_chunk_is_read_whole(tmp_path, monkeypat
     assert len(got[0].value["actual_answer"]) == 10_000
 
 
-# --- YAML: the direct walk over libyaml's nodes ----------------------------------------------------
+# --- YAML: values, lines and problems as PyYAML builds them ----------------------------------------------------
 
 YAML_TEXTS = {
     "plain": "a: 1\nb: [x, 'y', \"z\"]\nc:\n  d: {e: 2.5, f: null}\n  g: ~\n",
@@ -248,11 +248,11 @@ YAML_TEXTS = {
 }
 
 
-def constructed(text: str, *, direct: bool, offset: int = 10) -> tuple:
+def constructed(text: str, *, offset: int = 10) -> tuple:
     loader = LineLoader(text, offset)
     try:
         node = loader.get_single_node()
-        value = build_value(loader, node) if direct else loader.construct_document(node)
+        value = loader.construct_document(node)
         return value, [(p.line, p.message) for p in loader.problems]
     except yaml.YAMLError as error:
         return type(error).__name__, str(error)
@@ -280,11 +280,53 @@ def lines_of(value) -> list:
     return flat
 
 
-@pytest.mark.parametrize("name", sorted(YAML_TEXTS))
-def test_the_direct_walk_builds_what_pyyaml_builds_lines_and_problems_included(name):
-    exp, exp_problems = constructed(YAML_TEXTS[name], direct=False)
-    got, got_problems = constructed(YAML_TEXTS[name], direct=True)
-    assert lines_of(got) == lines_of(exp) and got_problems == exp_problems
+@pytest.mark.parametrize("name", sorted(set(YAML_TEXTS) - {"deep"}))
+def test_the_reading_gives_the_values_lines_and_problems_pyyaml_builds(name):
+    text = YAML_TEXTS[name]
+    exp, exp_problems = constructed(text, offset=0)
+    got = list(yaml_documents(text))
+    if exp in ("ConstructorError", "ScannerError", "ParserError"):  # PyYAML refuses it: a lost text, told
+        assert [(p.lost, p.message.startswith("invalid YAML")) for p in got] == [(True, True)]
+        return
+    assert [(p.line, p.message) for p in got if isinstance(p, YamlProblem)] == exp_problems
+    documents = [d for d in got if not isinstance(d, YamlProblem)]
+    if split_root_sequence(text) is None:
+        assert [lines_of(d) for d in documents] == [lines_of(exp)]
+    else:  # one single-item list per item: their items are the whole's, at the whole's lines
+        assert lines_of(LineList([item for d in documents for item in d]))[1:] == lines_of(exp)[1:]
+
+
+def test_a_yaml_text_nested_too_deep_in_brackets_is_refused_at_its_line():
+    (problem,) = list(yaml_documents("x: 1\n" + YAML_TEXTS["deep"].replace("a:", "b:")))
+    assert problem.lost and problem.line == 2 and "nested more than 100 levels" in problem.message
+
+
+def test_block_collections_nested_too_deep_without_brackets_are_refused_at_the_first_too_deep():
+    text = "a:\n" + "".join(f"{'  ' * level}- k{level}:\n" for level in range(60)) + "  " * 60 + "- end\n"
+    (problem,) = list(yaml_documents(text))
+    assert problem.lost and "nested more than 100 levels" in problem.message
+    assert problem.line == 51  # the 101st collection: the list under key k49
+    assert not any(isinstance(d, YamlProblem) for d in yaml_documents("a:\n" + text.split("\n", 1)[1][:2000]))
+
+
+def _nested(style: str, depth: int) -> str:
+    """Collections nested `depth` levels deep in the block style that takes the fewest columns."""
+    if style == "mappings":  # a column a level
+        return "".join(f"{' ' * level}k{level}:\n" for level in range(depth - 1)) + " " * (depth - 1) + "k: v\n"
+    if style == "sequences in mappings":  # a list at its key's column, its items on the next line, one further
+        pairs = depth // 2
+        text = "".join(f"{' ' * level}k{level}:\n{' ' * level}-\n" for level in range(pairs))
+        return text + " " * pairs + ("k: v\n" if depth % 2 else "v\n")
+    if style == "compact sequences":  # `- - - v` on one line
+        return "- " * depth + "v\n"
+    return "[" * depth + "]" * depth + "\n"  # flow
+
+
+@pytest.mark.parametrize("style", ["mappings", "sequences in mappings", "compact sequences", "flow"])
+def test_nesting_past_the_limit_is_refused_in_every_block_style_and_up_to_it_is_read(style):
+    deep, limit = list(yaml_documents(_nested(style, 101))), list(yaml_documents(_nested(style, 100)))
+    assert len(deep) == 1 and isinstance(deep[0], YamlProblem) and "nested more than 100 levels" in deep[0].message
+    assert limit and not any(isinstance(d, YamlProblem) for d in limit)
 
 
 def test_a_test_case_file_is_read_item_by_item_with_lines_of_the_whole_file():
@@ -293,18 +335,6 @@ def test_a_test_case_file_is_read_item_by_item_with_lines_of_the_whole_file():
     assert [d[0]["id"] for d in documents] == ["a", "b"]
     assert [d.line for d in documents] == [2, 14]
     assert documents[1][0].key_lines["conversation"] == 16
-
-
-@pytest.mark.parametrize("name", sorted(YAML_TEXTS))
-def test_an_item_built_from_events_has_the_value_lines_and_refusals_pyyaml_and_the_depth_check_give(name):
-    text = YAML_TEXTS[name]
-    built = build_checking_depth(text, 10)
-    refused = depth_refusal(text, 10)
-    if refused is not None:
-        assert built == refused
-    elif built is not None:  # None: left to the usual reading (other tags, a problem to tell, ...)
-        exp, exp_problems = constructed(text, direct=False)
-        assert lines_of(built.value) == lines_of(exp) and not exp_problems
 
 
 QUOTED_BRACKETS = json.dumps({"head": {"vars": ["a"]}, "results": {"bindings": [{"a": {"value": str(i)}} for i in range(60)]}})
@@ -321,7 +351,7 @@ def template(number: int, questions: int) -> str:
 
 def test_a_template_with_thousands_of_quoted_brackets_reads_as_pyyaml_reads_it():
     text = template(1, 40) + template(2, 3) + template(3, 40)
-    exp = constructed(text, direct=False, offset=0)[0]
+    exp = constructed(text, offset=0)[0]
     got = list(yaml_documents(text))  # one document per template
     assert text.count("{") > 4000 * 2  # each big template is checked for depth
     assert [document.line for document in got] == exp.item_lines

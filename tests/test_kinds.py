@@ -46,7 +46,7 @@ class ExpectedKeywords(Kind):
     def _scores(self, result: CaseResult) -> list[dict[str, Any]]:
         return [score for index in range(len(result.turns)) if (score := self.score_of(result, index))]
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"keyword_recall": kinds.mean_over_turns(s["recall"] for s in self._scores(result))}
 
     def explain(self, result: CaseResult) -> str | None:

@@ -197,3 +197,17 @@ def test_a_target_with_keys_json_cannot_sort_is_loaded_not_a_crash(tmp_path, key
     write(tmp_path / "c.yaml", CASE.format(id="a").replace("    indicator_selection:\n", extra + "    indicator_selection:\n"))
     suite = load_suite([tmp_path / "c.yaml"], [])
     assert [c.id for c in suite.cases] == ["a"] and len(suite.cases[0].definition_hash) == 16
+
+
+def test_a_response_key_an_older_graphrag_eval_named_gets_the_advice_to_rename_it(tmp_path):
+    (tmp_path / "qa.yaml").write_text(textwrap.dedent("""\
+        - template_id: t
+          questions:
+          - id: q1
+            question_text: Which?
+            reference_steps: [[{name: sparql_query, args: {query: q}, output: o}]]
+    """), encoding="utf-8")
+    (tmp_path / "r.jsonl").write_text(json.dumps({"question_id": "q1", "steps": []}) + "\n", encoding="utf-8")
+    suite = load_suite([tmp_path / "qa.yaml"], [tmp_path / "r.jsonl"])
+    (problem,) = [p for p in suite.problems if "'steps'" in p.message]
+    assert problem.message.endswith("graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'")

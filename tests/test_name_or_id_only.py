@@ -11,7 +11,7 @@ import pytest
 from openpyxl import load_workbook
 
 from qareport.cli import main
-from qareport.kinds.indicator_selection import match_terms, score_dimension
+from qareport.kinds.selection_scoring import match_terms, score_dimension
 from qareport.records import Term, TermMatching
 
 GDP = Term("NGDP", "Gross domestic product")
@@ -131,7 +131,7 @@ def test_response_values_with_neither_id_nor_name_are_each_reported(tmp_path):
 
 
 def test_a_change_names_a_name_only_term_whole():
-    from qareport.kinds.indicator_selection import explain_indicator_change
+    from qareport.kinds.selection_changes import explain_indicator_change
 
     old = {"target": ["INDICATOR 'Gross domestic product'"], "found": ["INDICATOR 'Gross domestic product'"]}
     new = {"target": ["INDICATOR 'Gross domestic product'"], "extra": ["INDICATOR 'GDP per capita'"]}

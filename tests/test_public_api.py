@@ -15,7 +15,7 @@ import qareport
 # a run step by step, the whole run as the command line does it, a kind of their own, the errors.
 NEEDED = {
     "run_evaluation", "compute_aggregates", "recall_at_k", "average_precision",
-    "load_suite", "ParseCache", "Suite", "Problem", "evaluate_suite", "EvaluationOptions", "Evaluation", "CaseResult",
+    "load_suite", "Suite", "Problem", "evaluate_suite", "EvaluationOptions", "Evaluation", "CaseResult",
     "Judgment",  # what `evaluate_suite`'s judge returns
     "summarize", "SuiteStatistics", "build_report", "Report", "RunInfo", "RunSnapshot", "Unloaded", "read_run",
     "read_reviews", "Review",

@@ -6,7 +6,8 @@ import pytest
 
 from qareport import kinds
 from qareport.kinds.answers import ANSWERS
-from qareport.kinds.indicator_selection import INDICATOR_SELECTION, score_indicator_selection
+from qareport.kinds.indicator_selection import INDICATOR_SELECTION
+from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.kinds.steps import STEPS
 from qareport.question_scores import QuestionScores
 from qareport.records import (

@@ -14,7 +14,8 @@ import yaml
 
 from qareport.kinds.steps import STEPS, explain_turn, render_steps_details
 from qareport.kinds.steps.data_points import normalized_granularity
-from qareport.kinds.steps.matching import StepMatch, annotate_reference_steps, evaluate_steps
+from qareport.kinds.steps.matching import annotate_reference_steps, evaluate_steps
+from qareport.kinds.steps.outcome import StepMatch
 from qareport.kinds.steps.registry import STEP_KINDS, step_kind_for
 from qareport.kinds.steps.step_kind import StepPair
 from qareport.kinds.steps.verdicts import step_verdicts

@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qareport.kinds.steps.matching import (
-    FailedCall,
-    StepMatch,
-    StepsOutcome,
-    annotate_reference_steps,
-    evaluate_steps,
-)
+from qareport.kinds.steps.matching import annotate_reference_steps, evaluate_steps
+from qareport.kinds.steps.outcome import StepMatch, StepsOutcome
+from qareport.kinds.steps.step_shapes import FailedCall
 
 DATA = Path(__file__).parent / "data"
 SPARQL = "application/sparql-results+json"

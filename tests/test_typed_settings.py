@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from qareport.cli import main
-from qareport.evaluation import EvaluationOptions
+from qareport.evaluation_options import EvaluationOptions
 from qareport.exit_status import USAGE_ERROR
-from qareport.kinds.indicator_selection import score_indicator_selection
+from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.records import DEFAULT_TERM_MATCHING, DatasetSelection, DimensionTerms, Term, TermMatching
 from qareport.settings import RunSettings, resolve_settings
 
@@ -116,8 +116,10 @@ def test_an_older_workbook_gives_the_email_a_typed_judge_usage(tmp_path, monkeyp
      "'judge.response_format' in {file} must be one of json_schema, json_object (got 'xml')"),
     ("judge:\n  budget: -1\n", {}, "'judge.budget' in {file} must be a number >= 0 (got -1)"),
     ("judge:\n  model: '  '\n", {}, "'judge.model' in {file} must be a non-empty string (got '  ')"),
-    ("testcase_cache: true\n", {"QAREPORT_SMTP_TIMEOUT": "0"},
+    ("strict: false\n", {"QAREPORT_SMTP_TIMEOUT": "0"},
      "environment variable QAREPORT_SMTP_TIMEOUT must be a number >= 0.001 (got '0')"),
+    ("testcase_cache: false\n", {}, "{file}: 'testcase_cache' is no longer a setting: the parse cache it turned off "
+                                     "is gone (it saved too little to keep); remove it"),
     ("email:\n  security: tls\n", {}, "'email.security' in {file} must be one of starttls, ssl, none (got 'tls')"),
     ("steps_semantics: 7\n", {}, "{file}:1: 'steps_semantics' must be 5 or 6, graphrag-eval's major version whose "
                                  "steps rules apply (got 7)"),

@@ -27,6 +27,7 @@ the catalogue and `RunKinds` in `registry`; a kind's author imports them all fro
 from __future__ import annotations
 
 from qareport.errors import ShapeError
+from qareport.evaluation_options import PassRules
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import (
     CellFormat,
@@ -37,7 +38,6 @@ from qareport.kinds.kind_records import (
     Facts,
     KindFigures,
     Metric,
-    PassRules,
     SharedEvaluation,
     SuiteFigures,
     SuiteOptions,

@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qareport.errors import NOT_JUDGED
+from qareport.evaluation_options import PassRules
 from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, ColumnPlace, Metric, PassRules
+from qareport.kinds.kind_records import Column, ColumnPlace, Metric
 from qareport.kinds.qa_turn import QA_TURN
 from qareport.records import CaseResult
 
@@ -94,7 +95,6 @@ class ReferenceAnswer(Kind):
     )
 
     in_questions = True
-    question_hash_key = "a"
     shared = QA_TURN
 
     @property
@@ -114,14 +114,15 @@ class ReferenceAnswer(Kind):
     def score_of(self, result: CaseResult, turn_index: int) -> Any:
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         scored = [t.qa for t in result.turns if t.qa is not None]
         return {m.key: mean_over_turns(qa.value(m.key) for qa in scored) for m in self.metrics}
 
-    pass_rule = "answer F1 at or above the threshold (--answer-pass-f1, default 0.8)"
+    def pass_rule(self, rules: PassRules) -> str:
+        return f"answer F1 {rules.answer_f1:g} or above (--answer-pass-f1)"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
-        f1 = self.case_metrics(result)["answer_f1"]
+        f1 = self.attempt_metrics(result)["answer_f1"]
         return None if f1 is None or not self.has_target(result.case) else f1 >= rules.answer_f1
 
     def explain(self, result: CaseResult) -> str | None:

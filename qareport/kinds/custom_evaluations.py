@@ -53,7 +53,7 @@ class CustomEvaluations(Kind):
         keys = [metric.key for metric in self.metrics]
         return any(turn.qa is not None and any(turn.qa.has(key) for key in keys) for r in results for turn in r.turns)
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {
             metric.key: mean_over_turns(_number(t.qa.value(metric.key)) for t in result.turns if t.qa is not None)
             for metric in self.metrics

@@ -11,8 +11,8 @@ beside and never inside the macro averages.
 
 The kind (`IndicatorSelection`) and its grades table are here; its parts are in `selection_reading`
 (the selection read), `selection_scoring`, `selection_grades`, `selection_details` (details cell,
-columns, rows, reason) and `selection_changes` (what a later run compares). Their public names are
-imported from here as before.
+columns, rows, reason) and `selection_changes` (what a later run compares); import their names
+from them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS, PassRules
 from qareport.kinds.kind_base import Kind
 from qareport.kinds.kind_records import (
     CellFormat,
@@ -30,7 +30,6 @@ from qareport.kinds.kind_records import (
     Facts,
     KindFigures,
     Metric,
-    PassRules,
     SuiteFigures,
     SuiteOptions,
     Table,
@@ -39,44 +38,26 @@ from qareport.kinds.kind_records import (
 from qareport.kinds.registry import NOT_GRADED
 from qareport.kinds.selection_changes import explain_indicator_change, indicator_facts
 from qareport.kinds.selection_details import (
-    DATASET_ROW,
-    DETAILS_TEMPLATE,
     GRADE_ROW,
     dataset_rows,
     datasets_cell,
     dimension_column,
     dimension_rows,
-    dimension_scores,
     explain_turn,
     render_indicator_details,
-    styles_short,
     suite_dimensions,
 )
 from qareport.kinds.selection_grades import (
     GRADES,
     case_grade,
-    dataset_counts,
     dataset_scores,
-    extra_terms,
-    grade_turn,
     grade_why,
-    missed_terms,
-    worst_grade,
 )
 from qareport.kinds.selection_reading import parse_indicator_selection, selection_as_written
-from qareport.kinds.selection_scoring import match_terms, pool_dimensions, score_dimension, score_indicator_selection
-from qareport.kinds.selection_statistics import DataQueryFigures, data_query_figures, selection_frames
-from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, DatasetSelection, DimensionTerms, IndicatorScore, Term
+from qareport.kinds.selection_scoring import score_indicator_selection
+from qareport.kinds.selection_statistics import data_query_figures
+from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, IndicatorScore
 from qareport.yaml_values import line_of
-
-__all__ = [  # the kind's public names, importable from here as before the split
-    "DATASET_ROW", "DEFAULT_ACCEPTABLE_EXTRAS", "DETAILS_TEMPLATE", "GRADES", "GRADE_ROW", "INDICATOR_SELECTION",
-    "DataQueryFigures", "IndicatorSelection", "case_grade", "data_query_figures", "dataset_counts", "dataset_scores",
-    "dimension_scores", "explain_indicator_change", "extra_terms", "grade_turn", "grade_why", "grades_table",
-    "indicator_facts", "match_terms", "missed_terms", "parse_indicator_selection", "pool_dimensions",
-    "render_indicator_details", "score_dimension", "score_indicator_selection", "selection_as_written",
-    "selection_frames", "styles_short", "suite_dimensions", "worst_grade",
-]
 
 
 class IndicatorSelection(Kind):
@@ -110,18 +91,6 @@ class IndicatorSelection(Kind):
     def output_as_written(self, turn: Mapping[str, Any]) -> None:
         selection_as_written(turn.get(self.name))
 
-    def encode_part(self, part: Any) -> Any:
-        return [[dataset.dataset_id, [[dimension.dimension_name, [[term.id, term.name] for term in dimension.values]]
-                                      for dimension in dataset.dimensions]]
-                for dataset in part]
-
-    def decode_part(self, data: Any) -> Any:
-        return tuple(
-            DatasetSelection(dataset_id, tuple(
-                DimensionTerms(dimension_name, tuple(Term(term_id, term_name) for term_id, term_name in terms))
-                for dimension_name, terms in dimensions))
-            for dataset_id, dimensions in data)
-
     def evaluate_turn(self, turn: TurnInput) -> IndicatorScore:
         options = turn.options
         return score_indicator_selection(
@@ -130,16 +99,17 @@ class IndicatorSelection(Kind):
             acceptable_extras=options.acceptable_extras if options else DEFAULT_ACCEPTABLE_EXTRAS,
         )
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         dataset_precision, dataset_recall = dataset_scores(result)
         return {"macro_precision": result.macro_precision, "macro_recall": result.macro_recall,
                 "dataset_precision": dataset_precision, "dataset_recall": dataset_recall}
 
-    def case_grade(self, result: CaseResult) -> str | None:
+    def attempt_grade(self, result: CaseResult) -> str | None:
         return case_grade(result)
 
     main_metric = "macro_recall"
-    pass_rule = "macro recall and macro precision 1"
+    def pass_rule(self, rules: PassRules) -> str:
+        return "macro recall and macro precision 1"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
         if result.macro_recall is None:

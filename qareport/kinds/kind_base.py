@@ -1,6 +1,7 @@
-"""The `Kind` base class: the protocol a kind of target implements, with its defaults, and the wrapping
-that gives every kind's case metrics and grade over a case's attempts. A kind's author imports it
-from `qareport.kinds`."""
+"""The `Kind` base class: the protocol a kind of target implements, with its defaults. A kind scores
+one answer (`attempt_metrics`, `attempt_grade`); the base class gives a case's metrics and grade over
+its attempts (`case_metrics`, `case_grade`), so that no kind has to know about attempts. A kind's
+author imports it from `qareport.kinds`."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from qareport.yaml_values import line_of
 if TYPE_CHECKING:
     from qareport.evaluation_options import EvaluationOptions
 
+from qareport.evaluation_options import PassRules
 from qareport.kinds.kind_records import (
     Column,
     DetailRow,
     Facts,
     KindFigures,
     Metric,
-    PassRules,
     SharedEvaluation,
     SuiteFigures,
     SuiteOptions,
@@ -43,17 +44,6 @@ class Kind:
     label: str = ""
     metrics: tuple[Metric, ...] = ()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A case answered several times gets, for each metric, the mean over its attempts: every
-        kind's `case_metrics` is wrapped once so that no kind has to know about attempts."""
-        super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("case_metrics")
-        if own is not None and not getattr(own, "over_attempts", False):
-            setattr(cls, "case_metrics", _over_attempts(own))  # noqa: B010 (wrapping a method of the class)
-        graded = cls.__dict__.get("case_grade")
-        if graded is not None and not getattr(graded, "over_attempts", False):
-            setattr(cls, "case_grade", _grade_over_attempts(graded))  # noqa: B010
-
     rank_metrics: tuple[str, ...] = ()
     """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
     kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
@@ -65,8 +55,6 @@ class Kind:
     main_metric: str | None = None
     """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
     between two runs is decided (default: the kind's first headline metric)."""
-    pass_rule: str = ""
-    """When an attempt passes, in the analyst's words (empty: the kind has no pass rule)."""
 
     reads_target: bool = True
     """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
@@ -76,13 +64,6 @@ class Kind:
     """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
     shared: SharedEvaluation | None = None
     """The evaluation this kind is scored in together with others (None: `evaluate_turn`)."""
-    question_hash_key: str = ""
-    """The short key under which a Q&A question's definition hash holds this kind's part (an
-    `in_questions` kind; kept as it was so that the hashes of stored runs stay valid)."""
-    key_advice: tuple[tuple[str, str], ...] = ()
-    """(key, advice) for keys of a response that mean this kind's output under another name (an
-    older version's): what the unknown-key problem says instead of "check its spelling"."""
-
     @property
     def output_key(self) -> str | None:
         """The key of a response turn (or record) that holds this kind's output (default: `name`;
@@ -115,14 +96,6 @@ class Kind:
         """Put back, in a YAML response turn, the ids and names YAML 1.1 read as something else (see
         `input_shapes.written`), before the record loses what YAML remembered. Default: nothing."""
 
-    def encode_part(self, part: Any) -> Any:
-        """A parsed target part as plain JSON data, for the parse cache (default: as it is)."""
-        return part
-
-    def decode_part(self, data: Any) -> Any:
-        """`encode_part` undone."""
-        return data
-
     # --- where a case keeps this kind's parts ----------------------------------------------------
 
     def target_of(self, case: TestCase, turn_index: int) -> Any:
@@ -151,13 +124,26 @@ class Kind:
         reports for test cases given without responses)."""
         return []
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
-        """Each metric of `metrics` for one case (None where the case has no value)."""
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        """Each metric of `metrics` for one answer of a case (None where it has no value)."""
         return {metric.key: None for metric in self.metrics}
+
+    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+        """Each metric of one case: its answer's (`attempt_metrics`), or for a case answered several
+        times the mean over the attempts that have a value. Not to be overridden."""
+        if not result.attempts:
+            return self.attempt_metrics(result)
+        each = [self.attempt_metrics(attempt) for attempt in result.attempts]
+        return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
 
     def explain(self, result: CaseResult) -> str | None:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None
+
+    def pass_rule(self, rules: PassRules) -> str:
+        """When an attempt passes (`passes`) by `rules`, the thresholds the run used, in the analyst's
+        words (empty: the kind has no pass rule)."""
+        return ""
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
         """Whether one evaluated attempt passes this kind's rule (`pass_rule`); None: no verdict
@@ -167,9 +153,20 @@ class Kind:
     def main_metric_key(self) -> str | None:
         return self.main_metric or next((metric.key for metric in self.metrics if metric.headline), None)
 
-    def case_grade(self, result: CaseResult) -> str | None:
-        """The case's grade, one of `grades` (None: not graded, e.g. not evaluated)."""
+    def attempt_grade(self, result: CaseResult) -> str | None:
+        """The grade of one answer of a case, one of `grades` (None: not graded, e.g. not evaluated)."""
         return None
+
+    def case_grade(self, result: CaseResult) -> str | None:
+        """The case's grade: its answer's (`attempt_grade`), or for a case answered several times the
+        grade most of its graded attempts got (the worse one on a tie). Not to be overridden."""
+        if not result.attempts:
+            return self.attempt_grade(result)
+        counts = Counter(grade for attempt in result.attempts if (grade := self.attempt_grade(attempt)) is not None)
+        if not counts:
+            return None
+        rank = {grade: index for index, grade in enumerate(self.grades)}
+        return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
 
     def ranking(self) -> tuple[str, ...]:
         """The metric keys the weakest cases are ranked by (see `rank_metrics`)."""
@@ -222,41 +219,6 @@ class Kind:
             return None
         tables, section = tuple(self.statistics_tables(results)), self.results_section(results)
         return KindFigures(self.name, tables, section) if tables or section is not None else None
-
-
-def _over_attempts(
-    metrics_of: Callable[[Kind, CaseResult], dict[str, float | None]]
-) -> Callable[[Kind, CaseResult], dict[str, float | None]]:
-    """`metrics_of` for a case run once; the mean of each metric over the attempts (those that
-    have it) for a case answered several times."""
-    def case_metrics(kind: Kind, result: CaseResult) -> dict[str, float | None]:
-        if not result.attempts:
-            return metrics_of(kind, result)
-        each = [metrics_of(kind, attempt) for attempt in result.attempts]
-        return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
-
-    case_metrics.over_attempts = True  # type: ignore[attr-defined]
-    case_metrics.__doc__ = metrics_of.__doc__
-    return case_metrics
-
-
-def _grade_over_attempts(
-    grade_of: Callable[[Kind, CaseResult], str | None]
-) -> Callable[[Kind, CaseResult], str | None]:
-    """`grade_of` for a case run once; for a case answered several times, the grade most of its
-    graded attempts got (the worse one on a tie)."""
-    def case_grade(kind: Kind, result: CaseResult) -> str | None:
-        if not result.attempts:
-            return grade_of(kind, result)
-        counts = Counter(grade for attempt in result.attempts if (grade := grade_of(kind, attempt)) is not None)
-        if not counts:
-            return None
-        rank = {grade: index for index, grade in enumerate(kind.grades)}
-        return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
-
-    case_grade.over_attempts = True  # type: ignore[attr-defined]
-    case_grade.__doc__ = grade_of.__doc__
-    return case_grade
 
 
 def _metric_value(kind: Kind, key: str) -> Callable[[CaseResult], float | None]:

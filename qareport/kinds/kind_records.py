@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from qareport.evaluation_options import EvaluationOptions
-from qareport.evaluation_options import PassRules as PassRules  # handed on: a kind's `passes` reads it
 from qareport.records import CaseResult, Problem, Response, TestCase, Turn, TurnOutput
 
 CellFormat = Literal["score", "integer", "seconds", "cost"]

@@ -31,9 +31,8 @@ from qareport.records import (
 )
 
 if TYPE_CHECKING:  # the steps package imports this module: its modules are imported where used
-    from qareport.evaluation_options import EvaluationOptions
+    from qareport.evaluation_options import EvaluationOptions, Semantics
     from qareport.kinds.steps.outcome import StepsOutcome
-    from qareport.kinds.steps.step_kind import Semantics
 
 
 def question_dict(case: TestCase, turn: Turn) -> dict[str, Any]:

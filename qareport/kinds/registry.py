@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qareport.evaluation_options import PassRules
 from qareport.kinds.kind_base import Kind
-from qareport.kinds.kind_records import CellFormat, Facts, Metric, PassRules
+from qareport.kinds.kind_records import CellFormat, Facts, Metric
 from qareport.records import CaseResult
 
 AGGREGATE_LABELS = {  # the keys that are no kind's metric: graphrag-eval's aggregate keys, the usage fields

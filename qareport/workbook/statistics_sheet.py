@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.comparison import noise_words
-from qareport.consistency import pass_rules_text
 from qareport.digest import signed_bound
 from qareport.headline import SCORE_BINS
 from qareport.kinds import Chart, RunKinds, Table
@@ -116,7 +115,7 @@ def write_attempts(tables: TableWriter, report: Report) -> None:
                    f"pass@k: the chance that at least one of k attempts of a case passes; pass^k: that all k pass "
                    f"(unbiased estimators from each case's attempts, averaged over the cases with k or more). "
                    f"k: the number of attempts most cases have. {rates.describe()}. An attempt passes by its "
-                   f"kinds' rules: {pass_rules_text(report.kind_set)}.")
+                   f"kinds' rules: {report.pass_rules}.")
     tables.table(("k", "pass@k", "pass^k", "cases", "cases with attempts", "flaky", "left out"),
                  [(rates.rates.k, rates.rates.pass_at_k, rates.rates.pass_hat_k, rates.rates.cases,
                    rates.cases_with_attempts, rates.flaky, rates.rates.too_few_attempts)],

@@ -82,7 +82,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
     write_headline(left, digest, report.agreement, in_batches=run.judge_usage is not None and run.judge_usage.batch)
-    write_consistency(left, report.pass_rates, report.kind_set)
+    write_consistency(left, report.pass_rates, report.pass_rules)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
                          what="what moved", more_kind="regression", colour="regression")

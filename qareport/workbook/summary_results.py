@@ -9,11 +9,10 @@ from collections.abc import Sequence
 
 from qareport.case_changes import WITHIN_NOISE
 from qareport.comparison import HeadlineDelta
-from qareport.consistency import SuiteConsistency, pass_rules_text
+from qareport.consistency import SuiteConsistency
 from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
 from qareport.headline import Headline
 from qareport.judge_agreement import JudgeAgreement
-from qareport.kinds import RunKinds
 from qareport.report import Report
 from qareport.workbook import styles
 from qareport.workbook.case_links import link_by_id
@@ -155,8 +154,9 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
     write_how_sure(block, digest)
 
 
-def write_consistency(block: Block, rates: SuiteConsistency | None, kind_set: RunKinds) -> None:
-    """With cases answered several times: the suite's pass@k and pass^k (`consistency`)."""
+def write_consistency(block: Block, rates: SuiteConsistency | None, pass_rules: str) -> None:
+    """With cases answered several times: the suite's pass@k and pass^k (`consistency`), and the
+    rules an attempt passed by (`Report.pass_rules`)."""
     if rates is None:
         return
     k = rates.rates.k
@@ -171,7 +171,7 @@ def write_consistency(block: Block, rates: SuiteConsistency | None, kind_set: Ru
     block.row += 1
     block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
                f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
-               f"An attempt passes by its kinds' rules: {pass_rules_text(kind_set)}.")
+               f"An attempt passes by its kinds' rules: {pass_rules}.")
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:

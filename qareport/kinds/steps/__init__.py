@@ -29,15 +29,16 @@ from jinja2 import Template
 
 from qareport.describing import describe_value
 from qareport.errors import ShapeError
+from qareport.evaluation_options import PassRules
 from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, DetailRow, Metric, PassRules
+from qareport.kinds.kind_records import Column, DetailRow, Metric
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
 from qareport.kinds.steps.verdicts import verdicts_of
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult, Problem, TestCase, TurnResult
-from qareport.yaml_input import line_of
+from qareport.yaml_values import line_of
 
 if TYPE_CHECKING:
     from qareport.evaluation_options import EvaluationOptions
@@ -235,8 +236,6 @@ class ReferenceSteps(Kind):
     metrics = (Metric("steps_score", "steps score", headline=True),)
     in_questions = True
     kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
-    question_hash_key = "s"
-    key_advice = (("steps", "graphrag-eval 4.0 called the tool calls 'steps'; rename the key to 'actual_steps'"),)
     shared = QA_TURN
 
     @property
@@ -251,25 +250,20 @@ class ReferenceSteps(Kind):
         value = turn.get(self.output_key)
         return None if value is None else parse_actual_steps(value, line=line)
 
-    def encode_part(self, part: Any) -> Any:
-        return [list(group) for group in part]
-
-    def decode_part(self, data: Any) -> Any:
-        return tuple(tuple(group) for group in data)
-
     def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
         return reference_steps_problems(case, options.steps_semantics)
 
     def score_of(self, result: CaseResult, turn_index: int) -> Any:
         return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
-    def case_metrics(self, result: CaseResult) -> dict[str, float | None]:
+    def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
 
-    pass_rule = "steps score 1"
+    def pass_rule(self, rules: PassRules) -> str:
+        return "steps score 1"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
-        score = self.case_metrics(result)["steps_score"]
+        score = self.attempt_metrics(result)["steps_score"]
         return None if score is None or not self.has_target(result.case) else score == 1
 
     def explain(self, result: CaseResult) -> str | None:

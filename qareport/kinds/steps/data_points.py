@@ -31,12 +31,12 @@ from typing import Any
 
 from dateutil import parser as date_parser
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.step_kind import (
     MATCH,
     NO_MATCH,
     Comparison,
     ReferenceStepsError,
-    Semantics,
     Step,
     StepPair,
     StepsError,

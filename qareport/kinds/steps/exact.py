@@ -7,16 +7,8 @@ another tool matches when it printed exactly the reference output.
 
 from __future__ import annotations
 
-from qareport.kinds.steps.step_kind import (
-    MATCH,
-    NO_MATCH,
-    Comparison,
-    Semantics,
-    Step,
-    StepPair,
-    actual_output,
-    short,
-)
+from qareport.evaluation_options import Semantics
+from qareport.kinds.steps.step_kind import MATCH, NO_MATCH, Comparison, Step, StepPair, actual_output, short
 
 
 class ExactOutput:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
     NO_MATCH,
     Comparison,
     ReferenceStepsError,
-    Semantics,
     Step,
     StepPair,
     StepsError,

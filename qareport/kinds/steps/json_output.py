@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     JSON,
     MATCH,
     Comparison,
-    Semantics,
     Step,
     StepPair,
     StepsError,

@@ -39,24 +39,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from qareport.evaluation_options import DEFAULT_SEMANTICS, Semantics
 from qareport.kinds.steps import step_shapes
 from qareport.kinds.steps.exact import EXACT_OUTPUT
-from qareport.kinds.steps.outcome import StepMatch as StepMatch  # re-exported: tests import the records from here
-from qareport.kinds.steps.outcome import StepsOutcome as StepsOutcome
+from qareport.kinds.steps.outcome import StepMatch, StepsOutcome
 from qareport.kinds.steps.parsed_outputs import close_scope, open_scope
 from qareport.kinds.steps.registry import chosen_kinds, step_kind_for
 from qareport.kinds.steps.step_kind import (
-    DEFAULT_SEMANTICS,
     Comparison,
     ReferenceStepsError,
-    Semantics,
     StepKind,
     StepPair,
     StepsError,
     actual_label,
     reference_label,
 )
-from qareport.kinds.steps.step_shapes import FailedCall as FailedCall  # re-exported: tests import it from here
 
 _new_tuple = tuple.__new__  # named tuples made without their own __new__, a Python function
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.data_points import RETRIEVE_DATA_POINTS_KIND
 from qareport.kinds.steps.exact import EXACT_OUTPUT
 from qareport.kinds.steps.iri_discovery import IRI_DISCOVERY_KIND
 from qareport.kinds.steps.json_output import JSON_OUTPUT
 from qareport.kinds.steps.retrieval import RETRIEVAL_KIND
 from qareport.kinds.steps.sparql import SPARQL_RESULTS
-from qareport.kinds.steps.step_kind import Semantics, Step, StepKind
+from qareport.kinds.steps.step_kind import Step, StepKind
 from qareport.kinds.steps.time_series import RETRIEVE_TIME_SERIES_KIND
 
 STEP_KINDS: tuple[StepKind, ...] = (

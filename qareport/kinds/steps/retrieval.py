@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     JSON,
@@ -23,7 +24,6 @@ from qareport.kinds.steps.step_kind import (
     NO_MATCH,
     SPARQL_RESULTS_JSON,
     Comparison,
-    Semantics,
     Step,
     StepPair,
     StepsError,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.parsed_outputs import parsed_json
 from qareport.kinds.steps.step_kind import (
     MATCH,
@@ -22,7 +23,6 @@ from qareport.kinds.steps.step_kind import (
     SPARQL_RESULTS_JSON,
     Comparison,
     ReferenceStepsError,
-    Semantics,
     Step,
     StepPair,
     actual_output,

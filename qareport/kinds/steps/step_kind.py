@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from qareport.evaluation_options import DEFAULT_SEMANTICS as DEFAULT_SEMANTICS  # the steps' modules
-from qareport.evaluation_options import Semantics as Semantics  # read both here, with the protocol
+from qareport.evaluation_options import DEFAULT_SEMANTICS, Semantics
 from qareport.kinds.steps.parsed_outputs import parsed_json
 
 Step = Mapping[str, Any]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from qareport.describing import describe_value
-from qareport.kinds.steps.step_kind import ReferenceStepsError, Semantics, StepsError, actual_label, reference_label
+from qareport.evaluation_options import Semantics
+from qareport.kinds.steps.step_kind import ReferenceStepsError, StepsError, actual_label, reference_label
 
 RETRIEVAL = "retrieval"
 SIX_ONLY_STEPS = ("retrieve_data_points", "retrieve_time_series", "iri_discovery")

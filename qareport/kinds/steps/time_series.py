@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from qareport.evaluation_options import Semantics
 from qareport.kinds.steps.step_kind import (
     MATCH,
     NO_MATCH,
     Comparison,
     ReferenceStepsError,
-    Semantics,
     Step,
     StepPair,
     StepsError,
