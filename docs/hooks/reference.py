@@ -193,7 +193,6 @@ EMAIL_OPTION = {
 """The `email:` keys that `qareport run` also takes as an option (`qareport email` names them without
 `email-`)."""
 WITHOUT_OPTION = {
-    "testcase_cache": "keep large test-case files parsed between runs (see Caches)",
     "password": "the SMTP password (also $QAREPORT_SMTP_PASSWORD); never a command-line option, never printed",
     "max_size": "the largest message, in MB; a larger one is sent without the workbook, and says so",
 }
