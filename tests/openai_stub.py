@@ -32,7 +32,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
 - `server.always(fault)`: a fault for every request of its kind that no scripted fault claims
   (an endpoint that is down or wrong for good); `server.always(None, path=...)` ends it.
 - `latency` seconds before every reply; `requests` records every request (path, JSON body,
-  headers); `max_in_flight` is the largest number of requests handled at once.
+  headers); `max_in_flight` is the largest number of requests handled at once. `gzip=True`: every
+  reply body goes out gzip-compressed (`Content-Encoding: gzip`), as some gateways send it.
 - `usage`: (prompt_tokens, completion_tokens) reported for every chat reply, or None to count words;
   embeddings report `embedding_tokens_per_input` tokens per input. `usage="chars"` counts as the
   README's estimate rule does (`chars_tokens`): a text is ceil(characters / 4) tokens; a chat
@@ -58,6 +59,7 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import random
@@ -266,6 +268,8 @@ class Fault:
     content: str | None = None
     data: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     reply: Any = None
+    raw: str | None = None  # answer 200 with this text as the whole body (chat only): any JSON, however deep
+    trickle: float = 0.0  # send the reply's body one byte every `trickle` seconds (the headers at once)
     path: str | None = None
     message: str = "stub fault"
 
@@ -363,9 +367,11 @@ class StubBatch:
 
 
 class StubOpenAI:
-    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None, tls: Any = None):
+    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None, tls: Any = None,
+                 gzip: bool = False):
         self.latency = latency
         self.tls = tls  # an ssl.SSLContext (server side): serve https
+        self.gzip = gzip  # send every reply body gzip-compressed (Content-Encoding: gzip)
         self.usage = usage
         self.embedding_tokens_per_input = 5
         self.rules = dict(RULES)
@@ -566,14 +572,29 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+        self._send_text(status, json.dumps(payload), headers)
+
+    def _send_text(self, status: int, text: str, headers: dict[str, str] | None = None, *,
+                   trickle: float = 0.0) -> None:
+        data = text.encode("utf-8")
+        payload = text
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if self.server_stub.gzip:
+            data = gzip.compress(data)
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("x-request-id", f"req_stub_{id(payload)}")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
+        if trickle:
+            self.wfile.flush()
+            for at in range(len(data)):
+                time.sleep(trickle)
+                self.wfile.write(data[at:at + 1])
+                self.wfile.flush()
+            return
         self.wfile.write(data)
         self.wfile.flush()
 
@@ -630,10 +651,13 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fault.sleep)
         if not self._authorized(stub):
             return 401
+        if fault is not None and fault.raw is not None:
+            self._send_text(200, fault.raw)
+            return 200
         status, payload, headers = reply_to(stub, kind, body, fault)
         if status == 200 and kind == "chat" and not (fault is not None and fault.reply is not None):
             record.reply = payload["choices"][0]["message"]["content"]
-        self._send(status, payload, headers)
+        self._send_text(status, json.dumps(payload), headers, trickle=fault.trickle if fault is not None else 0.0)
         return status
 
     def _authorized(self, stub: StubOpenAI) -> bool:

@@ -2,6 +2,7 @@
 
     settings.py            JudgeSettings and how they are resolved; METRICS
     client.py              JudgeClient: cache, costs, chat replies checked, embeddings, batches
+    json_depth.py          JSON from the judge parsed with its nesting bounded first
     transport.py           the openai SDK clients: the SDK's retries, retry counting, fatal errors, the key
                            scrubbed; with batch.py, the only modules that import openai
     replies.py             what the judge reads of a chat reply

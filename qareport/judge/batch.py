@@ -42,6 +42,7 @@ import openai
 
 from qareport.errors import BatchesPending, JudgeError
 from qareport.judge.batch_replies import BatchReplies, BatchRequest
+from qareport.judge.json_depth import load_json
 from qareport.progress import OnProgress, ProgressEvent, no_progress
 
 if TYPE_CHECKING:
@@ -340,7 +341,7 @@ class BatchJudging:
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = load_json(line)  # a line nested too deep is TooDeep, a ValueError
                 key = item["custom_id"]
             except (ValueError, TypeError, KeyError):
                 continue

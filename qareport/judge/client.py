@@ -27,7 +27,6 @@ from qareport.judge.batch_replies import BatchReplies, read_batch_reply
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
-from qareport.judge.direct_chat import DirectChat
 from qareport.judge.prices import PriceTable
 from qareport.judge.replies import ChatReply
 from qareport.judge.settings import JudgeSettings
@@ -101,10 +100,6 @@ class JudgeClient(Transport):
         else:
             self._embedding_client = self._client
         self._chat_client = self._litellm if settings.litellm_chat is not None else self._client
-        self._direct: DirectChat | None = None
-        """Sends the chat requests in place of the SDK client where it is the same exchange (`direct_chat`)."""
-        if settings.litellm_chat is None:
-            self._direct = DirectChat.of(self._client, model=self.chat_model, on_attempt=self._retries.note)
         self._cache: JudgeCache | None = None
         if settings.use_cache and settings.cache_path:
             self._cache = JudgeCache(settings.cache_path, on_warning=on_warning or _log_warning)
@@ -122,8 +117,6 @@ class JudgeClient(Transport):
         with none is recorded for the next batch (`Deferred`) instead of being sent."""
 
     def _close_clients(self) -> None:
-        if self._direct is not None:
-            self._direct.close()
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
             client.close()
 
@@ -205,6 +198,14 @@ class JudgeClient(Transport):
             request["max_tokens"] = self.settings.max_tokens
         return request
 
+    def _post_chat(self, request: dict[str, Any]) -> ChatReply:
+        """One chat request through the SDK's public client (`post`, its documented way to send a
+        request as a plain body), which retries it as `chat.completions.create` would. The reply is
+        taken as its text and read here: its nesting is bounded before it is parsed (`json_depth`),
+        and the SDK's typed-parameter transform and reply model (half a call's CPU) are skipped."""
+        raw = self._client.post("/chat/completions", body=request, cast_to=openai.HttpxBinaryResponseContent)
+        return ChatReply.of_text(raw.text, raw.response.headers.get("content-type"))
+
     def _chat_key(self, request: Mapping[str, Any], attempt: int | None) -> str:
         return cache_key("chat", request, endpoint=self._chat_endpoint, attempt=attempt, repeat=_REPEAT.get())
 
@@ -248,14 +249,8 @@ class JudgeClient(Transport):
                 if self._litellm is not None and self._chat_client is self._litellm:
                     reply = ChatReply.of_object(self._send(
                         lambda: self._chat_client.chat.completions.create(**request), ledger))
-                elif (direct := self._direct) is not None:  # the same exchange, a fifth of the CPU (`direct_chat`)
-                    reply = ChatReply.of_json(self._send(lambda: direct.post(request), ledger))
                 else:
-                    # the request dict as the JSON body and the reply's JSON as a dict: the same HTTP
-                    # exchange, retries and errors as `chat.completions.create`, without the SDK's
-                    # typed-parameter transform and reply model, which were a third of a call's CPU time
-                    reply = ChatReply.of_json(self._send(
-                        lambda: self._client.post("/chat/completions", body=request, cast_to=object), ledger))
+                    reply = self._send(lambda: self._post_chat(request), ledger)
             except BaseException:
                 self._settle(reserved, 0.0)
                 raise
@@ -266,6 +261,8 @@ class JudgeClient(Transport):
         with self._lock:
             self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
         ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
+        if reply.problem is not None:
+            raise JudgeOutputError(reply.problem, None)
         content = reply.content
         if reply.refusal and not content:
             raise JudgeOutputError(f"the judge refused: {preview(reply.refusal)}", None)

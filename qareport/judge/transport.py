@@ -76,10 +76,6 @@ class RetryCounter:
     def reset(self) -> None:
         self._local.retries = 0
 
-    def note(self, retries: int) -> None:
-        """An attempt sent without the SDK's httpx client (`direct_chat`): its retries so far."""
-        self._local.retries = retries
-
     @property
     def retries(self) -> int:
         """Retries of this thread's last call (0 before any request was sent)."""
