@@ -1,7 +1,8 @@
 """The judge's transport: the openai SDK clients, their retries, and failures told apart.
 
 Transport retries are the openai SDK's own: the client is built with `max_retries` = the judge's
-`max_retries` setting and its `timeout`, and the SDK retries 408, 409, 429, 5xx, connection
+`max_retries` setting and its `timeout` (which also bounds each attempt as a whole, the reading of
+a trickled reply included: `deadline`), and the SDK retries 408, 409, 429, 5xx, connection
 errors and timeouts with exponential backoff (0.5 s doubling to 8 s, with jitter), honouring
 `retry-after-ms` and `Retry-After` up to two minutes (a server asking for longer is not retried).
 What the SDK does not do is done here:
@@ -32,6 +33,7 @@ from typing import Any, TypeVar
 import openai
 
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, MetricFailed
+from qareport.judge.deadline import AttemptDeadline
 from qareport.judge.settings import (
     DEFAULT_AZURE_API_VERSION,
     DEFAULT_OPENAI_BASE_URL,
@@ -116,7 +118,9 @@ def make_openai_client(settings: JudgeSettings, counter: RetryCounter, *, base_u
     """The SDK client, retrying by itself `settings.max_retries` times; JudgeError without the key
     when the settings cannot make one. `base_url` / `api_key` replace the settings' (embeddings
     from another endpoint)."""
-    http_client = openai.DefaultHttpxClient(event_hooks={"request": [counter.on_request]})
+    deadline = AttemptDeadline(settings.timeout)
+    http_client = openai.DefaultHttpxClient(event_hooks={"request": [counter.on_request, deadline.on_request],
+                                                         "response": [deadline.on_response]})
     try:
         if settings.azure_endpoint:
             return openai.AzureOpenAI(
