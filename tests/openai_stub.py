@@ -36,7 +36,7 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   reply body goes out gzip-compressed (`Content-Encoding: gzip`), as some gateways send it.
 - `usage`: (prompt_tokens, completion_tokens) reported for every chat reply, or None to count words;
   embeddings report `embedding_tokens_per_input` tokens per input. `usage="chars"` counts as the
-  README's estimate rule does (`chars_tokens`): a text is ceil(characters / 4) tokens; a chat
+  README's estimate rule does (`chars_tokens`); `usage="none"`: chat replies without a usage block: a text is ceil(characters / 4) tokens; a chat
   request is 3 + per message (4 + its content's tokens) + the tokens of its JSON schema; a reply's
   content, its tokens; an embeddings request, the tokens of its inputs.
 - the Batch API: POST /v1/files (a multipart upload, purpose `batch`), GET /v1/files/ID/content,
@@ -780,12 +780,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _completion(stub: StubOpenAI, body: dict[str, Any], content: str) -> dict[str, Any]:
         if stub.usage == "chars":
             prompt_tokens, completion_tokens = chars_prompt_tokens(body), chars_tokens(content)
+        elif stub.usage == "none":
+            prompt_tokens = completion_tokens = 0
         elif isinstance(stub.usage, tuple):
             prompt_tokens, completion_tokens = stub.usage
         else:
             prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
             completion_tokens = len(content.split())
-        return {
+        completion: dict[str, Any] = {
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -802,6 +804,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if stub.usage == "none":  # as some gateways and local servers answer
+            del completion["usage"]
+        return completion
 
     @staticmethod
     def _embeddings(stub: StubOpenAI, body: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
 from qareport.judge.prices import PriceTable
-from qareport.judge.replies import ChatReply
+from qareport.judge.replies import ChatReply, UsageState
 from qareport.judge.settings import JudgeSettings
 from qareport.judge.transport import (
     RetryCounter,
@@ -257,10 +257,10 @@ class JudgeClient(Transport):
         input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
         cost = None if not reply.has_usage else self._prices.cost(
             (self.settings.model, reply.model), input_tokens, output_tokens, batch=batched is not None)
-        self._settle(reserved, cost)
+        self._settle(reserved, cost)  # a reply without usable counts: the budget keeps the reservation
         with self._lock:
             self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
-        ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
+        ledger.add_call(input_tokens, output_tokens, cost, self.settings.model, usage=reply.usage)
         if reply.problem is not None:
             raise JudgeOutputError(reply.problem, None)
         content = reply.content
@@ -313,10 +313,13 @@ class JudgeClient(Transport):
                 self._settle(reserved, 0.0)
                 raise
         tokens = response.usage.prompt_tokens if response.usage is not None else None
-        cost = None if tokens is None else self._prices.cost(
-            (self.settings.embedding_model, response.model), tokens, batch=batched is not None)
-        self._settle(reserved, cost)
-        ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
+        usage: UsageState = ("missing" if response.usage is None else "reported"
+                             if isinstance(tokens, int) and tokens >= 0 else "invalid")
+        cost = None if usage != "reported" else self._prices.cost(
+            (self.settings.embedding_model, response.model), tokens or 0, batch=batched is not None)
+        self._settle(reserved, cost)  # a reply without usable counts: the budget keeps the reservation
+        ledger.add_call((tokens or 0) if usage == "reported" else 0, 0, cost, self.settings.embedding_model,
+                        usage=usage)
         return list(response.data or []), cost
 
     # -- the guard: a budget, or the estimate
