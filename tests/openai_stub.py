@@ -52,6 +52,10 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   `kind` keeps a plan for the next batch of chat or of embeddings.
   `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
   submitted; `direct_calls` counts chat and embeddings requests sent directly.
+- models that come and go: `retired_models` get 404 `model_not_found` saying the model "has been
+  deprecated"; `default_temperature_only` refuse a temperature other than 1 with HTTP 400
+  (`param: temperature`, `unsupported_value`), as reasoning models do; `completion_tokens_only`
+  refuse `max_tokens` (HTTP 400, `unsupported_parameter`: use `max_completion_tokens`).
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
   (whose message repeats the key received, worse than the real API, to test that it is scrubbed).
 """
@@ -376,6 +380,9 @@ class StubOpenAI:
         self.embedding_tokens_per_input = 5
         self.rules = dict(RULES)
         self.known_models: set[str] | None = None
+        self.retired_models: set[str] = set()  # 404 model_not_found, "has been deprecated", as OpenAI says
+        self.default_temperature_only: set[str] = set()  # 400 for any temperature but 1 (reasoning models)
+        self.completion_tokens_only: set[str] = set()  # 400 for max_tokens: use max_completion_tokens
         self.api_key: str | None = None
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
@@ -836,8 +843,19 @@ def reply_to(stub: StubOpenAI, kind: str, body: dict[str, Any],
              fault: Fault | None) -> tuple[int, dict[str, Any], dict[str, str]]:
     """The status, JSON body and headers the stub answers a chat or embeddings request with."""
     model = body.get("model")
+    if model in stub.retired_models:  # as OpenAI answers for a model past its shutdown date
+        return _error_body(404, f"The model `{model}` has been deprecated, learn more here: "
+                                "https://platform.openai.com/docs/deprecations", code="model_not_found")
     if stub.known_models is not None and model not in stub.known_models:
         return _error_body(404, f"stub: the model `{model}` does not exist")
+    if kind == "chat" and model in stub.default_temperature_only and body.get("temperature", 1) != 1:
+        return _error_body(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                                "this model. Only the default (1) value is supported.",
+                           param="temperature", code="unsupported_value")
+    if kind == "chat" and model in stub.completion_tokens_only and "max_tokens" in body:
+        return _error_body(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                "Use 'max_completion_tokens' instead.", param="max_tokens",
+                           code="unsupported_parameter")
     if fault is not None and fault.status is not None:
         return (*_error_body(fault.status, fault.message)[:2], fault.headers)
     if kind == "embeddings":
@@ -858,10 +876,11 @@ def reply_to(stub: StubOpenAI, kind: str, body: dict[str, Any],
     return 200, _Handler._completion(stub, body, content), {}
 
 
-def _error_body(status: int, message: str) -> tuple[int, dict[str, Any], dict[str, str]]:
-    kind = {401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}.get(
-        status, "server_error")
-    return status, {"error": {"message": message, "type": kind, "param": None, "code": None}}, {}
+def _error_body(status: int, message: str, *, param: str | None = None,
+                code: str | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    kind = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+            429: "rate_limit_error"}.get(status, "server_error")
+    return status, {"error": {"message": message, "type": kind, "param": param, "code": code}}, {}
 
 
 def _batch_object(stub: StubOpenAI, batch: StubBatch) -> dict[str, Any]:

@@ -66,6 +66,39 @@ def _log_warning(message: str) -> None:
     logging.getLogger("qareport").warning("%s", message)
 
 
+ADAPTABLE = {
+    "temperature": "model's default temperature (temperature {value} left out)",
+    "max_tokens": "reply limit sent as max_completion_tokens ({value})",
+}
+"""Chat parameters some models refuse (reasoning models: any temperature but their default; newer
+models: `max_tokens`, renamed `max_completion_tokens`), and what the run sends instead."""
+_REFUSAL_WORDS = ("unsupported", "not supported", "does not support", "only the default")
+
+
+def refused_parameter(error: openai.BadRequestError, request: Mapping[str, Any]) -> str | None:
+    """The ADAPTABLE parameter of `request` that a 400 reply refuses (the error's `param`, or its
+    message naming it as unsupported), or None."""
+    message = error.message.lower()
+    for name in ADAPTABLE:
+        if name not in request:
+            continue
+        if error.param == name or (name in message and any(word in message for word in _REFUSAL_WORDS)):
+            return name
+    return None
+
+
+def adapt_request(request: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """`request` without the refused parameter `name` (max_tokens: under its newer name)."""
+    adapted = {key: value for key, value in request.items() if key != name}
+    if name == "max_tokens":
+        adapted["max_completion_tokens"] = request[name]
+    return adapted
+
+
+def _shown(settings: JudgeSettings, name: str) -> str:
+    return f"{settings.temperature:g}" if name == "temperature" else str(settings.max_tokens)
+
+
 
 class JudgeClient(Transport):
     """The judge's model behind the cache: chat replies checked, embeddings, costs in ledgers.
@@ -103,6 +136,8 @@ class JudgeClient(Transport):
         self._cache: JudgeCache | None = None
         if settings.use_cache and settings.cache_path:
             self._cache = JudgeCache(settings.cache_path, on_warning=on_warning or _log_warning)
+        self._on_warning = on_warning or _log_warning
+        self._adapted: dict[str, str] = {}  # parameter the model refused -> what is sent instead (`_post_adapting`)
         self._chat_endpoint = chat_endpoint(settings)
         self._embedding_endpoint = embedding_endpoint(settings)
         self._lock = threading.Lock()
@@ -187,16 +222,47 @@ class JudgeClient(Transport):
         raise MetricFailed(message)
 
     def _chat_request(self, metric: str, messages: list[dict[str, str]]) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.chat_model, "messages": messages,
-                                   "temperature": self.settings.temperature}
+        request: dict[str, Any] = {"model": self.chat_model, "messages": messages}
+        if "temperature" not in self._adapted:
+            request["temperature"] = self.settings.temperature
         if metric in SCHEMAS:  # a custom metric's reply is plain text (tab-separated values)
             if self.settings.response_format == "json_schema":
                 request["response_format"] = SCHEMAS[metric]
             else:
                 request["response_format"] = {"type": "json_object"}
         if self.settings.max_tokens is not None:
-            request["max_tokens"] = self.settings.max_tokens
+            limit = "max_completion_tokens" if "max_tokens" in self._adapted else "max_tokens"
+            request[limit] = self.settings.max_tokens
         return request
+
+    @property
+    def adapted_parameters(self) -> dict[str, str]:
+        """What the chat requests send otherwise than configured, because the model refused it: by
+        parameter, what was done (empty: every request as configured)."""
+        with self._lock:
+            return dict(self._adapted)
+
+    def _post_adapting(self, request: dict[str, Any]) -> ChatReply:
+        """`_post_chat`; when the model refuses one of ADAPTABLE's parameters (HTTP 400 naming it),
+        asked again without it (or under its newer name), once per parameter, and from then on every
+        request of the run is sent so. Any other refusal is raised as it came."""
+        while True:
+            try:
+                return self._post_chat(request)
+            except openai.BadRequestError as error:
+                name = refused_parameter(error, request)
+                if name is None:
+                    raise
+                request = adapt_request(request, name)
+                with self._lock:
+                    first = name not in self._adapted
+                    self._adapted.setdefault(name, ADAPTABLE[name].format(value=_shown(self.settings, name)))
+                if first:
+                    said = " ".join(error.message.split())
+                    self._on_warning(
+                        f"the judge model {self.chat_model} refused {name} (HTTP 400: {said}); "
+                        f"asked again with the {ADAPTABLE[name].format(value=_shown(self.settings, name))}, "
+                        "for every request of this run")
 
     def _post_chat(self, request: dict[str, Any]) -> ChatReply:
         """One chat request through the SDK's public client (`post`, its documented way to send a
@@ -250,7 +316,7 @@ class JudgeClient(Transport):
                     reply = ChatReply.of_object(self._send(
                         lambda: self._chat_client.chat.completions.create(**request), ledger))
                 else:
-                    reply = self._send(lambda: self._post_chat(request), ledger)
+                    reply = self._send(lambda: self._post_adapting(request), ledger)
             except BaseException:
                 self._settle(reserved, 0.0)
                 raise

@@ -274,7 +274,7 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
         usage = summarize_usage(
             ledgers, model=self.settings.model, embedding_model=self.settings.embedding_model,
             metrics=chosen, errors=errors, cases=len(pending_by_case),
-            elapsed_sec=round(time.monotonic() - started, 3),
+            elapsed_sec=round(time.monotonic() - started, 3), adapted_parameters=self._client.adapted_parameters,
         )
         if batches is not None:
             usage = replace(usage, batch=True, batches=len(batches.batch_ids))

@@ -67,6 +67,8 @@ class JudgeUsage:
     prices_checked: str = PRICES_CHECKED
     batches: int = 0  # batches the run submitted or collected (`judge.batch`); 0: judged directly
     batch: bool = False  # judged in batches: replies at the Batch API's prices
+    adapted_parameters: dict[str, str] = field(default_factory=dict)
+    """Chat parameters the model refused, each with what the run sent instead (`JudgeClient._post_adapting`)."""
     no_usage: int = 0  # replies that reported no token usage: their cost is not in `cost_usd`
     invalid_usage: int = 0  # replies whose token counts cannot be true (negative, not whole): not costed
 
@@ -110,6 +112,7 @@ class JudgeUsage:
             "prices_checked": self.prices_checked,
             "elapsed_sec": self.elapsed_sec,
             "by_metric": {name: usage.to_dict() for name, usage in self.by_metric.items()},
+            **({"parameters_adapted": dict(self.adapted_parameters)} if self.adapted_parameters else {}),
             **({"replies_without_usage": self.no_usage} if self.no_usage else {}),
             **({"replies_with_invalid_usage": self.invalid_usage} if self.invalid_usage else {}),
             **({"batch": {"batches": self.batches, "prices": f"Batch API, checked {BATCH_PRICES_CHECKED}"}}
@@ -129,6 +132,8 @@ class JudgeUsage:
                else "; judged in batches (no batch needed)" if self.batch else "")
             + (f"; {self.tried_again} judgment(s) that failed in an earlier run tried again"
                if self.tried_again else "")
+            + "".join(f"; {name} refused by the model: sent with the {what}"
+                      for name, what in self.adapted_parameters.items())
             + (f"; {self.usage_note}" if self.usage_note else "")
         )
 
@@ -217,6 +222,7 @@ def summarize_usage(
     errors: dict[str, int],
     cases: int,
     elapsed_sec: float,
+    adapted_parameters: dict[str, str] | None = None,
 ) -> JudgeUsage:
     """One run's usage from its (metric, ledger) pairs; each call is counted once, in the ledger
     that made it (shares of batch costs are not added again)."""
@@ -251,6 +257,7 @@ def summarize_usage(
         cases=cases,
         elapsed_sec=elapsed_sec,
         unpriced_models=sorted(total.unpriced),
+        adapted_parameters=dict(adapted_parameters or {}),
         no_usage=total.no_usage,
         invalid_usage=total.invalid_usage,
     )
