@@ -84,3 +84,17 @@ def test_usage_is_read_as_reported_missing_or_invalid():
     assert reply({"usage": {"prompt_tokens": -5, "completion_tokens": 2}}).usage == "invalid"
     assert reply({"usage": {"prompt_tokens": "many", "completion_tokens": 2}}).usage == "invalid"
     assert reply({"usage": {"prompt_tokens": True, "completion_tokens": 2}}).usage == "invalid"
+
+
+def test_the_estimate_counts_identical_prompts_once_as_the_run_sends_them(tmp_path):
+    twins = [qa(0), {**qa(0), "question_id": "q0-again"}, qa(1), {**qa(1), "question_id": "q1-again"}, qa(2)]
+    with serve_stub(usage="chars") as server:
+        settings = settings_for(server, tmp_path, use_cache=True, cache_path=str(tmp_path / "c.sqlite3"))
+        with Judge(settings) as judge:
+            estimate = judge.estimate_results(twins)
+            assert server.calls == 0
+            run = judge.judge_results(twins)
+    row = next(m for m in estimate.metrics if m.metric == "answer_correctness")
+    assert (row.judgments, row.calls, row.cached) == (5, 3, 2)
+    assert (run.usage.calls, run.usage.cached_calls) == (row.calls, row.cached)
+    assert row.input_tokens == run.usage.input_tokens  # the same requests, counted by the same rule

@@ -310,7 +310,7 @@ class JudgeClient(Transport):
         elif self.batch is not None:
             raise self.batch.defer(key, "chat", request)  # asked in the next batch, not sent
         else:
-            reserved = self._admit("chat", metric, request)
+            reserved = self._admit("chat", metric, request, key=key)
             try:
                 if self._litellm is not None and self._chat_client is self._litellm:
                     reply = ChatReply.of_object(self._send(
@@ -390,7 +390,7 @@ class JudgeClient(Transport):
 
     # -- the guard: a budget, or the estimate
 
-    def _admit(self, kind: str, metric: str, request: Mapping[str, Any]) -> float:
+    def _admit(self, kind: str, metric: str, request: Mapping[str, Any], *, key: str | None = None) -> float:
         """What the guard reserves for a request about to be sent (it may refuse: BudgetReached, NotSent)."""
         if self.guard is None:
             return 0.0
@@ -402,7 +402,7 @@ class JudgeClient(Transport):
         if kind == "chat" and metric == "answer_relevance":  # its embeddings come later, in a batch
             embedded = (self.settings.relevance_questions + 1) * QUESTION_TOKENS
             call = replace(call, hold_usd=self._prices.cost((self.settings.embedding_model,), embedded) or 0.0)
-        return self.guard.admit(call)
+        return self.guard.admit(replace(call, key=key))
 
     def _settle(self, reserved: float, cost: float | None) -> None:
         if self.guard is not None:
