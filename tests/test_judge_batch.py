@@ -5,6 +5,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -419,3 +420,16 @@ def test_two_batch_runs_on_one_cache_never_submit_the_same_request_twice(stub, d
     submitted = [line["custom_id"] for batch in stub.batches.values() for line in batch.lines]
     assert submitted and len(submitted) == len(set(submitted))  # each request in one batch only
     assert judged_results(results) == judged_results(direct[0])
+
+
+def test_a_note_is_live_while_its_run_is_alive_here_or_recent_elsewhere():
+    from qareport.judge.batch import INTENT_GRACE_SEC, _live_intent
+
+    here, now = socket.gethostname(), time.time()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert _live_intent({"host": here, "pid": os.getpid(), "noted": now - 10 * INTENT_GRACE_SEC}, now=now)
+    assert not _live_intent({"host": here, "pid": dead.pid, "noted": now}, now=now)
+    assert _live_intent({"host": "elsewhere.example", "pid": 1, "noted": now - 1}, now=now)
+    assert not _live_intent({"host": "elsewhere.example", "pid": 1, "noted": now - INTENT_GRACE_SEC - 1}, now=now)
+    assert not _live_intent({}, now=now)  # a note of an older qareport: its run is long gone

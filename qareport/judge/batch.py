@@ -81,30 +81,30 @@ recorded, so that two runs on one cache never both submit it."""
 ADOPT_LOOKS = 1000
 """Batches listed at most when looking for the batch a stopped run created but did not record."""
 ENDED = ("completed", "failed", "expired", "cancelled")
-INTENT_GRACE_SEC = 300.0
-"""How long a file noted by a run on another machine is taken to be on its way into a batch: creating
-one takes seconds (with the SDK's retries, a minute or two)."""
+INTENT_GRACE_SEC = 900.0
+"""How long requests noted by a run on another machine are taken to be on their way into a batch
+(an upload of a large file and the batch's creation, with the SDK's retries); on this machine, as
+long as the run's process is alive."""
 URLS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings"}
 AZURE_URLS = {"chat": "/chat/completions", "embeddings": "/embeddings"}
 
 
 def _live_intent(value: Mapping[str, Any], *, now: float) -> bool:
-    """Whether the run that noted an uploaded file may still be creating its batch: its process is
-    alive (on this machine), or (elsewhere, or an older note) it noted the file less than
-    INTENT_GRACE_SEC ago. A stopped run's note is not live: its requests are asked again."""
-    noted = value.get("noted")
-    if not isinstance(noted, (int, float)) or not now - noted < INTENT_GRACE_SEC:
-        return False
+    """Whether the run that noted an uploaded file (or claimed requests) may still be submitting
+    them: on this machine, whether its process is alive (an upload may take minutes); elsewhere,
+    whether it noted them less than INTENT_GRACE_SEC ago. A stopped run's note is not live: its
+    requests are asked again."""
     pid = value.get("pid")
-    if value.get("host") != socket.gethostname() or not isinstance(pid, int) or isinstance(pid, bool):
+    if value.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool):
+        try:
+            os.kill(pid, 0)
+        except PermissionError:
+            return True  # another user's process, alive
+        except (OSError, OverflowError):
+            return False
         return True
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        return True  # another user's process, alive
-    except (OSError, OverflowError):
-        return False
-    return True
+    noted = value.get("noted")
+    return isinstance(noted, (int, float)) and now - noted < INTENT_GRACE_SEC
 
 
 def batch_problem(settings: JudgeSettings, cache: JudgeCache | None) -> str | None:
