@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from qareport.errors import BatchesPending, JudgeError
-from qareport.judge.batch_replies import BatchReplies, BatchRequest
+from qareport.judge.batch_replies import REPLY_PREFIX, BatchReplies, BatchRequest
 from qareport.judge.json_depth import load_json
 from qareport.progress import OnProgress, ProgressEvent, no_progress
 
@@ -157,6 +157,7 @@ class BatchJudging:
         self._sleep = sleep
         self.batch_ids: list[str] = []  # every batch this run submitted or collected, in order
         self._run = uuid.uuid4().hex  # names this run's claims on requests (`_claim`)
+        self._looked_up: set[str] = set()  # keys looked up by `_answered_elsewhere`
 
     # -- the rounds
 
@@ -176,13 +177,18 @@ class BatchJudging:
             try:
                 running, noted = self._stored_batches()
                 held = noted | {key for batch in running.values() for key in batch.keys}
-                new = {key: request for key, request in wanted.items() if key in claimed and key not in held}
+                # another run's batch may have answered them (and been collected) since the pass asked
+                answered = {key for key in claimed if key not in held and self._answered_elsewhere(key)}
+                new = {key: request for key, request in wanted.items()
+                       if key in claimed and key not in held and key not in answered}
                 for batch in self._submit(new):
                     running[batch.id] = batch
             finally:
                 self.cache.delete([CLAIM_PREFIX + key for key in claimed])
             elsewhere = noted | (wanted.keys() - claimed)  # another run is submitting these now
             mine = [batch for batch in running.values() if not wanted.keys().isdisjoint(batch.keys)]
+            if not mine and answered:
+                continue  # the next pass takes the replies
             if not mine and not wanted.keys().isdisjoint(elsewhere):
                 # another run uploaded these requests and is creating their batch: look again soon
                 self._check_wait(started, ())
@@ -204,6 +210,19 @@ class BatchJudging:
 
         claimed = self.cache.claim([CLAIM_PREFIX + key for key in keys], claim, kind=CLAIM_KIND, held=held)
         return {key.removeprefix(CLAIM_PREFIX) for key in claimed}
+
+    def _answered_elsewhere(self, key: str) -> bool:
+        """Whether a reply to `key` is in the cache now (another run's batch answered it after this
+        round's pass asked): the next pass takes it instead of submitting the request. Once per key
+        and run, so that a stored reply the pass cannot use never holds the request back for good."""
+        if key in self._looked_up:
+            return False
+        self._looked_up.add(key)
+        reply = self.cache.get(REPLY_PREFIX + key)
+        if isinstance(reply, dict) and "body" in reply:
+            return True
+        direct = self.cache.get(key)
+        return isinstance(direct, dict) and "failed" not in direct
 
     def _stored_batches(self) -> tuple[dict[str, _Batch], set[str]]:
         """The batches stored in the cache, by id, and the keys of files another run noted and may
