@@ -32,10 +32,11 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
 - `server.always(fault)`: a fault for every request of its kind that no scripted fault claims
   (an endpoint that is down or wrong for good); `server.always(None, path=...)` ends it.
 - `latency` seconds before every reply; `requests` records every request (path, JSON body,
-  headers); `max_in_flight` is the largest number of requests handled at once.
+  headers); `max_in_flight` is the largest number of requests handled at once. `gzip=True`: every
+  reply body goes out gzip-compressed (`Content-Encoding: gzip`), as some gateways send it.
 - `usage`: (prompt_tokens, completion_tokens) reported for every chat reply, or None to count words;
   embeddings report `embedding_tokens_per_input` tokens per input. `usage="chars"` counts as the
-  README's estimate rule does (`chars_tokens`): a text is ceil(characters / 4) tokens; a chat
+  README's estimate rule does (`chars_tokens`); `usage="none"`: chat replies without a usage block: a text is ceil(characters / 4) tokens; a chat
   request is 3 + per message (4 + its content's tokens) + the tokens of its JSON schema; a reply's
   content, its tokens; an embeddings request, the tokens of its inputs.
 - the Batch API: POST /v1/files (a multipart upload, purpose `batch`), GET /v1/files/ID/content,
@@ -51,6 +52,10 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   `kind` keeps a plan for the next batch of chat or of embeddings.
   `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
   submitted; `direct_calls` counts chat and embeddings requests sent directly.
+- models that come and go: `retired_models` get 404 `model_not_found` saying the model "has been
+  deprecated"; `default_temperature_only` refuse a temperature other than 1 with HTTP 400
+  (`param: temperature`, `unsupported_value`), as reasoning models do; `completion_tokens_only`
+  refuse `max_tokens` (HTTP 400, `unsupported_parameter`: use `max_completion_tokens`).
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
   (whose message repeats the key received, worse than the real API, to test that it is scrubbed).
 """
@@ -58,6 +63,7 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import random
@@ -266,6 +272,8 @@ class Fault:
     content: str | None = None
     data: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     reply: Any = None
+    raw: str | None = None  # answer 200 with this text as the whole body (chat only): any JSON, however deep
+    trickle: float = 0.0  # send the reply's body one byte every `trickle` seconds (the headers at once)
     path: str | None = None
     message: str = "stub fault"
 
@@ -363,13 +371,18 @@ class StubBatch:
 
 
 class StubOpenAI:
-    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None, tls: Any = None):
+    def __init__(self, *, latency: float = 0.0, usage: tuple[int, int] | str | None = None, tls: Any = None,
+                 gzip: bool = False):
         self.latency = latency
         self.tls = tls  # an ssl.SSLContext (server side): serve https
+        self.gzip = gzip  # send every reply body gzip-compressed (Content-Encoding: gzip)
         self.usage = usage
         self.embedding_tokens_per_input = 5
         self.rules = dict(RULES)
         self.known_models: set[str] | None = None
+        self.retired_models: set[str] = set()  # 404 model_not_found, "has been deprecated", as OpenAI says
+        self.default_temperature_only: set[str] = set()  # 400 for any temperature but 1 (reasoning models)
+        self.completion_tokens_only: set[str] = set()  # 400 for max_tokens: use max_completion_tokens
         self.api_key: str | None = None
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
@@ -566,14 +579,29 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+        self._send_text(status, json.dumps(payload), headers)
+
+    def _send_text(self, status: int, text: str, headers: dict[str, str] | None = None, *,
+                   trickle: float = 0.0) -> None:
+        data = text.encode("utf-8")
+        payload = text
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if self.server_stub.gzip:
+            data = gzip.compress(data)
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("x-request-id", f"req_stub_{id(payload)}")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
+        if trickle:
+            self.wfile.flush()
+            for at in range(len(data)):
+                time.sleep(trickle)
+                self.wfile.write(data[at:at + 1])
+                self.wfile.flush()
+            return
         self.wfile.write(data)
         self.wfile.flush()
 
@@ -630,10 +658,13 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fault.sleep)
         if not self._authorized(stub):
             return 401
+        if fault is not None and fault.raw is not None:
+            self._send_text(200, fault.raw)
+            return 200
         status, payload, headers = reply_to(stub, kind, body, fault)
         if status == 200 and kind == "chat" and not (fault is not None and fault.reply is not None):
             record.reply = payload["choices"][0]["message"]["content"]
-        self._send(status, payload, headers)
+        self._send_text(status, json.dumps(payload), headers, trickle=fault.trickle if fault is not None else 0.0)
         return status
 
     def _authorized(self, stub: StubOpenAI) -> bool:
@@ -756,12 +787,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _completion(stub: StubOpenAI, body: dict[str, Any], content: str) -> dict[str, Any]:
         if stub.usage == "chars":
             prompt_tokens, completion_tokens = chars_prompt_tokens(body), chars_tokens(content)
+        elif stub.usage == "none":
+            prompt_tokens = completion_tokens = 0
         elif isinstance(stub.usage, tuple):
             prompt_tokens, completion_tokens = stub.usage
         else:
             prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
             completion_tokens = len(content.split())
-        return {
+        completion: dict[str, Any] = {
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -778,6 +811,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if stub.usage == "none":  # as some gateways and local servers answer
+            del completion["usage"]
+        return completion
 
     @staticmethod
     def _embeddings(stub: StubOpenAI, body: dict[str, Any]) -> dict[str, Any]:
@@ -807,8 +843,19 @@ def reply_to(stub: StubOpenAI, kind: str, body: dict[str, Any],
              fault: Fault | None) -> tuple[int, dict[str, Any], dict[str, str]]:
     """The status, JSON body and headers the stub answers a chat or embeddings request with."""
     model = body.get("model")
+    if model in stub.retired_models:  # as OpenAI answers for a model past its shutdown date
+        return _error_body(404, f"The model `{model}` has been deprecated, learn more here: "
+                                "https://platform.openai.com/docs/deprecations", code="model_not_found")
     if stub.known_models is not None and model not in stub.known_models:
         return _error_body(404, f"stub: the model `{model}` does not exist")
+    if kind == "chat" and model in stub.default_temperature_only and body.get("temperature", 1) != 1:
+        return _error_body(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                                "this model. Only the default (1) value is supported.",
+                           param="temperature", code="unsupported_value")
+    if kind == "chat" and model in stub.completion_tokens_only and "max_tokens" in body:
+        return _error_body(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                "Use 'max_completion_tokens' instead.", param="max_tokens",
+                           code="unsupported_parameter")
     if fault is not None and fault.status is not None:
         return (*_error_body(fault.status, fault.message)[:2], fault.headers)
     if kind == "embeddings":
@@ -829,10 +876,11 @@ def reply_to(stub: StubOpenAI, kind: str, body: dict[str, Any],
     return 200, _Handler._completion(stub, body, content), {}
 
 
-def _error_body(status: int, message: str) -> tuple[int, dict[str, Any], dict[str, str]]:
-    kind = {401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}.get(
-        status, "server_error")
-    return status, {"error": {"message": message, "type": kind, "param": None, "code": None}}, {}
+def _error_body(status: int, message: str, *, param: str | None = None,
+                code: str | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    kind = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+            429: "rate_limit_error"}.get(status, "server_error")
+    return status, {"error": {"message": message, "type": kind, "param": param, "code": code}}, {}
 
 
 def _batch_object(stub: StubOpenAI, batch: StubBatch) -> dict[str, Any]:

@@ -5,6 +5,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -397,3 +398,38 @@ def test_batch_prices_are_half_the_standard_ones():
     assert table.cost(("gpt-4o-mini",), 1_000_000, batch=True) == pytest.approx(0.5)  # an override wins
     assert table.cost(("gpt-4o-mini-2024-07-18",), 1_000_000, batch=True) == pytest.approx(0.5)
     assert PriceTable().cost(("gpt-4o-mini-2024-07-18",), 1_000_000, 1_000_000, batch=True) == pytest.approx(0.375)
+
+
+def test_two_batch_runs_on_one_cache_never_submit_the_same_request_twice(stub, direct, tmp_path):
+    """The second run starts while the first has uploaded its file and is still creating its batch:
+    it finds the first's note, leaves it, and waits for that batch instead of submitting its own."""
+    stub.batch_create_delay = 2.0
+    first = start_batch_run(stub, tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(r.path == "/v1/batches" for r in stub.requests) and time.monotonic() < deadline:
+            time.sleep(0.02)  # the first run's file is uploaded and noted; its batch is being created
+        assert first.poll() is None, first.communicate()[1]
+        code, _, results = run(tmp_path, "batch", "--judge-batch")
+        _, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert (code, first.returncode) == (REPORT_WRITTEN, REPORT_WRITTEN), err
+    submitted = [line["custom_id"] for batch in stub.batches.values() for line in batch.lines]
+    assert submitted and len(submitted) == len(set(submitted))  # each request in one batch only
+    assert judged_results(results) == judged_results(direct[0])
+
+
+def test_a_note_is_live_while_its_run_is_alive_here_or_recent_elsewhere():
+    from qareport.judge.batch import INTENT_GRACE_SEC, _live_intent
+
+    here, now = socket.gethostname(), time.time()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert _live_intent({"host": here, "pid": os.getpid(), "noted": now - 10 * INTENT_GRACE_SEC}, now=now)
+    assert not _live_intent({"host": here, "pid": dead.pid, "noted": now}, now=now)
+    assert _live_intent({"host": "elsewhere.example", "pid": 1, "noted": now - 1}, now=now)
+    assert not _live_intent({"host": "elsewhere.example", "pid": 1, "noted": now - INTENT_GRACE_SEC - 1}, now=now)
+    assert not _live_intent({}, now=now)  # a note of an older qareport: its run is long gone

@@ -332,3 +332,21 @@ def test_the_same_model_on_another_server_is_asked_again(tmp_path):
     assert one[0]["answer_f1"] == pytest.approx(0.5) and two[0]["answer_f1"] == 1.0
     assert second.chat_calls == 1 and usage.cached_calls == 0
     assert again[0]["answer_f1"] == pytest.approx(0.5) and usage_again.calls == 0  # each server's own
+
+
+def test_a_claim_on_a_key_goes_to_one_of_two_processes_until_let_go_or_no_longer_held(tmp_path):
+    first, second = JudgeCache(tmp_path / "c.sqlite3"), JudgeCache(tmp_path / "c.sqlite3")
+    try:
+        def held_by_other(mine):
+            return lambda value: isinstance(value, dict) and value.get("run") != mine and value.get("alive", False)
+
+        got_first = first.claim(["a", "b"], {"run": "A", "alive": True}, kind="claim", held=held_by_other("A"))
+        got_second = second.claim(["b", "c"], {"run": "B", "alive": True}, kind="claim", held=held_by_other("B"))
+        assert (got_first, got_second) == ({"a", "b"}, {"c"})
+        first.delete(["b"])  # let go
+        assert second.claim(["b"], {"run": "B", "alive": True}, kind="claim", held=held_by_other("B")) == {"b"}
+        first.put("a", kind="claim", model="", value={"run": "A", "alive": False})  # its run stopped
+        assert second.claim(["a"], {"run": "B", "alive": True}, kind="claim", held=held_by_other("B")) == {"a"}
+    finally:
+        first.close()
+        second.close()

@@ -2,6 +2,7 @@
 
     settings.py            JudgeSettings and how they are resolved; METRICS
     client.py              JudgeClient: cache, costs, chat replies checked, embeddings, batches
+    json_depth.py          JSON from the judge parsed with its nesting bounded first
     transport.py           the openai SDK clients: the SDK's retries, retry counting, fatal errors, the key
                            scrubbed; with batch.py, the only modules that import openai
     replies.py             what the judge reads of a chat reply
@@ -10,6 +11,8 @@
     cost.py                tokens counted before sending (characters / 4), the budget, the estimate
     checks.py  prompts.py  what a reply must be; the Jinja2 prompt templates
     runner.py              Judge: the thread pool and its progress, the run's failure and usage
+    workers.py             the pool's daemon threads: a stopped run does not wait for calls in flight
+    deadline.py            each attempt of a request bounded as a whole, its reply's reading included
     planning.py            which judgments a result gets, each task asked once per repeat
     outcomes.py  repeats.py  what a judgment produced (typed), a result's Judgments; repeats combined
     relevance_embeddings.py  answer relevance's embeddings batched over cases

@@ -9,7 +9,12 @@ A batch run is a direct run whose requests are answered by batches. It goes in r
    MAX_REQUESTS lines and MAX_FILE_BYTES a file), uploaded with purpose `batch`, and submitted with
    a 24 h completion window; each batch's id and the cache keys of its requests are stored in the
    judge cache at once (kind `batch`), so a run that is stopped picks its batches up again (the
-   uploaded file is noted before the batch is created: a run stopped in between is found by it);
+   uploaded file is noted before the batch is created: a run stopped in between is found by it;
+   another run that finds the note while the noting run is still alive leaves it and looks again
+   until the batch exists); a run claims the requests it would submit in the cache, in one
+   transaction, before it reads the stored batches, and lets the claims go once its batches are
+   recorded: two runs on one cache never both submit a request, the second waits for the first's
+   batch);
 3. the batches are polled (POLL_FIRST_SEC, growing by POLL_GROWTH up to `judge.batch_poll`) until
    they end, and each reply is stored in the judge cache under its request's key (kind
    `batch_reply`), matched by `custom_id` (the key), in whatever order the output file lists them.
@@ -33,7 +38,10 @@ runner's progress stream.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +49,8 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from qareport.errors import BatchesPending, JudgeError
-from qareport.judge.batch_replies import BatchReplies, BatchRequest
+from qareport.judge.batch_replies import REPLY_PREFIX, BatchReplies, BatchRequest
+from qareport.judge.json_depth import load_json
 from qareport.progress import OnProgress, ProgressEvent, no_progress
 
 if TYPE_CHECKING:
@@ -65,11 +74,37 @@ is collected within about two seconds, one that takes hours is looked at once a 
 RECORD_KIND = "batch"
 RECORD_PREFIX = "batch:"
 INTENT_PREFIX = "batch-file:"
+CLAIM_KIND = "batch_claim"
+CLAIM_PREFIX = "batch-claim:"
+"""A request a run is submitting: claimed from before it reads the stored batches until its batch is
+recorded, so that two runs on one cache never both submit it."""
 ADOPT_LOOKS = 1000
 """Batches listed at most when looking for the batch a stopped run created but did not record."""
 ENDED = ("completed", "failed", "expired", "cancelled")
+INTENT_GRACE_SEC = 900.0
+"""How long requests noted by a run on another machine are taken to be on their way into a batch
+(an upload of a large file and the batch's creation, with the SDK's retries); on this machine, as
+long as the run's process is alive."""
 URLS = {"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings"}
 AZURE_URLS = {"chat": "/chat/completions", "embeddings": "/embeddings"}
+
+
+def _live_intent(value: Mapping[str, Any], *, now: float) -> bool:
+    """Whether the run that noted an uploaded file (or claimed requests) may still be submitting
+    them: on this machine, whether its process is alive (an upload may take minutes); elsewhere,
+    whether it noted them less than INTENT_GRACE_SEC ago. A stopped run's note is not live: its
+    requests are asked again."""
+    pid = value.get("pid")
+    if value.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool):
+        try:
+            os.kill(pid, 0)
+        except PermissionError:
+            return True  # another user's process, alive
+        except (OSError, OverflowError):
+            return False
+        return True
+    noted = value.get("noted")
+    return isinstance(noted, (int, float)) and now - noted < INTENT_GRACE_SEC
 
 
 def batch_problem(settings: JudgeSettings, cache: JudgeCache | None) -> str | None:
@@ -121,6 +156,8 @@ class BatchJudging:
         self._clock = clock
         self._sleep = sleep
         self.batch_ids: list[str] = []  # every batch this run submitted or collected, in order
+        self._run = uuid.uuid4().hex  # names this run's claims on requests (`_claim`)
+        self._looked_up: set[str] = set()  # keys looked up by `_answered_elsewhere`
 
     # -- the rounds
 
@@ -134,20 +171,64 @@ class BatchJudging:
             wanted = dict(self.replies.deferred)
             if not wanted:
                 return
-            running = self._stored_batches()
-            held = {key for batch in running.values() for key in batch.keys}
-            new = {key: request for key, request in wanted.items() if key not in held}
-            for batch in self._submit(new):
-                running[batch.id] = batch
+            # claimed first, then the stored batches read: a run that submitted these requests
+            # recorded its batch before it let its claims go, so it is seen here
+            claimed = self._claim(list(wanted))
+            try:
+                running, noted = self._stored_batches()
+                held = noted | {key for batch in running.values() for key in batch.keys}
+                # another run's batch may have answered them (and been collected) since the pass asked
+                answered = {key for key in claimed if key not in held and self._answered_elsewhere(key)}
+                new = {key: request for key, request in wanted.items()
+                       if key in claimed and key not in held and key not in answered}
+                for batch in self._submit(new):
+                    running[batch.id] = batch
+            finally:
+                self.cache.delete([CLAIM_PREFIX + key for key in claimed])
+            elsewhere = noted | (wanted.keys() - claimed)  # another run is submitting these now
             mine = [batch for batch in running.values() if not wanted.keys().isdisjoint(batch.keys)]
+            if not mine and answered:
+                continue  # the next pass takes the replies
+            if not mine and not wanted.keys().isdisjoint(elsewhere):
+                # another run uploaded these requests and is creating their batch: look again soon
+                self._check_wait(started, ())
+                self._sleep(POLL_FIRST_SEC)
+                continue
             if not mine:  # nothing could be submitted: the pass would ask the same again
                 for key in wanted:
                     self._give_up(key, "the request could not be submitted in a batch", now=True)
                 continue
             self._wait(mine, started)
 
-    def _stored_batches(self) -> dict[str, _Batch]:
+    def _claim(self, keys: list[str]) -> set[str]:
+        """The keys this run may submit: claimed in the cache at once, unless another run that is
+        alive holds them (it is between reading the stored batches and recording its own)."""
+        claim = {"run": self._run, "noted": time.time(), "host": socket.gethostname(), "pid": os.getpid()}
+
+        def held(value: Any) -> bool:
+            return isinstance(value, dict) and value.get("run") != self._run and _live_intent(value, now=time.time())
+
+        claimed = self.cache.claim([CLAIM_PREFIX + key for key in keys], claim, kind=CLAIM_KIND, held=held)
+        return {key.removeprefix(CLAIM_PREFIX) for key in claimed}
+
+    def _answered_elsewhere(self, key: str) -> bool:
+        """Whether a reply to `key` is in the cache now (another run's batch answered it after this
+        round's pass asked): the next pass takes it instead of submitting the request. Once per key
+        and run, so that a stored reply the pass cannot use never holds the request back for good."""
+        if key in self._looked_up:
+            return False
+        self._looked_up.add(key)
+        reply = self.cache.get(REPLY_PREFIX + key)
+        if isinstance(reply, dict) and "body" in reply:
+            return True
+        direct = self.cache.get(key)
+        return isinstance(direct, dict) and "failed" not in direct
+
+    def _stored_batches(self) -> tuple[dict[str, _Batch], set[str]]:
+        """The batches stored in the cache, by id, and the keys of files another run noted and may
+        still be making a batch of (`_live_intent`): those requests are held too, not submitted again."""
         found = {}
+        noted: set[str] = set()
         intents = []
         for entry, value in self.cache.values_of_kind(RECORD_KIND):
             try:
@@ -156,15 +237,18 @@ class BatchJudging:
             except (AttributeError, KeyError, TypeError):
                 continue  # not one of ours: left alone
             if entry.startswith(INTENT_PREFIX):
-                intents.append((entry, str(value.get("file")), batch))
+                intents.append((entry, str(value.get("file")), batch, value))
             else:
                 found[batch.id] = batch
-        for key, file_id, batch in intents:
+        for key, file_id, batch, value in intents:
             adopted = self._adopt(file_id, batch, found)
             if adopted is not None:
                 found[adopted.id] = adopted
+            elif _live_intent(value, now=time.time()):
+                noted.update(batch.keys)  # kept: its run records the batch, or a later look adopts it
+                continue
             self.cache.delete([key])
-        return found
+        return found, noted
 
     def _adopt(self, file_id: str, batch: _Batch, found: Mapping[str, _Batch]) -> _Batch | None:
         """The batch made from an uploaded file whose run was stopped before it recorded the batch
@@ -228,7 +312,8 @@ class BatchJudging:
             uploaded = sdk.files.create(file=("qareport-judge.jsonl", b"".join(line for _, line in lines),
                                               "application/jsonl"), purpose="batch")
             # recorded before it is created: a run stopped in between finds it by its file (`_adopt`)
-            intent = {"file": uploaded.id, "kind": kind, "model": model, "keys": keys}
+            intent = {"file": uploaded.id, "kind": kind, "model": model, "keys": keys, "noted": time.time(),
+                      "host": socket.gethostname(), "pid": os.getpid()}
             self.cache.put(INTENT_PREFIX + uploaded.id, kind=RECORD_KIND, model=model, value=intent)
             created = sdk.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window=COMPLETION_WINDOW,
                                          metadata={"made_by": "qareport judge", "requests": str(len(keys))})
@@ -250,7 +335,6 @@ class BatchJudging:
     # -- waiting and collecting
 
     def _wait(self, batches: list[_Batch], started: float) -> None:
-        limit = self.settings.batch_wait
         interval = POLL_FIRST_SEC
         waiting = list(batches)
         for batch in waiting:
@@ -266,14 +350,20 @@ class BatchJudging:
             waiting = still
             if not waiting:
                 return
-            left = None if limit is None else limit - (self._clock() - started)
-            if left is not None and left <= 0:
-                ids = tuple(batch.id for batch in waiting)
-                raise BatchesPending(
-                    f"{len(ids)} judge batch(es) still running ({', '.join(ids)}): nothing was written; run the "
-                    "same command again to collect them (they are kept in the judge cache)", ids)
+            left = self._check_wait(started, tuple(batch.id for batch in waiting))
             self._sleep(interval if left is None else min(interval, left))
             interval = min(interval * POLL_GROWTH, max(self.settings.batch_poll, POLL_FIRST_SEC))
+
+    def _check_wait(self, started: float, ids: tuple[str, ...]) -> float | None:
+        """Seconds the run may still wait for batches (None: no limit); BatchesPending when none."""
+        limit = self.settings.batch_wait
+        left = None if limit is None else limit - (self._clock() - started)
+        if left is not None and left <= 0:
+            running = f"{len(ids)} judge batch(es) still running ({', '.join(ids)})" if ids else \
+                "another run's judge batch still being created"
+            raise BatchesPending(f"{running}: nothing was written; run the same command again to collect them "
+                                 "(they are kept in the judge cache)", ids)
+        return left
 
     def _look(self, batch: _Batch) -> bool:
         """Look at a batch once; collect it when it has ended. True when it needs no more looking."""
@@ -340,7 +430,7 @@ class BatchJudging:
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = load_json(line)  # a line nested too deep is TooDeep, a ValueError
                 key = item["custom_id"]
             except (ValueError, TypeError, KeyError):
                 continue

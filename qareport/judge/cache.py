@@ -179,6 +179,39 @@ class JudgeCache:
             except sqlite3.Error as error:
                 self._give_up(_why(error, self._lock_wait))
 
+    def claim(self, keys: list[str], value: Mapping[str, Any], *, kind: str,
+              held: Callable[[Any], bool]) -> set[str]:
+        """In one transaction: store `value` under each key that is not stored, or whose stored value
+        `held(value)` says is no longer held; the keys stored so (claimed), an empty set when the cache
+        is not in use. Two processes claiming the same key: one gets it."""
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            connection = self._connection
+            if connection is None or not keys:
+                return set()
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    stored: dict[str, str] = {}
+                    for start in range(0, len(keys), 500):
+                        part = keys[start:start + 500]
+                        stored.update(connection.execute(
+                            f"SELECT key, value FROM replies WHERE key IN ({','.join('?' * len(part))})",
+                            part).fetchall())
+                    claimed = {key for key in keys if key not in stored or not held(_json_or_none(stored[key]))}
+                    now = time.time()
+                    connection.executemany(
+                        "INSERT OR REPLACE INTO replies (key, kind, model, created, value) VALUES (?, ?, '', ?, ?)",
+                        [(key, kind, now, text) for key in claimed])
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                self._give_up(_why(error, self._lock_wait))
+                return set()
+            return claimed
+
     def values_of_kind(self, kind: str) -> list[tuple[str, Any]]:
         """(key, value) of every entry of this kind (the judge's batch records), oldest first."""
         with self._lock:
@@ -209,6 +242,13 @@ class JudgeCache:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def _locked(error: sqlite3.Error) -> bool:

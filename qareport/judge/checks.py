@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.errors import JudgeOutputError, MetricFailed
+from qareport.judge.json_depth import MAX_DEPTH, TooDeep, load_json
 
 
 def claim_count_problem(reference: int, actual: int, matching: int) -> str | None:
@@ -55,7 +56,9 @@ def _json_object(content: str | None) -> dict[str, Any]:
     if fenced:
         text = fenced.group(1)
     try:
-        value = json.loads(text)
+        value = load_json(text)
+    except TooDeep:
+        raise JudgeOutputError(f"the reply nests more than {MAX_DEPTH} levels deep", content) from None
     except ValueError:
         raise JudgeOutputError(f"the reply is not JSON (got {preview(content)})", content) from None
     if not isinstance(value, dict):

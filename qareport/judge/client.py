@@ -27,9 +27,8 @@ from qareport.judge.batch_replies import BatchReplies, read_batch_reply
 from qareport.judge.cache import JudgeCache, cache_key
 from qareport.judge.checks import SCHEMAS, preview
 from qareport.judge.cost import QUESTION_TOKENS, CallGuard, estimate_call
-from qareport.judge.direct_chat import DirectChat
 from qareport.judge.prices import PriceTable
-from qareport.judge.replies import ChatReply
+from qareport.judge.replies import ChatReply, UsageState
 from qareport.judge.settings import JudgeSettings
 from qareport.judge.transport import (
     RetryCounter,
@@ -67,6 +66,39 @@ def _log_warning(message: str) -> None:
     logging.getLogger("qareport").warning("%s", message)
 
 
+ADAPTABLE = {
+    "temperature": "model's default temperature (temperature {value} left out)",
+    "max_tokens": "reply limit sent as max_completion_tokens ({value})",
+}
+"""Chat parameters some models refuse (reasoning models: any temperature but their default; newer
+models: `max_tokens`, renamed `max_completion_tokens`), and what the run sends instead."""
+_REFUSAL_WORDS = ("unsupported", "not supported", "does not support", "only the default")
+
+
+def refused_parameter(error: openai.BadRequestError, request: Mapping[str, Any]) -> str | None:
+    """The ADAPTABLE parameter of `request` that a 400 reply refuses (the error's `param`, or its
+    message naming it as unsupported), or None."""
+    message = error.message.lower()
+    for name in ADAPTABLE:
+        if name not in request:
+            continue
+        if error.param == name or (name in message and any(word in message for word in _REFUSAL_WORDS)):
+            return name
+    return None
+
+
+def adapt_request(request: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """`request` without the refused parameter `name` (max_tokens: under its newer name)."""
+    adapted = {key: value for key, value in request.items() if key != name}
+    if name == "max_tokens":
+        adapted["max_completion_tokens"] = request[name]
+    return adapted
+
+
+def _shown(settings: JudgeSettings, name: str) -> str:
+    return f"{settings.temperature:g}" if name == "temperature" else str(settings.max_tokens)
+
+
 
 class JudgeClient(Transport):
     """The judge's model behind the cache: chat replies checked, embeddings, costs in ledgers.
@@ -101,13 +133,11 @@ class JudgeClient(Transport):
         else:
             self._embedding_client = self._client
         self._chat_client = self._litellm if settings.litellm_chat is not None else self._client
-        self._direct: DirectChat | None = None
-        """Sends the chat requests in place of the SDK client where it is the same exchange (`direct_chat`)."""
-        if settings.litellm_chat is None:
-            self._direct = DirectChat.of(self._client, model=self.chat_model, on_attempt=self._retries.note)
         self._cache: JudgeCache | None = None
         if settings.use_cache and settings.cache_path:
             self._cache = JudgeCache(settings.cache_path, on_warning=on_warning or _log_warning)
+        self._on_warning = on_warning or _log_warning
+        self._adapted: dict[str, str] = {}  # parameter the model refused -> what is sent instead (`_post_adapting`)
         self._chat_endpoint = chat_endpoint(settings)
         self._embedding_endpoint = embedding_endpoint(settings)
         self._lock = threading.Lock()
@@ -122,8 +152,6 @@ class JudgeClient(Transport):
         with none is recorded for the next batch (`Deferred`) instead of being sent."""
 
     def _close_clients(self) -> None:
-        if self._direct is not None:
-            self._direct.close()
         for client in {id(c): c for c in (self._client, self._embedding_client, self._chat_client) if c}.values():
             client.close()
 
@@ -194,16 +222,55 @@ class JudgeClient(Transport):
         raise MetricFailed(message)
 
     def _chat_request(self, metric: str, messages: list[dict[str, str]]) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.chat_model, "messages": messages,
-                                   "temperature": self.settings.temperature}
+        request: dict[str, Any] = {"model": self.chat_model, "messages": messages}
+        if "temperature" not in self._adapted:
+            request["temperature"] = self.settings.temperature
         if metric in SCHEMAS:  # a custom metric's reply is plain text (tab-separated values)
             if self.settings.response_format == "json_schema":
                 request["response_format"] = SCHEMAS[metric]
             else:
                 request["response_format"] = {"type": "json_object"}
         if self.settings.max_tokens is not None:
-            request["max_tokens"] = self.settings.max_tokens
+            limit = "max_completion_tokens" if "max_tokens" in self._adapted else "max_tokens"
+            request[limit] = self.settings.max_tokens
         return request
+
+    @property
+    def adapted_parameters(self) -> dict[str, str]:
+        """What the chat requests send otherwise than configured, because the model refused it: by
+        parameter, what was done (empty: every request as configured)."""
+        with self._lock:
+            return dict(self._adapted)
+
+    def _post_adapting(self, request: dict[str, Any]) -> ChatReply:
+        """`_post_chat`; when the model refuses one of ADAPTABLE's parameters (HTTP 400 naming it),
+        asked again without it (or under its newer name), once per parameter, and from then on every
+        request of the run is sent so. Any other refusal is raised as it came."""
+        while True:
+            try:
+                return self._post_chat(request)
+            except openai.BadRequestError as error:
+                name = refused_parameter(error, request)
+                if name is None:
+                    raise
+                request = adapt_request(request, name)
+                with self._lock:
+                    first = name not in self._adapted
+                    self._adapted.setdefault(name, ADAPTABLE[name].format(value=_shown(self.settings, name)))
+                if first:
+                    said = " ".join(error.message.split())
+                    self._on_warning(
+                        f"the judge model {self.chat_model} refused {name} (HTTP 400: {said}); "
+                        f"asked again with the {ADAPTABLE[name].format(value=_shown(self.settings, name))}, "
+                        "for every request of this run")
+
+    def _post_chat(self, request: dict[str, Any]) -> ChatReply:
+        """One chat request through the SDK's public client (`post`, its documented way to send a
+        request as a plain body), which retries it as `chat.completions.create` would. The reply is
+        taken as its text and read here: its nesting is bounded before it is parsed (`json_depth`),
+        and the SDK's typed-parameter transform and reply model (half a call's CPU) are skipped."""
+        raw = self._client.post("/chat/completions", body=request, cast_to=openai.HttpxBinaryResponseContent)
+        return ChatReply.of_text(raw.text, raw.response.headers.get("content-type"))
 
     def _chat_key(self, request: Mapping[str, Any], attempt: int | None) -> str:
         return cache_key("chat", request, endpoint=self._chat_endpoint, attempt=attempt, repeat=_REPEAT.get())
@@ -243,29 +310,25 @@ class JudgeClient(Transport):
         elif self.batch is not None:
             raise self.batch.defer(key, "chat", request)  # asked in the next batch, not sent
         else:
-            reserved = self._admit("chat", metric, request)
+            reserved = self._admit("chat", metric, request, key=key)
             try:
                 if self._litellm is not None and self._chat_client is self._litellm:
                     reply = ChatReply.of_object(self._send(
                         lambda: self._chat_client.chat.completions.create(**request), ledger))
-                elif (direct := self._direct) is not None:  # the same exchange, a fifth of the CPU (`direct_chat`)
-                    reply = ChatReply.of_json(self._send(lambda: direct.post(request), ledger))
                 else:
-                    # the request dict as the JSON body and the reply's JSON as a dict: the same HTTP
-                    # exchange, retries and errors as `chat.completions.create`, without the SDK's
-                    # typed-parameter transform and reply model, which were a third of a call's CPU time
-                    reply = ChatReply.of_json(self._send(
-                        lambda: self._client.post("/chat/completions", body=request, cast_to=object), ledger))
+                    reply = self._send(lambda: self._post_adapting(request), ledger)
             except BaseException:
                 self._settle(reserved, 0.0)
                 raise
         input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
         cost = None if not reply.has_usage else self._prices.cost(
             (self.settings.model, reply.model), input_tokens, output_tokens, batch=batched is not None)
-        self._settle(reserved, cost)
+        self._settle(reserved, cost)  # a reply without usable counts: the budget keeps the reservation
         with self._lock:
             self._longest_reply[metric] = max(self._longest_reply.get(metric, 0), output_tokens)
-        ledger.add_call(input_tokens, output_tokens, cost, self.settings.model)
+        ledger.add_call(input_tokens, output_tokens, cost, self.settings.model, usage=reply.usage)
+        if reply.problem is not None:
+            raise JudgeOutputError(reply.problem, None)
         content = reply.content
         if reply.refusal and not content:
             raise JudgeOutputError(f"the judge refused: {preview(reply.refusal)}", None)
@@ -316,15 +379,18 @@ class JudgeClient(Transport):
                 self._settle(reserved, 0.0)
                 raise
         tokens = response.usage.prompt_tokens if response.usage is not None else None
-        cost = None if tokens is None else self._prices.cost(
-            (self.settings.embedding_model, response.model), tokens, batch=batched is not None)
-        self._settle(reserved, cost)
-        ledger.add_call(tokens or 0, 0, cost, self.settings.embedding_model)
+        usage: UsageState = ("missing" if response.usage is None else "reported"
+                             if isinstance(tokens, int) and tokens >= 0 else "invalid")
+        cost = None if usage != "reported" else self._prices.cost(
+            (self.settings.embedding_model, response.model), tokens or 0, batch=batched is not None)
+        self._settle(reserved, cost)  # a reply without usable counts: the budget keeps the reservation
+        ledger.add_call((tokens or 0) if usage == "reported" else 0, 0, cost, self.settings.embedding_model,
+                        usage=usage)
         return list(response.data or []), cost
 
     # -- the guard: a budget, or the estimate
 
-    def _admit(self, kind: str, metric: str, request: Mapping[str, Any]) -> float:
+    def _admit(self, kind: str, metric: str, request: Mapping[str, Any], *, key: str | None = None) -> float:
         """What the guard reserves for a request about to be sent (it may refuse: BudgetReached, NotSent)."""
         if self.guard is None:
             return 0.0
@@ -336,7 +402,7 @@ class JudgeClient(Transport):
         if kind == "chat" and metric == "answer_relevance":  # its embeddings come later, in a batch
             embedded = (self.settings.relevance_questions + 1) * QUESTION_TOKENS
             call = replace(call, hold_usd=self._prices.cost((self.settings.embedding_model,), embedded) or 0.0)
-        return self.guard.admit(call)
+        return self.guard.admit(replace(call, key=key))
 
     def _settle(self, reserved: float, cost: float | None) -> None:
         if self.guard is not None:

@@ -27,7 +27,9 @@ guard before it sends any request and tells it what the reply cost:
   are asked; an embeddings request, which completes judgments already paid for, is sent whenever
   it fits. As replies come in, the reservation is replaced by
   the cost the reply reports. Replies from the cache cost nothing and are always used.
-- `Recorder`: `--estimate`. Records each request that would be sent and sends none (`NotSent`).
+- `Recorder`: `--estimate`. Records each request that would be sent and sends none (`NotSent`);
+  a request identical to one recorded (the same cache key) is counted as the run will find it: in
+  the cache, not sent.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def chat_input_tokens(request: Mapping[str, Any]) -> int:
 
 
 def output_allowance(metric: str, request: Mapping[str, Any], *, questions: int = 3) -> int:
-    """Output tokens allowed for a reply to `request` (capped by its `max_tokens`).
+    """Output tokens allowed for a reply to `request` (capped by its `max_tokens` or
+    `max_completion_tokens`).
 
     answer correctness 120; retrieval answer / context recall 200; answer relevance 20 + 25 per
     generated question; retrieval answer / context precision 20 + 40 per context in the prompt
@@ -99,7 +102,7 @@ def output_allowance(metric: str, request: Mapping[str, Any], *, questions: int 
         allowance = REPLY_BASE_TOKENS + CONTEXT_VERDICT_TOKENS * max(1, prompt.count("<context number="))
     else:
         allowance = CUSTOM_OUTPUT_TOKENS
-    limit = request.get("max_tokens")
+    limit = request.get("max_tokens", request.get("max_completion_tokens"))
     return min(allowance, limit) if isinstance(limit, int) and limit > 0 else allowance
 
 
@@ -119,6 +122,8 @@ class CallEstimate:
     cost_usd: float | None
     hold_usd: float = 0.0
     """Answer relevance's chat: what its embeddings will cost (held by a budget until they are asked)."""
+    key: str | None = None
+    """The request's cache key: requests with one key are sent once in a run (`Recorder`)."""
 
 
 def estimate_call(kind: str, metric: str, request: Mapping[str, Any], *, prices: PriceTable,
@@ -151,7 +156,13 @@ class BudgetReached(Exception):
 
 
 class NotSent(Exception):
-    """A request was not sent: the run only estimates (`--estimate`)."""
+    """A request was not sent: the run only estimates (`--estimate`). `repeated`: the run would not
+    send it either, an identical request of the run having been recorded already (its reply is in
+    the cache by then)."""
+
+    def __init__(self, *, repeated: bool = False):
+        super().__init__()
+        self.repeated = repeated
 
 
 BUDGET_WORDS = BUDGET_REACHED
@@ -206,10 +217,17 @@ class Recorder:
     """Records the requests a run would send (`--estimate`), sending none."""
 
     calls: list[CallEstimate] = field(default_factory=list)
+    _keys: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def admit(self, call: CallEstimate) -> float:
+        """Record the call, once per cache key: a run sends identical requests once, the later
+        ones finding the first's reply in the cache."""
         with self._lock:
+            if call.key is not None and call.key in self._keys:
+                raise NotSent(repeated=True)
+            if call.key is not None:
+                self._keys.add(call.key)
             self.calls.append(call)
         raise NotSent()
 

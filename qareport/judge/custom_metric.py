@@ -20,6 +20,7 @@ from qareport.errors import JudgeOutputError, MetricFailed
 from qareport.ge6_config import CustomEvaluation
 from qareport.judge.checks import preview
 from qareport.judge.client import JudgeClient
+from qareport.judge.json_depth import load_json
 from qareport.judge.prompts import Prompts
 from qareport.judge.usage import Ledger
 from qareport.judged_values import CUSTOM_PREFIX, CustomOutputs
@@ -83,7 +84,7 @@ def _steps_text(evaluation: CustomEvaluation, steps: Any) -> str:
     for step in steps if isinstance(steps, list) else []:
         if isinstance(step, str):
             try:
-                step = json.loads(step)
+                step = load_json(step)
             except ValueError:
                 raise MetricFailed(f"a step is text that is not JSON, which custom evaluation "
                                    f"'{evaluation.name}' cannot read") from None
@@ -94,7 +95,7 @@ def _steps_text(evaluation: CustomEvaluation, steps: Any) -> str:
             value = step.get(key)
             if isinstance(value, str):
                 try:
-                    value = json.loads(value)
+                    value = load_json(value)
                 except ValueError:
                     pass
             picked[key] = value
@@ -113,8 +114,8 @@ def check_reply(content: str | None, evaluation: CustomEvaluation) -> dict[str, 
     parsed = {}
     for key, value in zip(evaluation.output_keys, values):
         try:
-            parsed[key] = json.loads(value)
-        except ValueError:
+            parsed[key] = load_json(value)
+        except ValueError:  # not JSON, or nested too deep (`TooDeep`): kept as the text it is
             parsed[key] = value
         number = parsed[key]
         if isinstance(number, float) and not math.isfinite(number):  # JSON's reader takes NaN, Infinity

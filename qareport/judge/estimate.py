@@ -107,7 +107,10 @@ class Estimating(Planning):
             for result, item in self._tasks(results, chosen):
                 try:
                     outcome = item()
-                except NotSent:
+                except NotSent as unsent:
+                    if unsent.repeated:  # the run finds the first identical request's reply in the cache
+                        cached[item.metric] += 1
+                        continue
                     asked[item.metric] += 1
                     if item.metric == answer_relevance.METRIC:
                         question = str(result.get("question_text") or "")

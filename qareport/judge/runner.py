@@ -41,6 +41,7 @@ from qareport.judge.relevance_embeddings import (
 from qareport.judge.repeats import combine_repeats
 from qareport.judge.settings import JudgeSettings
 from qareport.judge.usage import JudgeUsage, Ledger, summarize_usage
+from qareport.judge.workers import DaemonPool
 from qareport.progress import OnProgress, ProgressEvent, no_progress
 from qareport.question_scores import Judgment, QuestionScores
 
@@ -197,9 +198,8 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
-        executor = futures.ThreadPoolExecutor(
-            max_workers=self.settings.concurrency, thread_name_prefix="qareport-judge"
-        )
+        executor = DaemonPool(self.settings.concurrency, name="qareport-judge")
+        stopped = True  # until the loop below ends: a stop (SIGTERM, Ctrl-C) does not wait for calls in flight
         try:
             for outcome in ready:
                 settle(outcome)
@@ -250,8 +250,9 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                     waiting_inputs -= sum(len(o.waiting.inputs) for o in batch if o.waiting)
                     tries = 1 if batches is None else 0  # a batch's reply is the same when asked again
                     submit(partial(self._embed_batch, batch, tries_left=tries), "embeddings")
+            stopped = False
         finally:
-            executor.shutdown(wait=True, cancel_futures=True)
+            executor.shutdown(wait=not stopped)
         if batches is not None:  # the batch replies used are in the cache now, as direct replies are
             batches.replies.forget_taken()
             self._client.batch = None
@@ -273,7 +274,7 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
         usage = summarize_usage(
             ledgers, model=self.settings.model, embedding_model=self.settings.embedding_model,
             metrics=chosen, errors=errors, cases=len(pending_by_case),
-            elapsed_sec=round(time.monotonic() - started, 3),
+            elapsed_sec=round(time.monotonic() - started, 3), adapted_parameters=self._client.adapted_parameters,
         )
         if batches is not None:
             usage = replace(usage, batch=True, batches=len(batches.batch_ids))

@@ -1,7 +1,8 @@
 """The judge's transport: the openai SDK clients, their retries, and failures told apart.
 
 Transport retries are the openai SDK's own: the client is built with `max_retries` = the judge's
-`max_retries` setting and its `timeout`, and the SDK retries 408, 409, 429, 5xx, connection
+`max_retries` setting and its `timeout` (which also bounds each attempt as a whole, the reading of
+a trickled reply included: `deadline`), and the SDK retries 408, 409, 429, 5xx, connection
 errors and timeouts with exponential backoff (0.5 s doubling to 8 s, with jitter), honouring
 `retry-after-ms` and `Retry-After` up to two minutes (a server asking for longer is not retried).
 What the SDK does not do is done here:
@@ -32,6 +33,7 @@ from typing import Any, TypeVar
 import openai
 
 from qareport.errors import JudgeAborted, JudgeCallFailed, JudgeError, MetricFailed
+from qareport.judge.deadline import AttemptDeadline
 from qareport.judge.settings import (
     DEFAULT_AZURE_API_VERSION,
     DEFAULT_OPENAI_BASE_URL,
@@ -76,10 +78,6 @@ class RetryCounter:
     def reset(self) -> None:
         self._local.retries = 0
 
-    def note(self, retries: int) -> None:
-        """An attempt sent without the SDK's httpx client (`direct_chat`): its retries so far."""
-        self._local.retries = retries
-
     @property
     def retries(self) -> int:
         """Retries of this thread's last call (0 before any request was sent)."""
@@ -120,7 +118,9 @@ def make_openai_client(settings: JudgeSettings, counter: RetryCounter, *, base_u
     """The SDK client, retrying by itself `settings.max_retries` times; JudgeError without the key
     when the settings cannot make one. `base_url` / `api_key` replace the settings' (embeddings
     from another endpoint)."""
-    http_client = openai.DefaultHttpxClient(event_hooks={"request": [counter.on_request]})
+    deadline = AttemptDeadline(settings.timeout)
+    http_client = openai.DefaultHttpxClient(event_hooks={"request": [counter.on_request, deadline.on_request],
+                                                         "response": [deadline.on_response]})
     try:
         if settings.azure_endpoint:
             return openai.AzureOpenAI(
@@ -178,6 +178,22 @@ def scrub(text: str, settings: JudgeSettings) -> str:
 
 
 
+MODEL_GONE_CODES = frozenset({"model_not_found", "model_deprecated", "deprecated_model", "DeploymentNotFound"})
+_MODEL_GONE_WORDS = ("deprecated", "retired", "decommissioned", "no longer available", "no longer supported",
+                     "does not exist", "not found")
+
+
+def model_gone(error: openai.APIStatusError) -> bool:
+    """Whether a refusal says the model itself is gone or unknown (404, 410, or a 400 with a
+    model_not_found or deprecation code or message), not that one request was wrong."""
+    if error.status_code not in (400, 404, 410):
+        return False
+    if error.code in MODEL_GONE_CODES or error.status_code == 410:
+        return True
+    message = error.message.lower()
+    return "model" in message and any(word in message for word in _MODEL_GONE_WORDS)
+
+
 class Transport:
     """Sends one request through the SDK, which retries it; tells what a failure means."""
 
@@ -200,6 +216,8 @@ class Transport:
         except openai.APIStatusError as error:
             ledger.retries += self._retries.retries
             ledger.failed_calls += 1
+            if model_gone(error):
+                raise self._abort(self._model_gone_message(error)) from None
             if error.status_code in (401, 403, 404):
                 raise self._abort(self._fatal_status_message(error)) from None
             if error.status_code in REFUSED_REQUEST:  # the judge answered: this request, not the judge, is at fault
@@ -261,6 +279,17 @@ class Transport:
         else:
             text = str(error) or type(error).__name__
         return scrub(" ".join(text.split()), self.settings)
+
+    def _model_gone_message(self, error: openai.APIStatusError) -> str:
+        settings = self.settings
+        if settings.is_azure:
+            fix = ("deploy a current model and name its deployment with judge.azure_deployment "
+                   "(embeddings: judge.azure_embedding_deployment)")
+        else:
+            fix = "choose another with --judge-model MODEL or judge.model (embeddings: --embedding-model)"
+        return (f"the judge at {settings.endpoint} does not know this model, or no longer offers it (retired): "
+                f"{settings.model} (embeddings {settings.embedding_model}) (HTTP {error.status_code}: "
+                f"{error.message}); the judging stopped; {fix}")
 
     def _fatal_status_message(self, error: openai.APIStatusError) -> str:
         settings = self.settings

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qareport.judge.prices import BATCH_PRICES_CHECKED, PRICES_CHECKED
+from qareport.judge.replies import UsageState
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,23 @@ class JudgeUsage:
     prices_checked: str = PRICES_CHECKED
     batches: int = 0  # batches the run submitted or collected (`judge.batch`); 0: judged directly
     batch: bool = False  # judged in batches: replies at the Batch API's prices
+    adapted_parameters: dict[str, str] = field(default_factory=dict)
+    """Chat parameters the model refused, each with what the run sent instead (`JudgeClient._post_adapting`)."""
+    no_usage: int = 0  # replies that reported no token usage: their cost is not in `cost_usd`
+    invalid_usage: int = 0  # replies whose token counts cannot be true (negative, not whole): not costed
+
+    @property
+    def usage_note(self) -> str | None:
+        """What `cost_usd` leaves out because replies did not say what they used; None: nothing."""
+        notes = []
+        if self.no_usage:
+            notes.append(f"{self.no_usage} {'reply' if self.no_usage == 1 else 'replies'} reported no token "
+                         "usage: their cost is not included")
+        if self.invalid_usage:
+            notes.append(f"{self.invalid_usage} {'reply' if self.invalid_usage == 1 else 'replies'} reported "
+                         "token counts that cannot be true (negative or not whole numbers): their cost is not "
+                         "included")
+        return "; ".join(notes) or None
 
     @property
     def cost_note(self) -> str | None:
@@ -94,6 +112,9 @@ class JudgeUsage:
             "prices_checked": self.prices_checked,
             "elapsed_sec": self.elapsed_sec,
             "by_metric": {name: usage.to_dict() for name, usage in self.by_metric.items()},
+            **({"parameters_adapted": dict(self.adapted_parameters)} if self.adapted_parameters else {}),
+            **({"replies_without_usage": self.no_usage} if self.no_usage else {}),
+            **({"replies_with_invalid_usage": self.invalid_usage} if self.invalid_usage else {}),
             **({"batch": {"batches": self.batches, "prices": f"Batch API, checked {BATCH_PRICES_CHECKED}"}}
                if self.batch else {}),
         }
@@ -111,6 +132,9 @@ class JudgeUsage:
                else "; judged in batches (no batch needed)" if self.batch else "")
             + (f"; {self.tried_again} judgment(s) that failed in an earlier run tried again"
                if self.tried_again else "")
+            + "".join(f"; {name} refused by the model: sent with the {what}"
+                      for name, what in self.adapted_parameters.items())
+            + (f"; {self.usage_note}" if self.usage_note else "")
         )
 
 
@@ -124,6 +148,8 @@ class Ledger:
         "cost",
         "failed_calls",
         "input_tokens",
+        "invalid_usage",
+        "no_usage",
         "output_tokens",
         "retries",
         "share",
@@ -140,12 +166,20 @@ class Ledger:
         self.share = 0.0  # of calls made for several cases (embedding batches), counted elsewhere
         self.share_unpriced = False
         self.attempt: int | None = None  # the attempt judged: part of the chat cache keys (`JudgeClient`)
+        self.no_usage = self.invalid_usage = 0  # replies whose usage was missing / impossible: not costed
 
-    def add_call(self, input_tokens: int, output_tokens: int, cost: float | None, model: str) -> None:
+    def add_call(self, input_tokens: int, output_tokens: int, cost: float | None, model: str,
+                 *, usage: UsageState = "reported") -> None:
+        """A call the API answered. `cost` None with usage "reported": the model has no known
+        price; a reply without usable counts is counted apart, and never blames the price table."""
         self.calls += 1
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
-        if cost is None:
+        if usage == "missing":
+            self.no_usage += 1
+        elif usage == "invalid":
+            self.invalid_usage += 1
+        elif cost is None:
             self.unpriced.add(model)
         else:
             self.cost += cost
@@ -161,6 +195,8 @@ class Ledger:
         self.output_tokens += other.output_tokens
         self.cost += other.cost
         self.unpriced |= other.unpriced
+        self.no_usage += other.no_usage
+        self.invalid_usage += other.invalid_usage
 
     def add_share(self, cost: float | None, share: float) -> None:
         """This unit's part of a shared call's cost (None: the shared call has no known price)."""
@@ -171,8 +207,10 @@ class Ledger:
 
     @property
     def cost_usd(self) -> float | None:
-        """This unit's cost, its share of shared calls included; None when a price is unknown."""
-        return None if self.unpriced or self.share_unpriced else self.cost + self.share
+        """This unit's cost, its share of shared calls included; None when a price is unknown or a
+        reply did not report usable token counts (its cost is not zero, only not known)."""
+        unknown = self.unpriced or self.share_unpriced or self.no_usage or self.invalid_usage
+        return None if unknown else self.cost + self.share
 
 
 def summarize_usage(
@@ -184,6 +222,7 @@ def summarize_usage(
     errors: dict[str, int],
     cases: int,
     elapsed_sec: float,
+    adapted_parameters: dict[str, str] | None = None,
 ) -> JudgeUsage:
     """One run's usage from its (metric, ledger) pairs; each call is counted once, in the ledger
     that made it (shares of batch costs are not added again)."""
@@ -218,4 +257,7 @@ def summarize_usage(
         cases=cases,
         elapsed_sec=elapsed_sec,
         unpriced_models=sorted(total.unpriced),
+        adapted_parameters=dict(adapted_parameters or {}),
+        no_usage=total.no_usage,
+        invalid_usage=total.invalid_usage,
     )
