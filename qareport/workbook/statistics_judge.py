@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
-from qareport.judge_noise import JudgeNoise
+from qareport.judge_noise import MAX_REPEATS, JudgeNoise, NoiseShares
 from qareport.judged_metrics import JudgedMetric
 from qareport.records import RunInfo
 from qareport.workbook import styles
@@ -81,27 +81,59 @@ NOISE_TITLE = "The judge's noise and the system's"
 
 def write_judge_noise(tables: TableWriter, noise: Sequence[JudgeNoise]) -> None:
     """With judge repeats: per judged metric, the variance between repeats of a judgment (the
-    judge's), between attempts of a case and between cases (the system's), and the judge's share."""
+    judge's), between attempts of a case and between cases (the system's); then the judge's share of
+    one judgment and of a case's value (the mean of its repeats), each with its interval, and the
+    repeats that would halve the latter."""
     if not noise:
         return
     tables.section(NOISE_TITLE, (
         "Each judgment was asked several times (--judge-repeats); a case's value is the mean over its repeats. "
-        "Variances of a case's value, split as a nested random-effects ANOVA: judge = mean variance between the "
+        "Variances of one judgment, split as a nested random-effects ANOVA: judge = mean variance between the "
         "repeats of a judgment; attempts = between the attempts of a case, beyond the repeats (empty with one "
-        "attempt per case: then the cases column holds it too); cases = between cases, beyond both. A share of "
-        "the judge near 100 % means the metric's differences are mostly the judge's noise. Estimates are "
-        "unbiased and may come out below zero by chance (counted as zero in the share)."))
+        "attempt per case: then the cases column holds it too); cases = between cases, beyond both. Estimates are "
+        "unbiased and may come out below zero by chance (counted as zero in the shares)."))
     rows = [(item.label, item.split.cases, item.split.repeats, item.split.judge, item.split.attempt,
              item.split.case, item.judge_share,
              math.sqrt(item.split.judge) if item.split.judge is not None and item.split.judge > 0 else None)
             for item in noise]
     tables.table(
-        ("metric", "cases", "values", "judge variance", "attempts variance", "cases variance", "judge's share",
-         "judge SD"),
+        ("metric", "cases", "values", "judge variance", "attempts variance", "cases variance",
+         "judge's share of one judgment", "judge SD"),
         rows,
         (None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT, *[VARIANCE_FORMAT] * 3, styles.PERCENT_FORMAT,
          styles.SCORE_FORMAT),
     )
+    shares = [(item.label, item.shares) for item in noise if item.shares is not None]
+    if not shares:
+        return
+    tables.section(NOISE_SHARES_TITLE, (
+        "Of one judgment: the judge's part of the variance of one answer of the judge (it describes the judge, "
+        "whatever the repeats). Of a case's value: its part of the variance of the value the metric's mean is "
+        "taken over, the mean of the repeats (judge variance / repeats, and / attempts): the one that matters "
+        "for a change of the metric. Intervals: 95 %, bootstrap over cases (BCa, expanded for few cases). "
+        "Note: the repeats that would halve the judge's share of a case's value, the other parts as estimated."))
+    share_rows: list[tuple[Any, ...]] = []
+    for label, figures in shares:
+        one, used = figures.one_judgment, figures.case_value
+        share_rows.append((label, "one judgment", 1, one.value, one.low, one.high, None))
+        share_rows.append((label, "a case's value", round(figures.repeats, 1), used.value, used.low, used.high,
+                           _halving_note(figures)))
+    tables.table(
+        ("metric", "share of", "repeats", "judge's share", "95% low", "95% high", "note"), share_rows,
+        (None, None, None, *[styles.PERCENT_FORMAT] * 3, None),
+        overflow_last=True,
+    )
+
+
+NOISE_SHARES_TITLE = "The judge's share, with its interval"
+
+
+def _halving_note(shares: NoiseShares) -> str:
+    if shares.case_value.value <= 0:
+        return "the judge adds nothing measurable: more repeats would not change the value"
+    if shares.repeats_to_halve is None:
+        return f"no number of repeats up to {MAX_REPEATS} halves it: a steadier judge would"
+    return f"{shares.repeats_to_halve} repeats would halve it"
 
 
 VARIANCE_FORMAT = "0.00000"
