@@ -206,11 +206,12 @@ def build_report(
 
 
 def reviewed_history(runs: Sequence[tuple[RunSnapshot, Mapping[str, Review]]]) -> list[ReviewedRun]:
-    """Earlier runs with their reviews, oldest first, each run once (the baseline is often in the
-    history too; a run read twice keeps the reviews of both readings)."""
+    """Earlier runs with their reviews, oldest first, each run once: a run is known by when it was
+    created, not by its file (the baseline is often in the history too, and a workbook re-saved under
+    another name is the same run); a run read twice keeps the reviews of both readings."""
     merged: dict[tuple[str, str], tuple[RunSnapshot, dict[str, Review]]] = {}
     for snapshot, reviews in runs:
-        key = (snapshot.created, str(Path(snapshot.source).resolve()))
+        key = (snapshot.created, "") if snapshot.created else ("", str(Path(snapshot.source).resolve()))
         _, kept = merged.setdefault(key, (snapshot, {}))
         kept.update({case_id: review for case_id, review in reviews.items() if review})
     ordered = sorted(merged.values(), key=lambda item: item[0].created or "")

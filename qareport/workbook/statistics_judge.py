@@ -48,8 +48,9 @@ def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None)
         return
     tables.section(AGREEMENT_TITLE, (
         "Judgments (a judged metric of a case) the analysts reviewed in the Overview's review column: 'ok' (the "
-        "judge was right on every judged metric of the case), 'judge wrong' (wrong on all), 'judge wrong: "
-        "correctness' (wrong on the metrics named, right on the others). This run: the reviews carried onto its "
+        "judge was right on every judged metric shown on the case's row), 'judge wrong' (wrong on all of them), "
+        "'judge wrong: correctness' (wrong on the metrics named, right on the others shown; retrieval is not on "
+        "the row, so only a review naming it counts for it). This run: the reviews carried onto its "
         "cases; history: every run given, each judgment once, with its latest review. Interval: Wilson 95 %. "
         f"Flagged from {MIN_REVIEWED} reviewed when the whole interval lies above "
         f"{DISAGREEMENT_THRESHOLD * 100:.0f} %: do not gate on such a metric."))
