@@ -28,6 +28,9 @@ on the audited sample apart from the chosen reviews:
   interval (the four cells of the table redrawn `significance.RESAMPLES` times from
   `significance.SEED`).
 
+The other judgments of a case with a drawn judgment are left out of both: not drawn, and not chosen
+by the analysts either.
+
 A judgment is the same judgment however many runs carry it (case id, test definition, metric and
 value, as `judge_agreement.count_reviewed` counts it, and the judge), its latest review deciding; it is *audited*
 when any run it was in drew it into that run's sample.
@@ -262,6 +265,7 @@ def calibrate(runs: Sequence[AuditedRun], *, size: int = AUDIT_SIZE, seed: int =
     names = known_names(custom)
     verdicts: dict[_JudgmentKey, tuple[str, str | None, bool | None, bool]] = {}
     audited: set[_JudgmentKey] = set()
+    audited_cases: set[tuple[str, str, str]] = set()  # case id, test definition, judge
     drawn: dict[tuple[str, str | None], set[_JudgmentKey]] = {}
     for run in runs:
         by_case = {row.case_id: row for row in run.rows}
@@ -269,6 +273,7 @@ def calibrate(runs: Sequence[AuditedRun], *, size: int = AUDIT_SIZE, seed: int =
         for judgment in sample:
             key = _key(by_case[judgment.case_id], judgment.metric, judgment.value, run.judge)
             audited.add(key)
+            audited_cases.add((key[0], key[1], key[4]))
             drawn.setdefault((judgment.metric, run.judge), set()).add(key)
         for row in run.rows:
             review = run.reviews.get(row.case_id)
@@ -281,6 +286,8 @@ def calibrate(runs: Sequence[AuditedRun], *, size: int = AUDIT_SIZE, seed: int =
                     verdicts[_key(row, metric, value, run.judge)] = (metric, run.judge, _passed(value), wrong)
     tables: dict[tuple[str, str | None, str], Confusion] = {}
     for key, (metric, judge, passed, wrong) in verdicts.items():
+        if key not in audited and (key[0], key[1], key[4]) in audited_cases:
+            continue  # reviewed because another judgment of its case was drawn: neither drawn nor chosen
         where = (metric, judge, AUDITED if key in audited else CHOSEN)
         tables[where] = tables.get(where, Confusion()).added(passed=passed, wrong=wrong)
     for metric, judge in drawn:
@@ -301,3 +308,59 @@ _JudgmentKey = tuple[str, str, str, str, str]
 def _key(row: CaseRow, metric: str, value: float | str, judge: str | None) -> _JudgmentKey:
     """A judgment's identity over runs: another judge's value is another judgment, even when equal."""
     return row.case_id, row.definition_hash or "", metric, repr(value), judge or ""
+
+
+# --- the run's audit ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AuditItem:
+    """A judgment drawn for this run's audit, and what its case's review says of it so far."""
+
+    judgment: Judgment
+    label: str  # the metric as the Statistics sheet names it
+    found_wrong: bool | None  # None: not reviewed yet (or the review says nothing of this metric)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAudit:
+    """This run's audit sample and the judge's calibration over this run (and its history)."""
+
+    size: int  # judgments asked for
+    seed: int
+    sample: tuple[AuditItem, ...]
+    calibration: tuple[Calibration, ...]
+    runs: int = 1  # runs the calibration counts (this run and each earlier one once)
+
+    @property
+    def reviewed(self) -> int:
+        return sum(item.found_wrong is not None for item in self.sample)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"size": self.size, "seed": self.seed, "runs": self.runs,
+                "sample": [{"case_id": item.judgment.case_id, "metric": item.judgment.metric,
+                            "value": item.judgment.value, "found_wrong": item.found_wrong} for item in self.sample],
+                "calibration": [item.to_dict() for item in self.calibration]}
+
+
+def audit_judge(this_run: AuditedRun, *, history: Sequence[AuditedRun] = (), size: int = AUDIT_SIZE,
+                seed: int = SEED, custom: Iterable[str] = ()) -> JudgeAudit | None:
+    """The run's audit: the judgments drawn from it (each with its review's word so far) and the
+    calibration over `history` (earlier runs, oldest first, each once) and this run. None when the run
+    has no judgment to audit."""
+    custom = tuple(custom)
+    drawn = draw_audit_sample(this_run.rows, size=size, seed=seed)
+    if not drawn:
+        return None
+    names = known_names(custom)
+    by_case = {row.case_id: row for row in this_run.rows}
+    labels = {item.name: item.label for item in BUILTIN_METRICS}
+    items = []
+    for judgment in drawn:
+        review = this_run.reviews.get(judgment.case_id)
+        read = read_judge_review(review.verdict if review else None, names)
+        wrong = (judgment_found_wrong(read, judgment.metric, by_case[judgment.case_id].judged.keys())
+                 if read is not None else None)
+        items.append(AuditItem(judgment, labels.get(judgment.metric, judgment.metric), wrong))
+    calibration = calibrate([*history, this_run], size=size, seed=seed, custom=custom)
+    return JudgeAudit(size, seed, tuple(items), calibration, runs=len(history) + 1)

@@ -4,15 +4,23 @@ and the error rate's interval covers a planted judge's rate as often as it says.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
+from dataclasses import replace
 from math import sqrt
 
 import pytest
+from conftest import RESPONSES, TESTCASES
+from openai_stub import serve_stub
+from openpyxl import load_workbook
+from test_judge_agreement import WEEK_1, WEEK_2, run, type_reviews
 
 from qareport.case_record import CaseRow
+from qareport.errors import UsageError
 from qareport.judge_agreement import wilson_interval
 from qareport.judge_audit import (
+    AUDIT_SIZE,
     AUDITED,
     CHOSEN,
     AuditedRun,
@@ -23,7 +31,10 @@ from qareport.judge_audit import (
     draw_audit_sample,
     kappa_interval,
 )
+from qareport.pipeline import RunOptions, check_before_any_work, run_pipeline
 from qareport.records import Review
+from qareport.runs import case_row_from_stored
+from qareport.significance import SEED
 
 
 def rows_of(count: int, *, metrics=("correctness", "relevance")) -> list[CaseRow]:
@@ -175,3 +186,81 @@ def test_the_error_rate_on_the_audit_covers_a_planted_judges_rate_about_95_times
     among_failures = GOOD * HARSH / (GOOD * HARSH + (1 - GOOD) * (1 - LENIENT))
     assert sum(chosen_rates) / DRAWS == pytest.approx(among_failures, abs=0.01)
     assert among_failures > 1.4 * truth
+
+
+# --- in the workbook, week after week -------------------------------------------------------------------
+
+
+@pytest.fixture
+def judge(monkeypatch):
+    with serve_stub(latency=0.0) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-audit")
+        yield server
+
+
+def statistics_rows(path) -> list[tuple]:
+    return list(load_workbook(path)["Statistics"].iter_rows(values_only=True))
+
+
+def table_after(rows: list[tuple], title: str, first_header: tuple) -> list[tuple]:
+    start = next(index for index, row in enumerate(rows) if row[0] == title)
+    header = next(index for index in range(start, len(rows)) if rows[index][:len(first_header)] == first_header)
+    found = []
+    for row in rows[header + 1:]:
+        if row[0] is None:
+            break
+        found.append(row)
+    return found
+
+
+def test_a_judged_run_lists_the_judgments_to_audit_and_the_next_run_measures_the_judge_on_them(judge, tmp_path):
+    week1, week2 = tmp_path / "week1.xlsx", tmp_path / "week2.xlsx"
+    assert run(tmp_path, week1, "--results", str(tmp_path / "week1.json"), epoch=WEEK_1) == 0
+    stored = json.loads((tmp_path / "week1.json").read_text(encoding="utf-8"))
+    rows = [case_row_from_stored(case) for case in stored["cases"]]
+    sample = draw_audit_sample(rows, size=AUDIT_SIZE, seed=SEED)
+    assert len(sample) == AUDIT_SIZE  # the bundled suite has more judgments than that
+    labels = {"correctness": "answer correctness", "relevance": "answer relevance"}
+    listed = table_after(statistics_rows(week1), f"Audit these {AUDIT_SIZE} judgments", ("case", "metric"))
+    assert [(row[0], row[1], row[3]) for row in listed] == [
+        (judgment.case_id, labels[judgment.metric], "not reviewed yet") for judgment in sample]
+    assert [row[2] for row in listed] == pytest.approx([judgment.value for judgment in sample])
+    assert stored["judge"]["audit"]["sample"][0]["case_id"] == sample[0].case_id
+
+    # the analyst audits the sample (finding the judge wrong on one case) and chases one failure of their own
+    sampled = list(dict.fromkeys(judgment.case_id for judgment in sample))
+    chosen = next(row.case_id for row in rows if row.judged and row.case_id not in sampled)
+    marks = {case_id: "ok" for case_id in sampled}
+    marks[sampled[0]] = "judge wrong"
+    marks[chosen] = "judge wrong"
+    type_reviews(week1, marks)
+    assert run(tmp_path, week2, "--baseline", str(week1), "--results", str(tmp_path / "week2.json"),
+               epoch=WEEK_2) == 0
+    listed = table_after(statistics_rows(week2), f"Audit these {AUDIT_SIZE} judgments", ("case", "metric"))
+    assert [row[3] for row in listed] == [
+        "judge wrong" if judgment.case_id == sampled[0] else "judge right" for judgment in sample]
+    table = table_after(statistics_rows(week2), "The judge's calibration", ("metric", "sample"))
+    got = {(row[0], row[1]): row[2:4] for row in table}
+    chosen_row = next(row for row in rows if row.case_id == chosen)
+    exp = {}
+    for metric, label in labels.items():
+        drawn = [judgment for judgment in sample if judgment.metric == metric]
+        exp[label, AUDITED] = (len(drawn), sum(judgment.case_id == sampled[0] for judgment in drawn))
+        if metric in chosen_row.judged:
+            exp[label, CHOSEN] = (1, 1)
+    assert got == exp
+    calibration = json.loads((tmp_path / "week2.json").read_text(encoding="utf-8"))["judge"]["audit"]["calibration"]
+    audited = [item for item in calibration if item["sample"] == AUDITED]
+    assert sum(item["audited"] for item in audited) == AUDIT_SIZE
+    assert all(item["error_rate"]["low"] <= item["error_rate"]["share"] <= item["error_rate"]["high"] for item in audited)
+
+
+def test_the_audits_size_is_an_option_and_a_negative_one_is_refused(judge, tmp_path):
+    options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(tmp_path / "r.xlsx"),
+                         judge_options={"cache_path": str(tmp_path / "cache.sqlite3")}, audit_size=5)
+    outcome = run_pipeline(options, on_progress=None)
+    assert outcome.report.audit is not None and len(outcome.report.audit.sample) == 5
+    assert len(table_after(statistics_rows(tmp_path / "r.xlsx"), "Audit these 5 judgments", ("case", "metric"))) == 5
+    with pytest.raises(UsageError, match="--audit-size -1"):
+        check_before_any_work(replace(options, audit_size=-1), templates_dir=None)

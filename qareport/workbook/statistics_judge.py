@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from qareport.judge_agreement import DISAGREEMENT_THRESHOLD, MIN_REVIEWED, JudgeAgreement
+from qareport.judge_audit import PASS_AT, JudgeAudit
 from qareport.judge_noise import MAX_REPEATS, JudgeNoise, NoiseShares
 from qareport.judged_metrics import JudgedMetric
 from qareport.records import RunInfo
@@ -75,6 +76,62 @@ def write_judge_agreement(tables: TableWriter, agreement: JudgeAgreement | None)
         if flagged:
             tables.ws.cell(first + offset, 8).font = styles.REGRESSION_FONT
             tables.ws.cell(first + offset, 5).fill = styles.REGRESSION_FILL
+
+
+def audit_title(audit: JudgeAudit) -> str:
+    """"Audit these 20 judgments": the heading the analysts look for."""
+    count = len(audit.sample)
+    return f"Audit these {count} judgment{'' if count == 1 else 's'}"
+
+
+CALIBRATION_TITLE = "The judge's calibration"
+
+
+def write_judge_audit(tables: TableWriter, audit: JudgeAudit | None) -> None:
+    """The judgments drawn for the analysts to audit, with their review so far; then, per judged metric
+    (and judge), the judge's error rate, true-positive and true-negative rates and Cohen's kappa on the
+    audited sample, and apart on the reviews the analysts chose."""
+    if audit is None:
+        return
+    tables.section(audit_title(audit), (
+        f"A random sample of this run's judgments (a judged metric of a case shown on its Overview row), drawn "
+        f"with seed {audit.seed}: the same suite and seed give the same sample. Review each case in the "
+        "Overview's review column ('ok', 'judge wrong', 'judge wrong: METRIC'); the judge's error rate is measured "
+        "on these, because reviews of cases the analysts chose are not a random sample (they are counted apart). "
+        f"{audit.reviewed} of {len(audit.sample)} reviewed so far."))
+    tables.table(
+        ("case", "metric", "judge's value", "review says"),
+        [(item.judgment.case_id, item.label, item.judgment.value,
+          "not reviewed yet" if item.found_wrong is None else "judge wrong" if item.found_wrong else "judge right")
+         for item in audit.sample],
+        (None, None, styles.SCORE_FORMAT, None),
+    )
+    if not audit.calibration:
+        return
+    with_judge = any(item.judge for item in audit.calibration)
+    over = "this run" if audit.runs == 1 else f"{audit.runs} runs"
+    tables.section(CALIBRATION_TITLE, (
+        f"Over {over}, each judgment once with its latest review. Random audit: the judgments drawn above (and in "
+        "earlier runs' samples) that were reviewed: an estimate of the judge. Chosen by the analysts: the other "
+        "reviewed judgments, useful to find bugs but not a sample of the judge. A judgment passes at a value of "
+        f"{PASS_AT:g} or more; the analysts' verdict is the judge's, turned over where they found it wrong. "
+        "True-positive rate: of the judgments the analysts pass, the share the judge passed (low: too harsh); "
+        "true-negative rate: of those they fail, the share it failed (low: too lenient). Intervals: Wilson 95 %; "
+        "kappa: Cohen's, percentile bootstrap 95 %."))
+    rows: list[tuple[Any, ...]] = []
+    for item in audit.calibration:
+        error, positive, negative = item.error_rate, item.true_positive_rate, item.true_negative_rate
+        interval = item.kappa_interval
+        rows.append((item.label, *((item.judge,) if with_judge else ()), item.sample, item.confusion.audited,
+                     item.confusion.wrong, *(error or (None, None, None)), positive[0] if positive else None,
+                     negative[0] if negative else None, item.kappa, *(interval or (None, None))))
+    tables.table(
+        ("metric", *(("judge",) if with_judge else ()), "sample", "audited", "found wrong", "error rate", "95% low",
+         "95% high", "true-positive rate", "true-negative rate", "kappa", "kappa 95% low", "kappa 95% high"),
+        rows,
+        (None, *((None,) if with_judge else ()), None, styles.INTEGER_FORMAT, styles.INTEGER_FORMAT,
+         *[styles.PERCENT_FORMAT] * 5, *[styles.SCORE_FORMAT] * 3),
+    )
 
 
 NOISE_TITLE = "The judge's noise and the system's"
