@@ -2,9 +2,8 @@
 
 The reviews analysts write are on the cases they chose to look at: the odd ones, the failures, the
 ones a colleague asked about. They find bugs, but the share of them the judge got wrong says little
-about the judge: in a simulation of such targeted reviews it read 10.8 % for a judge wrong 6 % of the
-time, and its interval covered the truth in 59 runs of 100. An estimate needs a sample the analysts
-did not choose.
+about the judge: for a planted judge wrong 8 % of the time, reviews of the cases it failed read 12 %
+(tests/test_judge_audit.py). An estimate needs a sample the analysts did not choose.
 
 `draw_audit_sample` picks the judgments to audit: each judgment of the run (a judged metric of a case,
 as `judge_agreement.case_judgments` records it, of the metrics shown on the case's Overview row) gets

@@ -30,7 +30,6 @@ from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPO
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
-from qareport.judge_audit import AUDIT_SIZE
 from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds.custom_evaluations import kinds_for_run
 from qareport.loading import load_suite
@@ -84,7 +83,7 @@ class RunOptions:
     acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
     cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
     answer_pass_f1: float | None = None  # an attempt's answer passes at this F1 or above (default 0.8)
-    audit_size: int = AUDIT_SIZE  # judgments drawn for the analysts to audit (`judge_audit`)
+    audit_size: int | None = None  # judgments drawn for the analysts to audit (default: configuration, else 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +161,6 @@ def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> 
         raise UsageError("--fail-on-regression needs --baseline: there is nothing to regress from")
     if not 0 <= options.min_evaluated_share <= 1:
         raise UsageError(f"--min-evaluated {options.min_evaluated_share}: give a share between 0 and 1")
-    if options.audit_size < 0:
-        raise UsageError(f"--audit-size {options.audit_size}: give the number of judgments to audit, 0 or more")
     preflight.check_inputs_exist("TESTCASES", options.testcases)
     preflight.check_inputs_exist("--responses", options.responses)
     preflight.check_inputs_exist("--history", options.history)
@@ -408,7 +405,7 @@ def _run(
                               baseline_reviews=baseline_reviews if with_earlier else None,
                               baseline_warnings=baseline_warnings if with_earlier else (),
                               history_reviews=history_reviews if with_earlier else (), templates_dir=templates_dir,
-                              kinds=run_kinds, audit_size=options.audit_size)
+                              kinds=run_kinds, audit_size=settings.run.audit_size)
         on_stage("writing")
         stages.start(f"writing {options.output}")
         write_workbook(report, options.output)

@@ -43,6 +43,7 @@ from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS, DEFAULT_SEMAN
 from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.resolution import JUDGE_ENVIRONMENT, resolve_ge6_judge_settings, resolve_judge_settings
 from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
+from qareport.judge_audit import AUDIT_SIZE
 from qareport.kinds import PassRules
 from qareport.preflight import header_text_problem
 from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
@@ -96,6 +97,7 @@ class RunSettings(BaseModel):
     testcase_cache: Flag = True  # keep large test-case files parsed between runs (`parse_cache`)
     acceptable_extras: Annotated[int, Field(ge=0)] = DEFAULT_ACCEPTABLE_EXTRAS  # `indicator_selection.GRADES`
     answer_pass_f1: Annotated[float, Field(ge=0, le=1)] | None = None  # None: `PassRules`' default (--answer-pass-f1)
+    audit_size: Annotated[int, Field(ge=0)] = AUDIT_SIZE  # judgments drawn for the analysts to audit (`judge_audit`)
 
     @property
     def evaluation(self) -> EvaluationOptions:

@@ -17,7 +17,7 @@ from openpyxl import load_workbook
 from test_judge_agreement import WEEK_1, WEEK_2, run, type_reviews
 
 from qareport.case_record import CaseRow
-from qareport.errors import UsageError
+from qareport.errors import SettingsError
 from qareport.judge_agreement import wilson_interval
 from qareport.judge_audit import (
     AUDIT_SIZE,
@@ -31,7 +31,7 @@ from qareport.judge_audit import (
     draw_audit_sample,
     kappa_interval,
 )
-from qareport.pipeline import RunOptions, check_before_any_work, run_pipeline
+from qareport.pipeline import RunOptions, run_pipeline
 from qareport.records import Review
 from qareport.runs import case_row_from_stored
 from qareport.significance import SEED
@@ -256,11 +256,18 @@ def test_a_judged_run_lists_the_judgments_to_audit_and_the_next_run_measures_the
     assert all(item["error_rate"]["low"] <= item["error_rate"]["share"] <= item["error_rate"]["high"] for item in audited)
 
 
-def test_the_audits_size_is_an_option_and_a_negative_one_is_refused(judge, tmp_path):
+def test_the_audits_size_comes_from_the_option_or_the_configuration_and_a_negative_one_is_refused(judge, tmp_path):
+    config = tmp_path / "qareport.yaml"
+    config.write_text("audit_size: 3\n", encoding="utf-8")
     options = RunOptions(testcases=(str(TESTCASES),), responses=(str(RESPONSES),), output=str(tmp_path / "r.xlsx"),
-                         judge_options={"cache_path": str(tmp_path / "cache.sqlite3")}, audit_size=5)
-    outcome = run_pipeline(options, on_progress=None)
-    assert outcome.report.audit is not None and len(outcome.report.audit.sample) == 5
-    assert len(table_after(statistics_rows(tmp_path / "r.xlsx"), "Audit these 5 judgments", ("case", "metric"))) == 5
-    with pytest.raises(UsageError, match="--audit-size -1"):
-        check_before_any_work(replace(options, audit_size=-1), templates_dir=None)
+                         judge_options={"cache_path": str(tmp_path / "cache.sqlite3")}, config_path=str(config))
+    for given, exp in ((5, 5), (None, 3)):
+        outcome = run_pipeline(replace(options, audit_size=given), on_progress=None)
+        assert outcome.report.audit is not None and len(outcome.report.audit.sample) == exp
+        listed = table_after(statistics_rows(tmp_path / "r.xlsx"), f"Audit these {exp} judgments", ("case", "metric"))
+        assert len(listed) == exp
+    with pytest.raises(SettingsError, match="'audit_size' must be an integer >= 0 \\(got -1\\)"):
+        run_pipeline(replace(options, audit_size=-1), on_progress=None)
+    config.write_text("audit_size: many\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="audit_size"):
+        run_pipeline(replace(options, audit_size=None), on_progress=None)
