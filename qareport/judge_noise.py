@@ -116,28 +116,30 @@ def _case_totals(cases: Sequence[Sequence[Sequence[float]]]) -> _CaseTotals:
     return _CaseTotals(within_sum, within_cells, attempts, inverse_repeats, attempt_variance, mean)
 
 
-def _components(totals: _CaseTotals, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                   np.ndarray, np.ndarray]:
-    """The three components for each row of `chosen` (a draw of case indices, one row a draw), NaN
-    where one is not estimable, with each row's inverse repeats and inverse attempts (see
-    `VarianceSplit`). One formula for the estimate and for its bootstrap."""
-    within_cells = totals.within_cells[chosen].sum(axis=1)
+def _case_columns(totals: _CaseTotals) -> np.ndarray:
+    """Per case (a row), the quantities whose sums over cases give the components (`_components`)."""
+    several = (totals.attempts >= 2).astype(float)
+    centred = totals.mean - totals.mean.mean()  # the variance of the means, without cancellation
+    return np.column_stack([
+        totals.within_sum, totals.within_cells, several, several * totals.attempt_variance,
+        several * totals.inverse_repeats, 1 / totals.attempts, totals.inverse_repeats / totals.attempts,
+        centred, centred ** 2, np.ones_like(centred)])
+
+
+def _components(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The three components, one per row of `sums` (the `_case_columns` summed over a set of cases,
+    each case as often as it is drawn), NaN where one is not estimable, with the set's inverse repeats
+    and inverse attempts (see `VarianceSplit`). One formula for the estimate, its bootstrap draws and
+    its jackknife."""
+    (within_sum, within_cells, several, attempt_variance, several_repeats, inverse_attempts_sum,
+     inverse_repeats_sum, means, squares, count) = sums.T
     with np.errstate(invalid="ignore", divide="ignore"):
-        judge = np.where(within_cells > 0, totals.within_sum[chosen].sum(axis=1) / within_cells, np.nan)
-        noise = np.nan_to_num(judge)[:, None]
-        attempts = totals.attempts[chosen]
-        several = attempts >= 2
-        several_count = several.sum(axis=1)
-        excess = np.where(several, totals.attempt_variance[chosen] - noise * totals.inverse_repeats[chosen], 0.0)
-        attempt = np.where(several_count > 0, excess.sum(axis=1) / several_count, np.nan)
-        repeat_part = noise * totals.inverse_repeats[chosen] / attempts
-        expected_within = (np.nan_to_num(attempt)[:, None] / attempts + repeat_part).mean(axis=1)
-        count = chosen.shape[1]
-        case = (np.var(totals.mean[chosen], axis=1, ddof=1) - expected_within) if count >= 2 else \
-            np.full(chosen.shape[0], np.nan)
-    inverse_repeats = (totals.inverse_repeats[chosen] / attempts).mean(axis=1)
-    inverse_attempts = (1 / attempts).mean(axis=1)
-    return judge, attempt, case, inverse_repeats, inverse_attempts
+        judge = np.where(within_cells > 0, within_sum / within_cells, np.nan)
+        noise = np.nan_to_num(judge)
+        attempt = np.where(several > 0, (attempt_variance - noise * several_repeats) / several, np.nan)
+        expected_within = (np.nan_to_num(attempt) * inverse_attempts_sum + noise * inverse_repeats_sum) / count
+        case = np.where(count >= 2, (squares - means ** 2 / count) / (count - 1) - expected_within, np.nan)
+        return judge, attempt, case, inverse_repeats_sum / count, inverse_attempts_sum / count
 
 
 def _usable(cases: Iterable[Sequence[Sequence[float]]]) -> list[list[list[float]]]:
@@ -157,7 +159,7 @@ def split_variance(values: Sequence[Sequence[Sequence[float]]]) -> VarianceSplit
     if not cases:
         return VarianceSplit(None, None, None, 0, 0, 0)
     judge, attempt, case, inverse_repeats, inverse_attempts = _components(
-        _case_totals(cases), np.arange(len(cases))[None, :])
+        _case_columns(_case_totals(cases)).sum(axis=0, keepdims=True))
     return VarianceSplit(_number(judge[0]), _number(attempt[0]), _number(case[0]), len(cases), len(cells),
                          sum(len(cell) for cell in cells), float(inverse_repeats[0]), float(inverse_attempts[0]))
 
@@ -207,21 +209,21 @@ def noise_shares(values: Sequence[Sequence[Sequence[float]]], *, resamples: int 
     cases = _usable(values)
     if len(cases) < 2:
         return None
-    totals = _case_totals(cases)
-    estimate = _components(totals, np.arange(len(cases))[None, :])
+    columns = _case_columns(_case_totals(cases))
+    estimate = _components(columns.sum(axis=0, keepdims=True))
     one, used = (float(share[0]) for share in _shares(*estimate))
     if math.isnan(one) or math.isnan(used):
         return None
     generator = np.random.default_rng(seed)
     drawn_one, drawn_used = [], []
-    for done in range(0, resamples, CHUNK):
-        chosen = generator.integers(0, len(cases), size=(min(CHUNK, resamples - done), len(cases)))
-        one_draws, used_draws = _shares(*_components(totals, chosen))
+    for done in range(0, resamples, CHUNK):  # each draw: how often each case is drawn, n draws in all
+        weights = generator.multinomial(len(cases), np.full(len(cases), 1 / len(cases)),
+                                        size=min(CHUNK, resamples - done))
+        one_draws, used_draws = _shares(*_components(weights @ columns))
         drawn_one.append(one_draws)
         drawn_used.append(used_draws)
-    # leave-one-case-out estimates, for the BCa interval's acceleration
-    left_out = np.array([[index for index in range(len(cases)) if index != out] for out in range(len(cases))])
-    jack_one, jack_used = _shares(*_components(totals, left_out))
+    # leave-one-case-out estimates, for the BCa interval's acceleration: the sums less each case's part
+    jack_one, jack_used = _shares(*_components(columns.sum(axis=0) - columns))
 
     def share(value: float, draws: list[np.ndarray], jackknife: np.ndarray) -> Share:
         found = np.concatenate(draws)
