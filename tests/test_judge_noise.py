@@ -8,7 +8,15 @@ from statistics import fmean, stdev
 
 import pytest
 
-from qareport.judge_noise import JudgeNoise, VarianceSplit, noise_shares, repeats_to_halve, split_variance
+from qareport.judge_noise import (
+    JudgeNoise,
+    NoiseShares,
+    Share,
+    VarianceSplit,
+    noise_shares,
+    repeats_to_halve,
+    split_variance,
+)
 
 CASE, ATTEMPT, JUDGE = 0.04, 0.01, 0.02
 DRAWS = 300
@@ -183,3 +191,14 @@ def test_the_planning_line_says_the_share_of_a_cases_value_and_the_repeats_that_
         shares.case_value.low, shares.case_value.high)
     assert stored["repeats_to_halve"] == shares.repeats_to_halve and stored["plan"] == line
     assert JudgeNoise("answer_f1", "answer F1", split_variance(data)).plan() is None
+
+
+@pytest.mark.parametrize(("used", "halve", "exp_end"), [
+    (0.0, None, "; more repeats would not change it"),
+    (0.9, None, "; no number of repeats up to 20 halves that: a steadier judge would"),
+    (0.25, 7, "; 7 repeats would halve that"),
+])
+def test_the_planning_line_says_when_repeats_cannot_help(used, halve, exp_end):
+    shares = NoiseShares(Share(0.5, 0.3, 0.7), Share(used, None, None), 3.0, halve)
+    noise = JudgeNoise("answer_f1", "answer F1", split_variance([[[0.4, 0.6]], [[0.6, 1.0]]]), shares)
+    assert noise.plan() == f"answer F1: with 3 repeats the judge is {used * 100:.0f} % of a case's value{exp_end}"
