@@ -95,6 +95,7 @@ def command_run(args: argparse.Namespace) -> int:
         steps_semantics=args.steps_semantics,
         acceptable_extras=args.grade_extras,
         answer_pass_f1=args.answer_pass_f1,
+        audit_size=args.audit_size,
         config_ge6=args.config_ge6,
         judge_options=_judge_options(args),
         baseline=args.baseline,

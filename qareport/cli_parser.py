@@ -251,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--answer-pass-f1", type=_unit_fraction, metavar="F1", default=None,
                      help="with attempts per case: an attempt's answer passes at this answer F1 or above "
                           "(default {PassRules.answer_f1})")
+    run.add_argument("--audit-size", type=int, metavar="N", default=None,
+                     help="judgments drawn at random for the analysts to audit; the judge's error rate, its "
+                          "true-positive and true-negative rates and kappa are measured on them (default "
+                          "{RunSettings.audit_size}, 0 for none)")
     run.add_argument("--templates", metavar="DIR",
                      help="a folder of templates that override the bundled ones")
     run.add_argument("--config", metavar="FILE",

@@ -20,7 +20,7 @@ from qareport.errors import SettingsError
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
 RUN_CONFIG_KEYS = {"match_terms_by": str, "templates": str, "strict": bool, "steps_semantics": int,
-                   "config_ge6": str, "answer_pass_f1": object}
+                   "config_ge6": str, "answer_pass_f1": object, "audit_size": object}
 """The run settings a configuration file may give at its top level (`settings.RunSettings`), and
 the type of their values there (`object`: any, the setting's own check says what it must be)."""
 SECTION_KEYS = {"judge": dict, "email": dict, "indicator_selection": dict}

@@ -3,11 +3,16 @@
 Analysts mark cases in the Overview's `review` column. For the judge, three forms count (case, spaces
 around words and around the colon and commas aside):
 
-    ok                                  the judge was right on every judged metric of the case
-    judge wrong                         the judge was wrong on every judged metric of the case
-    judge wrong: correctness, relevance the judge was wrong on the metrics named, right on the case's
-                                        other judged metrics (a review naming none of the metrics the
-                                        case was judged on is not counted)
+    ok                                  the judge was right on every judged metric shown on the case's
+                                        Overview row
+    judge wrong                         the judge was wrong on every judged metric shown on the row
+    judge wrong: correctness, relevance the judge was wrong on the metrics named, right on the other
+                                        judged metrics shown on the row (a review naming none of the
+                                        metrics the case was judged on is not counted)
+
+A review speaks of what the analyst saw: the row shows answer correctness, answer relevance and the
+custom LLM metrics, not the retrieval metrics the judge gave a step (they are in no Overview column),
+so `ok` and a plain `judge wrong` say nothing of those; `judge wrong: retrieval` names them.
 
 The metrics are named `correctness` (answer correctness: `answer correctness`, `answer f1` also
 read), `relevance` (`answer relevance`), `retrieval` (the retrieval answer metrics and the LLM-judged
@@ -57,6 +62,7 @@ class AgreementMetric:
     label: str
     keys: tuple[str, ...]  # the `judged_metrics.JUDGED_METRICS` it covers
     aliases: tuple[str, ...] = ()
+    on_row: bool = True  # shown on the case's Overview row: an `ok` there speaks of it
 
 
 BUILTIN_METRICS = (
@@ -64,7 +70,7 @@ BUILTIN_METRICS = (
     AgreementMetric("relevance", "answer relevance", ("answer_relevance",), ("answer relevance",)),
     AgreementMetric("retrieval", "retrieval (LLM)", ("retrieval_answer_recall", "retrieval_answer_precision",
                                                      "retrieval_context_recall", "retrieval_context_precision"),
-                    ("retrieval answer", "retrieval context")),
+                    ("retrieval answer", "retrieval context"), on_row=False),
 )
 
 
@@ -294,9 +300,26 @@ ReviewedRun = tuple[Sequence[CaseRow], Mapping[str, Review]]
 """A run's stored case rows and the reviews typed on (or carried onto) its cases."""
 
 
+_HIDDEN = frozenset(metric.name for metric in BUILTIN_METRICS if not metric.on_row)
+
+
+def judgment_found_wrong(read: JudgeReview, metric: str, judged: Iterable[str]) -> bool | None:
+    """Whether a case's review found the judge wrong on `metric` (one of `judged`, the metrics the case
+    was judged on); None when it says nothing of it: it names only unknown words, or only metrics the
+    case was not judged on, or `metric` is not on the case's row and the review does not name it."""
+    if read.unknown and not read.wrong:
+        return None
+    if read.wrong and not read.all_wrong and not read.wrong & set(judged):
+        return None  # it names only metrics the case was not judged on: nothing to say of the others
+    if metric not in read.wrong and metric in _HIDDEN:
+        return None  # not on the row the analyst reviewed, and not named
+    return read.found_wrong(metric)
+
+
 def count_reviewed(runs: Iterable[ReviewedRun], *, custom: Iterable[str] = ()) -> dict[str, tuple[int, int]]:
     """Metric name -> (judgments reviewed, found wrong), over `runs` in the order given (oldest first):
-    a judgment (case id, test definition, metric, value) counts once, with its latest review."""
+    a judgment (case id, test definition, metric, value) counts once, with its latest review; `ok` and a
+    plain `judge wrong` count for the metrics shown on the case's row only (see the module's docstring)."""
     names = known_names(custom)
     verdicts: dict[tuple[str, str, str, str], tuple[str, bool]] = {}
     for rows, reviews in runs:
@@ -304,14 +327,13 @@ def count_reviewed(runs: Iterable[ReviewedRun], *, custom: Iterable[str] = ()) -
             case_id = row.case_id
             review = reviews.get(case_id)
             read = read_judge_review(review.verdict if review else None, names)
-            if read is None or (read.unknown and not read.wrong):
+            if read is None:
                 continue
-            judged = row.judged
-            if read.wrong and not read.all_wrong and not read.wrong & judged.keys():
-                continue  # it names only metrics the case was not judged on: nothing to say of the others
-            for metric, value in judged.items():
-                key = (case_id, row.definition_hash or "", metric, repr(value))
-                verdicts[key] = (metric, read.found_wrong(metric))
+            for metric, value in row.judged.items():
+                wrong = judgment_found_wrong(read, metric, row.judged.keys())
+                if wrong is not None:
+                    key = (case_id, row.definition_hash or "", metric, repr(value))
+                    verdicts[key] = (metric, wrong)
     counts: dict[str, tuple[int, int]] = {}
     for metric, wrong in verdicts.values():
         reviewed, found = counts.get(metric, (0, 0))

@@ -99,6 +99,7 @@ class RunOptions:
     acceptable_extras: int | None = None  # extra terms an `acceptable` grade allows (default: configuration, else 2)
     cluster_by_tag: str | None = None  # a conversation case's tag with this prefix names its cluster (`clusters`)
     answer_pass_f1: float | None = None  # an attempt's answer passes at this F1 or above (default 0.8)
+    audit_size: int | None = None  # judgments drawn for the analysts to audit (default: configuration, else 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,7 +538,7 @@ def _build_and_write(run: _Run, parts: _ReportParts, earlier: _Earlier) -> Repor
         source=run.options.output, min_evaluated_share=run.options.min_evaluated_share, unloaded=parts.unloaded,
         baseline_reviews=earlier.baseline_reviews, baseline_warnings=earlier.warnings,
         history_reviews=earlier.history_reviews, templates_dir=run.settings.run.templates,
-        kinds=run.kinds)
+        kinds=run.kinds, audit_size=run.settings.run.audit_size)
     run.hooks.on_stage("writing")
     run.stages.start(f"writing {run.options.output}")
     write_workbook(report, run.options.output)

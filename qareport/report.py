@@ -31,6 +31,7 @@ from qareport.digest import Digest, build_digest
 from qareport.evaluation_options import given_pass_rules
 from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
+from qareport.judge_audit import AUDIT_SIZE, AuditedRun, JudgeAudit, audit_judge
 from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import RunKinds, Table, catalogue
@@ -84,6 +85,7 @@ class Report:
     side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
     agreement: JudgeAgreement | None = None  # the judge against the analysts' reviews, when a run was judged
     judge_noise: tuple[JudgeNoise, ...] = ()  # with judge repeats: each judged metric's variance split
+    audit: JudgeAudit | None = None  # the judgments drawn for the analysts to audit, and the judge's calibration
     grades: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per kind that grades (by label): cases per grade, best first, then "not graded" (`RunKinds.grade_counts`)."""
     overview: CaseTable = field(default_factory=lambda: CaseTable((), ()))
@@ -144,6 +146,7 @@ def build_report(
     history_reviews: Sequence[Mapping[str, Review]] = (),
     templates_dir: str | None = None,
     kinds: RunKinds | None = None,
+    audit_size: int = AUDIT_SIZE,
 ) -> Report:
     """Everything the writers need from one run. `baseline` adds the comparison (and, with
     `baseline_reviews`, the reviews carried over); `history` the trend (the baseline is a point of
@@ -205,6 +208,8 @@ def build_report(
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         judge_noise=judge_noise(results) if run.judge_usage is not None else (),
+        audit=audit_judge(AuditedRun(rows, reviews), size=audit_size, custom=custom_metric_names(kinds),
+                          history=[AuditedRun(*run_) for run_ in reviewed_history(earlier)] if history else ()),
         grades=kinds.grade_counts(results),
         overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
                                 consistency=consistency, templates_dir=templates_dir),
@@ -215,11 +220,12 @@ def build_report(
 
 
 def reviewed_history(runs: Sequence[tuple[RunSnapshot, Mapping[str, Review]]]) -> list[ReviewedRun]:
-    """Earlier runs with their reviews, oldest first, each run once (the baseline is often in the
-    history too; a run read twice keeps the reviews of both readings)."""
+    """Earlier runs with their reviews, oldest first, each run once: a run is known by when it was
+    created, not by its file (the baseline is often in the history too, and a workbook re-saved under
+    another name is the same run); a run read twice keeps the reviews of both readings."""
     merged: dict[tuple[str, str], tuple[RunSnapshot, dict[str, Review]]] = {}
     for snapshot, reviews in runs:
-        key = (snapshot.created, str(Path(snapshot.source).resolve()))
+        key = (snapshot.created, "") if snapshot.created else ("", str(Path(snapshot.source).resolve()))
         _, kept = merged.setdefault(key, (snapshot, {}))
         kept.update({case_id: review for case_id, review in reviews.items() if review})
     ordered = sorted(merged.values(), key=lambda item: item[0].created or "")

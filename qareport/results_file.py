@@ -83,6 +83,8 @@ def _judge_entry(report: Report) -> dict[str, Any]:
             entry["judge"]["agreement"] = report.agreement.to_dict()
         if report.judge_noise:
             entry["judge"]["noise"] = [noise.to_dict() for noise in report.judge_noise]
+        if report.audit is not None:
+            entry["judge"]["audit"] = report.audit.to_dict()
     if report.run.not_evaluated:
         entry["not_evaluated"] = dict(report.run.not_evaluated)
     return entry

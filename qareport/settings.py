@@ -48,6 +48,7 @@ from qareport.evaluation_options import (
 from qareport.ge6_config import NO_CONFIG, Ge6Config, read_ge6_config
 from qareport.judge.resolution import JUDGE_ENVIRONMENT, resolve_ge6_judge_settings, resolve_judge_settings
 from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
+from qareport.judge_audit import AUDIT_SIZE
 from qareport.preflight import header_text_problem
 from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
 from qareport.setting_sources import Expected, Found, Layers, Text, check, setting
@@ -99,6 +100,7 @@ class RunSettings(BaseModel):
     config_ge6: Text | None = None  # a graphrag-eval 6.x configuration file (LLM, custom metrics)
     acceptable_extras: Annotated[int, Field(ge=0)] = DEFAULT_ACCEPTABLE_EXTRAS  # `indicator_selection.GRADES`
     answer_pass_f1: Annotated[float, Field(ge=0, le=1)] | None = None  # None: `PassRules`' default (--answer-pass-f1)
+    audit_size: Annotated[int, Field(ge=0)] = AUDIT_SIZE  # judgments drawn for the analysts to audit (`judge_audit`)
 
     @property
     def evaluation(self) -> EvaluationOptions:

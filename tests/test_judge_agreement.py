@@ -24,11 +24,13 @@ from qareport.judge_agreement import (
     Agreement,
     JudgeReview,
     count_reviewed,
+    judge_agreement,
     known_names,
     read_judge_review,
     wilson_interval,
 )
-from qareport.records import Review
+from qareport.records import Review, RunSnapshot
+from qareport.report import reviewed_history
 from qareport.run_reviews import read_reviews
 from qareport.runs import case_row_from_stored
 
@@ -130,6 +132,36 @@ def test_a_review_naming_only_metrics_the_case_was_not_judged_on_says_nothing_of
     assert count_reviewed([([row], {"a": Review("judge wrong: retrieval, relevance")})]) == {"relevance": (1, 1)}
     assert count_reviewed([([row], {"a": Review("judge wrong: corectness")})]) == {}  # a typo: said in Problems
     assert count_reviewed([([row], {"a": Review("known issue")})]) == {}
+
+
+def test_ok_counts_only_for_the_judged_metrics_shown_on_the_cases_row():
+    # retrieval is judged on the case's steps and shown in no Overview column: an `ok` or a plain `judge
+    # wrong` on the row says nothing of it; a review that names it does
+    row = CaseRow("a", definition_hash="h", judged={"correctness": 0.5, "relevance": 0.9, "retrieval": 0.4,
+                                                    "Faithfulness": 1.0})
+    custom = ["Faithfulness"]
+    assert count_reviewed([([row], {"a": Review("ok")})], custom=custom) == {
+        "correctness": (1, 0), "relevance": (1, 0), "Faithfulness": (1, 0)}
+    assert count_reviewed([([row], {"a": Review("judge wrong")})], custom=custom) == {
+        "correctness": (1, 1), "relevance": (1, 1), "Faithfulness": (1, 1)}
+    assert count_reviewed([([row], {"a": Review("judge wrong: retrieval")})], custom=custom) == {
+        "correctness": (1, 0), "relevance": (1, 0), "retrieval": (1, 1), "Faithfulness": (1, 0)}
+    assert count_reviewed([([row], {"a": Review("judge wrong: correctness")})], custom=custom) == {
+        "correctness": (1, 1), "relevance": (1, 0), "Faithfulness": (1, 0)}
+
+
+def test_a_run_read_from_a_re_saved_copy_of_its_workbook_counts_once_in_the_history(tmp_path):
+    row = CaseRow("a", definition_hash="h", judged={"correctness": 0.5})
+    week1 = RunSnapshot(source=str(tmp_path / "week1.xlsx"), created="2026-11-02T09:00:00+00:00",
+                        qareport_version="1", cases=(row,))
+    copy = replace(week1, source=str(tmp_path / "copies" / "week1 (reviewed).xlsx"))
+    week2 = replace(week1, source=str(tmp_path / "week2.xlsx"), created="2026-11-09T09:00:00+00:00")
+    history = reviewed_history([(week1, {"a": Review("ok")}), (copy, {"a": Review("judge wrong")}),
+                                (week2, {})])
+    assert len(history) == 2
+    assert history[0][1] == {"a": Review("judge wrong")}  # both readings' reviews kept, the later one last
+    agreement = judge_agreement(([row], {}), history=history)
+    assert agreement is not None and agreement.history_runs == 3  # week 1, week 2 and this run
 
 
 @pytest.mark.parametrize(("reviewed", "wrong", "flagged"), [
@@ -234,27 +266,31 @@ def test_reviews_naming_a_metric_over_three_weeks_give_the_figures_a_hand_count_
     # correctness, relevance. Week 3 carries the reviews of A, B (as revised), D, G; C answered anew, so
     # its review is not carried (E says nothing of the judge, F names no metric).
     #   this run   correctness: A wrong, B right, D wrong = 2 of 3; relevance: A right, B wrong, D wrong,
-    #              G right = 2 of 4; retrieval: A right = 0 of 1
+    #              G right = 2 of 4; retrieval: none reviewed (A's review names correctness, and retrieval
+    #              is not on A's row)
     #   3 runs     the same judgments once each with their latest review, and C's judgment of weeks 1-2
     #              (judge wrong): relevance 3 of 5
     table = agreement_table(week3)
     exp = {("answer correctness", "this run"): (3, 2), ("answer correctness", "3 runs"): (3, 2),
            ("answer relevance", "this run"): (4, 2), ("answer relevance", "3 runs"): (5, 3),
-           ("retrieval (LLM)", "this run"): (1, 0), ("retrieval (LLM)", "3 runs"): (1, 0)}
+           ("retrieval (LLM)", "this run"): (0, 0), ("retrieval (LLM)", "3 runs"): (0, 0)}
     assert {key: values[:2] for key, values in table.items()} == exp
     for (reviewed, wrong), values in zip(exp.values(), table.values()):
+        if not reviewed:
+            assert values[2:5] == (None, None, None)
+            continue
         assert values[2] == pytest.approx(wrong / reviewed)
         assert values[3:5] == pytest.approx(wilson_interval(wrong, reviewed))
         assert values[5] is None  # too few reviews to flag anything
     text = summary_text(week3)
     assert ("judge vs analysts (reviewed judgments found wrong), this run: answer correctness 2 of 3 (67 %, 95 % 21–94 %); "
-            "answer relevance 2 of 4 (50 %, 95 % 15–85 %); retrieval (LLM) 0 of 1 (0 %, 95 % 0–79 %)") in text
+            "answer relevance 2 of 4 (50 %, 95 % 15–85 %); retrieval (LLM) none reviewed") in text
     assert ("judge vs analysts (reviewed judgments found wrong), 3 runs: answer correctness 2 of 3 (67 %, 95 % 21–94 %); "
             "answer relevance 3 of 5 (60 %, 95 % 23–88 %)") in text
     document = json.loads(results.read_text(encoding="utf-8"))
     agreement = document["judge"]["agreement"]
     assert [(item["metric"], item["reviewed"], item["wrong"]) for item in agreement["history"]] == [
-        ("correctness", 3, 2), ("relevance", 5, 3), ("retrieval", 1, 0)]
+        ("correctness", 3, 2), ("relevance", 5, 3), ("retrieval", 0, 0)]
     assert agreement["history_runs"] == 3 and agreement["flagged"] == []
     # the review naming no metric is said where the analyst will look, with how to write it
     problems = [row[3] for row in load_workbook(week3)["Problems"].iter_rows(min_row=2, values_only=True)]
@@ -306,7 +342,7 @@ def test_a_typed_judge_wrong_correctness_survives_a_libreoffice_round_trip_and_c
     assert {case_id: review.verdict for case_id, review in read_reviews(week2).items()} == {
         A: "judge wrong: correctness", B: "Judge wrong: correctness, relevance"}
     table = agreement_table(week2)
-    # A: correctness wrong, relevance and retrieval right; B: correctness and relevance wrong
+    # A: correctness wrong, relevance right (retrieval is not on its row); B: correctness and relevance wrong
     assert table[("answer correctness", "this run")][:2] == (2, 2)
     assert table[("answer relevance", "this run")][:2] == (2, 1)
-    assert table[("retrieval (LLM)", "2 runs")][:2] == (1, 0)
+    assert table[("retrieval (LLM)", "2 runs")][:2] == (0, 0)

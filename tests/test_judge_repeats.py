@@ -17,10 +17,10 @@ from qareport.errors import JudgeSettingsError
 from qareport.exit_status import REPORT_WRITTEN
 from qareport.judge import Judge
 from qareport.judge.cache import cache_key
-from qareport.judge_noise import split_variance
+from qareport.judge_noise import noise_shares, split_variance
 from qareport.pipeline import RunOptions, run_pipeline
 from qareport.settings import resolve_judge_settings
-from qareport.workbook.statistics_judge import NOISE_TITLE
+from qareport.workbook.statistics_judge import NOISE_SHARES_TITLE, NOISE_TITLE
 
 
 def qa(n: int) -> dict:
@@ -173,6 +173,19 @@ def noise_table(path) -> dict[str, tuple]:
     return table
 
 
+def shares_table(path) -> dict[tuple[str, str], tuple]:
+    """The Statistics sheet's table of the judge's shares: (metric, share of) -> the other columns."""
+    rows = list(load_workbook(path)["Statistics"].iter_rows(values_only=True))
+    start = next(index for index, row in enumerate(rows) if row[0] == NOISE_SHARES_TITLE)
+    header = next(index for index in range(start, len(rows)) if rows[index][:2] == ("metric", "share of"))
+    table = {}
+    for row in rows[header + 1:]:
+        if row[0] is None:
+            break
+        table[row[0], row[1]] = row[2:7]
+    return table
+
+
 def test_a_run_with_repeats_shows_the_variance_split_its_judged_values_give(server, tmp_path, monkeypatch):
     noisy_correctness(server)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
@@ -208,6 +221,21 @@ def test_a_run_with_repeats_shows_the_variance_split_its_judged_values_give(serv
     assert stored["judge_variance"] == pytest.approx(expected.judge)
     assert stored["cases_variance"] == pytest.approx(expected.case)
     assert stored["judge_share"] == pytest.approx(share)
+    shares = noise_shares(per_case)
+    assert shares is not None
+    one, used = shares.one_judgment, shares.case_value
+    got = shares_table(output)
+    assert set(got) == {("answer F1", "one judgment"), ("answer F1", "a case's value")}
+    assert got["answer F1", "one judgment"][:4] == pytest.approx((1, share, one.low, one.high))
+    assert one.value == pytest.approx(share)
+    repeats, value, low, high, note = got["answer F1", "a case's value"]
+    assert (repeats, value, low, high) == pytest.approx((3, used.value, used.low, used.high))
+    assert used.value <= share  # three repeats: the value used is never less steady than one judgment
+    exp_note = (f"{shares.repeats_to_halve} repeats would halve it" if shares.repeats_to_halve is not None
+                else "no number of repeats up to 20 halves it: a steadier judge would")
+    assert note == exp_note
+    assert stored["judge_share_of_value"] == pytest.approx(used.value)
+    assert stored["repeats"] == pytest.approx(3) and stored["repeats_to_halve"] == shares.repeats_to_halve
 
 
 def test_a_run_without_repeats_has_no_variance_split(server, tmp_path, monkeypatch):

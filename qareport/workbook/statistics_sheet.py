@@ -25,6 +25,7 @@ from qareport.workbook.sheet_names import STATISTICS
 from qareport.workbook.statistics_judge import (
     write_judge,
     write_judge_agreement,
+    write_judge_audit,
     write_judge_noise,
     write_judged_metrics,
 )
@@ -163,6 +164,7 @@ def write_statistics(ws: Sheet, report: Report) -> None:
     distribution = write_distribution(tables, report.score_distributions, labels=report.kind_set)
     write_judged_metrics(tables, report.judged)
     write_judge_agreement(tables, report.agreement)
+    write_judge_audit(tables, report.audit)
     write_judge_noise(tables, report.judge_noise)
     write_judge(tables, report.run)
     widths = tables.fitted_widths(maximum=MAX_TEXT_WIDTH)
