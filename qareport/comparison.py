@@ -10,9 +10,10 @@ own headline is in `headline.py`, a history's trend in `trend.py`.
   interval and its test of "no change" resample and flip whole clusters (`clustered_statistics`:
   the template of a Q&A question, a conversation case's declared cluster, else the case itself).
 - The same change is computed per tag, per template and per dimension (`BreakdownChange`). A change
-  is *beyond noise* when its Benjamini-Hochberg q-value over every test of the run (headline metrics,
-  tags, templates, dimensions) is at most 0.05 (`decide_noise`): the one decision the Summary, the
-  Statistics sheet, the email and the console all read.
+  is *beyond noise* when its adjusted p-value within its family is at most 0.05 (`decide_noise`): the
+  headline metrics are the primary family (Holm), the tags, templates and dimensions three secondary
+  ones (Benjamini-Hochberg each), so no breakdown ever dilutes a headline decision. This is the one
+  decision the Summary, the Statistics sheet, the email and the console all read.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ from qareport.case_changes import (
 )
 from qareport.case_record import CaseRow
 from qareport.clustered_statistics import (
+    FalseDiscoveries,
     benjamini_hochberg,
     clustered_paired_change,
+    holm,
 )
-from qareport.clusters import row_cluster
+from qareport.clusters import count_clusters, row_cluster
 from qareport.headline import DEFAULT_TOLERANCE, Headline, detectable_change, headline_metrics
 from qareport.means import score as _number  # a score that can be averaged (`means.score`)
 from qareport.records import RunSnapshot, Unloaded
@@ -68,7 +71,7 @@ class HeadlineDelta:
     clusters: int = 0  # the clusters the shared cases come in
     design_effect: float | None = None  # of the per-case changes
     detectable: float | None = None  # the minimum detectable change of the per-case changes (`detectable_change`)
-    q_value: float | None = None  # p adjusted by Benjamini-Hochberg over every test of the run
+    q_value: float | None = None  # p adjusted by Holm over the headline metrics (`decide_noise`)
     beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
 
     @property
@@ -231,17 +234,34 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
 
 
 def decide_noise(comparison: Comparison, *, level: float = ALPHA) -> Comparison:
-    """Every tested change of the comparison (headline metrics, tags, templates, dimensions) with its
-    Benjamini-Hochberg q-value over all of them, and beyond noise when q <= `level`: the false
-    discovery rate among the changes called beyond noise is held at `level`."""
-    items = comparison.flags
-    tested = [(index, p_value) for index, item in enumerate(items) if (p_value := item.p_value) is not None]
-    found = benjamini_hochberg([p_value for _, p_value in tested], level=level)
-    decided: list[Any] = list(items)
-    for (index, _), q_value in zip(tested, found.q_values):
-        decided[index] = replace(items[index], q_value=q_value, beyond_noise=q_value <= level)
+    """Every tested change of the comparison decided beyond noise or not, family by family.
+
+    The headline metrics are the primary family: Holm's adjustment over those few (`holm`) holds the
+    chance of any false alarm among them at `level`, and nothing else is in their family, so however
+    many tags, templates and dimensions a suite has, a headline change is decided with the power its
+    own data allows. The tags, the templates and the dimensions are three secondary families, each
+    with its own Benjamini-Hochberg q-values (`benjamini_hochberg`): the false discovery rate among
+    the changes called beyond noise in each is held at `level`; they show where a change sits. A
+    change is beyond noise when its adjusted p-value (`q_value`) is at most `level`."""
+    decided: list[Any] = list(comparison.flags)
+    for family, adjust in _families(comparison):
+        tested = [(index, p_value) for index in family if (p_value := decided[index].p_value) is not None]
+        found = adjust([p_value for _, p_value in tested], level=level)
+        for (index, _), q_value in zip(tested, found.q_values):
+            decided[index] = replace(decided[index], q_value=q_value, beyond_noise=q_value <= level)
     headline = len(comparison.headline)
     return replace(comparison, headline=tuple(decided[:headline]), breakdown=tuple(decided[headline:]))
+
+
+def _families(comparison: Comparison) -> list[tuple[list[int], Callable[..., FalseDiscoveries]]]:
+    """The indices into `comparison.flags` of each family, with its adjustment: the headline metrics
+    (Holm), then the tags, the templates and the dimensions (Benjamini-Hochberg each)."""
+    headline = len(comparison.headline)
+    families: list[tuple[list[int], Callable[..., FalseDiscoveries]]] = [(list(range(headline)), holm)]
+    for by in ("tag", "template", "dimension"):
+        members = [headline + index for index, item in enumerate(comparison.breakdown) if item.by == by]
+        families.append((members, benjamini_hochberg))
+    return families
 
 
 def _shared(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
@@ -281,15 +301,6 @@ def _value_of(metric: str) -> Callable[[CaseRow], float | None]:
     return lambda row: row.metric(metric)
 
 
-def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[str | None], *,
-            within_one: bool = False) -> Any:
-    """`clustered_paired_change`; with `within_one`, cases that all lie in one cluster are the units
-    (the question is whether that cluster changed)."""
-    if within_one and len(set(clusters)) == 1 and None not in clusters:
-        return clustered_paired_change(before, after)
-    return clustered_paired_change(before, after, clusters=clusters)
-
-
 def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow], *,
                       minimum_cases: int = 2, kind_set: kinds.RunKinds | None = None) -> tuple[BreakdownChange, ...]:
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
@@ -326,9 +337,8 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
                clusters: list[str | None], minimum_cases: int) -> list[BreakdownChange]:
     if len(before) < minimum_cases:
         return []
-    change = _paired(before, after, clusters, within_one=True)
-    distinct = len({label for label in clusters if label is not None}) + sum(label is None for label in clusters)
-    return [BreakdownChange(by, group, metric, change.cases, distinct, sum(before) / len(before),
+    change = clustered_paired_change(before, after, clusters=clusters)  # one cluster: its cases are the units
+    return [BreakdownChange(by, group, metric, change.cases, count_clusters(clusters), sum(before) / len(before),
                             sum(after) / len(after), change.low, change.high, change.p_value,
                             change.interval.design_effect)]
 
@@ -348,12 +358,12 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
         shared: dict[str, Any] = {}
         if old_rows is not None and new_rows is not None:
             old_values, new_values, clusters = _shared(old_rows, new_rows, _value_of(metric))
-            change = _paired(old_values, new_values, clusters)
+            change = clustered_paired_change(old_values, new_values, clusters=clusters)
             if change is not None:
                 shared = {"shared_old": sum(old_values) / len(old_values),
                           "shared_new": sum(new_values) / len(new_values),
                           "shared_cases": change.cases, "p_value": change.p_value,
-                          "low": change.low, "high": change.high, "clusters": change.clusters,
+                          "low": change.low, "high": change.high, "clusters": count_clusters(clusters),
                           "design_effect": change.interval.design_effect,
                           "detectable": detectable_change(change.interval, of="differences")}
         deltas.append(HeadlineDelta(

@@ -162,7 +162,7 @@ def build_digest(
 
 def noise_count(digest: Digest) -> str | None:
     """"2 changes beyond noise": of every change tested (headline metrics, tags, templates,
-    dimensions), those beyond noise at a 5 % false discovery rate; None without a test."""
+    dimensions), those beyond noise as their family decides (`comparison.decide_noise`); None without a test."""
     if not digest.tests:
         return None
     count = digest.beyond_noise
@@ -346,7 +346,8 @@ def comparison_line(digest: Digest) -> str | None:
         line += f", {counts['moved within noise']} moved within noise"
     line += f"; {', '.join(deltas)}" if deltas else ""
     if digest.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
-        line += f"; {digest.beyond_noise} of {digest.tests} changes beyond noise (false discovery rate 5%)"
+        line += (f"; {digest.beyond_noise} of {digest.tests} changes beyond noise (headline metrics: Holm; tags, "
+                 "templates, dimensions: false discovery rate 5% per family)")
     return line
 
 

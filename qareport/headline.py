@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from qareport import kinds
 from qareport.case_record import CaseRow
 from qareport.clustered_statistics import ClusteredInterval, clustered_interval, minimum_detectable_change
-from qareport.clusters import row_cluster
+from qareport.clusters import count_clusters, row_cluster
 from qareport.means import evaluated, mean, score
 from qareport.significance import ALPHA
 
@@ -74,7 +74,8 @@ def headline_metrics(rows: Sequence[CaseRow], kind_set: kinds.RunKinds | None = 
         if average is None:
             continue
         not_scored = Counter(row.status for row in _could_have(rows, metric, kind_set) if row.status != "success")
-        interval = clustered_interval(values, clusters=[row_cluster(row) for _, row in scored])
+        labels = [row_cluster(row) for _, row in scored]
+        interval = clustered_interval(values, clusters=labels)
         headlines.append(Headline(
             metric=metric,
             mean=average,
@@ -84,7 +85,7 @@ def headline_metrics(rows: Sequence[CaseRow], kind_set: kinds.RunKinds | None = 
             invalid=not_scored.get("invalid", 0),
             low=interval.low if interval else None,
             high=interval.high if interval else None,
-            clusters=interval.clusters if interval else 0,
+            clusters=count_clusters(labels),
             design_effect=interval.design_effect if interval else None,
             detectable=detectable_change(interval, of="values"),
         ))

@@ -154,9 +154,14 @@ def test_numpy_arrays_of_values_or_of_cases_by_attempts_give_the_same_figures_as
         clustered_interval([0.5, float("nan")])
 
 
-def test_one_cluster_gives_a_zero_width_interval_without_a_standard_error_and_no_case_gives_none():
+def test_cases_all_in_one_cluster_are_the_units_and_no_case_gives_none():
+    # nothing to resample between clusters: the interval and test are about that cluster's own cases,
+    # as for a tag or a template whose cases share one cluster (never a zero-width interval)
     got = clustered_interval([0.1, 0.5, 0.9], clusters=["t", "t", "t"])
-    assert (got.low, got.high, got.standard_error, got.design_effect) == (got.mean, got.mean, None, None)
+    assert got == clustered_interval([0.1, 0.5, 0.9]) and got.low < got.mean < got.high
+    change = clustered_paired_change([0.9] * 12, [0.7] * 10 + [0.9] * 2, clusters=["t"] * 12)
+    assert change == clustered_paired_change([0.9] * 12, [0.7] * 10 + [0.9] * 2)
+    assert change.p_value < 0.01 and change.clusters == 12
     assert clustered_interval([]) is None
     with pytest.raises(ValueError, match=r"one cluster .or None. per case"):
         clustered_interval([0.1, 0.2], clusters=["a"])
