@@ -28,10 +28,12 @@ from qareport.case_changes import (
     CaseChange,
     CaseMovement,
     ChangeKind,
+    RegressionChance,
     attempts_note,
     case_movements,
     changes_of_case,
     display_order,
+    regression_chance,
     test_changed,
     why_not_loaded,
 )
@@ -156,6 +158,18 @@ class Comparison:
     breakdown: tuple[BreakdownChange, ...] = ()  # per tag, template and dimension
     attempts_note: str | None = None
     """What the regressed and improved lists rest on, when a reader must know (`attempts_note`)."""
+    chance: RegressionChance | None = None
+    """Over the cases compared attempt by attempt, what luck alone would list (`regression_chance`)."""
+
+    @property
+    def regressions_beyond_chance(self) -> int:
+        """The regressed cases a gate counts: every one moved in a single run or lost its status (one
+        run cannot tell a change from a flip, so each counts), and those whose attempts separated when
+        there are more of them than luck explains at the 5 % level (`RegressionChance.beyond_chance`)."""
+        regressed = self.cases_with("regression")
+        if self.chance is None or self.chance.beyond_chance():
+            return regressed
+        return regressed - self.chance.regressed
 
     @property
     def tests(self) -> int:
@@ -229,6 +243,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         warnings=tuple(warnings),
         breakdown=breakdown_changes(old_rows, new_rows, kind_set=kind_set) if detailed else (),
         attempts_note=attempts_note(old_rows, new_rows, kind_set=kind_set),
+        chance=regression_chance(old_rows, new_rows, kind_set),
     )
     return decide_noise(comparison) if detailed else comparison
 
