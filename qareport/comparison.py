@@ -353,6 +353,8 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
     if len(before) < minimum_cases:
         return []
     change = clustered_paired_change(before, after, clusters=clusters)  # one cluster: its cases are the units
+    if change is None:
+        return []
     return [BreakdownChange(by, group, metric, change.cases, count_clusters(clusters), sum(before) / len(before),
                             sum(after) / len(after), change.low, change.high, change.p_value,
                             change.interval.design_effect)]

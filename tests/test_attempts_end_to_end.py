@@ -106,9 +106,17 @@ def test_a_case_that_went_from_every_attempt_passing_to_none_fails_the_gate_amon
     baseline = write_run(tmp_path / "week1", {"steady": "PPP", "dropped": "PPP"})
     assert run(baseline)[0] == 0
     current = write_run(tmp_path / "week2", {"steady": "PPP", "dropped": "FFF"})
-    code, _ = run(current, "--baseline", str(baseline / "report.xlsx"), "--fail-on-regression")
+    code, report = run(current, "--baseline", str(baseline / "report.xlsx"), "--fail-on-regression")
+    out = capsys.readouterr().out
+    # one answer: the case regressed, and why the suite's means (two cases) do not show it
+    verdict = load_workbook(report)["Summary"]["A3"].value
+    assert verdict.startswith("1 regression, macro precision 0.50 (\u22120.50)")
+    assert verdict.endswith("; 1 case regressed on every attempt; the suite's means cannot resolve a change at this "
+                            "size (2 cases in 2 clusters)")
+    message, _ = emailed(report, tmp_path)
+    assert message["Subject"].endswith("; too few for the means to show")
     assert code == 1 and "GATE FAILED: --fail-on-regression: 1 case(s) regressed since the baseline; 1 of them on every " \
-        "attempt, about 0.05 expected by chance" in capsys.readouterr().out
+        "attempt, about 0.05 expected by chance" in out
 
 
 @pytest.mark.parametrize(("steady_before", "dropped_after", "flaky_before", "flaky_after"), [

@@ -179,3 +179,49 @@ def test_a_perfect_clustered_suite_gets_an_interval_as_wide_as_its_clusters_allo
     assert got is not None and got.low < 1.0 == got.high
     alone = clustered_interval([1.0] * 40)  # 40 independent cases say more than 4 templates of 10
     assert alone is not None and got.low < alone.low < 1.0
+
+
+# --------------------------------------------------------------------------------------------------
+# one reconciled verdict
+
+
+def _digest(deltas, **fields):
+    from qareport.digest import BaselineInfo, Digest
+
+    return Digest("2026-01-08", "0", {"success": 40}, 0, (), tuple(deltas), (), "",
+                  baseline=BaselineInfo("last.xlsx", "2026-01-01", "0", {}), **fields)
+
+
+def _delta(delta: float, beyond: bool, detectable: float = 0.11) -> HeadlineDelta:
+    return HeadlineDelta("macro_recall", 0.9, 0.9 + delta, 40, 40, shared_old=0.9, shared_new=0.9 + delta,
+                         shared_cases=40, p_value=0.001 if beyond else 0.4, clusters=20, detectable=detectable,
+                         q_value=0.002 if beyond else 0.5, beyond_noise=beyond)
+
+
+def test_regressed_cases_beside_means_within_noise_are_reconciled_in_words():
+    from qareport.digest import reconcile
+
+    full, short = reconcile(_digest([_delta(-0.03, False)], regressed_total=4, every_attempt=4, by_chance=0.02,
+                                    beyond_chance=True))
+    assert full == ("4 cases regressed on every attempt; the suite's means moved by less than this run can resolve "
+                    "(0.11 for macro recall)")
+    assert short == "too few for the means to show"
+    lucky, _ = reconcile(_digest([_delta(-0.01, False)], regressed_total=1, every_attempt=1, by_chance=0.6,
+                                 beyond_chance=False))
+    assert lucky.startswith("1 case regressed on every attempt, no more than luck explains (about 0.6 expected)")
+    single, _ = reconcile(_digest([_delta(-0.01, False)], regressed_total=2))
+    assert single.startswith("2 cases regressed in a single run, which cannot tell a change from a flip")
+
+
+def test_a_mean_that_fell_beyond_noise_with_no_case_regressed_is_said_as_a_spread_drop():
+    from qareport.digest import reconcile
+
+    full, short = reconcile(_digest([_delta(-0.05, True)], regressed_total=0))
+    assert full.startswith("macro recall fell beyond noise though no single case regressed") and "many" in short
+
+
+def test_cases_and_means_that_agree_need_no_reconciling():
+    from qareport.digest import reconcile
+
+    assert reconcile(_digest([_delta(-0.05, True)], regressed_total=3, every_attempt=3)) is None
+    assert reconcile(_digest([_delta(0.0, False)], regressed_total=0)) is None
