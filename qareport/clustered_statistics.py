@@ -61,6 +61,7 @@ FEW_CLUSTERS = 30
 means of few clusters vary less than the mean does from suite to suite); the interval is then at
 least mean +/- t(G - 1) * CR1 standard error, the small-sample rule of Cameron & Miller (2015)."""
 POWER = 0.8
+T_EXACT_UP_TO = 1_000  # degrees of freedom up to which `t_quantile` is used; above, the normal quantile
 RESOLVED_DRAWS = 10
 """A Monte Carlo sign-flip p-value rests on the draws at least as extreme as the data; with fewer
 than this many it is mostly the floor 1 / (draws + 1), and the normal tail is used instead, so that
@@ -411,21 +412,24 @@ def _sign_flip(sums: np.ndarray, *, permutations: int, seed: int) -> tuple[float
 
 
 def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters: int, design_effect: float = 1.0,
-                              of: str = "differences", alpha: float = ALPHA,
-                              power: float = POWER) -> MinimumDetectableChange:
-    """The smallest true mean change a two-sided test at `alpha` detects with probability `power`:
+                              of: str = "differences", alpha: float = ALPHA, power: float = POWER,
+                              family: int = 1) -> MinimumDetectableChange:
+    """The smallest true mean change the run's own decision catches with probability `power`:
 
-        MDE = (z_{1 - alpha/2} + z_{power}) * SE,   SE = sd_d * sqrt(design_effect / cases)
+        MDE = (t_{1 - alpha / (2 m), G - 1} + t_{power, G - 1}) * SE,   SE = sd_d * sqrt(design_effect / cases)
 
-    (1.96 + 0.84 = 2.80 standard errors at the defaults), where sd_d is the standard deviation of the
-    per-case differences and the design effect is that of the differences (clustered variance over
-    naive variance, as `clustered_interval` gives it; 1 without clusters). With `of="differences"`
-    `standard_deviation` is sd_d, as observed in a paired comparison. With `of="values"` it is the
-    standard deviation of one run's case values, for a comparison being planned, and sd_d is taken
-    as sqrt(2) times it: exact when a case's values in the two runs are uncorrelated, an
-    overstatement (a conservative MDE) when they correlate positively, as two runs of one system do.
-    The normal quantiles make it a large-sample figure: with few clusters the true power at the MDE
-    is somewhat below `power`.
+    where G is the number of clusters (the cases, when they all lie in one: then the cases are the
+    units the test flips), m the size of the family the change is decided in (`family`: Holm over m
+    headline metrics tests a lone change at alpha / m), and t Student's quantiles with G - 1 degrees
+    of freedom: the sign-flip test over G clusters behaves like a t-test of their sums (Efron 1969),
+    and the normal quantiles would promise power that few clusters do not have. sd_d is the standard
+    deviation of the per-case differences and the design effect that of the differences (clustered
+    variance over naive variance, as `clustered_interval` gives it; 1 without clusters). With
+    `of="differences"` `standard_deviation` is sd_d, as observed in a paired comparison. With
+    `of="values"` it is the standard deviation of one run's case values, for a comparison being
+    planned, and sd_d is taken as sqrt(2) times it: exact when a case's values in the two runs are
+    uncorrelated, an overstatement (a conservative MDE) when they correlate positively, as two runs
+    of one system do.
     """
     if of not in ("differences", "values"):
         raise ValueError(f"'of' must be 'differences' or 'values' (got {of!r})")
@@ -435,10 +439,27 @@ def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters
     if not (standard_deviation >= 0 and design_effect > 0):
         raise ValueError(f"the standard deviation must be >= 0 and the design effect > 0 "
                          f"(got {standard_deviation!r} and {design_effect!r})")
+    if family < 1:
+        raise ValueError(f"the family must hold at least one test (got {family})")
     spread = standard_deviation * (math.sqrt(2) if of == "values" else 1.0)
     standard_error = spread * math.sqrt(design_effect / cases)
-    change = (_z(1 - alpha / 2) + _z(power)) * standard_error
-    return MinimumDetectableChange(change, standard_error, cases, clusters, design_effect, alpha, power)
+    units = clusters if clusters > 1 else cases
+    level = alpha / family
+    if units < 2:
+        change = math.inf  # one case: nothing to tell a change from
+    elif units - 1 > T_EXACT_UP_TO:
+        change = (_z(1 - level / 2) + _z(power)) * standard_error
+    else:
+        change = (t_quantile(1 - level / 2, units - 1) + t_quantile(power, units - 1)) * standard_error
+    return MinimumDetectableChange(change, standard_error, cases, clusters, design_effect, level, power)
+
+
+def planning_factor(shrink: float = 2.0) -> float:
+    """How many times the clusters (the cases, without clusters) a comparison needs for its minimum
+    detectable change to shrink by `shrink`: the standard error falls as one over their square root,
+    so halving it takes about 4 times as many (a little fewer with few clusters, whose t quantiles
+    fall as they grow)."""
+    return shrink ** 2
 
 
 # --------------------------------------------------------------------------------------------------

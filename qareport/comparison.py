@@ -369,9 +369,9 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
     before = {h.metric: h for h in old}
     after = {h.metric: h for h in new}
     deltas = []
-    for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
-        if metric not in before and metric not in after:
-            continue
+    metrics = [metric for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys()
+               if metric in before or metric in after]
+    for metric in metrics:
         shared: dict[str, Any] = {}
         if old_rows is not None and new_rows is not None:
             old_values, new_values, clusters = _shared(old_rows, new_rows, _value_of(metric))
@@ -382,7 +382,8 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
                           "shared_cases": change.cases, "p_value": change.p_value,
                           "low": change.low, "high": change.high, "clusters": count_clusters(clusters),
                           "design_effect": change.interval.design_effect,
-                          "detectable": detectable_change(change.interval, of="differences")}
+                          "detectable": detectable_change(change.interval, of="differences",
+                                                          family=len(metrics))}
         deltas.append(HeadlineDelta(
             metric=metric,
             old=before[metric].mean if metric in before else None,

@@ -22,6 +22,7 @@ from typing import Any, cast
 from qareport import kinds
 from qareport.case_changes import CaseMovement
 from qareport.case_record import CaseRow
+from qareport.clustered_statistics import planning_factor
 from qareport.comparison import Comparison, HeadlineDelta
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
 from qareport.judged_metrics import JudgedMetric
@@ -224,24 +225,30 @@ def noise_count(digest: Digest) -> str | None:
 
 
 def detectable_words(item: Headline, delta: HeadlineDelta | None) -> str:
-    """What a run of this size can see, for one headline metric: "with 29 cases in 12 clusters, a
-    change smaller than 0.09 cannot be told from noise". Against a baseline, from the spread of the
-    per-case changes over the shared cases; else for a comparison planned at this run's size."""
+    """What a run of this size can see, for one headline metric, as the power of the decision the
+    workbook makes: "with 29 cases in 12 clusters, a drop of 0.09 would be flagged about 8 times in 10;
+    4 times the clusters would halve it" (smaller drops less often). Against a baseline, from
+    the spread of the per-case changes over the shared cases; else for the next comparison (from the
+    cases' attempts when they have them, else from their spread)."""
     change: float | None
     if delta is not None and delta.detectable is not None and delta.shared_cases:
         cases, clusters, change = delta.shared_cases, delta.clusters, delta.detectable
     else:
         cases, clusters, change = item.cases, item.clusters, item.detectable
     size = f"with {cases} case{'s' if cases != 1 else ''} in {clusters} cluster{'s' if clusters != 1 else ''}"
-    if clusters < fewest_clusters_to_decide():
+    units = clusters if clusters > 1 else cases  # all in one cluster: its cases are the units
+    if units < fewest_clusters_to_decide():
         return (f"{size}, no change can be told from noise (a sign-flip test over fewer than "
                 f"{fewest_clusters_to_decide()} clusters never reaches p 0.05)")
     if change is None:
         return f"{size}, the smallest change that could be told from noise cannot be estimated (no spread)"
     if change == 0:  # every case moved alike (or none moved): there is no noise to tell a change from
         return f"{size}, the cases do not vary: any change can be told from noise"
-    shown = f"{change:.2f}" if change >= 0.005 else f"{change:.1g}"  # never "smaller than 0.00"
-    return f"{size}, a change smaller than {shown} cannot be told from noise"
+    plan = f"{planning_factor():.0f} times the {'clusters' if clusters > 1 else 'cases'} would halve it"
+    if change >= 1:
+        return f"{size}, even a drop from 1 to 0 would not be flagged 8 times in 10; {plan}"
+    shown = f"{change:.2f}" if change >= 0.005 else f"{change:.1g}"  # never "a drop of 0.00"
+    return f"{size}, a drop of {shown} would be flagged about 8 times in 10; {plan}"  # smaller ones less often
 
 
 def mattering(design_effect: float | None) -> float | None:

@@ -143,10 +143,10 @@ def test_the_summary_states_the_smallest_change_the_run_can_detect(clustered_run
     expected = minimum_detectable_change(change.interval.standard_deviation, cases=80, clusters=8,
                                          design_effect=change.interval.design_effect).change
     notes = [str(row[0]) for row in _rows(clustered_run["workbook"]["Summary"]) if row[0]]
-    sentence = (f"steps score: with 80 cases in 8 clusters, a change smaller than {expected:.2f} "
-                "cannot be told from noise")
-    assert any(note.startswith(sentence) for note in notes), notes
-    assert any("design effect" in note and note.startswith("steps score:") for note in notes)  # clustering mattered
+    sentence = (f"steps score: with 80 cases in 8 clusters, a drop of {expected:.2f} would be flagged about 8 times "
+                "in 10; 4 times the clusters would halve it")
+    assert sentence in " ".join(notes), notes  # a note wraps over rows
+    assert (sentence + "; design effect") in " ".join(notes)  # clustering mattered
 
 
 def _row(case_id: str, tag: str, recall: float) -> dict:
@@ -249,7 +249,8 @@ def test_the_verdict_and_the_email_count_the_changes_beyond_noise_from_the_same_
     beyond = sum(row[10] == "beyond noise" for row in changes)
     assert beyond == 1
     summary = _rows(clustered_run["workbook"]["Summary"])
-    assert summary[2][0].endswith(", 1 change beyond noise")  # the verdict, row 3
+    verdict, _, why = summary[2][0].partition("; ")  # the verdict, row 3, then why cases and means differ
+    assert verdict.endswith(", 1 change beyond noise") and why.startswith("10 cases regressed in a single run")
     path = tmp_path / "report.xlsx"
     clustered_run["workbook"].save(path)
     digest = read_report(path).digest
@@ -279,8 +280,9 @@ def test_clusters_whose_means_are_all_equal_leave_the_smallest_detectable_change
 
 
 @pytest.mark.parametrize(("detectable", "exp"), [
-    (0.3, "a change smaller than 0.30 cannot be told from noise"),
-    (0.004, "a change smaller than 0.004 cannot be told from noise"),
+    (0.3, "a drop of 0.30 would be flagged about 8 times in 10; 4 times the clusters would halve it"),
+    (0.004, "a drop of 0.004 would be flagged about 8 times in 10; 4 times the clusters would halve it"),
+    (1.2, "even a drop from 1 to 0 would not be flagged 8 times in 10; 4 times the clusters would halve it"),
     (0.0, "the cases do not vary: any change can be told from noise"),
 ])
 def test_the_smallest_detectable_change_is_never_said_as_zero(detectable, exp):

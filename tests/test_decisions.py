@@ -225,3 +225,31 @@ def test_cases_and_means_that_agree_need_no_reconciling():
 
     assert reconcile(_digest([_delta(-0.05, True)], regressed_total=3, every_attempt=3)) is None
     assert reconcile(_digest([_delta(0.0, False)], regressed_total=0)) is None
+
+
+# --------------------------------------------------------------------------------------------------
+# what this run can see
+
+
+@pytest.mark.parametrize(("templates", "floor"), [(30, 0.65), (8, 0.55)])
+def test_a_drop_of_the_stated_detectable_size_is_caught_about_8_times_in_10_by_the_decision_made(templates, floor):
+    from qareport.headline import detectable_change
+
+    generator = np.random.default_rng(100 + templates)
+    stated = []
+    for _ in range(200):  # what a comparison of this design states, from its own per-case changes
+        old, new, clusters = simulate_weeks(generator, templates=templates, per_template=10, attempts=3, drop=0.0)
+        change = clustered_paired_change(old, new, clusters=clusters, resamples=50)
+        assert change is not None
+        stated.append(detectable_change(change.interval, of="differences", family=3))
+    drop = float(np.mean(stated))
+    draws = 250
+    caught = 0
+    for _ in range(draws):
+        p_value, _ = measured_change(generator, templates=templates, drop=drop)
+        caught += bool(headline_decided([p_value, 0.6, 0.9], null_breakdowns=0, generator=generator)[0].beyond_noise)
+    # "about 8 times in 10", by Holm over three headline metrics: measured 0.81 (30 templates). With 8 the
+    # exact sign flip over 8 clusters has less power than the t quantiles promise: measured 0.63 here
+    # (0.66-0.73 over other seeds, 500 draws each); a known shortfall, said in the report. 250 draws:
+    # binomial error 0.025 at 0.8 and 0.03 at 0.65
+    assert floor <= caught / draws <= 0.95
