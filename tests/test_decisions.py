@@ -253,3 +253,23 @@ def test_a_drop_of_the_stated_detectable_size_is_caught_about_8_times_in_10_by_t
     # (0.66-0.73 over other seeds, 500 draws each); a known shortfall, said in the report. 250 draws:
     # binomial error 0.025 at 0.8 and 0.03 at 0.65
     assert floor <= caught / draws <= 0.95
+
+
+def test_before_any_baseline_a_run_with_attempts_states_the_paired_figure_its_attempts_imply():
+    from qareport.clustered_statistics import minimum_detectable_change
+    from qareport.headline import headline_metrics
+
+    generator = np.random.default_rng(9)
+    truths = np.linspace(0.1, 0.9, 40)  # the cases differ a lot; each one's attempts little
+    attempts = np.clip(truths[:, None] + generator.normal(0, 0.05, (40, 4)), 0, 1)
+    rows = [case_row_from_stored({"case_id": f"c{i}", "kind": "conversation", "name": f"c{i}", "groups": [],
+                                  "status": "success", "definition_hash": "h",
+                                  "macro_recall": float(attempts[i].mean()),
+                                  "attempts": {"macro_recall": attempts[i].tolist()}}) for i in range(40)]
+    (recall,) = headline_metrics(rows)
+    pooled = float(np.mean(attempts.var(axis=1, ddof=1)))
+    exp = minimum_detectable_change(math.sqrt(2 * pooled / 4), cases=40, clusters=40).change
+    assert recall.detectable == pytest.approx(exp)
+    planned = minimum_detectable_change(float(attempts.mean(axis=1).std(ddof=1)), cases=40, clusters=40,
+                                        of="values").change
+    assert recall.detectable < planned / 5  # the unpaired plan would state a figure many times too large
