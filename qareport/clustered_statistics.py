@@ -259,11 +259,13 @@ def clustered_interval(values: Sequence[CaseValue] | np.ndarray, *, clusters: Se
     sample standard deviation), so the design effect SE^2 / (s^2 / N) is 1 when clustering does not
     matter and grows with the correlation of a cluster's cases (1 + (m - 1) * rho for clusters of m).
 
-    None without any case. With one cluster the interval has zero width (there is nothing to
-    resample) and the standard error and design effect are None. With fewer than `FEW_CLUSTERS`
-    clusters (and fewer clusters than cases) the interval is widened to at least mean +/- t(G - 1) *
-    SE, within the range of the case values. Above `LARGE` clusters the interval is mean +/- z * SE
-    (normal approximation), as `significance` does above `LARGE` cases.
+    None without any case. Cases that all lie in one cluster are the units (`_cluster_ids`); one
+    case alone has no standard error nor design effect. With fewer than `FEW_CLUSTERS` clusters (and
+    fewer clusters than cases) the interval is widened to at least mean +/- t(G - 1) * SE, within the
+    range of the case values. Above `LARGE` clusters the interval is mean +/- z * SE (normal
+    approximation), as `significance` does above `LARGE` cases. When every value is a score in
+    [0, 1], a mean within `NEAR_BOUND` of 0 or 1, or an interval of no width, is widened to hold the
+    Wilson interval at the effective number of cases (`_with_wilson`): never zero width for scores.
     """
     means = _case_means(values, "values")
     if means.size == 0:
@@ -450,8 +452,24 @@ def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters
     elif units - 1 > T_EXACT_UP_TO:
         change = (_z(1 - level / 2) + _z(power)) * standard_error
     else:
-        change = (t_quantile(1 - level / 2, units - 1) + t_quantile(power, units - 1)) * standard_error
+        change = (student_quantile(1 - level / 2, units - 1) + student_quantile(power, units - 1)) * standard_error
     return MinimumDetectableChange(change, standard_error, cases, clusters, design_effect, level, power)
+
+
+def student_quantile(probability: float, degrees_of_freedom: int) -> float:
+    """Student's t quantile, fast: the Cornish-Fisher expansion in 1 / nu around the normal quantile
+    (Abramowitz & Stegun 26.7.5, four terms) from 5 degrees of freedom on, within 0.2 % of the exact
+    value for probabilities up to 0.9975 (a test checks it against scipy); `t_quantile` below 5.
+    A stated detectable change needs two decimals, and a run states one per headline metric."""
+    if degrees_of_freedom < 5:
+        return t_quantile(probability, degrees_of_freedom)
+    z = _z(probability)
+    nu = float(degrees_of_freedom)
+    terms = ((z ** 3 + z) / 4,
+             (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(term / nu ** (power + 1) for power, term in enumerate(terms))
 
 
 def planning_factor(shrink: float = 2.0) -> float:

@@ -72,7 +72,7 @@ class HeadlineDelta:
     high: float | None = None
     clusters: int = 0  # the clusters the shared cases come in
     design_effect: float | None = None  # of the per-case changes
-    detectable: float | None = None  # the minimum detectable change of the per-case changes (`detectable_change`)
+    detectable: float | None = None  # the drop its decision catches 8 times in 10 (`detectable_change`)
     q_value: float | None = None  # p adjusted by Holm over the headline metrics (`decide_noise`)
     beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
 
@@ -173,7 +173,7 @@ class Comparison:
 
     @property
     def tests(self) -> int:
-        """The tests of "no change" the false discovery rate is controlled over."""
+        """The tests of "no change", over every family (`decide_noise`)."""
         return sum(1 for item in self.flags if item.p_value is not None)
 
     @property

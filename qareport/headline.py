@@ -6,8 +6,8 @@ Pure functions over a run's case rows (`case_rows.case_rows`); no I/O. Every met
 - A *headline* metric is the mean over the evaluated cases that have it (per case, the mean over
   its turns), with the number of cases behind it and the error / missing / invalid cases of the
   same kind beside it: those could have had the metric but were not scored.
-- Its interval resamples whole clusters (`clustered_statistics`), and the smallest change the run
-  could detect is said beside it (`detectable_change`).
+- Its interval resamples whole clusters (`clustered_statistics`; near 0 or 1 at least Wilson's), and
+  the drop the next comparison would catch 8 times in 10 is said beside it (`detectable_change`).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ class Headline:
     clusters: int = 0  # the clusters the cases come in (a case without one is its own)
     design_effect: float | None = None  # clustered variance over naive variance (1: clustering did not matter)
     detectable: float | None = None
-    """The smallest change a comparison with a run of this size could tell from noise (80 % power,
-    5 % level; `minimum_detectable_change` of the values); None when it cannot be estimated."""
+    """The drop the next comparison's decision would catch 8 times in 10 (`detectable_change`: from the
+    cases' attempts when they have them, else from their values); None when it cannot be estimated."""
 
     @property
     def label(self) -> str:

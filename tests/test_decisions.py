@@ -273,3 +273,14 @@ def test_before_any_baseline_a_run_with_attempts_states_the_paired_figure_its_at
     planned = minimum_detectable_change(float(attempts.mean(axis=1).std(ddof=1)), cases=40, clusters=40,
                                         of="values").change
     assert recall.detectable < planned / 5  # the unpaired plan would state a figure many times too large
+
+
+@pytest.mark.parametrize("probability", [0.8, 0.975, 0.99167, 0.9975])
+@pytest.mark.parametrize("degrees_of_freedom", [1, 3, 5, 7, 12, 29, 100, 999])
+def test_the_fast_student_quantile_is_within_a_fifth_of_a_percent_of_scipys(probability, degrees_of_freedom):
+    from scipy.stats import t
+
+    from qareport.clustered_statistics import student_quantile
+
+    exp = t.ppf(probability, degrees_of_freedom)
+    assert student_quantile(probability, degrees_of_freedom) == pytest.approx(exp, rel=0.002)
