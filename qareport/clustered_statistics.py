@@ -25,6 +25,10 @@ attempts).
 
 How a case's attempts add up (pass@k, one case's change between two runs) is in `attempt_statistics.py`.
 
+This module is one concept, though over 500 lines: the interval, the paired test, the change it can detect and how
+its flags are decided are one chain resting on the same clusters, the same draws and the same level;
+each step reads the previous one's internals (the cluster numbering, the CR1 standard error).
+
 Why attempts are not resampled: a cluster's mean already varies, from suite to suite, by its
 cases' and its attempts' variation; resampling whole clusters reproduces that variation, attempt
 noise included. Resampling the attempts again inside each drawn case (a two-stage bootstrap) would

@@ -25,12 +25,13 @@ from typing import Any, Literal
 from qareport import kinds
 from qareport.case_changes import (
     CHANGE_KINDS,
+    ONE_RUN_NOTE,
     CaseChange,
     CaseMovement,
     ChangeKind,
     RegressionChance,
-    attempts_note,
     case_movements,
+    chance_words,
     changes_of_case,
     display_order,
     regression_chance,
@@ -231,6 +232,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
                  for movement in case_movements(changes, old_rows, new_rows, kind_set)]
     reasons = {movement.case_id: movement.reason for movement in movements}
+    chance = regression_chance(old_rows, new_rows, kind_set)  # what luck alone would list, said once
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     comparison = Comparison(
         baseline_source=baseline.source,
@@ -242,8 +244,8 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         movements=tuple(movements),
         warnings=tuple(warnings),
         breakdown=breakdown_changes(old_rows, new_rows, kind_set=kind_set) if detailed else (),
-        attempts_note=attempts_note(old_rows, new_rows, kind_set=kind_set),
-        chance=regression_chance(old_rows, new_rows, kind_set),
+        attempts_note=ONE_RUN_NOTE if chance is None else chance_words(chance),
+        chance=chance,
     )
     return decide_noise(comparison) if detailed else comparison
 
