@@ -6,7 +6,10 @@ permutation count and chunk size they share).
 
 - `pass_at_k`, `pass_hat_k`, `suite_pass_rates`: the unbiased estimators of pass@k and pass^k.
 - `decide_case_change`: whether one case regressed, improved or moved within noise, from the two
-  runs' attempts of it (a permutation test over the attempts).
+  runs' attempts of it (a permutation test over the attempts of one metric).
+- `separate_attempts`: the rule the comparison lists cases by: a case regressed (improved) when, in
+  any of its metrics, every attempt of this run lies below (above) every attempt of the last, and its
+  chance of doing so by luck alone; `chance_of_at_least`: how likely that many such cases are by luck.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -185,3 +188,97 @@ def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[flo
     verdict = CaseVerdict.IMPROVED if (moved > 0) == higher_is_better else CaseVerdict.REGRESSED
     reason = f"moved {moved:+.3g}, beyond what its attempts vary by (p = {p_value:.3g})"
     return CaseChange(verdict, p_value, old_mean, new_mean, *sizes, exact, reason)
+
+
+# --------------------------------------------------------------------------------------------------
+# 7. one case, two runs, every metric: complete separation
+
+
+@dataclass(frozen=True, slots=True)
+class Separation:
+    """Whether a case's attempts separate completely between two runs, in any of its metrics.
+
+    `down` and `up` name the metrics in which every attempt of the new run lies below (above) every
+    attempt of the old one. `chance_down` (`chance_up`) is the probability of a separation downwards
+    (upwards) in some metric if the case had not changed: every split of its pooled attempts into the
+    two runs' numbers equally likely (the attempts exchangeable), the attempts' values as observed."""
+
+    verdict: CaseVerdict
+    down: tuple[str, ...]
+    up: tuple[str, ...]
+    chance_down: float
+    chance_up: float
+    old_attempts: int
+    new_attempts: int
+
+
+def separate_attempts(old: Mapping[str, Sequence[float]], new: Mapping[str, Sequence[float]], *,
+                      minimum_attempts: int = MINIMUM_ATTEMPTS) -> Separation:
+    """Did this case change beyond what its own attempts vary by, in any metric? `old` and `new` map
+    each metric to its values over the attempts of each run (in attempt order; higher is better).
+
+    *Regressed* when in some metric every new attempt is strictly below every old one (3 of 3 passing
+    then 0 of 3 always is), *improved* when strictly above in some metric and below in none, *within
+    noise* when the attempts overlap in every metric, *cannot tell* when no metric has
+    `minimum_attempts` attempts in both runs (one run per case cannot tell a change from a flip).
+
+    The chance of a separation by luck: for one metric, a downward separation is one split of the
+    pooled attempts (the new run's number of lowest values, when a gap parts them from the rest), so
+    its chance is 1 / C(pooled, new) or 0 when ties leave no gap (4 passes of 8 pooled 0/1 attempts
+    against 4 and 4: 1 / 70). Metrics measured on the same attempts (the same number in both runs)
+    share the splits: the chance is the number of distinct separating splits over C(pooled, new).
+    Metrics with other numbers of attempts add their chance (an upper bound)."""
+    down: list[str] = []
+    up: list[str] = []
+    splits_down: dict[tuple[int, int], set[frozenset[int]]] = {}
+    splits_up: dict[tuple[int, int], set[frozenset[int]]] = {}
+    sizes: tuple[int, int] = (0, 0)
+    for metric in old:
+        before = [float(v) for v in old[metric]]
+        after = [float(v) for v in new.get(metric, ())]
+        if min(len(before), len(after)) < minimum_attempts:
+            continue
+        sizes = max(sizes, (len(before), len(after)))
+        if max(after) < min(before):
+            down.append(metric)
+        elif min(after) > max(before):
+            up.append(metric)
+        pooled = before + after
+        shape = (len(before), len(after))
+        for split, found in ((_lowest(pooled, len(after)), splits_down), (_lowest([-v for v in pooled], len(after)),
+                                                                          splits_up)):
+            if split is not None:
+                found.setdefault(shape, set()).add(split)
+    chance_down = min(1.0, sum(len(found) / math.comb(a + b, b) for (a, b), found in splits_down.items()))
+    chance_up = min(1.0, sum(len(found) / math.comb(a + b, b) for (a, b), found in splits_up.items()))
+    if down:
+        verdict = CaseVerdict.REGRESSED
+    elif up:
+        verdict = CaseVerdict.IMPROVED
+    else:
+        verdict = CaseVerdict.WITHIN_NOISE if sizes != (0, 0) else CaseVerdict.CANNOT_TELL
+    return Separation(verdict, tuple(down), tuple(up), chance_down, chance_up, *sizes)
+
+
+def _lowest(values: Sequence[float], count: int) -> frozenset[int] | None:
+    """The indices of the `count` lowest values when a gap parts them from the others, else None."""
+    order = sorted(range(len(values)), key=lambda index: values[index])
+    if values[order[count - 1]] < values[order[count]]:
+        return frozenset(order[:count])
+    return None
+
+
+def chance_of_at_least(observed: int, chances: Sequence[float]) -> float:
+    """The probability that at least `observed` of independent events with these chances happen (the
+    Poisson-binomial tail, computed exactly by convolution): how likely a list of that many separated
+    cases is from luck alone, when every case is unchanged."""
+    if observed <= 0:
+        return 1.0
+    counts = np.zeros(observed + 1)  # counts[j]: P(j events so far), the last slot "observed or more"
+    counts[0] = 1.0
+    for chance in chances:
+        moved = counts * chance
+        counts = counts * (1 - chance)
+        counts[1:] += moved[:-1]
+        counts[-1] += moved[-1]
+    return float(min(1.0, counts[-1]))

@@ -8,10 +8,12 @@ lies in [0, 1] and higher is better, so a drop is a regression. Per case present
 - success → error / missing / invalid: a *regression* of its status; the way back an *improvement*;
 - both evaluated: every metric whose value moved by more than `tolerance` is a regression (down)
   or an improvement (up); a metric present in only one run (e.g. the LLM judge was off) is not
-  compared. A case answered several times in both runs is regressed or improved only when
-  `decide_case_change` on its main metric's attempts says so (`case_verdict`); its other moves are
-  *moved within noise*, listed apart and never counted as regressions. What the lists rest on (one
-  run per case, or attempts too few to ever decide) is said once (`attempts_note`).
+  compared. A case answered several times in both runs is regressed (improved) in the metrics in
+  which every attempt of this run lies below (above) every attempt of the last (`separate_attempts`,
+  `case_verdict`), in any metric of its kinds and whatever the number of attempts; its other moves
+  are *moved within noise*, listed apart and never counted as regressions. What the lists rest on is
+  said once (`attempts_note`): one run per case cannot tell a change from a flip; with attempts, how
+  many of the listed regressions luck alone would give (`regression_chance`).
 - A case's grade (`Kind.grades`, kept with its facts) that moved between two evaluated runs of an
   unchanged test is a change line of its own ("grade ideal → problematic"): a regression when it
   got worse, an improvement when it got better.
@@ -26,16 +28,14 @@ case also gets one line (`group_movements`), in the words of its kinds (`RunKind
 from __future__ import annotations
 
 import functools
-import math
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from qareport import kinds
+from qareport.attempt_statistics import Separation, chance_of_at_least, separate_attempts
 from qareport.case_record import CaseRow
-from qareport.clustered_statistics import MINIMUM_ATTEMPTS, CaseVerdict, decide_case_change
-from qareport.clustered_statistics import CaseChange as AttemptsChange
+from qareport.clustered_statistics import CaseVerdict
 from qareport.headline import DEFAULT_TOLERANCE
 from qareport.means import score as _number  # a score that can be averaged (`means.score`)
 from qareport.records import Unloaded
@@ -51,8 +51,23 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "moved with
 
 WITHIN_NOISE: ChangeKind = "moved within noise"
 ONE_RUN_NOTE = ("One run per case cannot tell a change from a flip: each case listed as regressed or improved moved "
-                "in a single attempt. Give several attempts per case ('attempt': 1, 2, ...; 4 or more in both runs) "
+                "in a single attempt. Give several attempts per case ('attempt': 1, 2, ...; 3 or more in both runs) "
                 "so that only changes beyond a case's own noise are listed.")
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionChance:
+    """What luck alone would put in the list of regressed cases, over the cases compared attempt by
+    attempt (answered several times in both runs, evaluated in both, test unchanged)."""
+
+    cases: int
+    regressed: int  # of those, listed as regressed (their attempts separated downwards)
+    expected: float  # regressions expected if none of them had changed (the sum of their chances)
+    p_value: float  # the chance of `regressed` or more from luck alone (`chance_of_at_least`)
+
+    def beyond_chance(self, level: float = ALPHA) -> bool:
+        """More separated cases than luck alone gives at `level`: the list is not all flips."""
+        return self.regressed > 0 and self.p_value <= level + 1e-12  # 3 of 3 to 0 of 3 alone: exactly 1 / 20
 
 
 
@@ -140,64 +155,99 @@ def changes_of_case(old: CaseRow, new: CaseRow, tolerance: float,
     if old_status != "success":
         return []  # neither run scored it: nothing to compare
     decided = case_verdict(old, new, kind_set)
-    if decided is not None and decided.verdict not in (CaseVerdict.REGRESSED, CaseVerdict.IMPROVED):
-        return metric_changes(lambda delta: WITHIN_NOISE)  # a flip, as far as its attempts can tell
-    return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
+    if decided is None:
+        return metric_changes(lambda delta: "regression" if delta < 0 else "improvement")
+    return _attempt_changes(metric_changes(lambda delta: WITHIN_NOISE), decided)
 
 
-def case_verdict(old: CaseRow, new: CaseRow, kind_set: kinds.RunKinds | None = None) -> AttemptsChange | None:
+def _attempt_changes(changes: list[CaseChange], decided: Separation) -> list[CaseChange]:
+    """A case with attempts: the metrics whose attempts separated are regressions (improvements); its
+    other moves, and its grade moves, are within noise unless the case as a whole separated."""
+    found = []
+    for change in changes:
+        kind: ChangeKind = WITHIN_NOISE
+        if change.metric in decided.down:
+            kind = "regression"
+        elif change.metric in decided.up and decided.verdict == CaseVerdict.IMPROVED:
+            kind = "improvement"
+        elif change.delta is None and decided.verdict in (CaseVerdict.REGRESSED, CaseVerdict.IMPROVED):
+            kind = "regression" if decided.verdict == CaseVerdict.REGRESSED else "improvement"  # a grade
+        found.append(replace(change, kind=kind))
+    return found
+
+
+def case_verdict(old: CaseRow, new: CaseRow, kind_set: kinds.RunKinds | None = None) -> Separation | None:
     """Whether a case answered several times in both runs changed beyond what its own attempts vary
-    by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric_key` that
-    both runs have); None when a run has no attempts of it (one run per case: today's rule)."""
+    by, in any metric of the kinds (`separate_attempts`); None when a run has no attempts of it (one
+    run per case: every move is listed, and `ONE_RUN_NOTE` says what that rests on)."""
     before, after = old.attempts, new.attempts
     if before is None or after is None:
         return None
-    for kind in kind_set if kind_set is not None else kinds.catalogue():
-        key = kind.main_metric_key()
-        if key is None:
-            continue
-        old_values = [number for v in before.get(key) or () if (number := _number(v)) is not None]
-        new_values = [number for v in after.get(key) or () if (number := _number(v)) is not None]
-        if old_values and new_values:
-            return _decided(tuple(old_values), tuple(new_values))
-    return None
+    keys = tuple((kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys())
+    return _decided(_attempt_values(before, keys), _attempt_values(after, keys))
+
+
+def _attempt_values(attempts: Mapping[str, Sequence[float | None]],
+                    keys: Sequence[str]) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    return tuple((key, tuple(number for value in attempts.get(key) or () if (number := _number(value)) is not None))
+                 for key in keys)
 
 
 @functools.lru_cache(maxsize=4096)
-def _decided(old_values: tuple[float, ...], new_values: tuple[float, ...]) -> AttemptsChange:
-    """`decide_case_change`, once per pair of attempt values (the changes and the note both ask)."""
-    return decide_case_change(old_values, new_values)
+def _decided(old: tuple[tuple[str, tuple[float, ...]], ...],
+             new: tuple[tuple[str, tuple[float, ...]], ...]) -> Separation:
+    """`separate_attempts`, once per pair of attempt values (the changes and the note both ask)."""
+    return separate_attempts(dict(old), dict(new))
 
 
-def attempts_note(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
-                  *, level: float = ALPHA, kind_set: kinds.RunKinds | None = None) -> str | None:
-    """What the lists of regressed and improved cases rest on, said once: one run per case (no case
-    has attempts in both runs), or attempts too few to ever decide at `level` (3 against 3)."""
-    sizes: Counter[tuple[int, int]] = Counter()
+def regression_chance(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
+                      kind_set: kinds.RunKinds | None = None) -> RegressionChance | None:
+    """Over the cases compared attempt by attempt: how many regressed, how many luck alone would give,
+    and the chance of as many or more; None when no case has attempts in both runs."""
+    chances: list[float] = []
+    regressed = 0
+    for decided in _attempt_verdicts(old_rows, new_rows, kind_set):
+        chances.append(decided.chance_down)
+        regressed += decided.verdict == CaseVerdict.REGRESSED
+    if not chances:
+        return None
+    return RegressionChance(len(chances), regressed, sum(chances), chance_of_at_least(regressed, chances))
+
+
+def _attempt_verdicts(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
+                      kind_set: kinds.RunKinds | None) -> list[Separation]:
+    found = []
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
         if old is None or test_changed(old, new) or old.status != "success" or new.status != "success":
             continue
         decided = case_verdict(old, new, kind_set)
-        if decided is not None:
-            sizes[(decided.old_attempts, decided.new_attempts)] += 1
-    if not sizes:
+        if decided is not None and decided.verdict != CaseVerdict.CANNOT_TELL:
+            found.append(decided)
+    return found
+
+
+def attempts_note(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
+                  *, level: float = ALPHA, kind_set: kinds.RunKinds | None = None) -> str | None:
+    """What the lists of regressed and improved cases rest on, said once: one run per case (no case
+    has attempts in both runs), or, with attempts, how many listed regressions luck alone would give."""
+    chance = regression_chance(old_rows, new_rows, kind_set)
+    if chance is None:
         return ONE_RUN_NOTE
-    hopeless = sorted(pair for pair in sizes if smallest_p(*pair) > level)
-    if not hopeless:
-        return None
-    cases = sum(sizes[pair] for pair in hopeless)
-    pairs = ", ".join(f"{a} against {b}" for a, b in hopeless)
-    return (f"{cases} case(s) have too few attempts to ever tell a change from a flip ({pairs}: no split of so few "
-            f"attempts reaches p {level:g}); what moved in them is listed as moved within noise. Give 4 or more "
-            "attempts per case in both runs.")
+    return chance_words(chance, level=level)
 
 
-def smallest_p(old_attempts: int, new_attempts: int) -> float:
-    """The smallest p-value `decide_case_change` can reach with attempts of these numbers."""
-    if min(old_attempts, new_attempts) < MINIMUM_ATTEMPTS:
-        return 1.0
-    return (2 if old_attempts == new_attempts else 1) / math.comb(old_attempts + new_attempts, new_attempts)
+def chance_words(chance: RegressionChance, *, level: float = ALPHA) -> str:
+    """"About 0.6 of these are expected by chance at this size": the error rate of the regressed list."""
+    rule = ("A case with attempts is listed as regressed when, in some metric, every attempt of this run lies "
+            "below every attempt of the last.")
+    said = (f"{rule} Among the {chance.cases} case(s) compared so, about {chance.expected:.2g} would be listed by "
+            f"luck alone (if none had changed)")
+    if not chance.regressed:
+        return said + "."
+    verdict = "more than luck explains" if chance.beyond_chance(level) else "no more than luck explains"
+    return (f"{said}; {chance.regressed} were: {verdict} (chance of {chance.regressed} or more: "
+            f"{chance.p_value:.2g}).")
 
 
 def case_moved(old: CaseRow, new: CaseRow, *, tolerance: float = DEFAULT_TOLERANCE,

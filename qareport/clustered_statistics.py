@@ -19,9 +19,15 @@ attempts).
   bootstrap interval, and a cluster sign-flip test of "no change".
 - `minimum_detectable_change`: the smallest change a paired comparison of this size detects with
   80 % power at the 5 % level (two-sided).
-- `benjamini_hochberg`: adjusted p-values (q-values) and the discoveries at a false discovery rate.
+- `holm`: adjusted p-values holding the family-wise error rate (the headline metrics, the primary family).
+- `benjamini_hochberg`: adjusted p-values (q-values) and the discoveries at a false discovery rate
+  (each secondary family: the tags, the templates, the dimensions).
 
 How a case's attempts add up (pass@k, one case's change between two runs) is in `attempt_statistics.py`.
+
+This module is one concept, though over 500 lines: the interval, the paired test, the change it can detect and how
+its flags are decided are one chain resting on the same clusters, the same draws and the same level;
+each step reads the previous one's internals (the cluster numbering, the CR1 standard error).
 
 Why attempts are not resampled: a cluster's mean already varies, from suite to suite, by its
 cases' and its attempts' variation; resampling whole clusters reproduces that variation, attempt
@@ -40,7 +46,7 @@ import itertools
 import math
 import numbers
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -59,6 +65,14 @@ FEW_CLUSTERS = 30
 means of few clusters vary less than the mean does from suite to suite); the interval is then at
 least mean +/- t(G - 1) * CR1 standard error, the small-sample rule of Cameron & Miller (2015)."""
 POWER = 0.8
+T_EXACT_UP_TO = 1_000  # degrees of freedom up to which `t_quantile` is used; above, the normal quantile
+RESOLVED_DRAWS = 10
+"""A Monte Carlo sign-flip p-value rests on the draws at least as extreme as the data; with fewer
+than this many it is mostly the floor 1 / (draws + 1), and the normal tail is used instead, so that
+a p-value is never stuck at 1 / 10,001 however far out the change lies."""
+NEAR_BOUND = 0.1
+"""A mean of values in [0, 1] within this of 0 or 1 gets the Wilson interval too (`_interval_of`):
+near a bound the spread of a few cases understates how far the truth may lie."""
 
 CaseValue = float | Sequence[float]  # one value, or the values of a case's attempts
 ClusterLabel = Hashable | None  # None: the case is a cluster of its own
@@ -167,7 +181,12 @@ def _case_means(values: Sequence[CaseValue] | np.ndarray, what: str) -> np.ndarr
 
 
 def _cluster_ids(cases: int, clusters: Sequence[ClusterLabel] | None) -> np.ndarray:
-    """Cluster numbers 0, 1, ... in order of first appearance; a case without a label is its own."""
+    """Cluster numbers 0, 1, ... in order of first appearance; a case without a label is its own.
+
+    When every case lies in one cluster the cases are the units instead: there is nothing to resample
+    or flip between clusters, so the only question the data can answer is about that cluster's own
+    cases (the same rule a tag or template whose cases share one cluster follows, so the suite and
+    a tag holding the same cases never disagree)."""
     if clusters is None:
         return np.arange(cases)
     if len(clusters) != cases:
@@ -177,6 +196,8 @@ def _cluster_ids(cases: int, clusters: Sequence[ClusterLabel] | None) -> np.ndar
     for index, label in enumerate(clusters):
         key: object = ("case", index) if label is None else ("cluster", label)
         ids[index] = numbers.setdefault(key, len(numbers))
+    if len(numbers) == 1:
+        return np.arange(cases)
     return ids
 
 
@@ -242,17 +263,57 @@ def clustered_interval(values: Sequence[CaseValue] | np.ndarray, *, clusters: Se
     sample standard deviation), so the design effect SE^2 / (s^2 / N) is 1 when clustering does not
     matter and grows with the correlation of a cluster's cases (1 + (m - 1) * rho for clusters of m).
 
-    None without any case. With one cluster the interval has zero width (there is nothing to
-    resample) and the standard error and design effect are None. With fewer than `FEW_CLUSTERS`
-    clusters (and fewer clusters than cases) the interval is widened to at least mean +/- t(G - 1) *
-    SE, within the range of the case values. Above `LARGE` clusters the interval is mean +/- z * SE
-    (normal approximation), as `significance` does above `LARGE` cases.
+    None without any case. Cases that all lie in one cluster are the units (`_cluster_ids`); one
+    case alone has no standard error nor design effect. With fewer than `FEW_CLUSTERS` clusters (and
+    fewer clusters than cases) the interval is widened to at least mean +/- t(G - 1) * SE, within the
+    range of the case values. Above `LARGE` clusters the interval is mean +/- z * SE (normal
+    approximation), as `significance` does above `LARGE` cases. When every value is a score in
+    [0, 1], a mean within `NEAR_BOUND` of 0 or 1, or an interval of no width, is widened to hold the
+    Wilson interval at the effective number of cases (`_with_wilson`): never zero width for scores.
     """
     means = _case_means(values, "values")
     if means.size == 0:
         return None
     ids = _cluster_ids(int(means.size), clusters)
-    return _interval_of(means, ids, resamples=resamples, seed=seed, level=level)
+    interval = _interval_of(means, ids, resamples=resamples, seed=seed, level=level)
+    if bool(np.all((means >= 0) & (means <= 1))):
+        return _with_wilson(interval, level=level)
+    return interval
+
+
+def wilson_interval(share: float, cases: float, *, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a share observed over `cases` (a real number: an effective
+    sample size may be given), for 0 <= share <= 1 and cases > 0 (Wilson 1927; Brown, Cai &
+    DasGupta 2001 found its coverage close to nominal down to a few cases and near 0 and 1, where the
+    normal interval collapses to zero width)."""
+    z = _z(1 - (1 - level) / 2)
+    denominator = 1 + z * z / cases
+    centre = (share + z * z / (2 * cases)) / denominator
+    margin = z / denominator * math.sqrt(share * (1 - share) / cases + z * z / (4 * cases * cases))
+    return max(0.0, centre - margin), min(1.0, centre + margin)
+
+
+def effective_cases(interval: ClusteredInterval) -> float:
+    """How many independent 0/1 cases the mean is worth (Korn & Graubard 1998): share (1 - share) over
+    the squared standard error, at most the number of cases. With no spread at all the clusters count
+    (the cases when there are no clusters): cases of one cluster may pass and fail together."""
+    share = interval.mean
+    error = interval.standard_error if interval.standard_error is not None else interval.naive_standard_error
+    if error > 0 and 0 < share < 1:
+        return max(1.0, min(float(interval.cases), share * (1 - share) / error ** 2))
+    return float(interval.clusters)
+
+
+def _with_wilson(interval: ClusteredInterval, *, level: float) -> ClusteredInterval:
+    """The interval of a mean of values in [0, 1], widened to hold the Wilson interval at the effective
+    number of cases when the mean lies within `NEAR_BOUND` of 0 or 1 or the interval has no width:
+    there a few cases' spread understates how far the truth may lie (20 cases that all pass do not
+    show a true rate of 1; their Wilson interval is 0.84-1)."""
+    near = min(interval.mean, 1 - interval.mean) < NEAR_BOUND
+    if not near and interval.high > interval.low:
+        return interval
+    low, high = wilson_interval(interval.mean, effective_cases(interval), level=level)
+    return replace(interval, low=min(interval.low, low), high=max(interval.high, high))
 
 
 def _interval_of(means: np.ndarray, ids: np.ndarray, *, resamples: int, seed: int, level: float) -> ClusteredInterval:
@@ -344,6 +405,11 @@ def _sign_flip(sums: np.ndarray, *, permutations: int, seed: int) -> tuple[float
     for done in range(0, permutations, CHUNK):
         signs = generator.choice((1.0, -1.0), size=(min(CHUNK, permutations - done), moved.size))
         at_least += int(np.sum(np.abs(signs @ moved) >= observed - 1e-12))
+    if at_least < RESOLVED_DRAWS:
+        # so few draws as extreme that (k + 1) / (B + 1) is mostly its floor: the normal tail of the
+        # sign-flip sum (variance sum of D_g^2 under the null) says how far in the tail it lies
+        spread = math.sqrt(float(np.sum(moved ** 2)))
+        return float(2 * (1 - NormalDist().cdf(observed / spread))), False
     return float((at_least + 1) / (permutations + 1)), False
 
 
@@ -352,21 +418,24 @@ def _sign_flip(sums: np.ndarray, *, permutations: int, seed: int) -> tuple[float
 
 
 def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters: int, design_effect: float = 1.0,
-                              of: str = "differences", alpha: float = ALPHA,
-                              power: float = POWER) -> MinimumDetectableChange:
-    """The smallest true mean change a two-sided test at `alpha` detects with probability `power`:
+                              of: str = "differences", alpha: float = ALPHA, power: float = POWER,
+                              family: int = 1) -> MinimumDetectableChange:
+    """The smallest true mean change the run's own decision catches with probability `power`:
 
-        MDE = (z_{1 - alpha/2} + z_{power}) * SE,   SE = sd_d * sqrt(design_effect / cases)
+        MDE = (t_{1 - alpha / (2 m), G - 1} + t_{power, G - 1}) * SE,   SE = sd_d * sqrt(design_effect / cases)
 
-    (1.96 + 0.84 = 2.80 standard errors at the defaults), where sd_d is the standard deviation of the
-    per-case differences and the design effect is that of the differences (clustered variance over
-    naive variance, as `clustered_interval` gives it; 1 without clusters). With `of="differences"`
-    `standard_deviation` is sd_d, as observed in a paired comparison. With `of="values"` it is the
-    standard deviation of one run's case values, for a comparison being planned, and sd_d is taken
-    as sqrt(2) times it: exact when a case's values in the two runs are uncorrelated, an
-    overstatement (a conservative MDE) when they correlate positively, as two runs of one system do.
-    The normal quantiles make it a large-sample figure: with few clusters the true power at the MDE
-    is somewhat below `power`.
+    where G is the number of clusters (the cases, when they all lie in one: then the cases are the
+    units the test flips), m the size of the family the change is decided in (`family`: Holm over m
+    headline metrics tests a lone change at alpha / m), and t Student's quantiles with G - 1 degrees
+    of freedom: the sign-flip test over G clusters behaves like a t-test of their sums (Efron 1969),
+    and the normal quantiles would promise power that few clusters do not have. sd_d is the standard
+    deviation of the per-case differences and the design effect that of the differences (clustered
+    variance over naive variance, as `clustered_interval` gives it; 1 without clusters). With
+    `of="differences"` `standard_deviation` is sd_d, as observed in a paired comparison. With
+    `of="values"` it is the standard deviation of one run's case values, for a comparison being
+    planned, and sd_d is taken as sqrt(2) times it: exact when a case's values in the two runs are
+    uncorrelated, an overstatement (a conservative MDE) when they correlate positively, as two runs
+    of one system do.
     """
     if of not in ("differences", "values"):
         raise ValueError(f"'of' must be 'differences' or 'values' (got {of!r})")
@@ -376,14 +445,74 @@ def minimum_detectable_change(standard_deviation: float, *, cases: int, clusters
     if not (standard_deviation >= 0 and design_effect > 0):
         raise ValueError(f"the standard deviation must be >= 0 and the design effect > 0 "
                          f"(got {standard_deviation!r} and {design_effect!r})")
+    if family < 1:
+        raise ValueError(f"the family must hold at least one test (got {family})")
     spread = standard_deviation * (math.sqrt(2) if of == "values" else 1.0)
     standard_error = spread * math.sqrt(design_effect / cases)
-    change = (_z(1 - alpha / 2) + _z(power)) * standard_error
-    return MinimumDetectableChange(change, standard_error, cases, clusters, design_effect, alpha, power)
+    units = clusters if clusters > 1 else cases
+    level = alpha / family
+    if units < 2:
+        change = math.inf  # one case: nothing to tell a change from
+    elif units - 1 > T_EXACT_UP_TO:
+        change = (_z(1 - level / 2) + _z(power)) * standard_error
+    else:
+        change = (student_quantile(1 - level / 2, units - 1) + student_quantile(power, units - 1)) * standard_error
+    return MinimumDetectableChange(change, standard_error, cases, clusters, design_effect, level, power)
+
+
+def student_quantile(probability: float, degrees_of_freedom: int) -> float:
+    """Student's t quantile, fast: the Cornish-Fisher expansion in 1 / nu around the normal quantile
+    (Abramowitz & Stegun 26.7.5, four terms) from 5 degrees of freedom on, within 0.2 % of the exact
+    value for probabilities up to 0.9975 (a test checks it against scipy); `t_quantile` below 5.
+    A stated detectable change needs two decimals, and a run states one per headline metric."""
+    if degrees_of_freedom < 5:
+        return t_quantile(probability, degrees_of_freedom)
+    z = _z(probability)
+    nu = float(degrees_of_freedom)
+    terms = ((z ** 3 + z) / 4,
+             (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(term / nu ** (power + 1) for power, term in enumerate(terms))
+
+
+def planning_factor(shrink: float = 2.0) -> float:
+    """How many times the clusters (the cases, without clusters) a comparison needs for its minimum
+    detectable change to shrink by `shrink`: the standard error falls as one over their square root,
+    so halving it takes about 4 times as many (a little fewer with few clusters, whose t quantiles
+    fall as they grow)."""
+    return shrink ** 2
 
 
 # --------------------------------------------------------------------------------------------------
 # 3. many flags at once
+
+
+def holm(p_values: Sequence[float], *, level: float = ALPHA) -> FalseDiscoveries:
+    """Holm's (1979) step-down procedure over m p-values: the family-wise error rate (the chance of
+    even one false alarm among them) held at `level`, for any dependence between the tests.
+
+    Adjusted p-value of the i-th smallest: max over j <= i of (m - j + 1) * p_(j), capped at 1 (the
+    same as `statsmodels.stats.multitest.multipletests(p, method="holm")`). Discoveries: the adjusted
+    p-values <= level. For the few headline metrics of a run, this costs little power (each is tested
+    at level / m at worst, level at best) and no breakdown can dilute it."""
+    data = _p_values(p_values)
+    count = int(data.size)
+    if count == 0:
+        return FalseDiscoveries((), (), level)
+    order = np.argsort(data, kind="stable")
+    adjusted = np.minimum(np.maximum.accumulate(data[order] * (count - np.arange(count))), 1.0)
+    values = np.empty(count)
+    values[order] = adjusted
+    return FalseDiscoveries(tuple(float(v) for v in values),
+                            tuple(int(i) for i in np.flatnonzero(values <= level)), level)
+
+
+def _p_values(p_values: Sequence[float]) -> np.ndarray:
+    data = np.asarray(p_values, dtype=float)
+    if data.ndim != 1 or not np.all((data >= 0) & (data <= 1)):
+        raise ValueError(f"p-values must be a list of numbers from 0 to 1 (got {list(p_values)!r})")
+    return data
 
 
 def benjamini_hochberg(p_values: Sequence[float], *, level: float = ALPHA) -> FalseDiscoveries:
@@ -394,9 +523,7 @@ def benjamini_hochberg(p_values: Sequence[float], *, level: float = ALPHA) -> Fa
     k the largest rank with p_(k) <= k * level / m (equivalently, the q-values <= level). Controls
     the false discovery rate at `level` for independent or positively dependent p-values.
     """
-    data = np.asarray(p_values, dtype=float)
-    if data.ndim != 1 or not np.all((data >= 0) & (data <= 1)):
-        raise ValueError(f"p-values must be a list of numbers from 0 to 1 (got {list(p_values)!r})")
+    data = _p_values(p_values)
     count = int(data.size)
     if count == 0:
         return FalseDiscoveries((), (), level)

@@ -10,7 +10,7 @@ its own. The cluster is set once on the case (`TestCase.cluster`), kept in its s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
 from qareport.case_record import CaseRow
@@ -47,3 +47,9 @@ def row_cluster(row: CaseRow) -> str | None:
     if row.kind == "qa" and row.groups:
         return row.groups[0]
     return None
+
+
+def count_clusters(labels: Sequence[Hashable | None]) -> int:
+    """How many clusters the cases with these labels come in (a case without one is its own): what a
+    reader is told, also when the statistics take the cases as units (all in one cluster)."""
+    return len({label for label in labels if label is not None}) + sum(label is None for label in labels)

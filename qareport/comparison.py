@@ -10,9 +10,10 @@ own headline is in `headline.py`, a history's trend in `trend.py`.
   interval and its test of "no change" resample and flip whole clusters (`clustered_statistics`:
   the template of a Q&A question, a conversation case's declared cluster, else the case itself).
 - The same change is computed per tag, per template and per dimension (`BreakdownChange`). A change
-  is *beyond noise* when its Benjamini-Hochberg q-value over every test of the run (headline metrics,
-  tags, templates, dimensions) is at most 0.05 (`decide_noise`): the one decision the Summary, the
-  Statistics sheet, the email and the console all read.
+  is *beyond noise* when its adjusted p-value within its family is at most 0.05 (`decide_noise`): the
+  headline metrics are the primary family (Holm), the tags, templates and dimensions three secondary
+  ones (Benjamini-Hochberg each), so no breakdown ever dilutes a headline decision. This is the one
+  decision the Summary, the Statistics sheet, the email and the console all read.
 """
 
 from __future__ import annotations
@@ -24,22 +25,27 @@ from typing import Any, Literal
 from qareport import kinds
 from qareport.case_changes import (
     CHANGE_KINDS,
+    ONE_RUN_NOTE,
     CaseChange,
     CaseMovement,
     ChangeKind,
-    attempts_note,
+    RegressionChance,
     case_movements,
+    chance_words,
     changes_of_case,
     display_order,
+    regression_chance,
     test_changed,
     why_not_loaded,
 )
 from qareport.case_record import CaseRow
 from qareport.clustered_statistics import (
+    FalseDiscoveries,
     benjamini_hochberg,
     clustered_paired_change,
+    holm,
 )
-from qareport.clusters import row_cluster
+from qareport.clusters import count_clusters, row_cluster
 from qareport.headline import DEFAULT_TOLERANCE, Headline, detectable_change, headline_metrics
 from qareport.means import score as _number  # a score that can be averaged (`means.score`)
 from qareport.records import RunSnapshot, Unloaded
@@ -67,8 +73,8 @@ class HeadlineDelta:
     high: float | None = None
     clusters: int = 0  # the clusters the shared cases come in
     design_effect: float | None = None  # of the per-case changes
-    detectable: float | None = None  # the minimum detectable change of the per-case changes (`detectable_change`)
-    q_value: float | None = None  # p adjusted by Benjamini-Hochberg over every test of the run
+    detectable: float | None = None  # the drop its decision catches 8 times in 10 (`detectable_change`)
+    q_value: float | None = None  # p adjusted by Holm over the headline metrics (`decide_noise`)
     beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
 
     @property
@@ -153,10 +159,22 @@ class Comparison:
     breakdown: tuple[BreakdownChange, ...] = ()  # per tag, template and dimension
     attempts_note: str | None = None
     """What the regressed and improved lists rest on, when a reader must know (`attempts_note`)."""
+    chance: RegressionChance | None = None
+    """Over the cases compared attempt by attempt, what luck alone would list (`regression_chance`)."""
+
+    @property
+    def regressions_beyond_chance(self) -> int:
+        """The regressed cases a gate counts: every one moved in a single run or lost its status (one
+        run cannot tell a change from a flip, so each counts), and those whose attempts separated when
+        there are more of them than luck explains at the 5 % level (`RegressionChance.beyond_chance`)."""
+        regressed = self.cases_with("regression")
+        if self.chance is None or self.chance.beyond_chance():
+            return regressed
+        return regressed - self.chance.regressed
 
     @property
     def tests(self) -> int:
-        """The tests of "no change" the false discovery rate is controlled over."""
+        """The tests of "no change", over every family (`decide_noise`)."""
         return sum(1 for item in self.flags if item.p_value is not None)
 
     @property
@@ -214,6 +232,7 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
                  for movement in case_movements(changes, old_rows, new_rows, kind_set)]
     reasons = {movement.case_id: movement.reason for movement in movements}
+    chance = regression_chance(old_rows, new_rows, kind_set)  # what luck alone would list, said once
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     comparison = Comparison(
         baseline_source=baseline.source,
@@ -225,23 +244,41 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         movements=tuple(movements),
         warnings=tuple(warnings),
         breakdown=breakdown_changes(old_rows, new_rows, kind_set=kind_set) if detailed else (),
-        attempts_note=attempts_note(old_rows, new_rows, kind_set=kind_set),
+        attempts_note=ONE_RUN_NOTE if chance is None else chance_words(chance),
+        chance=chance,
     )
     return decide_noise(comparison) if detailed else comparison
 
 
 def decide_noise(comparison: Comparison, *, level: float = ALPHA) -> Comparison:
-    """Every tested change of the comparison (headline metrics, tags, templates, dimensions) with its
-    Benjamini-Hochberg q-value over all of them, and beyond noise when q <= `level`: the false
-    discovery rate among the changes called beyond noise is held at `level`."""
-    items = comparison.flags
-    tested = [(index, p_value) for index, item in enumerate(items) if (p_value := item.p_value) is not None]
-    found = benjamini_hochberg([p_value for _, p_value in tested], level=level)
-    decided: list[Any] = list(items)
-    for (index, _), q_value in zip(tested, found.q_values):
-        decided[index] = replace(items[index], q_value=q_value, beyond_noise=q_value <= level)
+    """Every tested change of the comparison decided beyond noise or not, family by family.
+
+    The headline metrics are the primary family: Holm's adjustment over those few (`holm`) holds the
+    chance of any false alarm among them at `level`, and nothing else is in their family, so however
+    many tags, templates and dimensions a suite has, a headline change is decided with the power its
+    own data allows. The tags, the templates and the dimensions are three secondary families, each
+    with its own Benjamini-Hochberg q-values (`benjamini_hochberg`): the false discovery rate among
+    the changes called beyond noise in each is held at `level`; they show where a change sits. A
+    change is beyond noise when its adjusted p-value (`q_value`) is at most `level`."""
+    decided: list[Any] = list(comparison.flags)
+    for family, adjust in _families(comparison):
+        tested = [(index, p_value) for index in family if (p_value := decided[index].p_value) is not None]
+        found = adjust([p_value for _, p_value in tested], level=level)
+        for (index, _), q_value in zip(tested, found.q_values):
+            decided[index] = replace(decided[index], q_value=q_value, beyond_noise=q_value <= level)
     headline = len(comparison.headline)
     return replace(comparison, headline=tuple(decided[:headline]), breakdown=tuple(decided[headline:]))
+
+
+def _families(comparison: Comparison) -> list[tuple[list[int], Callable[..., FalseDiscoveries]]]:
+    """The indices into `comparison.flags` of each family, with its adjustment: the headline metrics
+    (Holm), then the tags, the templates and the dimensions (Benjamini-Hochberg each)."""
+    headline = len(comparison.headline)
+    families: list[tuple[list[int], Callable[..., FalseDiscoveries]]] = [(list(range(headline)), holm)]
+    for by in ("tag", "template", "dimension"):
+        members = [headline + index for index, item in enumerate(comparison.breakdown) if item.by == by]
+        families.append((members, benjamini_hochberg))
+    return families
 
 
 def _shared(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
@@ -281,15 +318,6 @@ def _value_of(metric: str) -> Callable[[CaseRow], float | None]:
     return lambda row: row.metric(metric)
 
 
-def _paired(before: Sequence[float], after: Sequence[float], clusters: Sequence[str | None], *,
-            within_one: bool = False) -> Any:
-    """`clustered_paired_change`; with `within_one`, cases that all lie in one cluster are the units
-    (the question is whether that cluster changed)."""
-    if within_one and len(set(clusters)) == 1 and None not in clusters:
-        return clustered_paired_change(before, after)
-    return clustered_paired_change(before, after, clusters=clusters)
-
-
 def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow], *,
                       minimum_cases: int = 2, kind_set: kinds.RunKinds | None = None) -> tuple[BreakdownChange, ...]:
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
@@ -326,9 +354,10 @@ def _breakdown(by: BreakdownBy, group: str, metric: str, before: list[float], af
                clusters: list[str | None], minimum_cases: int) -> list[BreakdownChange]:
     if len(before) < minimum_cases:
         return []
-    change = _paired(before, after, clusters, within_one=True)
-    distinct = len({label for label in clusters if label is not None}) + sum(label is None for label in clusters)
-    return [BreakdownChange(by, group, metric, change.cases, distinct, sum(before) / len(before),
+    change = clustered_paired_change(before, after, clusters=clusters)  # one cluster: its cases are the units
+    if change is None:
+        return []
+    return [BreakdownChange(by, group, metric, change.cases, count_clusters(clusters), sum(before) / len(before),
                             sum(after) / len(after), change.low, change.high, change.p_value,
                             change.interval.design_effect)]
 
@@ -342,20 +371,21 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
     before = {h.metric: h for h in old}
     after = {h.metric: h for h in new}
     deltas = []
-    for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
-        if metric not in before and metric not in after:
-            continue
+    metrics = [metric for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys()
+               if metric in before or metric in after]
+    for metric in metrics:
         shared: dict[str, Any] = {}
         if old_rows is not None and new_rows is not None:
             old_values, new_values, clusters = _shared(old_rows, new_rows, _value_of(metric))
-            change = _paired(old_values, new_values, clusters)
+            change = clustered_paired_change(old_values, new_values, clusters=clusters)
             if change is not None:
                 shared = {"shared_old": sum(old_values) / len(old_values),
                           "shared_new": sum(new_values) / len(new_values),
                           "shared_cases": change.cases, "p_value": change.p_value,
-                          "low": change.low, "high": change.high, "clusters": change.clusters,
+                          "low": change.low, "high": change.high, "clusters": count_clusters(clusters),
                           "design_effect": change.interval.design_effect,
-                          "detectable": detectable_change(change.interval, of="differences")}
+                          "detectable": detectable_change(change.interval, of="differences",
+                                                          family=len(metrics))}
         deltas.append(HeadlineDelta(
             metric=metric,
             old=before[metric].mean if metric in before else None,

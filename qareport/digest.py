@@ -22,6 +22,7 @@ from typing import Any, cast
 from qareport import kinds
 from qareport.case_changes import CaseMovement
 from qareport.case_record import CaseRow
+from qareport.clustered_statistics import planning_factor
 from qareport.comparison import Comparison, HeadlineDelta
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
 from qareport.judged_metrics import JudgedMetric
@@ -85,6 +86,11 @@ class Digest:
     lead: str = ""  # the verdict without the alerts: the Summary's row 3, the email's first line
     tests: int = 0  # the changes tested against noise (headline metrics, tags, templates, dimensions)
     beyond_noise: int = 0  # of those, the ones beyond noise (`comparison.decide_noise`)
+    every_attempt: int = 0  # regressed cases whose attempts all fell below the last run's (`separate_attempts`)
+    by_chance: float | None = None  # how many of those luck alone would list; None: no case had attempts
+    beyond_chance: bool | None = None  # more of them than luck explains (`RegressionChance.beyond_chance`)
+    reconciled: str | None = None
+    """Why the cases and the suite's means seem to disagree, in words (`reconcile`); None when they agree."""
 
     @property
     def headline_verdict(self) -> str:
@@ -156,13 +162,62 @@ def build_digest(
         judge_cost=float(cost) if isinstance(cost, (int, float)) else None,
         tests=compared.tests if compared else 0,
         beyond_noise=compared.beyond_noise if compared else 0,
+        every_attempt=compared.chance.regressed if compared and compared.chance else 0,
+        by_chance=compared.chance.expected if compared and compared.chance else None,
+        beyond_chance=compared.chance.beyond_chance() if compared and compared.chance else None,
     )
-    return _with_verdict(digest)
+    why = reconcile(digest)
+    return _with_verdict(replace(digest, reconciled=why[0] if why else None), short_why=why[1] if why else None)
+
+
+def reconcile(digest: Digest) -> tuple[str, str] | None:
+    """When the regressed cases and the suite's headline changes seem to tell two stories, why, in
+    words, in full and in a few words for a subject line: "4 cases regressed on every attempt; the
+    suite's means moved by less than this run can resolve (0.11 for macro recall)". None without a
+    comparison, or when the two agree (no case regressed and no mean fell beyond noise; or both)."""
+    if digest.baseline is None or not digest.deltas:
+        return None
+    fell = [delta for delta in digest.deltas if delta.beyond_noise and (delta.delta or 0.0) < 0]
+    cases = digest.regressed_total
+    if cases and not fell:
+        resolve = _resolvable(_most_moved(digest))
+        if digest.every_attempt and digest.by_chance is not None and not digest.beyond_chance:
+            return (f"{_cases(digest.every_attempt)} regressed on every attempt, no more than luck explains (about "
+                    f"{digest.by_chance:.2g} expected); {resolve}", "no more than luck gives")
+        how = (" on every attempt" if digest.every_attempt == cases
+               else " in a single run, which cannot tell a change from a flip" if digest.by_chance is None else "")
+        return f"{_cases(cases)} regressed{how}; {resolve}", "too few for the means to show"
+    if fell and not cases:
+        labels = " and ".join(delta.label for delta in fell)
+        return (f"{labels} fell beyond noise though no single case regressed beyond its own noise: a small drop "
+                "spread over many cases", "a drop spread over many cases")
+    return None
+
+
+def _resolvable(moved: HeadlineDelta | None) -> str:
+    """What the suite's means can resolve, for a reader told that cases regressed while they held."""
+    if moved is None:
+        return "the suite's means were not tested"
+    units = moved.clusters if moved.clusters > 1 else moved.shared_cases  # one cluster: its cases
+    if units < fewest_clusters_to_decide() or moved.detectable is None or moved.detectable >= 1:
+        return (f"the suite's means cannot resolve a change at this size ({_cases(moved.shared_cases)} in "
+                f"{moved.clusters} cluster{'s' if moved.clusters != 1 else ''})")
+    return f"the suite's means moved by less than this run can resolve ({moved.detectable:.2f} for {moved.label})"
+
+
+def _cases(count: int) -> str:
+    return f"{count} case{'s' if count != 1 else ''}"
+
+
+def _most_moved(digest: Digest) -> HeadlineDelta | None:
+    """The tested headline change that moved most (a drop before a rise of the same size)."""
+    tested = [delta for delta in digest.deltas if delta.delta is not None and delta.p_value is not None]
+    return min(tested, key=lambda delta: (-abs(delta.delta or 0.0), (delta.delta or 0.0) > 0), default=None)
 
 
 def noise_count(digest: Digest) -> str | None:
     """"2 changes beyond noise": of every change tested (headline metrics, tags, templates,
-    dimensions), those beyond noise at a 5 % false discovery rate; None without a test."""
+    dimensions), those beyond noise as their family decides (`comparison.decide_noise`); None without a test."""
     if not digest.tests:
         return None
     count = digest.beyond_noise
@@ -170,24 +225,30 @@ def noise_count(digest: Digest) -> str | None:
 
 
 def detectable_words(item: Headline, delta: HeadlineDelta | None) -> str:
-    """What a run of this size can see, for one headline metric: "with 29 cases in 12 clusters, a
-    change smaller than 0.09 cannot be told from noise". Against a baseline, from the spread of the
-    per-case changes over the shared cases; else for a comparison planned at this run's size."""
+    """What a run of this size can see, for one headline metric, as the power of the decision the
+    workbook makes: "with 29 cases in 12 clusters, a drop of 0.09 would be flagged about 8 times in 10;
+    4 times the clusters would halve it" (smaller drops less often). Against a baseline, from
+    the spread of the per-case changes over the shared cases; else for the next comparison (from the
+    cases' attempts when they have them, else from their spread)."""
     change: float | None
     if delta is not None and delta.detectable is not None and delta.shared_cases:
         cases, clusters, change = delta.shared_cases, delta.clusters, delta.detectable
     else:
         cases, clusters, change = item.cases, item.clusters, item.detectable
     size = f"with {cases} case{'s' if cases != 1 else ''} in {clusters} cluster{'s' if clusters != 1 else ''}"
-    if clusters < fewest_clusters_to_decide():
+    units = clusters if clusters > 1 else cases  # all in one cluster: its cases are the units
+    if units < fewest_clusters_to_decide():
         return (f"{size}, no change can be told from noise (a sign-flip test over fewer than "
                 f"{fewest_clusters_to_decide()} clusters never reaches p 0.05)")
     if change is None:
         return f"{size}, the smallest change that could be told from noise cannot be estimated (no spread)"
     if change == 0:  # every case moved alike (or none moved): there is no noise to tell a change from
         return f"{size}, the cases do not vary: any change can be told from noise"
-    shown = f"{change:.2f}" if change >= 0.005 else f"{change:.1g}"  # never "smaller than 0.00"
-    return f"{size}, a change smaller than {shown} cannot be told from noise"
+    plan = f"{planning_factor():.0f} times the {'clusters' if clusters > 1 else 'cases'} would halve it"
+    if change >= 1:
+        return f"{size}, even a drop from 1 to 0 would not be flagged 8 times in 10; {plan}"
+    shown = f"{change:.2f}" if change >= 0.005 else f"{change:.1g}"  # never "a drop of 0.00"
+    return f"{size}, a drop of {shown} would be flagged about 8 times in 10; {plan}"  # smaller ones less often
 
 
 def mattering(design_effect: float | None) -> float | None:
@@ -260,7 +321,7 @@ def alert_words(digest: Digest) -> str | None:
     return "test cases not loaded"
 
 
-def _with_verdict(digest: Digest) -> Digest:
+def _with_verdict(digest: Digest, *, short_why: str | None = None) -> Digest:
     """"2 regressions, macro recall 0.84 (−0.05), steps score 0.73 · 1 test case not loaded": what a
     subject line can hold. The verdict leads (regressions, then the headline metrics); the alerts
     follow it in a few words, with room kept for them (the Summary and the email say them in full
@@ -286,11 +347,14 @@ def _with_verdict(digest: Digest) -> Digest:
         counted = noise_count(digest)
         if counted is not None:
             parts.append(counted)
-        lead = _fit(parts, SUBJECT_CHARS) or f"{digest.cases} test cases"
-    if not tail:
-        return replace(digest, verdict=lead, lead=lead)
-    short = lead if incomplete else (_fit(parts, room) or f"{digest.cases} test cases")
-    return replace(digest, verdict=f"{short}{VERDICT_JOIN}{tail}", lead=lead)
+        fitted = _fit(parts, SUBJECT_CHARS) or f"{digest.cases} test cases"
+        lead = f"{fitted}; {digest.reconciled}" if digest.reconciled else fitted  # row 3: the reason in full
+    if incomplete:
+        return replace(digest, verdict=f"{lead}{VERDICT_JOIN}{tail}" if tail else lead, lead=lead)
+    short = _fit(parts, room) or f"{digest.cases} test cases"
+    if short_why and len(short) + len(short_why) + 2 <= room:  # the subject: the reason in a few words, if room
+        short = f"{short}; {short_why}"
+    return replace(digest, verdict=f"{short}{VERDICT_JOIN}{tail}" if tail else short, lead=lead)
 
 
 def moved_first(digest: Digest) -> tuple[Headline, ...]:
@@ -346,7 +410,8 @@ def comparison_line(digest: Digest) -> str | None:
         line += f", {counts['moved within noise']} moved within noise"
     line += f"; {', '.join(deltas)}" if deltas else ""
     if digest.tests:  # the same decision the Summary, Statistics and the email show (`decide_noise`)
-        line += f"; {digest.beyond_noise} of {digest.tests} changes beyond noise (false discovery rate 5%)"
+        line += (f"; {digest.beyond_noise} of {digest.tests} changes beyond noise (headline metrics: Holm; tags, "
+                 "templates, dimensions: false discovery rate 5% per family)")
     return line
 
 

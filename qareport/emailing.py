@@ -170,7 +170,8 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
         "compared": bool(digest.deltas),
         # of every change tested (headline metrics, tags, templates, dimensions), those beyond noise
         "noise_count": (f"{digest.beyond_noise} of {digest.tests} changes tested (headline metrics, tags, templates, "
-                        "dimensions) are beyond noise, at a 5% false discovery rate") if digest.tests else None,
+                        "dimensions) are beyond noise (headline metrics: Holm at 5%; tags, templates, dimensions: a 5% "
+                        "false discovery rate in each)") if digest.tests else None,
         "regressed": [_line(line) for line in digest.regressed],
         "more_regressed": max(0, digest.regressed_total - len(digest.regressed)),
         "improved": [_line(line) for line in digest.improved],

@@ -1,7 +1,9 @@
 """Gates: what makes a run fail a CI pipeline or a scheduled job (exit status 1), decided from the
 report model after the workbook is written and any email sent.
 
-- `--fail-on-regression`: the comparison with `--baseline` found a regressed case.
+- `--fail-on-regression`: the comparison with `--baseline` found a regressed case: one that lost its
+  status or moved in its single run, or cases whose attempts all moved down in more numbers than
+  luck explains (`regression_gate`).
 - `--fail-under METRIC=VALUE`: a headline metric is below VALUE. METRIC is a headline metric's key
   (`macro_recall`, `steps_score`, ...) or a tag-qualified one (`macro_recall@weo`: the mean over the
   evaluated cases with that tag). VALUE is a share between 0 and 1, as every metric is (80 % is
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from qareport import kinds
 from qareport.case_record import CaseRow
+from qareport.comparison import Comparison
 from qareport.errors import UsageError
 from qareport.means import mean_over_evaluated
 from qareport.report import Report
@@ -87,6 +90,26 @@ def metric_mean(rows: Iterable[CaseRow], metric: str, *, tag: str | None = None)
     return mean_over_evaluated(rows, metric, tag=tag)
 
 
+def regression_gate(comparison: Comparison | None) -> GateVerdict:
+    """`--fail-on-regression`: fails on a case that lost its status or moved in a single run (one run
+    per case cannot tell a change from a flip, which the verdict says), and on cases whose attempts
+    separated downwards when there are more of them than luck alone explains at the 5 % level; fewer
+    pass, with how many luck would give, so that a suite of unchanged flaky cases fails rarely."""
+    gate = "--fail-on-regression"
+    if comparison is None or not comparison.cases_with("regression"):
+        return GateVerdict(gate, True, "no case regressed since the baseline")
+    regressed, counted, chance = (comparison.cases_with("regression"), comparison.regressions_beyond_chance,
+                                  comparison.chance)
+    why = f"{regressed} case(s) regressed since the baseline"
+    if chance is None:
+        why += " (one run per case cannot tell a change from a flip)"
+    elif chance.regressed:
+        why += (f"; {chance.regressed} of them on every attempt, about {chance.expected:.2g} expected by chance among "
+                f"the {chance.cases} cases with attempts (chance of {chance.regressed} or more {chance.p_value:.2g})"
+                + ("" if chance.beyond_chance() else ": no more than luck explains"))
+    return GateVerdict(gate, counted == 0, why)
+
+
 def check_gates(report: Report, *, fail_on_regression: bool = False,
                 thresholds: Sequence[Threshold] = ()) -> tuple[GateVerdict, ...]:
     """Every gate asked for, in the order given; an incomplete run is a failed gate of its own."""
@@ -94,12 +117,7 @@ def check_gates(report: Report, *, fail_on_regression: bool = False,
     if report.incomplete:
         verdicts.append(GateVerdict("complete run", False, report.incomplete))
     if fail_on_regression:
-        regressed = report.comparison.cases_with("regression") if report.comparison is not None else 0
-        verdicts.append(GateVerdict(
-            "--fail-on-regression", regressed == 0,
-            f"{regressed} case(s) regressed since the baseline" if regressed
-            else "no case regressed since the baseline",
-        ))
+        verdicts.append(regression_gate(report.comparison))
     for threshold in thresholds:
         mean, cases = metric_mean(report.rows, threshold.metric, tag=threshold.tag)
         gate = f"--fail-under {threshold.name}={threshold.minimum:g}"

@@ -19,6 +19,7 @@ from qareport.clustered_statistics import (
     benjamini_hochberg,
     clustered_interval,
     clustered_paired_change,
+    holm,
     minimum_detectable_change,
 )
 from qareport.clusters import cluster_by_tag, row_cluster
@@ -125,10 +126,14 @@ def test_the_one_template_that_moved_is_beyond_noise_in_the_statistics_changes(c
     shifted = next(row for row in changes if row[0] == f"template {SHIFTED}")
     before = [value for value, cluster in zip(clustered_run["old"], clustered_run["clusters"]) if cluster == SHIFTED]
     assert shifted[2:4] == [10, 1] and shifted[6] == pytest.approx(-sum(before) / len(before))  # all went to 0
-    p_values = [row[8] for row in changes]
-    assert [row[9] for row in changes] == pytest.approx(list(benjamini_hochberg(p_values).q_values))
+    # each family adjusted on its own: the headline metrics (Holm), the templates (Benjamini-Hochberg)
+    headline = [row for row in changes if row[0] == "all test cases"]
+    templates = [row for row in changes if str(row[0]).startswith("template ")]
+    assert [row[9] for row in headline] == pytest.approx(list(holm([row[8] for row in headline]).q_values))
+    assert [row[9] for row in templates] == pytest.approx(
+        list(benjamini_hochberg([row[8] for row in templates]).q_values))
     notes = " ".join(str(row[0]) for row in rows if row[0])
-    assert "(Benjamini-Hochberg) over all" in notes and "beyond noise only when q ≤ 0.05" in notes
+    assert "Holm" in notes and "Benjamini-Hochberg" in notes and "beyond noise only when q ≤ 0.05" in notes
 
 
 def test_the_summary_states_the_smallest_change_the_run_can_detect(clustered_run):
@@ -138,10 +143,10 @@ def test_the_summary_states_the_smallest_change_the_run_can_detect(clustered_run
     expected = minimum_detectable_change(change.interval.standard_deviation, cases=80, clusters=8,
                                          design_effect=change.interval.design_effect).change
     notes = [str(row[0]) for row in _rows(clustered_run["workbook"]["Summary"]) if row[0]]
-    sentence = (f"steps score: with 80 cases in 8 clusters, a change smaller than {expected:.2f} "
-                "cannot be told from noise")
-    assert any(note.startswith(sentence) for note in notes), notes
-    assert any("design effect" in note and note.startswith("steps score:") for note in notes)  # clustering mattered
+    sentence = (f"steps score: with 80 cases in 8 clusters, a drop of {expected:.2f} would be flagged about 8 times "
+                "in 10; 4 times the clusters would halve it")
+    assert sentence in " ".join(notes), notes  # a note wraps over rows
+    assert (sentence + "; design effect") in " ".join(notes)  # clustering mattered
 
 
 def _row(case_id: str, tag: str, recall: float) -> dict:
@@ -159,8 +164,9 @@ def test_a_tag_that_moved_by_chance_among_many_is_not_beyond_noise_after_the_fal
     assert moved.p_value <= 0.05  # alone, six cases that all dropped would be "beyond noise"
     assert moved.q_value is not None and moved.q_value > 0.05 and moved.beyond_noise is False
     flags = comparison.flags
-    expected = benjamini_hochberg([item.p_value for item in flags if item.p_value is not None])
-    assert [item.q_value for item in flags] == pytest.approx(list(expected.q_values))
+    tagged = [item for item in flags if getattr(item, "by", None) == "tag"]  # one family: the tags
+    expected = benjamini_hochberg([item.p_value for item in tagged])
+    assert [item.q_value for item in tagged] == pytest.approx(list(expected.q_values))
     assert comparison.beyond_noise == 0 and comparison.tests == len(flags) > tags
 
 
@@ -243,7 +249,8 @@ def test_the_verdict_and_the_email_count_the_changes_beyond_noise_from_the_same_
     beyond = sum(row[10] == "beyond noise" for row in changes)
     assert beyond == 1
     summary = _rows(clustered_run["workbook"]["Summary"])
-    assert summary[2][0].endswith(", 1 change beyond noise")  # the verdict, row 3
+    verdict, _, why = summary[2][0].partition("; ")  # the verdict, row 3, then why cases and means differ
+    assert verdict.endswith(", 1 change beyond noise") and why.startswith("10 cases regressed in a single run")
     path = tmp_path / "report.xlsx"
     clustered_run["workbook"].save(path)
     digest = read_report(path).digest
@@ -273,8 +280,9 @@ def test_clusters_whose_means_are_all_equal_leave_the_smallest_detectable_change
 
 
 @pytest.mark.parametrize(("detectable", "exp"), [
-    (0.3, "a change smaller than 0.30 cannot be told from noise"),
-    (0.004, "a change smaller than 0.004 cannot be told from noise"),
+    (0.3, "a drop of 0.30 would be flagged about 8 times in 10; 4 times the clusters would halve it"),
+    (0.004, "a drop of 0.004 would be flagged about 8 times in 10; 4 times the clusters would halve it"),
+    (1.2, "even a drop from 1 to 0 would not be flagged 8 times in 10; 4 times the clusters would halve it"),
     (0.0, "the cases do not vary: any change can be told from noise"),
 ])
 def test_the_smallest_detectable_change_is_never_said_as_zero(detectable, exp):

@@ -154,9 +154,14 @@ def test_numpy_arrays_of_values_or_of_cases_by_attempts_give_the_same_figures_as
         clustered_interval([0.5, float("nan")])
 
 
-def test_one_cluster_gives_a_zero_width_interval_without_a_standard_error_and_no_case_gives_none():
+def test_cases_all_in_one_cluster_are_the_units_and_no_case_gives_none():
+    # nothing to resample between clusters: the interval and test are about that cluster's own cases,
+    # as for a tag or a template whose cases share one cluster (never a zero-width interval)
     got = clustered_interval([0.1, 0.5, 0.9], clusters=["t", "t", "t"])
-    assert (got.low, got.high, got.standard_error, got.design_effect) == (got.mean, got.mean, None, None)
+    assert got == clustered_interval([0.1, 0.5, 0.9]) and got.low < got.mean < got.high
+    change = clustered_paired_change([0.9] * 12, [0.7] * 10 + [0.9] * 2, clusters=["t"] * 12)
+    assert change == clustered_paired_change([0.9] * 12, [0.7] * 10 + [0.9] * 2)
+    assert change.p_value < 0.01 and change.clusters == 12
     assert clustered_interval([]) is None
     with pytest.raises(ValueError, match=r"one cluster .or None. per case"):
         clustered_interval([0.1, 0.2], clusters=["a"])
@@ -319,11 +324,16 @@ def test_a_uniform_drop_as_large_as_the_minimum_detectable_change_is_detected_ab
 # 4. the minimum detectable change
 
 
-def test_the_minimum_detectable_change_is_2_8_clustered_standard_errors():
+def test_the_minimum_detectable_change_is_t_quantiles_at_the_familys_level_times_the_clustered_standard_error():
+    from scipy.stats import t
+
     got = minimum_detectable_change(0.2, cases=100, clusters=25, design_effect=2.0)
     standard_error = 0.2 * math.sqrt(2.0 / 100)
     assert got.standard_error == pytest.approx(standard_error)
-    assert got.change == pytest.approx((1.959963984540054 + 0.8416212335729143) * standard_error)
+    # the decision's own: t with G - 1 degrees of freedom (the normal's 2.80 promised power few clusters lack)
+    assert got.change == pytest.approx((t.ppf(0.975, 24) + t.ppf(0.8, 24)) * standard_error, rel=1e-5)
+    holm_of_three = minimum_detectable_change(0.2, cases=100, clusters=25, design_effect=2.0, family=3)
+    assert holm_of_three.change == pytest.approx((t.ppf(1 - 0.05 / 6, 24) + t.ppf(0.8, 24)) * standard_error, rel=1e-5)
     planned = minimum_detectable_change(0.2, cases=100, clusters=25, design_effect=2.0, of="values")
     assert planned.change == pytest.approx(got.change * math.sqrt(2))
     assert minimum_detectable_change(0.2, cases=100, clusters=100).change < got.change

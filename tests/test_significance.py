@@ -47,9 +47,14 @@ def test_the_interval_is_the_same_on_every_run():
     assert clustered_interval(values) == clustered_interval(values)
 
 
-def test_one_case_or_equal_values_give_a_zero_width_interval_and_none_give_none():
-    assert clustered_interval([0.4]) == clustered_interval([0.4]) and clustered_interval([0.4]).low == 0.4
-    assert clustered_interval([0.5, 0.5, 0.5]).high == 0.5
+def test_one_case_or_equal_scores_give_the_wilson_interval_and_none_give_none():
+    # a score in [0, 1] seen once, or equal every time, does not pin the truth: Wilson at that many cases
+    assert clustered_interval([0.4]) == clustered_interval([0.4])
+    assert (clustered_interval([0.4]).low, clustered_interval([0.4]).high) == pytest.approx((0.0358, 0.9229), abs=1e-4)
+    assert (clustered_interval([1.0] * 20).low, clustered_interval([1.0] * 20).high) == pytest.approx((0.8389, 1.0),
+                                                                                                    abs=1e-4)
+    assert clustered_interval([0.5, 0.5, 0.5]).low < 0.5 < clustered_interval([0.5, 0.5, 0.5]).high
+    assert clustered_interval([2.5, 2.5]).low == clustered_interval([2.5, 2.5]).high == 2.5  # not a score
     assert clustered_interval([]) is None
 
 

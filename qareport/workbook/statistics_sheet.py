@@ -70,10 +70,12 @@ def write_changes(tables: TableWriter, report: Report) -> None:
         "Like for like: over the cases both runs evaluated whose test did not change (at least 2 per group). "
         "Intervals and tests resample and flip whole clusters (a Q&A question's template, a conversation case's "
         "declared cluster, else the case); in a group whose cases lie in one cluster (a template) the cases are "
-        "the units, so the question is whether that cluster changed. q: p adjusted (Benjamini-Hochberg) over "
-        f"all {comparison.tests} tests in this table; a change is beyond noise only when q ≤ 0.05, so that "
-        "among the changes called beyond noise at most 5 % are expected to be false alarms, however long the "
-        f"table. {comparison.beyond_noise} of {comparison.tests} are beyond noise.",
+        "the units, so the question is whether that cluster changed. q: p adjusted within its family: the "
+        "headline metrics (all test cases) by Holm, so that the chance of any false alarm among them is at most "
+        "5 % and no breakdown dilutes them; the tags, the templates and the dimensions each by "
+        "Benjamini-Hochberg, so that among the changes of a family called beyond noise at most 5 % are expected "
+        "to be false alarms, however long the table. A change is beyond noise only when q ≤ 0.05: "
+        f"{comparison.beyond_noise} of {comparison.tests} are.",
     )
     rows: list[tuple[Any, ...]] = []
     for delta in comparison.headline:

@@ -58,6 +58,16 @@ def _noise_words(delta: HeadlineDelta) -> str | None:
     return f"{delta.noise}, {which}{' ' if not shown.startswith('<') else ''}{shown}"
 
 
+def shown_interval(delta: HeadlineDelta) -> str:
+    """The change's 95 % interval to two decimals, never excluding the change shown beside it (the
+    difference of two rounded means may lie a rounding step outside a narrow interval)."""
+    assert delta.low is not None and delta.high is not None
+    low, high = delta.low, delta.high
+    if delta.shown_delta is not None:
+        low, high = min(low, delta.shown_delta), max(high, delta.shown_delta)
+    return f"{signed_bound(low)} – {signed_bound(high)}"
+
+
 def write_how_sure(block: Block, digest: Digest) -> None:
     """Against a baseline, the change of each headline metric with its clustered interval, p and q,
     and the cases and clusters it rests on; then, always, what the run can see: the minimum
@@ -73,7 +83,7 @@ def write_how_sure(block: Block, digest: Digest) -> None:
             _signed_style(block.cell(1, shown, number_format=styles.DELTA_FORMAT), shown,
                           strong=bool(delta.beyond_noise))
             if delta.low is not None and delta.high is not None:
-                block.cell(2, f"{signed_bound(delta.low)} – {signed_bound(delta.high)}")
+                block.cell(2, shown_interval(delta))
             assert delta.p_value is not None
             block.cell(3, _probability(delta.p_value))
             if delta.q_value is not None:
@@ -81,10 +91,10 @@ def write_how_sure(block: Block, digest: Digest) -> None:
             block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
             block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
             block.row += 1
-        block.note(f"change: like for like, its 95 % interval and p resampling and flipping whole clusters; q: p "
-                   f"adjusted (Benjamini-Hochberg) over the run's {digest.tests} tests of a change (headline metrics, "
-                   f"tags, templates, dimensions: see Statistics); beyond noise when q ≤ 0.05: "
-                   f"{digest.beyond_noise} of them.")
+        block.note(f"change: like for like, interval and p flipping whole clusters; q: p adjusted (Holm) over the "
+                   f"{len(tested)} headline metrics alone (tags, templates, dimensions: families of their own, see "
+                   f"Statistics); beyond noise when q ≤ 0.05: {digest.beyond_noise} of the run's {digest.tests} "
+                   "changes.")
     for item in digest.headline:
         if item.mean is None:
             continue
