@@ -200,7 +200,10 @@ def _make_judge(settings: Settings, on_warning: Callable[[str], None]) -> Judge 
     if settings.judge is None:
         return None
     from qareport.judge import Judge
+    from qareport.judge.models import retirement_note
 
+    if note := retirement_note(settings.judge.model, today=datetime.now(UTC).date()):
+        on_warning(note)
     return Judge(settings.judge, templates_dir=settings.run.templates, on_warning=on_warning)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-PRICES_CHECKED = "2026-11-21"
+PRICES_CHECKED = "2026-11-28"
 # Source: OpenAI's published API prices, standard tier (no Batch API, flex or cached-input
 # discounts), as copied by several price lists dated 2026.
 
@@ -31,6 +31,10 @@ class ModelPrice:
 
 DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
     {
+        "gpt-5.5": ModelPrice(5.00, 30.00),
+        "gpt-5.4": ModelPrice(2.50, 15.00),
+        "gpt-5.4-mini": ModelPrice(0.75, 4.50),
+        "gpt-5.4-nano": ModelPrice(0.20, 1.25),
         "gpt-4o-mini": ModelPrice(0.15, 0.60),
         "gpt-4o": ModelPrice(2.50, 10.00),
         "gpt-4.1": ModelPrice(2.00, 8.00),

@@ -19,10 +19,10 @@ from pydantic import Field, Strict
 
 from qareport.files import cache_home
 from qareport.ge6_config import CustomEvaluation
+from qareport.judge.models import DEFAULT_MODEL
 from qareport.judge.prices import PRICES_CHECKED, ModelPrice
 from qareport.setting_sources import Text
 
-DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
