@@ -261,7 +261,7 @@ def _run(
     strict = settings.run.strict
     semantics = settings.run.steps_semantics
     check_before_any_work(options, templates_dir=templates_dir)
-    for ignored in settings.ge6.ignored:
+    for ignored in (*settings.warnings, *settings.ge6.ignored):
         on_warning(ignored)
     run_kinds = kinds_for_run(settings.ge6.custom_evaluations)  # this run's, made once and passed down
 

@@ -216,7 +216,8 @@ def addresses(values: Any) -> tuple[str, ...]:
 class Settings(BaseModel):
     """A command's settings, resolved once. `judge` is None when the judge does not run, and
     `judge_off_reason` says why; `email` is None when nothing is emailed; `config_file` is the
-    file read, if any."""
+    file read, if any; `warnings` what the caller should tell the user (a configuration file in the
+    current folder that was not read because another user could have written it)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -226,6 +227,7 @@ class Settings(BaseModel):
     email: EmailSettings | None
     config_file: str | None
     ge6: Ge6Config = NO_CONFIG  # the graphrag-eval 6.x configuration file, when one was given
+    warnings: tuple[str, ...] = ()
 
 
 def resolve_settings(
@@ -245,7 +247,8 @@ def resolve_settings(
     resolves the email settings (only then can a wrong QAREPORT_SMTP_* variable stop a command).
     """
     environ = os.environ if environ is None else environ
-    config = read_config_file(find_config_file(config_path, cwd))
+    warnings: list[str] = []
+    config = read_config_file(find_config_file(config_path, cwd, on_warning=warnings.append))
     run = resolve_run_settings(run_options or {}, config)
     ge6 = read_ge6_config(run.config_ge6) if run.config_ge6 and with_judge else NO_CONFIG
     judge: JudgeSettings | None = None
@@ -265,4 +268,5 @@ def resolve_settings(
         email=resolve_email_settings(email_options or {}, config, environ) if with_email else None,
         config_file=config.path,
         ge6=ge6,
+        warnings=tuple(warnings),
     )
