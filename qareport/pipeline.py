@@ -26,7 +26,7 @@ from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import evaluate_suite, judged_evaluation, qa_results
-from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
+from qareport.exit_status import EMAIL_NOT_SENT, GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
@@ -110,16 +110,20 @@ class RunOutcome:
     notices: tuple[str, ...] = ()  # routine notes for the console ("LLM metrics skipped: ..."), not problems
     faults: tuple[StageFault, ...] = ()  # bugs in optional stages, which were left out
     judge_budget: str | None = None  # how the judge budget ended the judging, when it did
+    email_failure: str | None = None  # why the email asked for was not sent
 
     @property
     def exit_status(self) -> int:
         """INTERNAL_ERROR when an optional stage had a bug (it wins: the gates saw a part of the run),
-        else GATE_FAILED when a gate failed (an incomplete run fails one of its own), else JUDGE_FAILED
+        else GATE_FAILED when a gate failed (an incomplete run fails one of its own), else EMAIL_NOT_SENT
+        when the email could not be sent, else JUDGE_FAILED
         when judgments could not be obtained, else REPORT_WRITTEN."""
         if self.faults:
             return INTERNAL_ERROR
         if any(not verdict.passed for verdict in self.verdicts):
             return GATE_FAILED
+        if self.email_failure:
+            return EMAIL_NOT_SENT
         return JUDGE_FAILED if self.judge_failure else REPORT_WRITTEN
 
 
@@ -434,7 +438,7 @@ def _run(
             write_results_file(results_document(report), results_path)
 
         _optional_stage("writing the results file", f"{results_path} was not written", faults, write_results)
-    email_line = None
+    email_line = email_failure = None
     if options.email is not None and report.incomplete and not options.send_incomplete:
         email_line = f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
     elif options.email is not None and settings.email is not None:
@@ -446,12 +450,13 @@ def _run(
                                 digest=report.digest)
         try:
             email_line = _optional_stage("the email", "the email was not sent", faults, send)
-        except QAReportError as error:
-            raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
+        except QAReportError as error:  # the report stands: said at once, and in the exit status
+            email_failure = f"{options.output} was written, but the email was not sent: {error}"
+            on_warning(f"{email_failure} (exit status {EMAIL_NOT_SENT})")
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
                       _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
-                      faults=tuple(faults), judge_budget=judge_budget)
+                      faults=tuple(faults), judge_budget=judge_budget, email_failure=email_failure)
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:

@@ -63,8 +63,10 @@ EMAIL_ENVIRONMENT = {
     "from": "QAREPORT_SMTP_FROM",
     "security": "QAREPORT_SMTP_SECURITY",
     "timeout": "QAREPORT_SMTP_TIMEOUT",
+    "max_size": "QAREPORT_SMTP_MAX_SIZE",
 }
-EMAIL_CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject")
+EMAIL_CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject",
+                     "max_size")
 Security = Literal["starttls", "ssl", "none"]
 SECURITIES: tuple[str, ...] = get_args(Security)
 DEFAULT_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
@@ -150,11 +152,13 @@ class EmailSettings(BaseModel):
     user: str | None = None
     password: str | None = Field(default=None, repr=False)
     timeout: Annotated[float, Field(ge=0.001)] = 30.0  # seconds
+    # the largest message sent, in MB (10**6 bytes); a larger one goes without the workbook, saying so
+    max_size: Annotated[float, Field(ge=0.01)] = 10.0
 
 
 def resolve_email_settings(options: Mapping[str, Any], config: ConfigFile,
                            environ: Mapping[str, str]) -> EmailSettings:
-    """Options: to, cc, subject, from, host, port, security, user, timeout (None: not given)."""
+    """Options: to, cc, subject, from, host, port, security, user, timeout, max_size (None: not given)."""
     section = config.section("email")
     unknown = sorted(set(section) - set(EMAIL_CONFIG_KEYS))
     if unknown:
@@ -197,6 +201,7 @@ def resolve_email_settings(options: Mapping[str, Any], config: ConfigFile,
         user=text("user"),
         password=text("password"),
         timeout=src.setting(EmailSettings, "timeout", error=error),
+        max_size=src.setting(EmailSettings, "max_size", error=error),
     )
 
 
