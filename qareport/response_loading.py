@@ -19,6 +19,7 @@ from qareport.input_shapes import keys_as_written as _keys_as_written
 from qareport.input_shapes import plain
 from qareport.input_shapes import written as _written
 from qareport.json_input import UNREADABLE, StreamedJson, id_lines, parse_json, stream_json, stream_json_lines
+from qareport.lone_surrogates import may_hold_surrogates, replace_lone_surrogates
 from qareport.records import USAGE_FIELDS, InputSummary, Location, Response, TurnOutput
 from qareport.yaml_values import LineDict, line_of
 
@@ -312,7 +313,15 @@ def load_responses(
         count = 0
         digest = InputDigest()
         for file in files:
+            halves = may_hold_surrogates(file)
             for record, key_id, line in _raw_response_records(file, problems, digest):
+                if halves:
+                    record, replaced = replace_lone_surrogates(record)
+                    if replaced:
+                        problems.add(str(file), line, f"{replaced} lone surrogate(s) (an escape such as \\ud800 that "
+                                     "is half of a character) replaced by U+FFFD; write the whole character or "
+                                     "both halves of its pair",
+                                     key_id or (_record_id(record) if isinstance(record, dict) else None))
                 disagreement = _key_disagreement(record, key_id)
                 if disagreement is not None:
                     problems.add(str(file), line, disagreement, key_id)
