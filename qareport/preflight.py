@@ -8,7 +8,8 @@ raises `UsageError` (exit status 2 on the command line).
 What is checked:
 
 - every path named as test cases, responses, baseline or history exists (a folder may be empty:
-  that is an input problem, reported with the rest);
+  that is an input problem, reported with the rest), and is a file or a folder, not a device or a
+  socket (`/dev/zero` would be read for ever);
 - the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; the name
   and the path are not longer than the file system takes (the temporary file written first gets a
   name that fits whenever the final one does); their folders exist and can be written; neither is
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from qareport.errors import UsageError
 from qareport.files import TEMPORARY_PREFIX, name_too_long
+from qareport.input_files import special_file
 
 WORKBOOK_SUFFIX = ".xlsx"
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
@@ -44,6 +46,9 @@ def check_inputs_exist(option: str, paths: Iterable[str | Path]) -> None:
             raise UsageError(f"{option} {path}: no such file or folder; check the path")
         if not os.path.exists(path):
             raise UsageError(f"{option} {path}: a link to something that does not exist; check the path")
+        special = special_file(path)
+        if special is not None and "(FIFO)" not in special:  # a named pipe is an input problem, named with the rest
+            raise UsageError(f"{option} {path}: {special}, not a file or a folder; give a file or a folder of files")
 
 
 def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inputs: Iterable[str | Path]) -> None:
