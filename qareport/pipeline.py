@@ -265,6 +265,8 @@ def _run(
     strict = settings.run.strict
     semantics = settings.run.steps_semantics
     check_before_any_work(options, templates_dir=templates_dir)
+    if (open_note := preflight.open_elsewhere(options.output)) is not None:
+        on_warning(open_note)
     for ignored in (*settings.warnings, *settings.ge6.ignored):
         on_warning(ignored)
     run_kinds = kinds_for_run(settings.ge6.custom_evaluations)  # this run's, made once and passed down

@@ -73,6 +73,37 @@ def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inpu
                              "them; name another file")
 
 
+def open_elsewhere(path: str | Path) -> str | None:
+    """A warning when an office program has the workbook open: LibreOffice's lock file
+    (`.~lock.NAME.xlsx#`) or Excel's owner file (`~$NAME.xlsx`) beside it. The new workbook still
+    replaces the file (a report is never left unwritten), but the program keeps showing the old one,
+    and saving there would write the old report, with the reviews typed since, over the new one."""
+    target = Path(path)
+    locks = ((target.with_name(f".~lock.{target.name}#"), "LibreOffice"),
+             (target.with_name(f"~${target.name}"), "Excel"))
+    for lock, program in locks:
+        try:
+            text = lock.read_text(encoding="utf-8", errors="replace") if lock.is_file() else None
+        except OSError:  # there but not readable: still a sign that the file is open
+            text = ""
+        if text is None:
+            continue
+        user = _lock_owner(text) if program == "LibreOffice" else None
+        who = f"by {user}" if user else "by someone"
+        return (f"{target} is open in {program} {who} ({lock.name} is beside it): it is replaced all the same, "
+                f"but {program} keeps showing the old report, and saving there would write the old report (and any "
+                "reviews typed since) over the new one; close it without saving and open the new one, and move "
+                "reviews typed in the old one across")
+    return None
+
+
+def _lock_owner(text: str) -> str | None:
+    """The user a LibreOffice lock file names (`,Jane Doe,host,28.11.2026 09:12,...;`), if any."""
+    fields = text.split(",")
+    owner = fields[1].strip() if len(fields) > 1 else ""
+    return owner[:80] or None
+
+
 def _shortened(text: str, keep: int = 120) -> str:
     """A long path in a message: its start and its end."""
     return text if len(text) <= 2 * keep else f"{text[:keep]}...{text[-keep:]}"
