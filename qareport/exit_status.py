@@ -10,7 +10,9 @@
                         they cover are marked not judged / not evaluated. Replies that came but could
                         not be used are per-case failures, not this. Also when the judge budget
                         (--judge-budget) ended the judging: the report was written but not all
-                        judgments were made. A failed gate's 1 comes first.
+                        judgments were made. Also when a judge asked for by an option
+                        (--judge-model, ...) could not run at all (no API key). A failed gate's 1
+                        comes first.
     5  JUDGE_BATCHES_PENDING  judge batches were submitted (--judge-batch) and are still running: nothing
                         written; the same command run again collects them (--judge-batch-wait 0, or
                         a wait that ran out)

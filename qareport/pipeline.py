@@ -374,6 +374,7 @@ def _run(
             baseline_warnings = (rules,)  # what the Summary and the email say beside the comparison
     not_evaluated = {}
     notices: list[str] = []
+    unavailable = settings.judge_unavailable if skipped_reason and _has_answers(evaluation.results) else None
     if skipped_reason and _has_answers(evaluation.results):
         not_evaluated[LLM_METRICS] = skipped_reason
         notices.append(f"LLM metrics skipped: {skipped_reason}")
@@ -457,7 +458,7 @@ def _run(
             on_warning(f"{email_failure} (exit status {EMAIL_NOT_SENT})")
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
-                      _judge_line(report), verdicts, judge_failure=judge_failure, notices=tuple(notices),
+                      _judge_line(report), verdicts, judge_failure=judge_failure or unavailable, notices=tuple(notices),
                       faults=tuple(faults), judge_budget=judge_budget, email_failure=email_failure)
 
 

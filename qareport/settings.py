@@ -46,7 +46,7 @@ from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
 from qareport.kinds import PassRules
 from qareport.preflight import header_text_problem
 from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
-from qareport.setting_sources import Expected, Found, Layers, Text, check, setting
+from qareport.setting_sources import COMMAND_LINE_OPTIONS, Expected, Found, Layers, Text, check, setting
 
 __all__ = [  # the configuration file's and the judge's parts, as this module named them before they moved
     "JUDGE_ENVIRONMENT", "ConfigFile", "EmailSettings", "RunSettings", "Settings", "addresses", "find_config_file",
@@ -54,6 +54,10 @@ __all__ = [  # the configuration file's and the judge's parts, as this module na
     "resolve_run_settings", "resolve_settings",
 ]
 
+ASKING_FOR_THE_JUDGE = ("model", "embedding_model", "base_url", "batch", "repeats")
+"""Judge options that ask for judging (which model, where, in batches, how many times): one given
+while the judge cannot run (no API key) makes that a failure of the run (`Settings.judge_unavailable`),
+not a note. Options that only tune a judge (concurrency, timeout, retries, cache, budget) do not."""
 INDICATOR_SELECTION_KEYS = ("acceptable_extras",)  # the keys of the configuration's indicator_selection section
 EMAIL_ENVIRONMENT = {
     "host": "QAREPORT_SMTP_HOST",
@@ -233,6 +237,7 @@ class Settings(BaseModel):
     config_file: str | None
     ge6: Ge6Config = NO_CONFIG  # the graphrag-eval 6.x configuration file, when one was given
     warnings: tuple[str, ...] = ()
+    judge_unavailable: str | None = None  # a judge asked for by an option that cannot run: why (a failure)
 
 
 def resolve_settings(
@@ -266,10 +271,16 @@ def resolve_settings(
         if judge is not None and run.steps_semantics == 6:  # 6.x judges the retrieval contexts too
             judge = replace(judge, steps_semantics=6,
                             metrics=(*judge.metrics, *(m for m in CONTEXT_METRICS if m not in judge.metrics)))
+    asked = [COMMAND_LINE_OPTIONS["judge"].get(name, name) for name, value in (judge_options or {}).items()
+             if value is not None and name in ASKING_FOR_THE_JUDGE]
+    unavailable = None
+    if with_judge and judge is None and reason and asked and (judge_options or {}).get("enabled") is not False:
+        unavailable = f"the judge was asked for ({', '.join(asked)}) but cannot run: {reason.rstrip('.')}"
     return Settings(
         run=run,
         judge=judge,
         judge_off_reason=reason,
+        judge_unavailable=unavailable,
         email=resolve_email_settings(email_options or {}, config, environ) if with_email else None,
         config_file=config.path,
         ge6=ge6,
