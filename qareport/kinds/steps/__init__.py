@@ -209,7 +209,9 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
             rows.append((aspect, "missed", None, verdict.name, None, 0.0,
                          verdict.reason or "no successful call matched"))
         view = _sparql_view(groups, verdict, actual) if verdict.scored else None
-        for what, text in view.lines() if view is not None else ():  # the queries and rows, to review
+        if view is None:
+            continue
+        for what, text in view.lines():  # the queries and rows, to review
             call = view.actual_id if what in ("actual query", "rows returned") else None
             rows.append((f"{aspect} (SPARQL)", what, call, verdict.name, None, None, text))
     matched = {str(verdict.actual_id) for verdict in shown if verdict.actual_id}

@@ -74,7 +74,8 @@ def _paired_call(reference: Mapping[str, Any], actual_steps: Sequence[Mapping[st
                 return step
     same_name = [step for step in actual_steps if step.get("name") == reference.get("name")]
     succeeded = [step for step in same_name if step.get("status") == "success"]
-    return (succeeded or same_name or [None])[-1]
+    candidates = succeeded or same_name
+    return candidates[-1] if candidates else None
 
 
 def step_query(step: Mapping[str, Any]) -> str | None:
