@@ -47,6 +47,7 @@ from qareport.clustered_statistics import (
 )
 from qareport.clusters import count_clusters, row_cluster
 from qareport.headline import DEFAULT_TOLERANCE, Headline, detectable_change, headline_metrics
+from qareport.id_text import natural_key
 from qareport.means import score as _number  # a score that can be averaged (`means.score`)
 from qareport.records import RunSnapshot, Unloaded
 from qareport.significance import ALPHA
@@ -322,7 +323,7 @@ def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, Ca
                       minimum_cases: int = 2, kind_set: kinds.RunKinds | None = None) -> tuple[BreakdownChange, ...]:
     """The like-for-like change of each headline metric per tag (conversation cases) and per template
     (Q&A questions), and of precision and recall per dimension, each over at least `minimum_cases`
-    shared cases; sorted by tag, template and dimension name."""
+    shared cases; sorted by tag, template (in natural order: db25-2 before db25-10) and dimension name."""
     Pair = tuple[CaseRow, CaseRow]
     groups: dict[tuple[BreakdownBy, str], list[Pair]] = {}
     dimensions: dict[str, list[Pair]] = {}
@@ -333,7 +334,7 @@ def breakdown_changes(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, Ca
         for name in new.dimensions:
             dimensions.setdefault(name, []).append((old, new))
     found: list[BreakdownChange] = []
-    for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", item[0][1])):
+    for (by, group), pairs in sorted(groups.items(), key=lambda item: (item[0][0] != "tag", natural_key(item[0][1]))):
         for metric in (kind_set if kind_set is not None else kinds.catalogue()).headline_metric_keys():
             found += _breakdown(by, group, metric, *_values(pairs, _value_of(metric)), minimum_cases)
     for dimension, pairs in sorted(dimensions.items()):

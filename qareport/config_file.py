@@ -2,12 +2,19 @@
 of `./pyproject.toml`; its qareport mapping read, its top-level keys and their types checked, and
 where each key is (the line of a YAML file's top-level key) for messages. What the values mean is
 `qareport.settings`'s to say.
+
+A file found in the current folder is trusted as the caches are (`files.open_trusted_folder`): one
+that another user owns or may write to, or that lies in a folder another user may write to, is
+ignored with a warning. Such a file could send the judge's API key to a server of that user's
+choosing (`judge.base_url`), and a run in a shared folder (/tmp) must not read it. A file named with
+`--config` is the user's explicit choice and read as it is.
 """
 
 from __future__ import annotations
 
+import logging
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -16,6 +23,7 @@ from typing import Any
 import yaml
 
 from qareport.errors import SettingsError
+from qareport.files import UntrustedCacheError, open_trusted_folder
 
 DEFAULT_CONFIG_NAME = "qareport.yaml"
 PYPROJECT_NAME = "pyproject.toml"
@@ -54,22 +62,52 @@ class ConfigFile:
         return f"{place}:{line}" if line else place
 
 
-def find_config_file(config_path: str | None, cwd: str | Path | None = None) -> Path | None:
+def find_config_file(config_path: str | None, cwd: str | Path | None = None, *,
+                     on_warning: Callable[[str], None] | None = None) -> Path | None:
     """`--config FILE` (which must exist), else `qareport.yaml`, else a `pyproject.toml` with a
-    `[tool.qareport]` table, in `cwd` (default: the current directory)."""
+    `[tool.qareport]` table, in `cwd` (default: the current directory). A file there that another
+    user could have written is skipped, and `on_warning` (default: the "qareport" logger) told why."""
     if config_path:
         path = Path(config_path)
         if not path.is_file():
             raise SettingsError(f"{config_path}: no such configuration file; check --config")
         return path
+    warn = on_warning or _log_warning
     folder = Path(cwd) if cwd is not None else Path.cwd()
     candidate = folder / DEFAULT_CONFIG_NAME
-    if candidate.is_file():
+    if candidate.is_file() and _trusted(candidate, warn):
         return candidate
     pyproject = folder / PYPROJECT_NAME
-    if pyproject.is_file() and "qareport" in _read_pyproject(pyproject).get("tool", {}):
+    if pyproject.is_file() and _trusted(pyproject, warn) and "qareport" in _read_pyproject(pyproject).get("tool", {}):
         return pyproject
     return None
+
+
+def untrusted_reason(path: Path) -> str | None:
+    """Why another user could have written `path` (it or a folder above it is theirs, or they may
+    write to it), or None when only this user or root can have."""
+    try:
+        with open_trusted_folder(path.parent) as folder:
+            folder.check_file(path.name)
+    except UntrustedCacheError as error:
+        return str(error)
+    except OSError:  # a folder that cannot be walked: reading the file will say what is wrong
+        return None
+    return None
+
+
+def _trusted(path: Path, on_warning: Callable[[str], None]) -> bool:
+    why = untrusted_reason(path)
+    if why is None:
+        return True
+    on_warning(f"{path}: configuration not read, because another user could have written it ({why}); "
+               "its settings (the judge's address among them) are ignored. Keep it in a folder only you can "
+               "write, owned by you and not writable by others, or name it with --config if you trust it")
+    return False
+
+
+def _log_warning(message: str) -> None:
+    logging.getLogger("qareport").warning("%s", message)
 
 
 def read_config_file(path: Path | None) -> ConfigFile:

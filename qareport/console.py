@@ -9,13 +9,20 @@ it cannot show as escapes (`\\u00e9`): `safe_streams()` makes printing never fai
 
 Progress goes to stderr and only when stderr is a terminal: a CI log or a cron mail gets the
 problems and the closing lines, never a hundred carriage returns.
+
+A reader that goes away (`qareport run ... 2>&1 | head`) must not cost the report: once a write to
+stdout or stderr finds the pipe closed, that stream writes to the null device from then on
+(`safe_streams`), and the run goes on to write the workbook and exit as it would have.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from qareport.progress import ProgressEvent
 from qareport.redaction import scrub_registered
@@ -32,15 +39,71 @@ def visible(text: object) -> str:
 
 def safe_streams(*streams: object) -> None:
     """Make each text stream write what its encoding cannot hold as a backslash escape, rather
-    than raise UnicodeEncodeError (a non-ASCII case id on an ASCII terminal)."""
+    than raise UnicodeEncodeError (a non-ASCII case id on an ASCII terminal). `sys.stdout` and
+    `sys.stderr` among them are also replaced by a `ClosedPipeSafe` of themselves."""
     for stream in streams:
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is None:
-            continue
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot change: left as it is
+                pass
+    if any(stream is sys.stdout for stream in streams) and not isinstance(sys.stdout, ClosedPipeSafe):
+        sys.stdout = ClosedPipeSafe(sys.stdout)
+    if any(stream is sys.stderr for stream in streams) and not isinstance(sys.stderr, ClosedPipeSafe):
+        sys.stderr = ClosedPipeSafe(sys.stderr)
+
+
+class ClosedPipeSafe(io.TextIOBase):
+    """A text stream whose reader may go away: the first write or flush that finds the pipe closed
+    points the stream's file descriptor at the null device (so the interpreter's own last flush
+    succeeds too), and everything after is dropped without an error."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def isatty(self) -> bool:
+        return not self.gone and self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.stream.encoding
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def _drop(self) -> None:
+        self.gone = True
         try:
-            reconfigure(errors="backslashreplace")
-        except (ValueError, OSError):  # a stream that cannot change: left as it is
+            null = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            os.dup2(null, self.stream.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):  # a stream without a descriptor: dropping is enough
             pass
+        finally:
+            os.close(null)
 
 
 class ProgressBar:

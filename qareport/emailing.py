@@ -13,18 +13,31 @@ _PASSWORD, _FROM, _SECURITY, _TIMEOUT), the `email:` mapping of the configuratio
 defaults (STARTTLS on port 587; port 465 means SSL). The password is never an option (command
 lines end up in shell histories and process lists), never printed, never written to a report or
 a log.
+
+The message is sent unattended, so it is marked as such (`Auto-Submitted: auto-generated`, RFC 3834,
+and Exchange's `X-Auto-Response-Suppress`): out-of-office replies do not answer it. A message larger
+than `EmailSettings.max_size` (many servers refuse one over 10 MB, and the workbook grows with the
+suite) goes without the workbook, with a note in its body saying so. A transient refusal (a 4xx
+reply, a connection reset or dropped) is tried again after a pause (`RETRY_WAITS`); a permanent one
+(5xx, a login refused) is not. The connection is closed without waiting for the server's goodbye
+when sending fails or the run is stopped, so a server that hangs never holds a stop (SIGTERM) up.
 """
 
 from __future__ import annotations
 
+import re
 import smtplib
 import ssl
+import time
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Any, Literal
+
+from markupsafe import escape
 
 from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
 from qareport.errors import EmailError
@@ -39,6 +52,10 @@ XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.she
 HTML_TEMPLATE = "email.html"
 TEXT_TEMPLATE = "email.txt"
 Security = Literal["starttls", "ssl", "none"]
+RETRY_WAITS = (2.0, 8.0)
+"""Seconds before each new try of a transient SMTP failure: three tries in all."""
+MEGABYTE = 1_000_000
+DEFAULT_ATTACHMENT_NAME = "report.xlsx"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +141,26 @@ def read_digest(report_path: str | Path, *, on_problem: Callable[[Problem], None
                         alerts=alerts, judged=(), incomplete=bool(metadata.get("alert.incomplete")))
 
 
+def attachment_name(report_path: str | Path) -> str:
+    """The name the workbook is attached under: the report's base name, also when the path is a
+    Windows one (backslashes, which are ordinary characters in a POSIX name), with each control or
+    line-separating character (which would end a header line) replaced by "_"."""
+    name = re.split(r"[\\/]", str(report_path))[-1]
+    safe = "".join("_" if unicodedata.category(char) in ("Cc", "Zl", "Zp") else char for char in name).strip()
+    return safe or DEFAULT_ATTACHMENT_NAME
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / MEGABYTE:,.1f} MB"
+
+
 def _two(value: float | None) -> str | None:
     return f"{value:.2f}" if isinstance(value, (int, float)) else None
 
 
-def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
+def email_context(digest: Digest, *, file_name: str, attachment_note: str | None = None) -> dict[str, Any]:
     """What the email templates get: the digest with its numbers already in words, so a template
-    only places them."""
+    only places them. `attachment_note` says why the workbook is not attached, when it is not."""
     metrics = []
     for item in digest.headline:
         delta = digest.delta(item.metric)
@@ -152,6 +182,7 @@ def email_context(digest: Digest, *, file_name: str) -> dict[str, Any]:
     baseline = digest.baseline
     return {
         "file_name": file_name,
+        "attachment_note": attachment_note,
         # the subject adds the alerts in a few words; the body says them once, in full
         "verdict": digest.headline_verdict,
         "created": _display_time(digest.created),
@@ -217,6 +248,14 @@ def subject_for(digest: Digest) -> str:
     return with_date if len(with_date) <= SUBJECT_CHARS + 2 else digest.verdict
 
 
+@dataclass(frozen=True, slots=True)
+class ComposedEmail:
+    """A message ready to send, and why the workbook is not attached to it (None: it is)."""
+
+    message: EmailMessage
+    left_out: str | None = None
+
+
 def build_message(
     report_path: str | Path,
     *,
@@ -227,14 +266,45 @@ def build_message(
     templates_dir: str | None = None,
     digest: Digest | None = None,
     on_problem: Callable[[Problem], None] | None = None,
-) -> EmailMessage:
+    max_size: float | None = None,
+) -> ComposedEmail:
     """The email for a report: subject, HTML body, plain-text alternative, the workbook attached.
-    `digest`: the run's, when the caller has it; else it is read from the workbook."""
+    `digest`: the run's, when the caller has it; else it is read from the workbook. `max_size` (MB):
+    a message larger with the workbook goes without it, and its body says so."""
     path = Path(report_path)
     digest = digest if digest is not None else read_digest(path, on_problem=on_problem)
-    context = email_context(digest, file_name=path.name)
+    name = attachment_name(path)
+    try:
+        attachment = path.read_bytes()
+    except OSError as error:
+        raise EmailError(f"{path}: cannot read the report to attach: {error.strerror or error}") from error
+    message = _message(digest, name, to=to, cc=cc, sender=sender, subject=subject, templates_dir=templates_dir)
+    message.add_attachment(attachment, maintype=XLSX_TYPE[0], subtype=XLSX_TYPE[1], filename=name)
+    size = len(message.as_bytes())
+    if max_size is None or size <= max_size * MEGABYTE:
+        return ComposedEmail(message)
+    limit = f"{max_size:g} MB"
+    note = (f"The workbook {name} ({_megabytes(len(attachment))}) is not attached: the email would have been "
+            f"{_megabytes(size)}, more than the {limit} it may be. Ask whoever runs the QA report for the file.")
+    message = _message(digest, name, to=to, cc=cc, sender=sender, subject=subject, templates_dir=templates_dir,
+                       note=note)
+    return ComposedEmail(message, f"{name} not attached: the message would have been {_megabytes(size)}, above "
+                                  f"the limit of {limit} (email.max_size, QAREPORT_SMTP_MAX_SIZE)")
+
+
+def _message(digest: Digest, name: str, *, to: Sequence[str], cc: Sequence[str], sender: str | None,
+             subject: str | None, templates_dir: str | None, note: str | None = None) -> EmailMessage:
+    """The message without its attachment; `note` (why there is none) is in both bodies, at their
+    end when a template override does not place it."""
+    context = email_context(digest, file_name=name, attachment_note=note)
     html = render_email_template(HTML_TEMPLATE, context, templates_dir)
     text = render_email_template(TEXT_TEMPLATE, context, templates_dir)
+    if note is not None and note not in text:
+        text = f"{text.rstrip()}\n\n{note}\n"
+    if note is not None and escape(note) not in html:
+        closing = html.lower().rfind("</body>")
+        at = closing if closing >= 0 else len(html)
+        html = f"{html[:at]}<p>{escape(note)}</p>{html[at:]}"
 
     message = EmailMessage()
     message["Subject"] = subject or subject_for(digest)
@@ -245,28 +315,37 @@ def build_message(
         message["Cc"] = ", ".join(cc)
     message["Date"] = formatdate(usegmt=True)
     message["Message-ID"] = make_msgid(domain=(sender or "").rpartition("@")[2] or "qareport.invalid")
+    message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no out-of-office reply to a report
+    message["X-Auto-Response-Suppress"] = "All"  # the same for Exchange, which does not read the former
     message.set_content(text.strip() + "\n")
     message.add_alternative(html, subtype="html")
-    try:
-        attachment = path.read_bytes()
-    except OSError as error:
-        raise EmailError(f"{path}: cannot read the report to attach: {error.strerror or error}") from error
-    message.add_attachment(attachment, maintype=XLSX_TYPE[0], subtype=XLSX_TYPE[1], filename=path.name)
     return message
 
 
 # --- sending -------------------------------------------------------------------------------------
 
 
-def send_message(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str]) -> None:
+class _TransientSmtpError(EmailError):
+    """A refusal worth trying again: a 4xx reply, a connection reset or dropped."""
+
+
+def send_message(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str], *,
+                 waits: Sequence[float] | None = None) -> None:
     """Hand the message to the SMTP server; EmailError (one line, no password) when that fails.
-    A server may quote the credentials in its refusal: the password is scrubbed from the message,
-    in clear and in its base64 forms (`qareport.redaction`)."""
-    try:
-        _send(message, settings, recipients)
-    except EmailError as error:
-        forms = secret_forms(settings.password or "", user=settings.user)
-        raise EmailError(scrub(str(error), forms)) from None
+    A transient failure is tried again after each of `waits` seconds (default `RETRY_WAITS`). A server may quote the
+    credentials in its refusal: the password is scrubbed from the message, in clear and in its
+    base64 forms (`qareport.redaction`)."""
+    forms = secret_forms(settings.password or "", user=settings.user)
+    for tried, wait in enumerate((*(RETRY_WAITS if waits is None else waits), None), start=1):
+        try:
+            _send(message, settings, recipients)
+            return
+        except _TransientSmtpError as error:
+            if wait is None:
+                raise EmailError(scrub(f"{error} (tried {tried} times)", forms)) from None
+            time.sleep(wait)
+        except EmailError as error:
+            raise EmailError(scrub(str(error), forms)) from None
 
 
 def _send(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str]) -> None:
@@ -277,23 +356,31 @@ def _send(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[st
                                                     context=ssl.create_default_context())
         else:
             client = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
-        with client:
-            if settings.security == "starttls":
-                client.starttls(context=ssl.create_default_context())
-            if settings.user:
-                try:
-                    client.login(settings.user, settings.password or "")
-                except UnicodeEncodeError:  # smtplib sends the login as ASCII
-                    raise EmailError(f"{where}: the SMTP user or password holds a character that is not ASCII, "
-                                     "which smtplib cannot send; use an ASCII password (or an app password)") from None
-            refused = client.send_message(message, to_addrs=list(recipients))
+        try:
+            refused = _deliver(client, message, settings, recipients, where)
+        except BaseException:  # closed at once: a goodbye (QUIT) to a hanging server would hold a stop up
+            client.close()
+            raise
+        try:
+            client.quit()
+        except (smtplib.SMTPException, OSError):  # the message was accepted; the goodbye does not matter
+            client.close()
     except smtplib.SMTPAuthenticationError as error:
+        if _temporary(error):
+            raise _TransientSmtpError(f"{where} could not check the login now: {_reply(error)}") from None
         raise EmailError(f"{where} refused the login of {settings.user!r}: {_reply(error)}") from None
     except smtplib.SMTPRecipientsRefused as error:
+        replies = [reply for reply in error.recipients.values() if isinstance(reply, tuple)]
+        if replies and all(400 <= reply[0] < 500 for reply in replies):
+            raise _TransientSmtpError(f"{where} deferred every recipient: {', '.join(error.recipients)}") from None
         raise EmailError(f"{where} refused every recipient: {', '.join(error.recipients)}") from None
     except smtplib.SMTPNotSupportedError as error:
         raise EmailError(f"{where} does not support {error} (try --smtp-security ssl or none)") from None
+    except smtplib.SMTPServerDisconnected as error:
+        raise _TransientSmtpError(f"{where} closed the connection ({error or 'without a word'})") from None
     except smtplib.SMTPException as error:
+        if _temporary(error):
+            raise _TransientSmtpError(f"{where} did not accept the message for now: {_reply(error)}") from None
         raise EmailError(f"{where} did not accept the message: {_reply(error)}") from None
     except ssl.SSLError as error:
         raise EmailError(f"{where}: TLS failed ({error.reason or error}); "
@@ -301,6 +388,8 @@ def _send(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[st
     except TimeoutError:
         raise EmailError(f"{where} did not answer within {settings.timeout:g} s; "
                          "check --smtp-host and --smtp-port") from None
+    except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as error:
+        raise _TransientSmtpError(f"{where} dropped the connection ({error.strerror or error})") from None
     except OSError as error:
         raise EmailError(
             f"cannot reach {where} ({error.strerror or error}); check --smtp-host and --smtp-port, "
@@ -308,6 +397,26 @@ def _send(message: EmailMessage, settings: SmtpSettings, recipients: Sequence[st
         ) from None
     if refused:
         raise EmailError(f"{where} refused some recipients: {', '.join(sorted(refused))}")
+
+
+def _deliver(client: smtplib.SMTP, message: EmailMessage, settings: SmtpSettings, recipients: Sequence[str],
+             where: str) -> dict[str, tuple[int, bytes]]:
+    """Greet, secure, log in and send on an open connection; the recipients refused (some only)."""
+    if settings.security == "starttls":
+        client.starttls(context=ssl.create_default_context())
+    if settings.user:
+        try:
+            client.login(settings.user, settings.password or "")
+        except UnicodeEncodeError:  # smtplib sends the login as ASCII
+            raise EmailError(f"{where}: the SMTP user or password holds a character that is not ASCII, "
+                             "which smtplib cannot send; use an ASCII password (or an app password)") from None
+    return client.send_message(message, to_addrs=list(recipients))
+
+
+def _temporary(error: smtplib.SMTPException) -> bool:
+    """A 4xx reply: the server asks to be tried again later (RFC 5321, 4.2.1)."""
+    code = getattr(error, "smtp_code", None)
+    return isinstance(code, int) and 400 <= code < 500
 
 
 def _reply(error: smtplib.SMTPException) -> str:
@@ -365,12 +474,15 @@ def email_report(
     `digest` is the run's when the caller has it (else read from the workbook). Returns one line
     saying what was done."""
     to, cc, smtp = check_email_request(request, settings)
-    message = build_message(report_path, to=to, cc=cc, sender=sender_of(settings, smtp),
-                            subject=settings.subject, templates_dir=templates_dir, digest=digest,
-                            on_problem=on_problem)
+    composed = build_message(report_path, to=to, cc=cc, sender=sender_of(settings, smtp),
+                             subject=settings.subject, templates_dir=templates_dir, digest=digest,
+                             on_problem=on_problem, max_size=settings.max_size)
+    name = attachment_name(report_path)
     if request.eml_path:
-        write_eml(message, request.eml_path)
-        return f"{request.eml_path}: the email with {Path(report_path).name} attached"
+        write_eml(composed.message, request.eml_path)
+        left_out = f" without the workbook: {composed.left_out}" if composed.left_out else f" with {name} attached"
+        return f"{request.eml_path}: the email{left_out}"
     assert smtp is not None
-    send_message(message, smtp, [*to, *cc])
-    return f"emailed {Path(report_path).name} to {', '.join([*to, *cc])} through {smtp}"
+    send_message(composed.message, smtp, [*to, *cc])
+    sent = f"emailed {name} to {', '.join([*to, *cc])} through {smtp}"
+    return sent if composed.left_out is None else f"{sent}, without the workbook: {composed.left_out}"

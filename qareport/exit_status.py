@@ -10,10 +10,16 @@
                         they cover are marked not judged / not evaluated. Replies that came but could
                         not be used are per-case failures, not this. Also when the judge budget
                         (--judge-budget) ended the judging: the report was written but not all
-                        judgments were made. A failed gate's 1 comes first.
+                        judgments were made. Also when a judge asked for by an option
+                        (--judge-model, ...) could not run at all (no API key). A failed gate's 1
+                        comes first.
     5  JUDGE_BATCHES_PENDING  judge batches were submitted (--judge-batch) and are still running: nothing
                         written; the same command run again collects them (--judge-batch-wait 0, or
                         a wait that ran out)
+    6  EMAIL_NOT_SENT   the report was written (and the results file, when asked for), but the email
+                        (--email-to) could not be sent, after retries of transient failures: the
+                        workbook is at its path for whoever sends it. A failed gate's 1 and a bug's 3
+                        come first; it comes before the judge's 4 (the report says that one)
   130  INTERRUPTED      SIGINT: what was half written is removed
   143  TERMINATED       SIGTERM: the same clean-up as SIGINT
 """
@@ -26,5 +32,6 @@ USAGE_ERROR = 2
 INTERNAL_ERROR = 3
 JUDGE_FAILED = 4
 JUDGE_BATCHES_PENDING = 5
+EMAIL_NOT_SENT = 6
 INTERRUPTED = 130
 TERMINATED = 143

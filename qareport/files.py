@@ -233,7 +233,7 @@ def _check_owner(status: os.stat_result, path: str, *, holds_entries: bool) -> N
         raise UntrustedCacheError(f"{path} belongs to another user (uid {status.st_uid})")
     if _writable_by_others(status.st_mode) and (holds_entries or not status.st_mode & stat.S_ISVTX):
         raise UntrustedCacheError(
-            f"{path} can be written by {'its group' if status.st_mode & stat.S_IWGRP else 'other users'} "
+            f"{path} can be written by {'other users' if status.st_mode & stat.S_IWOTH else 'its group'} "
             f"(mode {stat.S_IMODE(status.st_mode):04o}; `chmod go-w` it if it is yours)")
 
 

@@ -11,9 +11,19 @@ that look identical.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 _SHOWN_AS_IS = frozenset(" \n\t")
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[object, ...]:
+    """How a reader orders ids: the numbers in them by their value ("db25-2" before "db25-10"), the
+    rest as text; the text itself last, so that "01" and "1" keep one order. Text and numbers
+    alternate in the key, so two keys always compare."""
+    parts = _DIGITS.split(text)
+    return (*(int(part) if index % 2 else part for index, part in enumerate(parts)), text)
 
 
 def normalise_id(text: str) -> str:

@@ -39,6 +39,9 @@ def expand_paths(
         elif _is_fifo(path):
             problems.add(str(path), None, "a named pipe (FIFO), not a file; give a regular file")
             files = []
+        elif (special := special_file(path)) is not None:
+            problems.add(str(path), None, f"{special}, not a file; give a regular file")
+            files = []
         elif path.is_symlink():
             problems.add(str(path), None, "a link to something that does not exist; fix or remove the link")
             files = []
@@ -54,6 +57,23 @@ def _is_fifo(path: Path) -> bool:
         return stat.S_ISFIFO(path.stat().st_mode)
     except OSError:
         return False
+
+
+_SPECIAL_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                  (stat.S_ISSOCK, "a socket"), (stat.S_ISFIFO, "a named pipe (FIFO)"))
+
+
+def special_file(path: str | Path) -> str | None:
+    """What `path` is when it leads to something other than a file or a folder ("a character
+    device", "a link to /dev/zero, a character device"); None for a file, a folder, or nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    kind = next((words for test, words in _SPECIAL_KINDS if test(mode)), None)
+    if kind is None:
+        return None
+    return f"a link to {os.path.realpath(path)}, {kind}" if os.path.islink(path) else kind
 
 
 def _files_in(folder: Path, suffixes: Sequence[str], problems: ProblemCollector) -> list[Path]:
@@ -89,6 +109,8 @@ def _files_in(folder: Path, suffixes: Sequence[str], problems: ProblemCollector)
                 files.append(candidate)
             elif _is_fifo(candidate):
                 problems.add(str(candidate), None, "a named pipe (FIFO), not a file; it is not read")
+            elif (special := special_file(candidate)) is not None:
+                problems.add(str(candidate), None, f"{special}, not a file; it is not read")
             elif candidate.is_symlink():
                 problems.add(str(candidate), None, "a link to something that does not exist; fix or remove the link")
     return sorted(files)

@@ -31,7 +31,7 @@ from qareport.digest import comparison_line, summary_line
 from qareport.emailing import EmailRequest, check_email_request, email_options, email_report
 from qareport.errors import QAReportError, StrictModeError, UsageError
 from qareport.evaluation import Evaluation, evaluate_suite, judged_evaluation, qa_results
-from qareport.exit_status import GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
+from qareport.exit_status import EMAIL_NOT_SENT, GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
 from qareport.judge_agreement import review_problems
@@ -127,16 +127,20 @@ class RunOutcome:
     notices: tuple[str, ...] = ()  # routine notes for the console ("LLM metrics skipped: ..."), not problems
     faults: tuple[StageFault, ...] = ()  # bugs in optional stages, which were left out
     judge_budget: str | None = None  # how the judge budget ended the judging, when it did
+    email_failure: str | None = None  # why the email asked for was not sent
 
     @property
     def exit_status(self) -> int:
         """INTERNAL_ERROR when an optional stage had a bug (it wins: the gates saw a part of the run),
-        else GATE_FAILED when a gate failed (an incomplete run fails one of its own), else JUDGE_FAILED
+        else GATE_FAILED when a gate failed (an incomplete run fails one of its own), else EMAIL_NOT_SENT
+        when the email could not be sent, else JUDGE_FAILED
         when judgments could not be obtained, else REPORT_WRITTEN."""
         if self.faults:
             return INTERNAL_ERROR
         if any(not verdict.passed for verdict in self.verdicts):
             return GATE_FAILED
+        if self.email_failure:
+            return EMAIL_NOT_SENT
         return JUDGE_FAILED if self.judge_failure else REPORT_WRITTEN
 
 
@@ -304,13 +308,14 @@ def _run(options: RunOptions, hooks: RunHooks) -> RunOutcome | RunEstimate:
     if options.results_path:
         _optional_stage(run, "results", "writing the results file", f"{options.results_path} was not written",
                         lambda: write_results_file(results_document(report), options.results_path or ""))
-    email_line = _send_email(run, report)
+    email_line, email_failure = _send_email(run, report)
     verdicts = check_gates(report, fail_on_regression=options.fail_on_regression, thresholds=options.thresholds)
     judged = evaluated.judged
     return RunOutcome(report, _summary_line(options.output, report), email_line, comparison_line(report.digest),
-                      _judge_line(report), verdicts, judge_failure=judged.failure if judged else None,
+                      _judge_line(report), verdicts, judge_failure=(judged.failure if judged else None)
+                      or _judge_unavailable(run, evaluated),
                       notices=_notices(run, evaluated), faults=tuple(run.faults),
-                      judge_budget=judged.budget_reached if judged else None)
+                      judge_budget=judged.budget_reached if judged else None, email_failure=email_failure)
 
 
 def _prepare(options: RunOptions, hooks: RunHooks) -> _Run:
@@ -324,7 +329,9 @@ def _prepare(options: RunOptions, hooks: RunHooks) -> _Run:
         with_email=options.email is not None,
     )
     check_before_any_work(options, templates_dir=settings.run.templates)
-    for ignored in settings.ge6.ignored:
+    if (open_note := preflight.open_elsewhere(options.output)) is not None:
+        hooks.on_warning(open_note)
+    for ignored in (*settings.warnings, *settings.ge6.ignored):
         hooks.on_warning(ignored)
     return _Run(options, settings, kinds_for_run(settings.ge6.custom_evaluations), hooks, Stages(hooks.on_progress))
 
@@ -549,15 +556,16 @@ def _build_and_write(run: _Run, parts: _ReportParts, earlier: _Earlier) -> Repor
     return report
 
 
-def _send_email(run: _Run, report: Report) -> str | None:
-    """The workbook sent, when asked (an optional stage); what was done with the email."""
+def _send_email(run: _Run, report: Report) -> tuple[str | None, str | None]:
+    """The workbook sent, when asked (an optional stage): what was done with the email, and why it
+    was not sent when sending failed (the report stands: said at once, and in the exit status)."""
     options, email_settings = run.options, run.settings.email
     if options.email is None:
-        return None
+        return None, None
     if report.incomplete and not options.send_incomplete:
-        return f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)"
+        return f"email not sent: {report.incomplete} (--send-incomplete sends it all the same)", None
     if email_settings is None:
-        return None
+        return None, None
     request = options.email
     try:
         line: str | None = _optional_stage(
@@ -565,8 +573,17 @@ def _send_email(run: _Run, report: Report) -> str | None:
             lambda: email_report(options.output, request, settings=email_settings,
                                  templates_dir=run.settings.run.templates, digest=report.digest))
     except QAReportError as error:
-        raise type(error)(f"{options.output} was written, but the email was not sent: {error}") from error
-    return line
+        failure = f"{options.output} was written, but the email was not sent: {error}"
+        run.hooks.on_warning(f"{failure} (exit status {EMAIL_NOT_SENT})")
+        return None, failure
+    return line, None
+
+
+def _judge_unavailable(run: _Run, evaluated: _Evaluated) -> str | None:
+    """Why a judge that was asked for (a judge option given) could not run at all, when it was."""
+    if run.settings.judge_off_reason and _has_answers(evaluated.evaluation.results):
+        return run.settings.judge_unavailable
+    return None
 
 
 def rules_difference(baseline: RunSnapshot, semantics: int) -> str | None:

@@ -8,7 +8,8 @@ raises `UsageError` (exit status 2 on the command line).
 What is checked:
 
 - every path named as test cases, responses, baseline or history exists (a folder may be empty:
-  that is an input problem, reported with the rest);
+  that is an input problem, reported with the rest), and is a file or a folder, not a device or a
+  socket (`/dev/zero` would be read for ever);
 - the workbook's name ends in `.xlsx`, the results file's in `.yaml`, `.yml` or `.json`; the name
   and the path are not longer than the file system takes (the temporary file written first gets a
   name that fits whenever the final one does); their folders exist and can be written; neither is
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from qareport.errors import UsageError
 from qareport.files import TEMPORARY_PREFIX, name_too_long
+from qareport.input_files import special_file
 
 WORKBOOK_SUFFIX = ".xlsx"
 RESULTS_SUFFIXES = (".yaml", ".yml", ".json")
@@ -44,6 +46,9 @@ def check_inputs_exist(option: str, paths: Iterable[str | Path]) -> None:
             raise UsageError(f"{option} {path}: no such file or folder; check the path")
         if not os.path.exists(path):
             raise UsageError(f"{option} {path}: a link to something that does not exist; check the path")
+        special = special_file(path)
+        if special is not None and "(FIFO)" not in special:  # a named pipe is an input problem, named with the rest
+            raise UsageError(f"{option} {path}: {special}, not a file or a folder; give a file or a folder of files")
 
 
 def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inputs: Iterable[str | Path]) -> None:
@@ -66,6 +71,37 @@ def check_output(option: str, path: str | Path, *, suffixes: Sequence[str], inpu
         if _is_input(target, Path(given)):
             raise UsageError(f"{option} {target}: is one of the inputs ({given}); writing it would destroy "
                              "them; name another file")
+
+
+def open_elsewhere(path: str | Path) -> str | None:
+    """A warning when an office program has the workbook open: LibreOffice's lock file
+    (`.~lock.NAME.xlsx#`) or Excel's owner file (`~$NAME.xlsx`) beside it. The new workbook still
+    replaces the file (a report is never left unwritten), but the program keeps showing the old one,
+    and saving there would write the old report, with the reviews typed since, over the new one."""
+    target = Path(path)
+    locks = ((target.with_name(f".~lock.{target.name}#"), "LibreOffice"),
+             (target.with_name(f"~${target.name}"), "Excel"))
+    for lock, program in locks:
+        try:
+            text = lock.read_text(encoding="utf-8", errors="replace") if lock.is_file() else None
+        except OSError:  # there but not readable: still a sign that the file is open
+            text = ""
+        if text is None:
+            continue
+        user = _lock_owner(text) if program == "LibreOffice" else None
+        who = f"by {user}" if user else "by someone"
+        return (f"{target} is open in {program} {who} ({lock.name} is beside it): it is replaced all the same, "
+                f"but {program} keeps showing the old report, and saving there would write the old report (and any "
+                "reviews typed since) over the new one; close it without saving and open the new one, and move "
+                "reviews typed in the old one across")
+    return None
+
+
+def _lock_owner(text: str) -> str | None:
+    """The user a LibreOffice lock file names (`,Jane Doe,host,28.11.2026 09:12,...;`), if any."""
+    fields = text.split(",")
+    owner = fields[1].strip() if len(fields) > 1 else ""
+    return owner[:80] or None
 
 
 def _shortened(text: str, keep: int = 120) -> str:

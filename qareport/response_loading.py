@@ -19,11 +19,14 @@ from qareport.input_shapes import keys_as_written as _keys_as_written
 from qareport.input_shapes import plain
 from qareport.input_shapes import written as _written
 from qareport.json_input import UNREADABLE, StreamedJson, id_lines, parse_json, stream_json, stream_json_lines
+from qareport.lone_surrogates import may_hold_surrogates, replace_lone_surrogates
 from qareport.records import USAGE_FIELDS, InputSummary, Location, Response, TurnOutput
 from qareport.yaml_values import LineDict, line_of
 
 RESPONSE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml")
 RESPONSE_ID_KEYS = ("question_id", "test_case_id", "id")
+MAX_ATTEMPT = 2**53 - 1
+"""The largest attempt number: the largest whole number a workbook (a double) holds exactly."""
 RESPONSE_KEYS = (*RESPONSE_ID_KEYS, "turns", *USAGE_FIELDS, "status", "error", "attempt")
 """The keys a response record is read by, besides the kinds' output keys (`_turn_keys`); any other
 is named as a problem ("unknown key: not evaluated"), never dropped in silence."""
@@ -251,21 +254,31 @@ def _attempt(record: dict[str, Any], line: int | None) -> int | None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # 2.0 is attempt 2
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPT:
+        shown = describe_value(value) if not isinstance(value, int) or value < 1 else _digits(value)
         raise ShapeError(f"'attempt' must be a positive whole number, 1 for the first attempt, 2 for the "
-                         f"second, ... (got {describe_value(value)}); write the attempt's number, or leave "
+                         f"second, ... up to {MAX_ATTEMPT:,} (got {shown}); write the attempt's number, or leave "
                          "'attempt' out when the case was run once", line)
     return value
 
 
-def _attempt_of_unusable(record: Any) -> int | None:
-    """The attempt an unusable record names, when that much can be read (None otherwise)."""
+def _digits(value: int) -> str:
+    """"a 400-digit number" (never the number itself, which may fill a screen)."""
+    try:
+        return f"a {len(str(value))}-digit number"
+    except ValueError:  # past Python's limit on converting an integer to text
+        return "a number of thousands of digits"
+
+
+def _attempt_of_unusable(record: Any) -> int | bool | None:
+    """The attempt an unusable record names (None: it names none); False when its `attempt` itself
+    cannot be read, so that the record may stand for no attempt in particular."""
     if not isinstance(record, dict):
         return None
     try:
         return _attempt(record, None)
     except ShapeError:
-        return None
+        return False
 
 
 def _key_disagreement(record: Any, key_id: str | None) -> str | None:
@@ -294,12 +307,21 @@ def load_responses(
     responses: dict[str, Response] = {}
     # each case's responses by attempt number (a record without `attempt` is attempt 1)
     numbered: dict[str, dict[int, Response]] = {}
+    unnumbered: dict[str, Response] = {}  # unusable records whose attempt cannot be read, by case
     summaries = []
     for given, files in expand_paths(paths, RESPONSE_SUFFIXES, problems, role="responses"):
         count = 0
         digest = InputDigest()
         for file in files:
+            halves = may_hold_surrogates(file)
             for record, key_id, line in _raw_response_records(file, problems, digest):
+                if halves:
+                    record, replaced = replace_lone_surrogates(record)
+                    if replaced:
+                        problems.add(str(file), line, f"{replaced} lone surrogate(s) (an escape such as \\ud800 that "
+                                     "is half of a character) replaced by U+FFFD; write the whole character or "
+                                     "both halves of its pair",
+                                     key_id or (_record_id(record) if isinstance(record, dict) else None))
                 disagreement = _key_disagreement(record, key_id)
                 if disagreement is not None:
                     problems.add(str(file), line, disagreement, key_id)
@@ -314,9 +336,13 @@ def load_responses(
                     for where, message in shape_problems(error, line):
                         problems.add(str(file), where, message, record_id)
                     attempt = _attempt_of_unusable(record)
-                    if record_id is not None and (attempt or 1) not in numbered.get(record_id, {}):
-                        placeholder = Response(record_id, location, status="invalid",
-                                               error=f"unusable response: {error}", attempt=attempt)
+                    if record_id is None:
+                        continue
+                    placeholder = Response(record_id, location, status="invalid",
+                                           error=f"unusable response: {error}", attempt=attempt or None)
+                    if attempt is False:  # an attempt of no number: the case's error only if nothing else answers it
+                        unnumbered.setdefault(record_id, placeholder)
+                    elif (attempt or 1) not in numbered.get(record_id, {}):
                         numbered.setdefault(record_id, {})[attempt or 1] = placeholder
                         responses.setdefault(record_id, placeholder)
                     continue
@@ -333,6 +359,8 @@ def load_responses(
                 count += 1
             problems.name_unknown_keys(str(file))
         summaries.append(InputSummary(given, "responses", len(files), count, digest.hexdigest()))
+    for case_id, placeholder in unnumbered.items():
+        responses.setdefault(case_id, placeholder)
     for case_id, attempts in numbered.items():
         if len(attempts) > 1:
             by_number = tuple(attempts[number] for number in sorted(attempts))

@@ -40,6 +40,32 @@ class Expected:
     words: str
 
 
+COMMAND_LINE_OPTIONS: Mapping[str | None, Mapping[str, str]] = {
+    None: {"match_terms_by": "--match-terms-by", "templates": "--templates", "strict": "--strict",
+           "steps_semantics": "--steps-semantics", "config_ge6": "--config-ge6", "testcase_cache": "--no-cache",
+           "answer_pass_f1": "--answer-pass-f1"},
+    "indicator_selection": {"acceptable_extras": "--grade-extras"},
+    "judge": {"enabled": "--no-llm", "model": "--judge-model", "embedding_model": "--embedding-model",
+              "base_url": "--judge-base-url", "concurrency": "--judge-concurrency", "timeout": "--judge-timeout",
+              "max_retries": "--judge-retries", "use_cache": "--no-cache", "cache_path": "--cache-path",
+              "budget": "--judge-budget", "batch": "--judge-batch", "batch_wait": "--judge-batch-wait",
+              "batch_poll": "--judge-batch-poll", "repeats": "--judge-repeats"},
+    "email": {"host": "--smtp-host", "port": "--smtp-port", "security": "--smtp-security", "user": "--smtp-user",
+              "timeout": "--smtp-timeout"},
+}
+"""The command-line option that gives each setting, by section (None: the run's top level): a
+message about a value given as an option names the option as it was typed (`--grade-extras`), not
+the setting (`acceptable_extras`), which is also the library's argument (the README's options table
+gives both)."""
+
+
+def option_words(section: str | None, name: str) -> str:
+    """How a message names the option that gave setting `name`: "option --grade-extras", or
+    "option 'name'" for a setting no command-line option gives."""
+    typed = COMMAND_LINE_OPTIONS.get(section, {}).get(name)
+    return f"option {typed}" if typed else f"option '{name}'"
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """A setting's value, where it came from (for messages) and its rank (0 option, 1 environment,
@@ -68,7 +94,7 @@ class Layers:
 
     def find(self, name: str) -> Found | None:
         if name in self.options:
-            return Found(self.options[name], f"option '{name}'", 0)
+            return Found(self.options[name], option_words(self.section, name), 0)
         variable = self.environment_names.get(name)
         if variable and self.environ.get(variable):
             return Found(self.environ[variable], f"environment variable {variable}", 1)

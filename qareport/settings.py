@@ -51,7 +51,7 @@ from qareport.judge.settings import CONTEXT_METRICS, JudgeSettings
 from qareport.judge_audit import AUDIT_SIZE
 from qareport.preflight import header_text_problem
 from qareport.records import DEFAULT_TERM_MATCHING, TermMatching
-from qareport.setting_sources import Expected, Found, Layers, Text, check, setting
+from qareport.setting_sources import COMMAND_LINE_OPTIONS, Expected, Found, Layers, Text, check, setting
 
 __all__ = [  # the configuration file's and the judge's parts, as this module named them before they moved
     "JUDGE_ENVIRONMENT", "ConfigFile", "EmailSettings", "RunSettings", "Settings", "addresses", "find_config_file",
@@ -59,6 +59,10 @@ __all__ = [  # the configuration file's and the judge's parts, as this module na
     "resolve_run_settings", "resolve_settings",
 ]
 
+ASKING_FOR_THE_JUDGE = ("model", "embedding_model", "base_url", "batch", "repeats")
+"""Judge options that ask for judging (which model, where, in batches, how many times): one given
+while the judge cannot run (no API key) makes that a failure of the run (`Settings.judge_unavailable`),
+not a note. Options that only tune a judge (concurrency, timeout, retries, cache, budget) do not."""
 INDICATOR_SELECTION_KEYS = ("acceptable_extras",)  # the keys of the configuration's indicator_selection section
 EMAIL_ENVIRONMENT = {
     "host": "QAREPORT_SMTP_HOST",
@@ -68,8 +72,10 @@ EMAIL_ENVIRONMENT = {
     "from": "QAREPORT_SMTP_FROM",
     "security": "QAREPORT_SMTP_SECURITY",
     "timeout": "QAREPORT_SMTP_TIMEOUT",
+    "max_size": "QAREPORT_SMTP_MAX_SIZE",
 }
-EMAIL_CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject")
+EMAIL_CONFIG_KEYS = ("host", "port", "security", "user", "password", "from", "timeout", "to", "cc", "subject",
+                     "max_size")
 Security = Literal["starttls", "ssl", "none"]
 SECURITIES: tuple[str, ...] = get_args(Security)
 DEFAULT_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
@@ -154,11 +160,13 @@ class EmailSettings(BaseModel):
     user: str | None = None
     password: str | None = Field(default=None, repr=False)
     timeout: Annotated[float, Field(ge=0.001)] = 30.0  # seconds
+    # the largest message sent, in MB (10**6 bytes); a larger one goes without the workbook, saying so
+    max_size: Annotated[float, Field(ge=0.01)] = 10.0
 
 
 def resolve_email_settings(options: Mapping[str, Any], config: ConfigFile,
                            environ: Mapping[str, str]) -> EmailSettings:
-    """Options: to, cc, subject, from, host, port, security, user, timeout (None: not given)."""
+    """Options: to, cc, subject, from, host, port, security, user, timeout, max_size (None: not given)."""
     section = config.section("email")
     unknown = sorted(set(section) - set(EMAIL_CONFIG_KEYS))
     if unknown:
@@ -201,6 +209,7 @@ def resolve_email_settings(options: Mapping[str, Any], config: ConfigFile,
         user=text("user"),
         password=text("password"),
         timeout=src.setting(EmailSettings, "timeout", error=error),
+        max_size=src.setting(EmailSettings, "max_size", error=error),
     )
 
 
@@ -220,7 +229,8 @@ def addresses(values: Any) -> tuple[str, ...]:
 class Settings(BaseModel):
     """A command's settings, resolved once. `judge` is None when the judge does not run, and
     `judge_off_reason` says why; `email` is None when nothing is emailed; `config_file` is the
-    file read, if any."""
+    file read, if any; `warnings` what the caller should tell the user (a configuration file in the
+    current folder that was not read because another user could have written it)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -230,6 +240,8 @@ class Settings(BaseModel):
     email: EmailSettings | None
     config_file: str | None
     ge6: Ge6Config = NO_CONFIG  # the graphrag-eval 6.x configuration file, when one was given
+    warnings: tuple[str, ...] = ()
+    judge_unavailable: str | None = None  # a judge asked for by an option that cannot run: why (a failure)
 
 
 def resolve_settings(
@@ -249,7 +261,8 @@ def resolve_settings(
     resolves the email settings (only then can a wrong QAREPORT_SMTP_* variable stop a command).
     """
     environ = os.environ if environ is None else environ
-    config = read_config_file(find_config_file(config_path, cwd))
+    warnings: list[str] = []
+    config = read_config_file(find_config_file(config_path, cwd, on_warning=warnings.append))
     run = resolve_run_settings(run_options or {}, config)
     ge6 = read_ge6_config(run.config_ge6) if run.config_ge6 and with_judge else NO_CONFIG
     judge: JudgeSettings | None = None
@@ -262,11 +275,18 @@ def resolve_settings(
         if judge is not None and run.steps_semantics == 6:  # 6.x judges the retrieval contexts too
             judge = replace(judge, steps_semantics=6,
                             metrics=(*judge.metrics, *(m for m in CONTEXT_METRICS if m not in judge.metrics)))
+    asked = [COMMAND_LINE_OPTIONS["judge"].get(name, name) for name, value in (judge_options or {}).items()
+             if value is not None and name in ASKING_FOR_THE_JUDGE]
+    unavailable = None
+    if with_judge and judge is None and reason and asked and (judge_options or {}).get("enabled") is not False:
+        unavailable = f"the judge was asked for ({', '.join(asked)}) but cannot run: {reason.rstrip('.')}"
     return Settings(
         run=run,
         judge=judge,
         judge_off_reason=reason,
+        judge_unavailable=unavailable,
         email=resolve_email_settings(email_options or {}, config, environ) if with_email else None,
         config_file=config.path,
         ge6=ge6,
+        warnings=tuple(warnings),
     )

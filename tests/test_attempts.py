@@ -99,6 +99,29 @@ def test_a_bad_attempt_is_a_problem_with_file_and_line_and_the_record_is_not_use
     assert "unknown key" not in problem.message
 
 
+@pytest.mark.parametrize("bad", ["two", 0, 1.5, None])
+def test_a_bad_attempt_before_the_good_records_takes_no_attempts_place(tmp_path, bad):
+    write(tmp_path / "c.yaml", CASE.format(id="a"))
+    first = record("a", bad) if bad is not None else {**record("a"), "attempt": {"n": 1}}
+    write(tmp_path / "r.jsonl", jsonl(first, record("a", 1), record("a", 2)))
+    suite = load_suite([tmp_path / "c.yaml"], [tmp_path / "r.jsonl"])
+    (problem,) = suite.problems  # the bad record's own, and no "second response" for the good one
+    assert problem.location.line == 1 and "'attempt' must be a positive whole number" in problem.message
+    assert [(r.attempt, r.status) for r in suite.attempts["a"]] == [(1, "success"), (2, "success")]
+    assert suite.responses["a"] is suite.attempts["a"][0]
+
+
+def test_an_attempt_too_large_for_a_workbook_is_a_problem_of_its_record_not_a_crash(tmp_path):
+    write(tmp_path / "c.yaml", CASE.format(id="a"))
+    (tmp_path / "r.jsonl").write_text(json.dumps(record("a", 1)) + "\n"
+                                      + json.dumps(record("a")).replace("{", '{"attempt": ' + "9" * 400 + ", ", 1))
+    suite = load_suite([tmp_path / "c.yaml"], [tmp_path / "r.jsonl"])
+    (problem,) = suite.problems
+    assert problem.location.line == 2
+    assert "up to 9,007,199,254,740,991 (got a 400-digit number)" in problem.message
+    assert suite.responses["a"].attempt == 1 and "a" not in suite.attempts
+
+
 def test_a_case_whose_only_record_has_a_bad_attempt_is_invalid_with_the_reason(tmp_path):
     write(tmp_path / "c.yaml", CASE.format(id="a"))
     write(tmp_path / "r.json", json.dumps([record("a", "first")], indent=1))

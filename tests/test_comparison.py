@@ -282,15 +282,32 @@ def test_the_change_shown_is_the_difference_of_the_two_figures_shown(old, new, e
     assert str(delta.shown_delta) != "-0.0"
 
 
-def test_the_steps_called_are_one_line_each_with_status_and_arguments():
+def test_each_step_called_is_a_line_with_its_status_then_its_arguments_as_their_values():
     from qareport.side_by_side import steps_text
 
-    got = steps_text([{"name": "autocomplete_search", "args": {"query": "AURLAND"}, "status": "success",
+    got = steps_text([{"name": "autocomplete_search", "args": {"query": "AURLAND", "limit": 5}, "status": "success",
                        "output": "a long output that is not shown"},
-                      {"name": "sparql_query", "args": '{"query": "SELECT ?x"}', "status": "error"}])
-    assert got == ('1. autocomplete_search [success] {"query": "AURLAND"}\n'
-                   '2. sparql_query [error] {"query": "SELECT ?x"}')
+                      {"name": "sparql_query", "args": '{"query": "\\nSELECT ?x\\nWHERE { ?x a \\"y\\" }\\n"}',
+                       "status": "error"}])
+    assert got == ('1. autocomplete_search [success]\n'
+                   '   query: AURLAND\n'
+                   '   limit: 5\n'
+                   '2. sparql_query [error]\n'
+                   '   query:\n'
+                   '     SELECT ?x\n'
+                   '     WHERE { ?x a "y" }')
     assert steps_text([]) == "(no steps)" and steps_text(None) is None
+
+
+def test_steps_kept_by_an_earlier_version_as_escaped_json_read_as_todays():
+    from qareport.side_by_side import readable_steps, steps_text
+
+    steps = [{"name": "sparql_query", "status": "success", "args": {"query": "SELECT ?x\nWHERE { ?x a \"y\" }"}}]
+    older = '1. sparql_query [success] {"query": "SELECT ?x\\nWHERE { ?x a \\"y\\" }"}'
+    assert readable_steps(older) == steps_text(steps)
+    assert readable_steps(steps_text(steps)) == steps_text(steps)  # today's text is left as it is
+    cut = '1. sparql_query [success] {"query": "SELECT ?x\\nWH [… 4,000 more characters]'
+    assert readable_steps(cut) == cut
 
 
 def test_outputs_kept_with_a_run_fit_one_cell_and_say_what_was_cut():

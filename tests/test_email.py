@@ -15,6 +15,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from qareport.cli import main
+from qareport.exit_status import EMAIL_NOT_SENT
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -260,7 +261,7 @@ def test_starttls_against_a_server_without_it_is_a_clear_error_not_a_plaintext_s
 
 def test_run_still_writes_the_workbook_when_the_smtp_server_is_unreachable(tmp_path, capsys):
     out = tmp_path / "report.xlsx"
-    assert run(out, "--email-to", "team@example.com", *smtp_args(free_port())) == 2
+    assert run(out, "--email-to", "team@example.com", *smtp_args(free_port())) == EMAIL_NOT_SENT
     assert out.is_file()
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"qareport: {out} was written, but the email was not sent: cannot reach the SMTP server")

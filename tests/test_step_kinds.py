@@ -357,6 +357,7 @@ def test_the_details_cell_shows_each_match_with_its_score_and_each_miss_with_its
         "last reference group [2], steps score 0.25\n"
         "  ◐ retrieval matched by r1 (0.50): recall@2 0.50: missed doc-17\n"
         "  ✗ sparql_query: not called\n"
+        "    required 5 rows (s, name): u0 | n0; u1 | n1; u2 | n2; …\n"  # what the SPARQL step had to return
         "actual calls [1], failed [0]"
     )
 

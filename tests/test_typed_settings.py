@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import REPO
 
 from qareport.cli import main
 from qareport.evaluation_options import EvaluationOptions
@@ -266,3 +267,33 @@ def test_a_help_text_says_each_default_from_where_it_is_declared():
     assert written == []  # a number written into a help text would drift from the setting's default
     run_help = commands["run"].format_help()
     assert "(default 0.8)" in run_help and "(default 0.5)" in run_help  # PassRules, RunOptions, filled in
+
+
+# --- a value given as a command-line option is named by the option typed --------------------------
+
+
+@pytest.mark.parametrize(("args", "exp"), [
+    (["--grade-extras", "-1"], "qareport: option --grade-extras must be an integer >= 0 (got -1)"),
+    (["--judge-budget", "-5"], "qareport: option --judge-budget must be a number >= 0 (got -5.0)"),
+    (["--judge-concurrency", "0"], "qareport: option --judge-concurrency must be an integer between 1 and 256 (got 0)"),
+    (["--email-to", "a@example.com", "--smtp-host", "127.0.0.1", "--smtp-port", "0"],
+     "qareport: option --smtp-port must be an integer between 1 and 65535 (got 0)"),
+])
+def test_a_wrong_option_value_names_the_option_typed_not_the_setting(tmp_path, capsys, args, exp):
+    root = REPO / "testcases"
+    status = main(["run", str(root), "--responses", str(root / "responses"), "--output", str(tmp_path / "r.xlsx"),
+                   "-q", *args])
+    assert status == USAGE_ERROR
+    assert capsys.readouterr().err.strip() == exp
+    assert not (tmp_path / "r.xlsx").exists()
+
+
+def test_every_option_named_in_messages_is_one_the_command_line_has():
+    from test_docs import all_options
+
+    from qareport.cli import build_parser
+    from qareport.setting_sources import COMMAND_LINE_OPTIONS
+
+    known = {option for _, option in all_options(build_parser())}
+    named = {option for section in COMMAND_LINE_OPTIONS.values() for option in section.values()}
+    assert named - known == set()

@@ -24,6 +24,7 @@ state it uses (set by `JudgeClient.__init__`).
 from __future__ import annotations
 
 import math
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -194,6 +195,31 @@ def model_gone(error: openai.APIStatusError) -> bool:
     return "model" in message and any(word in message for word in _MODEL_GONE_WORDS)
 
 
+def _unreachable(endpoint: str, described: str, error: BaseException) -> str:
+    """Why the judge cannot be reached, with what to do: for a certificate this machine does not
+    trust (a company's own authority, a proxy that inspects TLS), SSL_CERT_FILE, which both the
+    SDK's client and the direct path read."""
+    refused = certificate_problem(error)
+    if refused is None:
+        return f"cannot reach the judge at {endpoint} ({described}); check the base URL and the network"
+    return (f"cannot reach the judge at {endpoint}: its TLS certificate is not trusted ({refused}); if it is "
+            "signed by your organisation's own authority, set SSL_CERT_FILE to that authority's certificate "
+            "file (PEM), or check the base URL")
+
+
+def certificate_problem(error: BaseException) -> str | None:
+    """The reason a server's certificate was refused, when that is what `error` (or an error that
+    caused it) is; None otherwise."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return str(current.verify_message or current.reason or current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
 class Transport:
     """Sends one request through the SDK, which retries it; tells what a failure means."""
 
@@ -229,10 +255,7 @@ class Transport:
             ledger.failed_calls += 1
             timeout = isinstance(error, openai.APITimeoutError)
             if not timeout and self._answered == 0:
-                raise self._abort(
-                    f"cannot reach the judge at {self.settings.endpoint} "
-                    f"({self._describe(error)}); check the base URL and the network"
-                ) from None
+                raise self._abort(_unreachable(self.settings.endpoint, self._describe(error), error)) from None
             what = f"timed out after {self.settings.timeout:g} s" if timeout else self._describe(error)
             raise self._call_failed(f"judge call failed{self._attempts()}: {what}") from None
         except openai.OpenAIError as error:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.side_by_side import PART_LABELS, PARTS, SideBySide
+from qareport.side_by_side import PART_LABELS, PARTS, SideBySide, readable_steps
 from qareport.workbook import sheet_looks, styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.sheet import Sheet, write
@@ -97,7 +97,9 @@ def _write_block(ws: Sheet, row: int, pair: SideBySide, overview_rows: Mapping[s
 
 def _part(turn: Mapping[str, Any], part: str) -> str | None:
     value = turn.get(part)
-    return None if value is None else str(value)
+    if value is None:
+        return None
+    return readable_steps(str(value)) if part == "steps" else str(value)  # a baseline's may be in the older form
 
 
 def _line(ws: Sheet, row: int, label: str, old: str, new: str, *, font: styles.Font | None = None) -> int:

@@ -12,6 +12,7 @@
     iri_discovery.py  exact.py          one module per kind of step
     tables.py         the SPARQL verdict: does an actual result hold the reference result, and why not
     sparql_cells.py   the cells of a SPARQL result, read as graphrag-eval reads them
+    sparql_view.py    a SPARQL step as an analyst reviews it: both queries, the rows returned and required
     column_mapping.py the search for a mapping of reference columns onto actual columns
 
 The scoring (`qareport.qa`, `matching`, the step kinds) follows graphrag-eval, whose per-question
@@ -35,6 +36,7 @@ from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, DetailRow, Metric
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
+from qareport.kinds.steps.sparql_view import SparqlView, is_sparql_step, sparql_view
 from qareport.kinds.steps.verdicts import verdicts_of
 from qareport.question_scores import QuestionScores
 from qareport.records import CaseResult, Problem, TestCase, TurnResult
@@ -71,7 +73,23 @@ def _fallback_verdicts(qa: QuestionScores) -> list[StepVerdict]:
     ]
 
 
-def _step_line(verdict: StepVerdict) -> dict[str, Any]:
+def _reference_step(groups: Sequence[Any], verdict: StepVerdict) -> Mapping[str, Any] | None:
+    """The reference step a verdict is about."""
+    if not 1 <= verdict.group_number <= len(groups):
+        return None
+    group = groups[verdict.group_number - 1]
+    step = group[verdict.reference_index] if isinstance(group, (list, tuple)) and \
+        0 <= verdict.reference_index < len(group) else None
+    return step if isinstance(step, Mapping) else None
+
+
+def _sparql_view(groups: Sequence[Any], verdict: StepVerdict, actual: Sequence[Mapping[str, Any]]) -> SparqlView | None:
+    step = _reference_step(groups, verdict)
+    return sparql_view(step, actual, verdict.actual_id) if step is not None and is_sparql_step(step) else None
+
+
+def _step_line(verdict: StepVerdict, view: SparqlView | None) -> dict[str, Any]:
+    shown = view is not None and verdict.scored and verdict.lost_points  # a step that lost points is reviewed
     return {
         "group": verdict.group_number,
         "name": verdict.name,
@@ -79,6 +97,10 @@ def _step_line(verdict: StepVerdict) -> dict[str, Any]:
         "score": verdict.score,
         "reason": verdict.reason,
         "scored": verdict.scored,
+        "sparql": None if view is None or not shown else {
+            "reference_query": view.reference_query, "actual_id": view.actual_id,
+            "actual_query": view.actual_query, "returned": view.returned, "required": view.required,
+        },
     }
 
 
@@ -101,7 +123,7 @@ def _steps_turn(turn: TurnResult) -> dict[str, Any] | None:
         "steps_error": qa.steps_error,
         "steps_note": qa.steps_note,
         "groups": len(groups),
-        "reference": [_step_line(verdict) for verdict in shown],
+        "reference": [_step_line(verdict, _sparql_view(groups, verdict, actual)) for verdict in shown],
         "actual": [{"id": s.get("id"), "name": s.get("name"), "status": s.get("status")} for s in actual],
         "failed": [
             {"id": s.get("id"), "name": s.get("name"), "error": s.get("error", "")}
@@ -160,7 +182,10 @@ def explain_turn(turn: TurnResult) -> str | None:
 def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     """The Details rows of a turn's steps, as `ReferenceSteps.details_rows` gives them (without the
     turn): each reference step the rules look at (`matched` with the call that matched it and its
-    score, `missed` with 0.0 and why, `not scored` when 6.x stopped before its group), then each
+    score, `missed` with 0.0 and why, `not scored` when 6.x stopped before its group), each SPARQL step
+    followed by rows of their own ("steps (SPARQL)", so that filters on the verdicts are not disturbed):
+    its `reference query`, the `actual query` of the call beside it (the one that matched, else the
+    last of its name), and the `rows returned` and `rows required` (`sparql_view`), then each
     call that matched none of them (`extra`; `called` when the turn has no reference)."""
     qa = turn.qa
     if qa is None or not qa.has_steps:
@@ -173,6 +198,7 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     several = len(groups) > 1 and isinstance(turn.scores.get(KIND_NAME), StepsOutcome) \
         and turn.scores[KIND_NAME].semantics == 6
     rows: list[tuple[Any, ...]] = []
+    actual = [step for step in qa.actual_steps or [] if isinstance(step, dict)]
     for verdict in shown:
         aspect = f"steps group {verdict.group_number}" if several else "steps"
         if not verdict.scored:
@@ -183,6 +209,12 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
         else:
             rows.append((aspect, "missed", None, verdict.name, None, 0.0,
                          verdict.reason or "no successful call matched"))
+        view = _sparql_view(groups, verdict, actual) if verdict.scored else None
+        if view is None:
+            continue
+        for what, text in view.lines():  # the queries and rows, to review
+            call = view.actual_id if what in ("actual query", "rows returned") else None
+            rows.append((f"{aspect} (SPARQL)", what, call, verdict.name, None, None, text))
     matched = {str(verdict.actual_id) for verdict in shown if verdict.actual_id}
     has_reference = bool(groups) and qa.steps_score is not None
     for step in qa.actual_steps or []:

@@ -163,6 +163,20 @@ def _infinity_note(*tables: Sequence[Column]) -> str | None:
     return None
 
 
+SHOWN_CELL_CHARS = 60
+
+
+def _shown_cell(cell: Any) -> str:
+    """A cell as a reason shows it: a whole number with thousands separators ("2,892"), other text
+    quoted and cut, an unbound cell as "nothing"."""
+    if not isinstance(cell, str):
+        return "nothing (unbound)"
+    if cell.lstrip("-").isdigit() and len(cell) < 30:
+        return f"{int(cell):,}"
+    shown = cell if len(cell) <= SHOWN_CELL_CHARS else cell[:SHOWN_CELL_CHARS] + "…"
+    return f'"{shown}"'
+
+
 def _json_text(value: Any) -> str:
     return "true" if value is True else "false" if value is False else repr(value)
 
@@ -227,6 +241,9 @@ def describe_difference(required: Sequence[Any], reference_columns: Sequence[Col
     actual result holds, how many it adds, or, when the rows are the same, that their order or
     their repetitions differ.
     """
+    if len(required) == 1 and len(actual_columns) == 1 and len(reference_columns[0]) == len(actual_columns[0]) == 1:
+        # a one-value answer (a count, a name): the two values say more than any row count
+        return f"returned {_shown_cell(actual_columns[0][0])}, required {_shown_cell(reference_columns[0][0])}"
     order = sorted(range(len(required)), key=lambda i: -len(set(reference_columns[i])))
     used: set[int] = set()
     chosen: dict[int, int] = {}
