@@ -378,7 +378,8 @@ def digest_from_json(text: str) -> Digest:
 
 def _plain(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
-        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)}
+        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)
+                if not (field.metadata.get("omitted_when_default") and getattr(value, field.name) == field.default)}
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, dict):

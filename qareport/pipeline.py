@@ -395,6 +395,7 @@ def _run(
         judge_model=getattr(usage, "model", None),
         judge_usage=usage,
         not_evaluated=not_evaluated,
+        judge_identity=judge.identity() if judge is not None and judged is not None else None,
     )
     def build_and_write(with_earlier: bool, notes: tuple[Problem, ...] = ()) -> Report:
         report = build_report(evaluation.results, (*problems, *notes), run, statistics=statistics,

@@ -51,6 +51,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   `kind` keeps a plan for the next batch of chat or of embeddings.
   `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
   submitted; `direct_calls` counts chat and embeddings requests sent directly.
+- `snapshots`: requested model -> the dated snapshot a chat reply names in its `model` field, as
+  the real API answers an alias (default: the model requested).
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
   (whose message repeats the key received, worse than the real API, to test that it is scrubbed).
 """
@@ -370,6 +372,7 @@ class StubOpenAI:
         self.embedding_tokens_per_input = 5
         self.rules = dict(RULES)
         self.known_models: set[str] | None = None
+        self.snapshots: dict[str, str] = {}  # requested model -> the snapshot chat replies name (as the API does)
         self.api_key: str | None = None
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
@@ -765,7 +768,7 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model") or "stub",
+            "model": stub.snapshots.get(body.get("model") or "stub", body.get("model") or "stub"),
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": content, "refusal": None},
