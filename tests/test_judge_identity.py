@@ -9,11 +9,12 @@ from conftest import RESPONSES, TESTCASES
 from openai_stub import rule_answer_correctness, serve_stub
 from openpyxl import load_workbook
 
+from qareport.case_record import CaseRow
 from qareport.cli import main
 from qareport.judge.identity import AZURE, COMPATIBLE, LITELLM, OPENAI, JudgeIdentity, differences, judge_identity
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import JudgeSettings, LiteLLMRoute
-from qareport.judge_change import JUDGED_KEYS, judge_changes
+from qareport.judge_change import JUDGED_KEYS, judge_changes, judge_shifts
 from qareport.run_reading import read_report, read_run
 
 SNAPSHOT = "gpt-4o-mini-2024-07-18"
@@ -159,6 +160,9 @@ def test_a_baseline_judged_by_another_judge_labels_judged_changes_and_keeps_them
                    for line in lines)
     warning = summary_entry(out, "warning")
     assert warning.startswith("the judge changed since the baseline (model gpt-4o-mini → gpt-4.1-mini)")
+    # the same responses in both runs: every judged answer is identical, and its move is the judge's
+    assert "the new judge scores the same answers \u22121.00 on answer F1 (12 cases)" in warning
+    assert "the new judge scores the same answers +0.00 on answer relevance (26 cases)" in warning
     statistics = [row for row in load_workbook(out)["Statistics"].iter_rows(values_only=True)]
     header = next(row for row in statistics if row[0] == "change of")
     f1_row = next(row for row in statistics if row[0] == "all test cases" and row[1] == "answer F1")
@@ -193,6 +197,22 @@ def test_a_judged_threshold_still_applies_to_this_runs_values_when_the_judge_cha
     code, _, _ = run(tmp_path, "report", "--judge-model", "gpt-4.1-mini", "--baseline", str(tmp_path / "baseline.xlsx"),
                      "--fail-on-regression", "--fail-under", "answer_f1=0.5")
     assert code == 1  # this run's answer F1 is below 0.5: a gate on values, not on a change
+
+
+def test_the_judge_shift_counts_only_identical_answers_to_unchanged_tests():
+    same = {"turns": [{"turn": 1, "answer": "Oslo"}]}
+    other = {"turns": [{"turn": 1, "answer": "Bergen"}]}
+
+    def row(case_id, f1, outputs, definition="h1", status="success"):
+        return CaseRow(case_id, status=status, definition_hash=definition, outputs=outputs, metrics={"answer_f1": f1})
+
+    old = [row("a", 0.5, same), row("b", 0.5, same), row("c", 0.5, same), row("d", 0.5, same), row("e", 0.5, same)]
+    new = [row("a", 0.7, same), row("b", 0.6, same), row("c", 0.0, other), row("d", 0.0, same, "h2"),
+           row("e", None, same, status="error")]
+    (shift,) = judge_shifts(old, new)
+    assert shift.metric == "answer_f1" and shift.cases == 2 and shift.mean_shift == pytest.approx(0.15)
+    assert shift.describe() == "the new judge scores the same answers +0.15 on answer F1 (2 cases)"
+    assert judge_shifts(old, [row("c", 0.0, other)]) == ()
 
 
 def test_the_judged_keys_are_the_case_metrics_a_judge_gives():
