@@ -15,7 +15,9 @@ from qareport.judge.identity import AZURE, COMPATIBLE, LITELLM, OPENAI, JudgeIde
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import JudgeSettings, LiteLLMRoute
 from qareport.judge_change import JUDGED_KEYS, judge_changes, judge_shifts
+from qareport.records import RunSnapshot
 from qareport.run_reading import read_report, read_run
+from qareport.trend import trend_points
 
 SNAPSHOT = "gpt-4o-mini-2024-07-18"
 
@@ -213,6 +215,20 @@ def test_the_judge_shift_counts_only_identical_answers_to_unchanged_tests():
     assert shift.metric == "answer_f1" and shift.cases == 2 and shift.mean_shift == pytest.approx(0.15)
     assert shift.describe() == "the new judge scores the same answers +0.15 on answer F1 (2 cases)"
     assert judge_shifts(old, [row("c", 0.0, other)]) == ()
+
+
+def test_the_trend_counts_no_regression_where_only_the_judge_changed():
+    judge_a = judge_identity(JudgeSettings(api_key="k"), template_sources=Prompts().sources)
+    judge_b = JudgeIdentity(**{**judge_a.to_dict(), "model": "gpt-4.1-mini"})
+
+    def snapshot(created, f1, judge, steps=1.0):
+        rows = (CaseRow("a", status="success", metrics={"answer_f1": f1, "steps_score": steps}),)
+        return RunSnapshot(f"{created}.xlsx", f"2026-11-{created}T10:00:00+00:00", "0.1.0", rows, judge_identity=judge)
+
+    older, newer = snapshot("01", 1.0, judge_a), snapshot("08", 0.0, judge_b)
+    assert trend_points([older], newer)[-1].regressions == 0
+    assert trend_points([older], snapshot("08", 0.0, judge_a))[-1].regressions == 1
+    assert trend_points([older], snapshot("08", 0.0, judge_b, steps=0.0))[-1].regressions == 1  # not the judge's
 
 
 def test_the_judged_keys_are_the_case_metrics_a_judge_gives():
