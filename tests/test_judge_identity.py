@@ -11,6 +11,7 @@ from openpyxl import load_workbook
 
 from qareport.case_record import CaseRow
 from qareport.cli import main
+from qareport.digest import comparison_line
 from qareport.judge.identity import AZURE, COMPATIBLE, LITELLM, OPENAI, JudgeIdentity, differences, judge_identity
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import JudgeSettings, LiteLLMRoute
@@ -176,6 +177,8 @@ def test_a_baseline_judged_by_another_judge_labels_judged_changes_and_keeps_them
     assert any(text.startswith("the judge changed") for text in stored.digest.baseline.warnings)
     f1 = next(delta for delta in stored.digest.deltas if delta.metric == "answer_f1")
     assert f1.noise == "judge changed" and not f1.beyond_noise
+    assert "\u22121.00" not in stored.digest.verdict  # the subject line reads no drop into it
+    assert "answer F1 0.00 (judge changed)" in comparison_line(stored.digest)  # nor does the console
     assert read_run(results).judge_identity.model == "gpt-4.1-mini"
 
 
