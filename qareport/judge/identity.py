@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -184,9 +184,6 @@ def judge_identity(settings: JudgeSettings, *, template_sources: Mapping[str, st
         max_tokens=settings.max_tokens,
         deployment=settings.azure_deployment if settings.is_azure else None,
     )
-
-
-FIELDS = tuple(item.name for item in fields(JudgeIdentity))
 
 
 def _shown(value: Any) -> str:
