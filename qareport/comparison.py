@@ -19,12 +19,13 @@ own headline is in `headline.py`, a history's trend in `trend.py`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from qareport import kinds
 from qareport.case_changes import (
     CHANGE_KINDS,
+    JUDGE_CHANGED,
     ONE_RUN_NOTE,
     CaseChange,
     CaseMovement,
@@ -52,6 +53,9 @@ from qareport.means import score as _number  # a score that can be averaged (`me
 from qareport.records import RunSnapshot, Unloaded
 from qareport.significance import ALPHA
 
+OMITTED_WHEN_DEFAULT = {"omitted_when_default": True}
+"""A field a stored digest leaves out at its default, so that runs which never set it store what they did."""
+
 
 @dataclass(frozen=True, slots=True)
 class HeadlineDelta:
@@ -77,6 +81,8 @@ class HeadlineDelta:
     detectable: float | None = None  # the drop its decision catches 8 times in 10 (`detectable_change`)
     q_value: float | None = None  # p adjusted by Holm over the headline metrics (`decide_noise`)
     beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
+    judge_changed: bool = field(default=False, metadata=OMITTED_WHEN_DEFAULT)
+    """A judged metric, judged by another judge in the baseline (`judge_change`)."""
 
     @property
     def delta(self) -> float | None:
@@ -96,8 +102,8 @@ class HeadlineDelta:
     @property
     def noise(self) -> str | None:
         """"beyond noise" or "within noise", as `decide_noise` decided (a digest stored before qareport
-        controlled the false discovery rate: p < 0.05); None without a test."""
-        return noise_words(self.beyond_noise, self.p_value)
+        controlled the false discovery rate: p < 0.05); "judge changed" when the judge did; None without a test."""
+        return JUDGE_CHANGED if self.judge_changed else noise_words(self.beyond_noise, self.p_value)
 
     @property
     def label(self) -> str:
@@ -136,6 +142,8 @@ class BreakdownChange:
     design_effect: float | None = None
     q_value: float | None = None
     beyond_noise: bool | None = None
+    judge_changed: bool = field(default=False, metadata=OMITTED_WHEN_DEFAULT)
+    """A judged metric, judged by another judge in the baseline (`judge_change`)."""
 
     @property
     def delta(self) -> float:
@@ -200,8 +208,9 @@ class Comparison:
         return tuple(movement for movement in self.movements if movement.kind == kind)
 
     def counts(self) -> dict[ChangeKind, int]:
-        """Cases per kind of change, in display order."""
-        return {kind: self.cases_with(kind) for kind in CHANGE_KINDS}
+        """Cases per kind of change, in display order ("judge changed" only when the judge did)."""
+        counts = {kind: self.cases_with(kind) for kind in CHANGE_KINDS}
+        return {kind: count for kind, count in counts.items() if count or kind != JUDGE_CHANGED}
 
 
 def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,

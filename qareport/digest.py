@@ -339,7 +339,9 @@ def _with_verdict(digest: Digest, *, short_why: str | None = None) -> Digest:
         for item in moved_first(digest):
             part = f"{item.label} {item.mean:.2f}"
             delta = digest.delta(item.metric)
-            if delta is not None and delta.shown_delta is not None:
+            if delta is not None and delta.judge_changed:  # the judge's move, not the system's (`judge_change`)
+                part += f" ({delta.noise})"
+            elif delta is not None and delta.shown_delta is not None:
                 part += f" ({signed(delta.shown_delta)})"  # as the Summary's row shows it
             parts.append(part)
         if digest.evaluated < digest.cases:
@@ -366,7 +368,7 @@ def moved_first(digest: Digest) -> tuple[Headline, ...]:
     def order(indexed: tuple[int, Headline]) -> tuple[int, int, float, int]:
         index, item = indexed
         delta = digest.delta(item.metric)
-        change = delta.shown_delta if delta is not None else None
+        change = delta.shown_delta if delta is not None and not delta.judge_changed else None
         if change is None or signed(change) == "\u00b10.00":
             return (1, 0, 0.0, index)
         return (0, 0 if change < 0 else 1, -abs(change), index)
@@ -402,7 +404,9 @@ def comparison_line(digest: Digest) -> str | None:
     deltas = []
     for item in moved_first(digest):
         delta = digest.delta(item.metric)
-        if delta is not None and delta.new is not None and delta.shown_delta is not None:
+        if delta is not None and delta.new is not None and delta.judge_changed:
+            deltas.append(f"{delta.label} {delta.new:.2f} ({delta.noise})")
+        elif delta is not None and delta.new is not None and delta.shown_delta is not None:
             deltas.append(f"{delta.label} {delta.new:.2f} ({delta.shown_delta:+.2f})")  # as the Summary shows it
     counts = digest.baseline.counts
     line = f"since the baseline: {counts.get('regression', 0)} regressed, {counts.get('improvement', 0)} improved"
@@ -443,7 +447,8 @@ def digest_from_json(text: str) -> Digest:
 
 def _plain(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
-        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)}
+        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)
+                if not (field.metadata.get("omitted_when_default") and getattr(value, field.name) == field.default)}
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, dict):

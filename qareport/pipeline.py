@@ -63,6 +63,7 @@ from qareport.workbook import write_workbook
 if TYPE_CHECKING:
     from qareport.judge import Judge, JudgeRun
     from qareport.judge.estimate import JudgeEstimate
+    from qareport.judge.identity import JudgeIdentity
     from qareport.judge.settings import JudgeSettings
 
 STAGES = ("loading", "evaluating", "baseline", "history", "writing", "results", "email")
@@ -253,6 +254,7 @@ class _Evaluated:
     judge: JudgeSettings | None = None  # the judge's settings, when there was a judge
     judged: JudgeRun | None = None
     estimate: JudgeEstimate | None = None
+    identity: JudgeIdentity | None = None  # who judged: recorded with the run (`judge.identity`)
 
 
 def run_pipeline(
@@ -445,7 +447,7 @@ def _judged(run: _Run, judge: Judge, evaluation: Evaluation) -> _Evaluated:
         return _Evaluated(evaluation, judge.settings, estimate=estimate)
     judged = judge.judge_results(list(qa_results(evaluation.results)), on_progress=run.hooks.on_progress)
     evaluation = judged_evaluation(evaluation, judged.judgments, options=run.settings.run.evaluation, kinds=run.kinds)
-    return _Evaluated(evaluation, judge.settings, judged)
+    return _Evaluated(evaluation, judge.settings, judged, identity=judge.identity())
 
 
 def _notices(run: _Run, evaluated: _Evaluated) -> tuple[str, ...]:
@@ -488,7 +490,7 @@ def _run_info(run: _Run, suite: Suite, evaluated: _Evaluated) -> RunInfo:
     )
     return RunInfo(created=run_created_time().isoformat(), qareport_version=__version__, inputs=suite.inputs,
                    options=used, judge_model=getattr(usage, "model", None), judge_usage=usage,
-                   not_evaluated=_not_evaluated(run, evaluated))
+                   not_evaluated=_not_evaluated(run, evaluated), judge_identity=evaluated.identity)
 
 
 def _rules_warning(run: _Run, earlier: _Earlier) -> tuple[Problem, str] | tuple[()]:

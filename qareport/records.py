@@ -19,6 +19,7 @@ from qareport.case_record import CaseRow
 from qareport.question_scores import QuestionScores
 
 if TYPE_CHECKING:  # the judge's records, named here only as types: the judge imports this module
+    from qareport.judge.identity import JudgeIdentity
     from qareport.judge.settings import JudgeSettings
     from qareport.judge.usage import JudgeUsage
 
@@ -384,6 +385,7 @@ class RunInfo:
     judge_model: str | None = None
     judge_usage: JudgeUsage | None = None  # None: the judge did not run
     not_evaluated: dict[str, str] = field(default_factory=dict)  # metric family -> why not
+    judge_identity: JudgeIdentity | None = None  # which judge gave the judged values; None: no judge ran
 
     @property
     def steps_semantics(self) -> int | None:
@@ -424,3 +426,4 @@ class RunSnapshot:
     qareport_version: str
     cases: tuple[CaseRow, ...] = ()
     steps_semantics: int | None = None  # graphrag-eval's steps rules the run used (None: not said, 5)
+    judge_identity: JudgeIdentity | None = None  # the judge of its judged values (None: none, or not recorded)

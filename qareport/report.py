@@ -32,6 +32,7 @@ from qareport.evaluation_options import given_pass_rules
 from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judge_audit import AUDIT_SIZE, AuditedRun, JudgeAudit, audit_judge
+from qareport.judge_change import judge_changes, judge_shifts, mark_judge_changed
 from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics
 from qareport.kinds import RunKinds, Table, catalogue
@@ -156,10 +157,15 @@ def build_report(
     kinds = kinds if kinds is not None else catalogue()
     results = tuple(results)
     rows = tuple(case_rows(results, kinds))
-    current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows)
+    current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows,
+                          judge_identity=run.judge_identity)
     reasons = {row.case_id: row.reason for row in rows if row.reason}
     comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings, kind_set=kinds)
                   if baseline is not None else None)
+    if comparison is not None and baseline is not None:  # a judge change is never a system change
+        changed = judge_changes(baseline.judge_identity, run.judge_identity)
+        comparison = mark_judge_changed(comparison, changed,
+                                        shifts=judge_shifts(baseline.cases, rows) if changed else ())
     counts = status_counts(rows)
     judged = count_judged_metrics(results) if run.judge_usage is not None else ()
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)

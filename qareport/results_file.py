@@ -63,7 +63,8 @@ def results_document(report: Report) -> dict[str, Any]:
     entries, sections = kind_entries(report.statistics)
     return {
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
-                     **_semantics_entry(report.run.steps_semantics)},
+                     **_semantics_entry(report.run.steps_semantics),
+                     **({"judge": report.run.judge_identity.to_dict()} if report.run.judge_identity else {})},
         **entries,
         "cases": stored_case_rows(report.rows, report.kinds, report.kind_set),
         **({"kinds": sections} if sections else {}),  # none when no kind has a section of its own

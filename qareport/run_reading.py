@@ -17,6 +17,7 @@ from qareport.comparison import Comparison, HeadlineDelta
 from qareport.digest import Digest, digest_from_json
 from qareport.errors import BaselineError, QAReportError
 from qareport.headline import Headline, headline_metrics
+from qareport.judge.identity import JudgeIdentity
 from qareport.judge.usage import JudgeUsage
 from qareport.kinds import RunKinds
 from qareport.records import Location, Problem, RunSnapshot
@@ -106,6 +107,7 @@ def _read_results_file(target: Path, on_problem: OnProblem, kinds: RunKinds | No
         qareport_version=convert_value(about.get("version"), "text") or "",
         cases=tuple(rows),
         steps_semantics=stated_semantics(about.get("steps_semantics")),
+        judge_identity=JudgeIdentity.from_mapping(judge) if isinstance(judge := about.get("judge"), dict) else None,
     )
 
 
@@ -161,6 +163,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         qareport_version=str(metadata.get("qareport_version") or ""),
         cases=tuple(cases),
         steps_semantics=stated_semantics(metadata.get("option.steps_semantics")),
+        judge_identity=JudgeIdentity.from_metadata(metadata),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),

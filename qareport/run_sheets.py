@@ -78,6 +78,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
         ("judge.calls", usage.calls if usage else None),
         ("judge.cost_usd", usage.cost_usd if usage else None),
     ]
+    pairs += run.judge_identity.pairs() if run.judge_identity is not None else []
     for metric in report.judged:
         pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
                   for field in ("label", "mean", "judged", "failed", "not_judged", "not_applicable")]

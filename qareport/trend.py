@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from qareport.comparison import compare_runs
 from qareport.headline import Headline, headline_metrics, status_counts
+from qareport.judge_change import judge_changes, mark_judge_changed
 from qareport.records import RunSnapshot
 
 
@@ -94,6 +95,7 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
     runs.append((_point(current, current=True), current))
     points = [runs[0][0]]
     for (_, before), (point, after) in itertools.pairwise(runs):
-        counts = compare_runs(before, after, detailed=False).counts()
+        compared = compare_runs(before, after, detailed=False)  # a judge change is not a regression (`judge_change`)
+        counts = mark_judge_changed(compared, judge_changes(before.judge_identity, after.judge_identity)).counts()
         points.append(replace(point, regressions=counts["regression"], improvements=counts["improvement"]))
     return tuple(points)

@@ -56,6 +56,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   deprecated"; `default_temperature_only` refuse a temperature other than 1 with HTTP 400
   (`param: temperature`, `unsupported_value`), as reasoning models do; `completion_tokens_only`
   refuse `max_tokens` (HTTP 400, `unsupported_parameter`: use `max_completion_tokens`).
+- `snapshots`: requested model -> the dated snapshot a chat reply names in its `model` field, as
+  the real API answers an alias (default: the model requested).
 - `known_models`: when set, any other model gets 404; `api_key`: when set, any other key gets 401
   (whose message repeats the key received, worse than the real API, to test that it is scrubbed).
 """
@@ -383,6 +385,7 @@ class StubOpenAI:
         self.retired_models: set[str] = set()  # 404 model_not_found, "has been deprecated", as OpenAI says
         self.default_temperature_only: set[str] = set()  # 400 for any temperature but 1 (reasoning models)
         self.completion_tokens_only: set[str] = set()  # 400 for max_tokens: use max_completion_tokens
+        self.snapshots: dict[str, str] = {}  # requested model -> the snapshot chat replies name (as the API does)
         self.api_key: str | None = None
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
@@ -798,7 +801,7 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model") or "stub",
+            "model": stub.snapshots.get(body.get("model") or "stub", body.get("model") or "stub"),
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": content, "refusal": None},

@@ -145,6 +145,8 @@ class JudgeClient(Transport):
         self._answered = 0
         self._failed_in_a_row = 0
         self._longest_reply: dict[str, int] = {}  # output tokens of the longest reply so far, per metric
+        self.served_models: set[str] = set()
+        """The models the replies named (the snapshots behind an alias), for the judge's identity."""
         self.guard: CallGuard | None = None
         """Asked before each request is sent (`cost.Budget`, `cost.Recorder`); None: every request is sent."""
         self.batch: BatchReplies | None = None
@@ -300,6 +302,8 @@ class JudgeClient(Transport):
                     pass  # a template's checks changed: ask again
                 else:
                     ledger.cached_calls += 1
+                    if isinstance(hit.get("model"), str):
+                        self.served_models.add(hit["model"])
                     if also_for is not None:
                         self._cache.put(self._chat_key({**request, "messages": also_for}, ledger.attempt), kind="chat",
                                         model=self.chat_model, value=hit)
@@ -321,6 +325,8 @@ class JudgeClient(Transport):
                 self._settle(reserved, 0.0)
                 raise
         input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
+        if reply.model:
+            self.served_models.add(reply.model)
         cost = None if not reply.has_usage else self._prices.cost(
             (self.settings.model, reply.model), input_tokens, output_tokens, batch=batched is not None)
         self._settle(reserved, cost)  # a reply without usable counts: the budget keeps the reservation

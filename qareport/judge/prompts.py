@@ -33,10 +33,14 @@ class Prompts:
     def __init__(self, templates_dir: str | None = None):
         environment = template_environment(templates_dir)
         self._templates: dict[str, jinja2.Template] = {}
+        self.sources: dict[str, str] = {}
+        """Each template's text as loaded: what the judge's identity hashes (`identity.prompts_hash`)."""
         for name in TEMPLATES:
             path = f"judge/{name}.txt"
             try:
                 template = environment.get_template(path)
+                if environment.loader is not None:
+                    self.sources[name] = environment.loader.get_source(environment, path)[0]
                 template.render(**_SAMPLE_VARIABLES[name])
             except jinja2.TemplateError as error:
                 raise JudgeError(f"prompt template {path}: {error}") from None

@@ -30,6 +30,7 @@ from qareport.judge.batch_route import BatchRoute
 from qareport.judge.client import JudgeClient
 from qareport.judge.cost import BUDGET_WORDS, Budget
 from qareport.judge.estimate import Estimating
+from qareport.judge.identity import JudgeIdentity, judge_identity
 from qareport.judge.outcomes import Outcome, judgments_of
 from qareport.judge.prompts import Prompts
 from qareport.judge.relevance_embeddings import (
@@ -125,6 +126,12 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
 
     def close(self) -> None:
         self._client.close()
+
+    def identity(self) -> JudgeIdentity:
+        """This judge as a run records it: its settings, its prompts' hash and the models the
+        replies so far named (`identity.judge_identity`)."""
+        return judge_identity(self.settings, template_sources=self._prompts.sources,
+                              served_models=self._client.served_models)
 
     def __enter__(self) -> Judge:
         return self

@@ -87,7 +87,7 @@ def write_changes(tables: TableWriter, report: Report) -> None:
     for item in comparison.breakdown:
         rows.append((f"{item.by} {item.group}", item.label, item.cases, item.clusters, item.shared_old,
                      item.shared_new, item.delta, _interval(item.low, item.high), item.p_value, item.q_value,
-                     noise_words(item.beyond_noise, item.p_value)))
+                     "judge changed" if item.judge_changed else noise_words(item.beyond_noise, item.p_value)))
     first, _ = tables.table(
         ("change of", "metric", "cases", "clusters", "last run", "this run", "change", "95% interval", "p", "q",
          "verdict"),

@@ -144,6 +144,8 @@ def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
         judge = run.options.judge if run.options is not None else None
         if judge is not None:
             _key_value(block, "judge via", _tail(judge.endpoint))
+        if run.judge_identity is not None:  # which instrument: snapshot, endpoint kind, parameters, prompts
+            _key_value(block, "judge identity", run.judge_identity.describe())
         calls = (f"{usage.calls} calls, {usage.cached_calls} cached, {usage.failed_calls} calls failed"
                  if usage is not None else "0 calls, 0 cached, 0 calls failed")
         if usage is not None and usage.batch:  # judged through the Batch API (--judge-batch)
