@@ -7,7 +7,6 @@ over its turns.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,27 +16,8 @@ from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, ColumnPlace, Metric
 from qareport.kinds.qa_turn import QA_TURN
+from qareport.question_scores import answer_text
 from qareport.records import CaseResult
-
-
-def answer_text(value: Any) -> str | None:
-    """An answer as text, for a cell or a judge's prompt: a text as it is; a structured answer (the
-    content parts published runs hold, `[{"type": "text", "text": ...}, ...]`) as its text parts
-    joined by blank lines, or as JSON when it has no text part; a number or boolean as it reads.
-    Never Python's repr. None stays None."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (list, Mapping)):
-        parts = value if isinstance(value, list) else [value]
-        texts = [part if isinstance(part, str) else part["text"] for part in parts
-                 if isinstance(part, str) or (isinstance(part, Mapping) and isinstance(part.get("text"), str)
-                                              and part.get("type", "text") == "text")]
-        if texts:
-            return "\n\n".join(texts)
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if isinstance(value, bool):
-        return json.dumps(value)
-    return str(value)
 
 
 def _qa_text(key: str) -> Callable[[CaseResult], str | None]:

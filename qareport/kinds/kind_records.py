@@ -175,8 +175,8 @@ class SharedEvaluation:
         """Its figures over the run (asked once, at the first of its kinds): None, none."""
         return None
 
-    def evaluate_question(self, case: TestCase, response: Response | None,
-                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
-        """A question of a graphrag-eval Q&A dataset (a case of kind `qa`), whose kinds name this
-        evaluation: the whole case, as graphrag-eval evaluates a question."""
-        raise NotImplementedError(f"{type(self).__name__} does not evaluate Q&A questions")
+    def evaluate_case(self, case: TestCase, response: Response | None,
+                      options: EvaluationOptions) -> tuple[CaseResult, list[Problem]] | None:
+        """A whole case that this evaluation scores as one (a question of a graphrag-eval Q&A
+        dataset, as graphrag-eval evaluates it); None, the default: the case is scored turn by turn."""
+        return None

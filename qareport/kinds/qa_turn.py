@@ -5,7 +5,7 @@ name `QA_TURN` as their shared evaluation (whose suite figures, graphrag-eval's 
 `qa_figures`), which runs once per turn that has a reference or an output of either, and keeps
 the result (as a `QuestionScores`) under `records.QA_RECORD` and the steps' `StepsOutcome` under
 the steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
-with its template and token counts (`QATurn.evaluate_question`).
+with its template and token counts (`QATurn.evaluate_case`).
 """
 
 from __future__ import annotations
@@ -157,9 +157,10 @@ class QATurn(SharedEvaluation):
         return TurnScores(scores, tuple(problems), invalid=bool(qa.steps_error))
 
 
-    def evaluate_question(self, case: TestCase, response: Response | None,
-                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
-        return evaluate_question_case(case, response, options.steps_semantics)
+    def evaluate_case(self, case: TestCase, response: Response | None,
+                      options: EvaluationOptions) -> tuple[CaseResult, list[Problem]] | None:
+        """A question of a Q&A dataset (a case of kind `qa`) as a whole; a conversation case: None."""
+        return evaluate_question_case(case, response, options.steps_semantics) if case.kind == "qa" else None
 
     def suite_figures(self, results: Sequence[CaseResult], options: SuiteOptions) -> SuiteFigures | None:
         """graphrag-eval's aggregates over the run's Q&A questions (`qa_figures`)."""
