@@ -6,6 +6,7 @@ model only; `runs.py` derives the stored form from it (and reads it back), `comp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from qareport import kinds
 from qareport.case_record import CaseRow, Derived, Figures
@@ -48,7 +49,7 @@ def case_row(result: CaseResult, run: kinds.RunKinds) -> CaseRow:
         reason=run.case_reason(result),
         targets=tuple(kind.name for kind in run if kind.has_target(result.case)),
         facts=run.case_facts(result),
-        outputs=Derived(case_outputs, result),  # what the system produced, for the next run's Compare sheet
+        outputs=Derived(partial(case_outputs, kinds=run), result),  # what the system produced, for Compare
         judged=case_judgments(result, run),
         dimensions=Derived(dimension_scores, result),  # for the next run's changes per dimension
         metrics=Figures(run.case_metrics(result)),

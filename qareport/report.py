@@ -201,7 +201,7 @@ def build_report(
         incomplete=incomplete,
         unloaded=tuple(unloaded),
         not_loaded=not_loaded,
-        side_by_side=(side_by_side(comparison, baseline.cases, rows)
+        side_by_side=(side_by_side(comparison, baseline.cases, rows, kinds)
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         judge_noise=judge_noise(results) if run.judge_usage is not None else (),

@@ -13,18 +13,17 @@ outputs are whole in Overview.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from qareport.case_record import CaseRow
 from qareport.comparison import Comparison
-from qareport.records import CaseResult, DatasetSelection
+from qareport.kinds import RunKinds
+from qareport.records import CaseResult
 
 MAX_PART = 3_000  # characters of one output part kept with the run
 MAX_STORED = 30_000  # characters of a case's outputs as JSON (a cell holds 32,767)
-PARTS = ("selection", "steps", "answer")
-PART_LABELS = {"selection": "indicator selection", "steps": "steps called", "answer": "answer"}
 MOVED = ("regression", "improvement")
 
 
@@ -34,67 +33,23 @@ def _cut(text: str, limit: int) -> str:
     return text[:limit] + f" [… {len(text) - limit:,} more characters]"
 
 
-def selection_text(selection: Sequence[DatasetSelection] | None) -> str | None:
-    """"IMF.WEO\nINDICATOR: NGDP_RPCH (real GDP growth), NGDPD\nCOUNTRY: IND (India)"."""
-    if selection is None:
-        return None
-    lines = []
-    for dataset in selection:
-        lines.append(f"dataset {dataset.dataset_id}")
-        for dimension in dataset.dimensions:
-            terms = ", ".join(_term(term.id, term.name) for term in dimension.values)
-            lines.append(f"{dimension.dimension_name}: {terms or '(nothing)'}")
-    return "\n".join(lines) or "(nothing selected)"
-
-
-def _term(term_id: Any, name: Any) -> str:
-    shown_id, shown_name = str(term_id or ""), str(name or "")
-    if shown_id and shown_name and shown_name != shown_id:
-        return f"{shown_id} ({shown_name})"
-    return shown_id or shown_name
-
-
-def steps_text(steps: Sequence[Mapping[str, Any]] | None) -> str | None:
-    """One line per step called: "1. sparql_query [success] {"query": "SELECT ..."}"."""
-    if steps is None:
-        return None
-    lines = []
-    for number, step in enumerate(steps, start=1):
-        name = str(step.get("name") or "?")
-        status = step.get("status")
-        args = step.get("args")
-        line = f"{number}. {name}" + (f" [{status}]" if status else "")
-        if args not in (None, "", {}, []):
-            line += " " + (args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
-        lines.append(line)
-    return "\n".join(lines) or "(no steps)"
-
-
-def answer_text(answer: Any) -> str | None:
-    if answer is None:
-        return None
-    if isinstance(answer, str):
-        return answer
-    return json.dumps(answer, ensure_ascii=False, default=str)
-
-
-def case_outputs(result: CaseResult) -> dict[str, Any]:
-    """What the system produced for the case, as text: {"turns": [{turn, user_message, selection,
-    steps, answer}]}, or {"error": ...} for an error response, or {} without a response."""
+def case_outputs(result: CaseResult, kinds: RunKinds) -> dict[str, Any]:
+    """What the system produced for the case, as text: {"turns": [{turn, user_message, and each
+    kind's output text (`Kind.output_text`) under its key}]}, or {"error": ...} for an error
+    response, or {} without a response."""
     response = result.response
     if response is None:
         return {}
     if response.status != "success":
         return {"error": str(response.error or response.status)}
+    shown = [(kind, kind.output_text) for kind in kinds if kind.output_text is not None]
     turns = []
     for number, output in enumerate(response.turns, start=1):
         case_turns = result.case.turns
         turns.append({
             "turn": number,
             "user_message": case_turns[number - 1].user_message if number <= len(case_turns) else "",
-            "selection": selection_text(output.indicator_selection),
-            "steps": steps_text(output.actual_steps),
-            "answer": answer_text(output.actual_answer),
+            **{text.key: text.text(kind.output_of(output)) for kind, text in shown},
         })
     return _fitted({"turns": turns})
 
@@ -124,6 +79,7 @@ class SideBySide:
     new: Mapping[str, Any]
     old_status: str | None = None
     new_status: str | None = None
+    parts: tuple[tuple[str, str], ...] = ()  # (key, label) of each kind's output text (`Kind.output_text`)
 
     def turns(self) -> list[tuple[int, str, Mapping[str, Any], Mapping[str, Any]]]:
         """(turn, user message, last run's outputs, this run's outputs) for every turn either has."""
@@ -139,8 +95,10 @@ class SideBySide:
 
 
 def side_by_side(comparison: Comparison, old_rows: Iterable[CaseRow],
-                 new_rows: Iterable[CaseRow]) -> tuple[SideBySide, ...]:
-    """Every regressed or improved case, in the order of the Changes sheet, with both runs' outputs."""
+                 new_rows: Iterable[CaseRow], kinds: RunKinds) -> tuple[SideBySide, ...]:
+    """Every regressed or improved case, in the order of the Changes sheet, with both runs' outputs
+    as the run's kinds name them."""
+    parts = tuple((text.key, text.label) for kind in kinds if (text := kind.output_text) is not None)
     old_by_id = {row.case_id: row for row in old_rows}
     new_by_id = {row.case_id: row for row in new_rows}
     pairs = []
@@ -153,5 +111,6 @@ def side_by_side(comparison: Comparison, old_rows: Iterable[CaseRow],
             reason=movement.reason, old=old.outputs if old is not None else {},
             new=new.outputs if new is not None else {},
             old_status=old.status if old is not None else None, new_status=new.status if new is not None else None,
+            parts=parts,
         ))
     return tuple(pairs)

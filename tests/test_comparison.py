@@ -283,7 +283,7 @@ def test_the_change_shown_is_the_difference_of_the_two_figures_shown(old, new, e
 
 
 def test_the_steps_called_are_one_line_each_with_status_and_arguments():
-    from qareport.side_by_side import steps_text
+    from qareport.kinds.steps import steps_text
 
     got = steps_text([{"name": "autocomplete_search", "args": {"query": "AURLAND"}, "status": "success",
                        "output": "a long output that is not shown"},
@@ -308,6 +308,7 @@ def test_outputs_kept_with_a_run_fit_one_cell_and_say_what_was_cut():
 
 
 def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outputs():
+    from qareport.kinds import catalogue
     from qareport.side_by_side import side_by_side
 
     def outputs(answer):
@@ -318,7 +319,7 @@ def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outp
     new = snapshot(case("a", macro_recall=0.5, outputs=outputs("new a")),
                    case("b", macro_recall=1.0, outputs=outputs("new b")), case("c", macro_recall=1.0, outputs=outputs("same")),
                    created="2024-05-08T10:00:00+00:00")
-    pairs = side_by_side(compare_runs(old, new), old.cases, new.cases)
+    pairs = side_by_side(compare_runs(old, new), old.cases, new.cases, catalogue())
     assert [(p.case_id, p.kind) for p in pairs] == [("a", "regression"), ("b", "improvement")]  # c did not move
     (turn,) = pairs[0].turns()
     assert turn[0] == 1 and turn[2]["answer"] == "old a" and turn[3]["answer"] == "new a"

@@ -7,6 +7,7 @@ over its turns.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -14,10 +15,19 @@ from qareport.errors import NOT_JUDGED
 from qareport.evaluation_options import PassRules
 from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, ColumnPlace, Metric
+from qareport.kinds.kind_records import Column, ColumnPlace, Metric, OutputText
 from qareport.kinds.qa_turn import QA_TURN
 from qareport.question_scores import answer_text
 from qareport.records import CaseResult
+
+
+def _answer_as_kept(answer: Any) -> str | None:
+    """The answer as the Compare sheet shows it: a text as it is, a structured one as JSON."""
+    if answer is None:
+        return None
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False, default=str)
 
 
 def _qa_text(key: str) -> Callable[[CaseResult], str | None]:
@@ -76,6 +86,7 @@ class ReferenceAnswer(Kind):
 
     in_questions = True
     shared = QA_TURN
+    output_text = OutputText("answer", "answer", _answer_as_kept)
 
     @property
     def output_key(self) -> str:

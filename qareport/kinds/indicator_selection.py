@@ -30,6 +30,7 @@ from qareport.kinds.kind_records import (
     Facts,
     KindFigures,
     Metric,
+    OutputText,
     SuiteFigures,
     SuiteOptions,
     Table,
@@ -45,6 +46,7 @@ from qareport.kinds.selection_details import (
     dimension_rows,
     explain_turn,
     render_indicator_details,
+    selection_text,
     suite_dimensions,
 )
 from qareport.kinds.selection_grades import (
@@ -73,6 +75,7 @@ class IndicatorSelection(Kind):
     )
     rank_metrics = ("macro_recall", "macro_precision")  # missing terms weigh more than extra ones
     grades = GRADES
+    output_text = OutputText("selection", "indicator selection", selection_text)
 
     def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
         """The selection; a key written without a value is an empty selection (nothing expected)."""

@@ -25,6 +25,7 @@ from qareport.kinds.kind_records import (
     Facts,
     KindFigures,
     Metric,
+    OutputText,
     SharedEvaluation,
     SuiteFigures,
     SuiteOptions,
@@ -63,6 +64,8 @@ class Kind:
     kept_on_error: bool = False
     """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
     shared: SharedEvaluation | None = None
+    output_text: OutputText | None = None
+    """How its output of a turn is kept with the run and shown in the Compare sheet (None: it is not)."""
     """The evaluation this kind is scored in together with others (None: `evaluate_turn`)."""
     @property
     def output_key(self) -> str | None:

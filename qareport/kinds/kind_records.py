@@ -27,6 +27,17 @@ last cells empty."""
 
 
 @dataclass(frozen=True, slots=True)
+class OutputText:
+    """How a kind's output of a turn reads beside last run's in the Compare sheet: its key in a
+    stored run's outputs of a turn (never renamed: last week's run is read back by it), its label,
+    and its text (None: the turn has no output of the kind)."""
+
+    key: str
+    label: str
+    text: Callable[[Any], str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class Metric:
     """A per-case metric: its key in results files and stored runs, and the label an analyst reads."""
 

@@ -10,7 +10,15 @@ from typing import Any
 
 from qareport.id_text import visible
 from qareport.kinds.kind_records import Column, DetailRow
-from qareport.records import CaseResult, DimensionScore, IndicatorScore, Term, TermVerdict, TurnResult
+from qareport.records import (
+    CaseResult,
+    DatasetSelection,
+    DimensionScore,
+    IndicatorScore,
+    Term,
+    TermVerdict,
+    TurnResult,
+)
 from qareport.templating import template_environment
 
 DETAILS_TEMPLATE = "indicator_selection_details.txt"
@@ -179,3 +187,23 @@ def dataset_rows(turn_number: int, indicator: IndicatorScore) -> Iterator[Detail
     for dataset_id in target:
         if dataset_id not in selected:
             yield (turn_number, DATASET_ROW, "FN", visible(dataset_id))
+
+
+def selection_text(selection: Sequence[DatasetSelection] | None) -> str | None:
+    """"IMF.WEO\nINDICATOR: NGDP_RPCH (real GDP growth), NGDPD\nCOUNTRY: IND (India)"."""
+    if selection is None:
+        return None
+    lines = []
+    for dataset in selection:
+        lines.append(f"dataset {dataset.dataset_id}")
+        for dimension in dataset.dimensions:
+            terms = ", ".join(_term_text(term.id, term.name) for term in dimension.values)
+            lines.append(f"{dimension.dimension_name}: {terms or '(nothing)'}")
+    return "\n".join(lines) or "(nothing selected)"
+
+
+def _term_text(term_id: Any, name: Any) -> str:
+    shown_id, shown_name = str(term_id or ""), str(name or "")
+    if shown_id and shown_name and shown_name != shown_id:
+        return f"{shown_id} ({shown_name})"
+    return shown_id or shown_name

@@ -22,6 +22,7 @@ to say which call matched each reference step, with what score, or why none did.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from qareport.errors import ShapeError
 from qareport.evaluation_options import PassRules
 from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, DetailRow, Metric
+from qareport.kinds.kind_records import Column, DetailRow, Metric, OutputText
 from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
 from qareport.kinds.steps.verdicts import verdicts_of
@@ -228,6 +229,22 @@ def parse_actual_steps(value: Any, *, line: int | None) -> tuple[dict[str, Any],
     return tuple(value)  # response records are plain already (see loading._raw_response_records)
 
 
+def steps_text(steps: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """One line per step called: "1. sparql_query [success] {"query": "SELECT ..."}"."""
+    if steps is None:
+        return None
+    lines = []
+    for number, step in enumerate(steps, start=1):
+        name = str(step.get("name") or "?")
+        status = step.get("status")
+        args = step.get("args")
+        line = f"{number}. {name}" + (f" [{status}]" if status else "")
+        if args not in (None, "", {}, []):
+            line += " " + (args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str))
+        lines.append(line)
+    return "\n".join(lines) or "(no steps)"
+
+
 class ReferenceSteps(Kind):
     """The tool calls a system made, against the reference's groups of steps (graphrag-eval's rules)."""
 
@@ -237,6 +254,7 @@ class ReferenceSteps(Kind):
     in_questions = True
     kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
     shared = QA_TURN
+    output_text = OutputText("steps", "steps called", steps_text)
 
     @property
     def output_key(self) -> str:
