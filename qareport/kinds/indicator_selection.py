@@ -42,6 +42,7 @@ from qareport.kinds.selection_details import (
     GRADE_ROW,
     dataset_rows,
     datasets_cell,
+    dimension_breakdown,
     dimension_column,
     dimension_rows,
     explain_turn,
@@ -118,6 +119,9 @@ class IndicatorSelection(Kind):
         if result.macro_recall is None:
             return None
         return result.macro_recall == 1 and result.macro_precision == 1
+
+    def breakdown(self, result: CaseResult) -> dict[str, dict[str, float]]:
+        return dimension_breakdown(result)
 
     def explain(self, result: CaseResult) -> str | None:
         scored = [t for t in result.turns if t.indicator is not None]

@@ -139,6 +139,11 @@ class Kind:
         each = [self.attempt_metrics(attempt) for attempt in result.attempts]
         return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
 
+    def breakdown(self, result: CaseResult) -> dict[str, dict[str, float]]:
+        """A case's figures per part the kind scores separately (indicator selection: per dimension,
+        its precision and recall), kept with the run so the next one can say which part changed."""
+        return {}
+
     def explain(self, result: CaseResult) -> str | None:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None

@@ -147,6 +147,17 @@ def dimension_scores(result: CaseResult) -> dict[str, tuple[float, float]]:
     return {name: (fmean(r for r, _ in pairs), fmean(p for _, p in pairs)) for name, pairs in found.items()}
 
 
+def dimension_breakdown(result: CaseResult) -> dict[str, dict[str, float]]:
+    """Each target dimension's precision and recall in one case, as a stored run keeps them: the
+    means over the case's turns whose target has it (as the Statistics sheet's per-dimension means take them)."""
+    per_turn: dict[str, list[tuple[float, float]]] = {}
+    for turn in result.turns:
+        for dimension in turn.indicator.dimensions if turn.indicator is not None else ():
+            per_turn.setdefault(dimension.dimension_name, []).append((dimension.precision, dimension.recall))
+    return {name: {"precision": sum(p for p, _ in pairs) / len(pairs), "recall": sum(r for _, r in pairs) / len(pairs)}
+            for name, pairs in per_turn.items()}
+
+
 def suite_dimensions(results: Sequence[CaseResult]) -> list[str]:
     """The target dimensions of a run, in order of first appearance."""
     names: dict[str, None] = {}
