@@ -228,7 +228,7 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
     that did not pass), else the first attempt's; its `error` names each attempt that failed or
     had a turn it could not score. Its turns and response are the first evaluated attempt's (the
     details cell shows that attempt; the Details sheet has every attempt); its metrics are the means
-    over its attempts (`RunKinds.case_metrics`, `CaseResult.macro_precision`)."""
+    over its attempts (`RunKinds.case_metrics`)."""
     evaluated = [a for a in attempts if a.status == "success"]
     first = evaluated[0] if evaluated else attempts[0]
     status: CaseStatus = first.status

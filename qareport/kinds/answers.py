@@ -16,7 +16,7 @@ from qareport.evaluation_options import PassRules
 from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, ColumnPlace, Metric, OutputText
-from qareport.kinds.qa_turn import QA_TURN
+from qareport.kinds.qa_turn import QA_TURN, answer_of
 from qareport.question_scores import answer_text
 from qareport.records import CaseResult
 
@@ -135,7 +135,7 @@ class ReferenceAnswer(Kind):
     def present(self, results: Sequence[CaseResult]) -> bool:
         """A reference answer in a test case, or an answer in a response: either gets the columns."""
         return any(self.has_target(r.case) for r in results) or any(
-            o.actual_answer is not None for r in results if r.response for o in r.response.turns
+            answer_of(o) is not None for r in results if r.response for o in r.response.turns
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:

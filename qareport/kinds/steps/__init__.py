@@ -34,7 +34,7 @@ from qareport.evaluation_options import PassRules
 from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, DetailRow, Metric, OutputText
-from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
+from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems, steps_of
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
 from qareport.kinds.steps.verdicts import verdicts_of
 from qareport.question_scores import QuestionScores
@@ -303,7 +303,7 @@ class ReferenceSteps(Kind):
     def present(self, results: Sequence[CaseResult]) -> bool:
         """Reference steps in a test case, or steps in a response: either gets the columns."""
         return any(self.has_target(r.case) for r in results) or any(
-            o.actual_steps is not None for r in results if r.response for o in r.response.turns
+            steps_of(o) is not None for r in results if r.response for o in r.response.turns
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
