@@ -42,14 +42,14 @@ def case_outputs(result: CaseResult, kinds: RunKinds) -> dict[str, Any]:
         return {}
     if response.status != "success":
         return {"error": str(response.error or response.status)}
-    shown = [(kind, kind.output_text) for kind in kinds if kind.output_text is not None]
+    shown = [text for kind in kinds if (text := kind.output_text) is not None]
     turns = []
     for number, output in enumerate(response.turns, start=1):
         case_turns = result.case.turns
         turns.append({
             "turn": number,
             "user_message": case_turns[number - 1].user_message if number <= len(case_turns) else "",
-            **{text.key: text.text(kind.output_of(output)) for kind, text in shown},
+            **{text.key: text.text(output) for text in shown},
         })
     return _fitted({"turns": turns})
 

@@ -86,7 +86,7 @@ class ReferenceAnswer(Kind):
 
     in_questions = True
     shared = QA_TURN
-    output_text = OutputText("answer", "answer", _answer_as_kept)
+    output_text = OutputText("answer", "answer", lambda output: _answer_as_kept(answer_of(output)))
 
     @property
     def output_key(self) -> str:
@@ -101,9 +101,6 @@ class ReferenceAnswer(Kind):
         text in a cell."""
         answer = turn.get(self.output_key)
         return plain(answer) if isinstance(answer, (dict, list)) else None if answer is None else str(answer)
-
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         scored = [t.qa for t in result.turns if t.qa is not None]

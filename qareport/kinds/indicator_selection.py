@@ -56,7 +56,13 @@ from qareport.kinds.selection_grades import (
     dataset_scores,
     grade_why,
 )
-from qareport.kinds.selection_parts import has_indicator_target, indicator_score, macro_precision, macro_recall
+from qareport.kinds.selection_parts import (
+    has_indicator_target,
+    indicator_score,
+    macro_precision,
+    macro_recall,
+    output_selection,
+)
 from qareport.kinds.selection_reading import parse_indicator_selection, selection_as_written
 from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.kinds.selection_statistics import data_query_figures
@@ -77,7 +83,7 @@ class IndicatorSelection(Kind):
     )
     rank_metrics = ("macro_recall", "macro_precision")  # missing terms weigh more than extra ones
     grades = GRADES
-    output_text = OutputText("selection", "indicator selection", selection_text)
+    output_text = OutputText("selection", "indicator selection", lambda out: selection_text(output_selection(out)))
 
     def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
         """The selection; a key written without a value is an empty selection (nothing expected)."""

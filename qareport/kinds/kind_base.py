@@ -12,7 +12,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from qareport.input_shapes import plain
-from qareport.records import CaseResult, Problem, TestCase, TurnOutput
+from qareport.records import CaseResult, Problem, TestCase
 from qareport.yaml_values import line_of
 
 if TYPE_CHECKING:
@@ -99,24 +99,12 @@ class Kind:
         """Put back, in a YAML response turn, the ids and names YAML 1.1 read as something else (see
         `input_shapes.written`), before the record loses what YAML remembered. Default: nothing."""
 
-    # --- where a case keeps this kind's parts ----------------------------------------------------
-
-    def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return case.turns[turn_index].target.parts.get(self.name) if self.reads_target else None
-
-    def output_of(self, output: TurnOutput | None) -> Any:
-        return None if output is None else output.parts.get(self.name)
-
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        turns = result.turns
-        return turns[turn_index].scores.get(self.name) if turn_index < len(turns) else None
-
     # --- scoring -------------------------------------------------------------------------------
 
     def has_target(self, case: TestCase) -> bool:
         """Whether the case has a target of this kind (or declares one, when it could not be read)."""
-        return self.name in case.declared_targets or any(
-            self.target_of(case, index) is not None for index in range(len(case.turns)))
+        return self.name in case.declared_targets or (self.reads_target and any(
+            turn.target.parts.get(self.name) is not None for turn in case.turns))
 
     def evaluate_turn(self, turn: TurnInput) -> Any:
         """Score one turn that has a target of this kind; the result is kept in `TurnResult.scores[name]`."""

@@ -30,11 +30,11 @@ last cells empty."""
 class OutputText:
     """How a kind's output of a turn reads beside last run's in the Compare sheet: its key in a
     stored run's outputs of a turn (never renamed: last week's run is read back by it), its label,
-    and its text (None: the turn has no output of the kind)."""
+    and its text of a turn's output (None: the turn has no output of the kind)."""
 
     key: str
     label: str
-    text: Callable[[Any], str | None]
+    text: Callable[[TurnOutput], str | None]
 
 
 @dataclass(frozen=True, slots=True)

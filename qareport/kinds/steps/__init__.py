@@ -254,7 +254,7 @@ class ReferenceSteps(Kind):
     in_questions = True
     kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
     shared = QA_TURN
-    output_text = OutputText("steps", "steps called", steps_text)
+    output_text = OutputText("steps", "steps called", lambda output: steps_text(steps_of(output)))
 
     @property
     def output_key(self) -> str:
@@ -270,9 +270,6 @@ class ReferenceSteps(Kind):
 
     def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
         return reference_steps_problems(case, options.steps_semantics)
-
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
