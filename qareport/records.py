@@ -104,7 +104,7 @@ class Target:
     """What one user turn is expected to produce: each kind's parsed part, by kind name (any subset
     of the kinds may be present), and the line each part is written at."""
 
-    parts: dict[str, Any] = field(default_factory=dict)  # each kind reads its own, typed, in its module
+    parts: dict[str, object] = field(default_factory=dict)  # each kind reads its own, typed, in its module
     lines: dict[str, int] = field(default_factory=dict)
 
 
@@ -144,7 +144,7 @@ class TestCase:
 class TurnOutput:
     """What the system produced for one turn: each kind's parsed part of it, by kind name."""
 
-    parts: dict[str, Any] = field(default_factory=dict)  # each kind reads its own, typed, in its module
+    parts: dict[str, object] = field(default_factory=dict)  # each kind reads its own, typed, in its module
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,12 +263,13 @@ class TurnResult:
     number: int
     user_message: str
     error: str | None = None  # this turn could not be evaluated
-    scores: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, object] = field(default_factory=dict)
 
     @property
     def qa(self) -> QuestionScores | None:
         """graphrag-eval's result of the turn (steps, answer metrics, ...), see `QA_RECORD`."""
-        return self.scores.get(QA_RECORD)
+        qa = self.scores.get(QA_RECORD)
+        return qa if isinstance(qa, QuestionScores) else None
 
 
 @dataclass(frozen=True, slots=True)

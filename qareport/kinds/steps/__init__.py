@@ -171,8 +171,8 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     groups = qa.reference_steps or []
     verdicts = turn_verdicts(turn)
     shown = list(verdicts) if verdicts is not None else _fallback_verdicts(qa)
-    several = len(groups) > 1 and isinstance(turn.scores.get(KIND_NAME), StepsOutcome) \
-        and turn.scores[KIND_NAME].semantics == 6
+    outcome = turn.scores.get(KIND_NAME)
+    several = len(groups) > 1 and isinstance(outcome, StepsOutcome) and outcome.semantics == 6
     rows: list[tuple[Any, ...]] = []
     for verdict in shown:
         aspect = f"steps group {verdict.group_number}" if several else "steps"
