@@ -16,7 +16,7 @@ from qareport.evaluation_options import PassRules
 from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, ColumnPlace, Metric, OutputText
-from qareport.kinds.qa_turn import QA_TURN, answer_of
+from qareport.kinds.qa_turn import QA_TURN, Answer, answer_of
 from qareport.question_scores import answer_text
 from qareport.records import CaseResult
 
@@ -92,11 +92,11 @@ class ReferenceAnswer(Kind):
     def output_key(self) -> str:
         return "actual_answer"
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> str | None:
         """The reference answer as written (`NO` stays NO)."""
         return optional_text(target, self.name)  # type: ignore[arg-type]
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Answer | None:
         """The answer; a structured one (content parts) stays data: JSON in the results file, its
         text in a cell."""
         answer = turn.get(self.output_key)

@@ -57,6 +57,7 @@ from qareport.kinds.selection_grades import (
     grade_why,
 )
 from qareport.kinds.selection_parts import (
+    as_selection,
     has_indicator_target,
     indicator_score,
     macro_precision,
@@ -66,7 +67,7 @@ from qareport.kinds.selection_parts import (
 from qareport.kinds.selection_reading import parse_indicator_selection, selection_as_written
 from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.kinds.selection_statistics import data_query_figures
-from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, IndicatorScore
+from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, DatasetSelection, IndicatorScore
 from qareport.yaml_values import line_of
 
 
@@ -85,7 +86,7 @@ class IndicatorSelection(Kind):
     grades = GRADES
     output_text = OutputText("selection", "indicator selection", lambda out: selection_text(output_selection(out)))
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> tuple[DatasetSelection, ...] | None:
         """The selection; a key written without a value is an empty selection (nothing expected)."""
         if self.name not in target:
             return None
@@ -95,7 +96,7 @@ class IndicatorSelection(Kind):
     def declared_in(self, target: Mapping[str, Any]) -> bool:
         return self.name in target  # a key without a value is a target too (an empty selection)
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> tuple[DatasetSelection, ...] | None:
         raw = turn.get(self.name)
         return None if raw is None else parse_indicator_selection(raw, line=line)
 
@@ -105,7 +106,7 @@ class IndicatorSelection(Kind):
     def evaluate_turn(self, turn: TurnInput) -> IndicatorScore:
         options = turn.options
         return score_indicator_selection(
-            turn.target, turn.output,
+            as_selection(turn.target) or (), as_selection(turn.output),  # scored only where the target has one
             match_terms_by=options.match_terms_by if options else DEFAULT_TERM_MATCHING,
             acceptable_extras=options.acceptable_extras if options else DEFAULT_ACCEPTABLE_EXTRAS,
         )

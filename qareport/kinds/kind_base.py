@@ -75,7 +75,7 @@ class Kind:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> object:
         """This kind's part of a target mapping as read (with its lines, `yaml_values.line_of`); None
         when it has none. The default hands the value, as plain data, to `parse_target`."""
         value = target.get(self.name)
@@ -87,11 +87,11 @@ class Kind:
         same as it would if it could be read (`read_target` would give a part)."""
         return target.get(self.name) is not None
 
-    def parse_target(self, value: Any, *, line: int | None) -> Any:
+    def parse_target(self, value: Any, *, line: int | None) -> object:
         """This kind's part of a target, checked; raise `qareport.errors.ShapeError` when unusable."""
         return value
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> object:
         """This kind's part of a response turn (None when absent); raise `ShapeError` when unusable."""
         return None if self.output_key is None else turn.get(self.output_key)
 
@@ -106,7 +106,7 @@ class Kind:
         return self.name in case.declared_targets or (self.reads_target and any(
             turn.target.parts.get(self.name) is not None for turn in case.turns))
 
-    def evaluate_turn(self, turn: TurnInput) -> Any:
+    def evaluate_turn(self, turn: TurnInput) -> object:
         """Score one turn that has a target of this kind; the result is kept in `TurnResult.scores[name]`."""
         raise NotImplementedError(f"kind {self.name!r} does not score turns")
 

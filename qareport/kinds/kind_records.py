@@ -156,8 +156,8 @@ class TurnInput:
 
     case: TestCase
     turn_number: int
-    target: Any
-    output: Any  # None when the system produced nothing of this kind for the turn
+    target: object
+    output: object  # None when the system produced nothing of this kind for the turn
     turn: Turn | None = None
     response: Response | None = None
     turn_output: TurnOutput | None = None  # None: the response has no output for this turn

@@ -11,14 +11,19 @@ from qareport.records import CaseResult, DatasetSelection, IndicatorScore, Targe
 KIND_NAME = "indicator_selection"
 
 
+def as_selection(part: object) -> tuple[DatasetSelection, ...] | None:
+    """The kind's part of a target or an output, as the kind parsed it (`parse_indicator_selection`)."""
+    return cast("tuple[DatasetSelection, ...] | None", part)
+
+
 def target_selection(target: Target) -> tuple[DatasetSelection, ...] | None:
     """The selection a turn's target expects (None: the target has no indicator selection)."""
-    return cast("tuple[DatasetSelection, ...] | None", target.parts.get(KIND_NAME))  # as the kind parsed it
+    return as_selection(target.parts.get(KIND_NAME))
 
 
 def output_selection(output: TurnOutput) -> tuple[DatasetSelection, ...] | None:
     """The selection a system made in one turn (None: it gave none)."""
-    return cast("tuple[DatasetSelection, ...] | None", output.parts.get(KIND_NAME))
+    return as_selection(output.parts.get(KIND_NAME))
 
 
 def indicator_score(turn: TurnResult) -> IndicatorScore | None:

@@ -34,7 +34,7 @@ from qareport.evaluation_options import PassRules
 from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
 from qareport.kinds.kind_records import Column, DetailRow, Metric, OutputText
-from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems, steps_of
+from qareport.kinds.qa_turn import QA_TURN, StepGroups, reference_steps_problems, steps_of
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
 from qareport.kinds.steps.verdicts import verdicts_of
 from qareport.question_scores import QuestionScores
@@ -195,7 +195,7 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     return rows
 
 
-def parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict[str, Any], ...], ...]:
+def parse_steps_groups(value: Any, *, line: int | None) -> StepGroups:
     """`reference_steps` as written: a list of groups, each a list of steps with a `name`."""
     if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
         raise ShapeError(
@@ -260,11 +260,11 @@ class ReferenceSteps(Kind):
     def output_key(self) -> str:
         return "actual_steps"
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> StepGroups | None:
         value = target.get(self.name)
         return None if value is None else parse_steps_groups(value, line=line_of(target, self.name))
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> tuple[dict[str, Any], ...] | None:
         value = turn.get(self.output_key)
         return None if value is None else parse_actual_steps(value, line=line)
 
