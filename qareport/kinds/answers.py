@@ -132,7 +132,8 @@ class ReferenceAnswer(Kind):
     def present(self, results: Sequence[CaseResult]) -> bool:
         """A reference answer in a test case, or an answer in a response: either gets the columns."""
         return any(self.has_target(r.case) for r in results) or any(
-            answer_of(o) is not None for r in results if r.response for o in r.response.turns
+            answer_of(o) is not None for r in results if r.response and r.response.status == "success"
+            for o in r.response.turns
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:

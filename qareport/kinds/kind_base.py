@@ -61,8 +61,6 @@ class Kind:
     """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
     in_questions: bool = False
     """Whether a question of a graphrag-eval Q&A dataset carries this kind's part (under `name`)."""
-    kept_on_error: bool = False
-    """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
     shared: SharedEvaluation | None = None
     output_text: OutputText | None = None
     """How its output of a turn is kept with the run and shown in the Compare sheet (None: it is not)."""

@@ -252,7 +252,6 @@ class ReferenceSteps(Kind):
     label = "reference steps"
     metrics = (Metric("steps_score", "steps score", headline=True),)
     in_questions = True
-    kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
     shared = QA_TURN
     output_text = OutputText("steps", "steps called", lambda output: steps_text(steps_of(output)))
 
