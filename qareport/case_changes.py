@@ -147,13 +147,13 @@ def changes_of_case(old: CaseRow, new: CaseRow, tolerance: float,
 
 def case_verdict(old: CaseRow, new: CaseRow, kind_set: kinds.RunKinds | None = None) -> AttemptsChange | None:
     """Whether a case answered several times in both runs changed beyond what its own attempts vary
-    by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric_key` that
+    by (`decide_case_change` on its main metric's attempts: the first kind's `main_metric` that
     both runs have); None when a run has no attempts of it (one run per case: today's rule)."""
     before, after = old.attempts, new.attempts
     if before is None or after is None:
         return None
     for kind in kind_set if kind_set is not None else kinds.catalogue():
-        key = kind.main_metric_key()
+        key = kind.main_metric
         if key is None:
             continue
         old_values = [number for v in before.get(key) or () if (number := _number(v)) is not None]

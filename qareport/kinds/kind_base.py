@@ -45,17 +45,24 @@ class Kind:
     label: str = ""
     metrics: tuple[Metric, ...] = ()
 
-    rank_metrics: tuple[str, ...] = ()
-    """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
-    kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
+    @property
+    def rank_metrics(self) -> tuple[str, ...]:
+        """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
+        kind's headline metrics; a kind sets its own as a class attribute). Unlike metrics of
+        different kinds are never averaged into one rank."""
+        return tuple(metric.key for metric in self.metrics if metric.headline)
+
     grades: tuple[str, ...] = ()
     """The grades the kind gives a case, best first (none: it does not grade). A case's grade is
     kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
     runs is a change (a regression when it gets worse)."""
     grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
-    main_metric: str | None = None
-    """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
-    between two runs is decided (default: the kind's first headline metric)."""
+    @property
+    def main_metric(self) -> str | None:
+        """The metric whose spread over a case's attempts the Overview shows, and by which a case's
+        change between two runs is decided (default: the kind's first headline metric; a kind sets
+        its own as a class attribute)."""
+        return next((metric.key for metric in self.metrics if metric.headline), None)
 
     reads_target: bool = True
     """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
@@ -144,9 +151,6 @@ class Kind:
         (no rule, no target of the kind, or no value, e.g. an answer the judge did not score)."""
         return None
 
-    def main_metric_key(self) -> str | None:
-        return self.main_metric or next((metric.key for metric in self.metrics if metric.headline), None)
-
     def attempt_grade(self, result: CaseResult) -> str | None:
         """The grade of one answer of a case, one of `grades` (None: not graded, e.g. not evaluated)."""
         return None
@@ -161,10 +165,6 @@ class Kind:
             return None
         rank = {grade: index for index, grade in enumerate(self.grades)}
         return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
-
-    def ranking(self) -> tuple[str, ...]:
-        """The metric keys the weakest cases are ranked by (see `rank_metrics`)."""
-        return self.rank_metrics or tuple(metric.key for metric in self.metrics if metric.headline)
 
     def case_facts(self, result: CaseResult) -> dict[str, list[str]]:
         """What a later run needs to say what changed (default: the case's explanation)."""

@@ -114,7 +114,7 @@ class RunKinds:
         """The case's main metric: the first kind's (in order) that has a value for it."""
         values = self.case_metrics(result)
         for kind in self.kinds:
-            key = kind.main_metric_key()
+            key = kind.main_metric
             if key is not None and values.get(key) is not None:
                 return key
         return None
