@@ -6,6 +6,7 @@ model only; `runs.py` derives the stored form from it (and reads it back), `comp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from qareport import kinds
 from qareport.case_record import CaseRow, Derived, Figures
@@ -48,9 +49,9 @@ def case_row(result: CaseResult, run: kinds.RunKinds) -> CaseRow:
         reason=run.case_reason(result),
         targets=tuple(kind.name for kind in run if kind.has_target(result.case)),
         facts=run.case_facts(result),
-        outputs=Derived(case_outputs, result),  # what the system produced, for the next run's Compare sheet
+        outputs=Derived(partial(case_outputs, kinds=run), result),  # what the system produced, for Compare
         judged=case_judgments(result, run),
-        dimensions=Derived(dimension_scores, result),  # for the next run's changes per dimension
+        dimensions=Derived(run.case_breakdown, result),  # for the next run's changes per dimension
         metrics=Figures(run.case_metrics(result)),
         usage=Figures({key: getattr(response, key) if response is not None else None for key in USAGE_FIELDS}),
         attempts=attempt_values(result, run) if result.attempts else None,
@@ -63,17 +64,6 @@ def attempt_values(result: CaseResult, run: kinds.RunKinds) -> dict[str, list[fl
     each = [run.case_metrics(attempt) for attempt in result.attempts]
     return {key: [values.get(key) for values in each] for key in run.case_metric_keys()
             if any(values.get(key) is not None for values in each)}
-
-
-def dimension_scores(result: CaseResult) -> dict[str, dict[str, float]]:
-    """Each target dimension's precision and recall in one case: the means over the case's turns
-    whose target has it (as the Statistics sheet's per-dimension means take them)."""
-    per_turn: dict[str, list[tuple[float, float]]] = {}
-    for turn in result.turns:
-        for dimension in turn.indicator.dimensions if turn.indicator is not None else ():
-            per_turn.setdefault(dimension.dimension_name, []).append((dimension.precision, dimension.recall))
-    return {name: {"precision": sum(p for p, _ in pairs) / len(pairs), "recall": sum(r for _, r in pairs) / len(pairs)}
-            for name, pairs in per_turn.items()}
 
 
 def case_rows(results: Sequence[CaseResult], run: kinds.RunKinds) -> list[CaseRow]:

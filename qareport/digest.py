@@ -268,7 +268,7 @@ def _best_delta(movement: CaseMovement) -> float | None:
 
 
 def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow], kind_set: kinds.RunKinds) -> Weakest | None:
-    ranking = kind.ranking()
+    ranking = kind.rank_metrics
     found = weakest_cases(rows, ranking, limit=WEAKEST_PER_FAMILY)
     if not found:
         return None

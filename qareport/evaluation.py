@@ -53,8 +53,9 @@ def evaluate_case(
     problems: list[Problem] = []
     if not case.turns:  # the test case itself could not be read; loading reported why
         return CaseResult(case, "invalid", error=case.comments or "invalid test case"), problems
-    if case.kind == "qa":  # a question of a graphrag-eval Q&A dataset: evaluated as graphrag-eval does
-        return _question_evaluation(kinds).evaluate_question(case, response, options)
+    for shared in _shared_evaluations(kinds):  # e.g. a Q&A dataset's question, scored as graphrag-eval does
+        if (whole := shared.evaluate_case(case, response, options)) is not None:
+            return whole
     if response is None:
         return CaseResult(case, "missing", error="no response for this case"), problems
     if response.status == "invalid":
@@ -104,12 +105,9 @@ def _plan(registered: tuple[Kind, ...]) -> tuple[tuple[Kind, SharedEvaluation | 
     return tuple(plan)
 
 
-def _question_evaluation(kinds: RunKinds) -> SharedEvaluation:
-    """The evaluation that the kinds a Q&A question carries share."""
-    found = next((kind.shared for kind in kinds if kind.in_questions and kind.shared is not None), None)
-    if found is None:
-        raise RuntimeError("no kind of the run evaluates the questions of a Q&A dataset")
-    return found
+def _shared_evaluations(kinds: RunKinds) -> tuple[SharedEvaluation, ...]:
+    """The run's shared evaluations, each once, in the order of their first kind."""
+    return tuple(shared for _, shared, _ in _plan(kinds.kinds) if shared is not None)
 
 
 def reference_problems(case: TestCase, semantics: Semantics = DEFAULT_OPTIONS.steps_semantics, *,
@@ -230,7 +228,7 @@ def combine_attempts(attempts: tuple[CaseResult, ...]) -> CaseResult:
     that did not pass), else the first attempt's; its `error` names each attempt that failed or
     had a turn it could not score. Its turns and response are the first evaluated attempt's (the
     details cell shows that attempt; the Details sheet has every attempt); its metrics are the means
-    over its attempts (`RunKinds.case_metrics`, `CaseResult.macro_precision`)."""
+    over its attempts (`RunKinds.case_metrics`)."""
     evaluated = [a for a in attempts if a.status == "success"]
     first = evaluated[0] if evaluated else attempts[0]
     status: CaseStatus = first.status

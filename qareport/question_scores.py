@@ -18,6 +18,7 @@ a record means building a new one (`with_values`; the judge's `Judgment`s by `wi
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -27,6 +28,26 @@ from typing import Any
 from qareport.judged_values import MetricJudgment, graphrag_eval_values, step_values
 
 NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+
+
+def answer_text(value: Any) -> str | None:
+    """An answer as text, for a cell or a judge's prompt: a text as it is; a structured answer (the
+    content parts published runs hold, `[{"type": "text", "text": ...}, ...]`) as its text parts
+    joined by blank lines, or as JSON when it has no text part; a number or boolean as it reads.
+    Never Python's repr. None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, Mapping)):
+        parts = value if isinstance(value, list) else [value]
+        texts = [part if isinstance(part, str) else part["text"] for part in parts
+                 if isinstance(part, str) or (isinstance(part, Mapping) and isinstance(part.get("text"), str)
+                                              and part.get("type", "text") == "text")]
+        if texts:
+            return "\n\n".join(texts)
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
 
 
 @dataclass(frozen=True, slots=True)

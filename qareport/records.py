@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from statistics import fmean
 from typing import TYPE_CHECKING, Any, Literal
 
 from qareport.case_record import CaseRow
@@ -94,10 +93,6 @@ class DatasetSelection:
 # --- test cases --------------------------------------------------------------------------------
 
 
-# The built-in kinds' names, for the typed accessors below (each kind's module reads and writes its parts)
-INDICATOR_SELECTION = "indicator_selection"
-REFERENCE_ANSWER = "reference_answer"
-REFERENCE_STEPS = "reference_steps"
 QA_RECORD = "qa"
 """The key of `TurnResult.scores` that holds a turn's `QuestionScores`: graphrag-eval's result of
 the question evaluation it runs for the reference answer and the reference steps together, to which
@@ -110,26 +105,8 @@ class Target:
     """What one user turn is expected to produce: each kind's parsed part, by kind name (any subset
     of the kinds may be present), and the line each part is written at."""
 
-    parts: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, object] = field(default_factory=dict)  # each kind reads its own, typed, in its module
     lines: dict[str, int] = field(default_factory=dict)
-
-    # read-only accessors of the built-in kinds' parts (the parts live in `parts`)
-    @property
-    def indicator_selection(self) -> tuple[DatasetSelection, ...] | None:
-        return self.parts.get(INDICATOR_SELECTION)
-
-    @property
-    def reference_answer(self) -> str | None:
-        return self.parts.get(REFERENCE_ANSWER)
-
-    @property
-    def reference_steps(self) -> tuple[tuple[dict[str, Any], ...], ...] | None:
-        return self.parts.get(REFERENCE_STEPS)
-
-    @property
-    def reference_steps_line(self) -> int | None:
-        """Where `reference_steps` is written: a fault in them is located there."""
-        return self.lines.get(REFERENCE_STEPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,21 +145,7 @@ class TestCase:
 class TurnOutput:
     """What the system produced for one turn: each kind's parsed part of it, by kind name."""
 
-    parts: dict[str, Any] = field(default_factory=dict)
-
-    # read-only accessors of the built-in kinds' parts
-    @property
-    def indicator_selection(self) -> tuple[DatasetSelection, ...] | None:
-        return self.parts.get(INDICATOR_SELECTION)
-
-    @property
-    def actual_answer(self) -> str | list[Any] | dict[str, Any] | None:
-        """The answer; a structured one (content parts) kept as data."""
-        return self.parts.get(REFERENCE_ANSWER)
-
-    @property
-    def actual_steps(self) -> tuple[dict[str, Any], ...] | None:
-        return self.parts.get(REFERENCE_STEPS)
+    parts: dict[str, object] = field(default_factory=dict)  # each kind reads its own, typed, in its module
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,17 +264,13 @@ class TurnResult:
     number: int
     user_message: str
     error: str | None = None  # this turn could not be evaluated
-    scores: dict[str, Any] = field(default_factory=dict)
-
-    # read-only accessors of the built-in kinds' scores
-    @property
-    def indicator(self) -> IndicatorScore | None:
-        return self.scores.get(INDICATOR_SELECTION)
+    scores: dict[str, object] = field(default_factory=dict)
 
     @property
     def qa(self) -> QuestionScores | None:
         """graphrag-eval's result of the turn (steps, answer metrics, ...), see `QA_RECORD`."""
-        return self.scores.get(QA_RECORD)
+        qa = self.scores.get(QA_RECORD)
+        return qa if isinstance(qa, QuestionScores) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,29 +290,6 @@ class CaseResult:
     def attempt(self) -> int:
         """The attempt this result scores (1 for a response without `attempt`)."""
         return (self.response.attempt if self.response is not None else None) or 1
-
-    @property
-    def macro_precision(self) -> float | None:
-        """The mean over evaluated turns with indicator targets (read from the turns' scores); of a
-        case answered several times, the mean over its attempts that have one."""
-        if self.attempts:
-            return _mean([p for a in self.attempts if (p := a.macro_precision) is not None])
-        return _mean([t.indicator.macro_precision for t in self.turns if t.indicator is not None])
-
-    @property
-    def macro_recall(self) -> float | None:
-        if self.attempts:
-            return _mean([r for a in self.attempts if (r := a.macro_recall) is not None])
-        return _mean([t.indicator.macro_recall for t in self.turns if t.indicator is not None])
-
-    @property
-    def has_indicator_target(self) -> bool:
-        return INDICATOR_SELECTION in self.case.declared_targets or any(
-            t.target.indicator_selection is not None for t in self.case.turns)
-
-
-def _mean(values: list[float]) -> float | None:
-    return fmean(values) if values else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,9 +44,6 @@ from qareport.trend import TrendPoint, trend_points
 if TYPE_CHECKING:  # imported by `Report.to_pandas`, when a notebook asks for a frame
     import pandas as pd
 
-TURN_METRICS = ("steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance")
-"""The per-turn figures `Report.to_pandas(level="turn")` gives (graphrag-eval's per-question keys)."""
-
 MIN_EVALUATED_SHARE = 0.5  # below this share of cases evaluated, a run is reported as incomplete
 
 
@@ -103,8 +100,8 @@ class Report:
         the tags; a Q&A question's template), `cluster`, `status`, `reason` (why it lost points, or
         None), then each metric of the run's kinds as floats (NaN where a case has no value: the
         figures are the Overview's). `level="turn"`: one row per turn of each case: `case_id`, `turn`,
-        `user_message`, `status` (the case's), `error` (the turn's), `steps_score` and the answer
-        metrics graphrag-eval gives per question, where a turn has them.
+        `user_message`, `status` (the case's), `error` (the turn's), then each metric of the run's
+        kinds as that turn alone scores it (NaN where the turn has no value).
         """
         import pandas as pd
 
@@ -115,13 +112,14 @@ class Report:
                     for row in self.rows]  # the case rows, computed once (`case_rows`)
             return _frame(pd, rows, ["case_id", "name", "groups", "cluster", "status", "reason"], metric_keys)
         if level == "turn":
+            metric_keys = list(self.kinds.case_metric_keys())
             turn_rows = [
                 {"case_id": result.case.id, "turn": turn.number, "user_message": turn.user_message,
                  "status": result.status, "error": turn.error,
-                 **{key: _number(turn.qa.value(key) if turn.qa is not None else None) for key in TURN_METRICS}}
+                 **self.kinds.case_metrics(replace(result, turns=(turn,), attempts=()))}  # the turn alone
                 for result in self.results for turn in result.turns
             ]
-            return _frame(pd, turn_rows, ["case_id", "turn", "user_message", "status", "error"], TURN_METRICS)
+            return _frame(pd, turn_rows, ["case_id", "turn", "user_message", "status", "error"], metric_keys)
         raise ValueError(f"level must be 'case' or 'turn' (got {level!r}).")
 
     @property
@@ -210,7 +208,7 @@ def build_report(
         incomplete=incomplete,
         unloaded=tuple(unloaded),
         not_loaded=not_loaded,
-        side_by_side=(side_by_side(comparison, baseline.cases, rows)
+        side_by_side=(side_by_side(comparison, baseline.cases, rows, kinds)
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         judge_noise=judge_noise(results) if run.judge_usage is not None else (),
@@ -328,13 +326,6 @@ def _score_distributions(rows: Sequence[CaseRow], kinds: RunKinds) -> dict[str, 
         if sum(counts):
             distributions[metric] = counts
     return distributions
-
-
-def _number(value: Any) -> float | None:
-    """A metric's value as a float, or None (a missing or non-numeric value)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def _frame(pd: Any, rows: list[dict[str, Any]], columns: Sequence[str], numbers: Sequence[str]) -> pd.DataFrame:

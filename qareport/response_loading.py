@@ -212,10 +212,9 @@ def parse_response(record: Any, *, key_id: str | None, location: Location,
     extra = {k: v for k, v in record.items() if k not in read}
     extra.update(unusable)  # kept as text
     if record.get("status") == "error" or "error" in record:
-        try:  # graphrag-eval 6.x scores the steps an error response still carries
-            kept = (_turn_output(record, line=location.line, known=known),) if any(
-                record.get(key) is not None for kind in known
-                if kind.kept_on_error and (key := kind.output_key) is not None) else ()
+        try:  # what an error response still carries is kept; a kind may score it (graphrag-eval 6.x: the steps)
+            carried = _turn_output(record, line=location.line, known=known)
+            kept = (carried,) if carried.parts else ()
         except ShapeError:
             kept = ()
         return Response(

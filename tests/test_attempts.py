@@ -8,6 +8,7 @@ import textwrap
 import pytest
 from test_loading import CASE  # one indicator-selection case, its id to fill in
 
+from qareport.kinds.selection_parts import macro_precision, macro_recall, output_selection
 from qareport.loading import load_suite
 
 LP = {"id": "LP", "name": "Population"}
@@ -63,7 +64,7 @@ def test_the_same_case_and_attempt_twice_is_a_duplicate_problem(tmp_path):
     assert "a second response for 'a', attempt 2 (first at" in problem.message
     assert "r.jsonl:2" in problem.message and "this one is ignored" in problem.message
     assert [r.attempt for r in suite.attempts["a"]] == [1, 2]
-    assert suite.attempts["a"][1].turns[0].indicator_selection[0].dimensions[0].values[0].id == "LP"
+    assert output_selection(suite.attempts["a"][1].turns[0])[0].dimensions[0].values[0].id == "LP"
 
 
 def test_a_record_without_attempt_beside_numbered_ones_is_attempt_1(tmp_path):
@@ -158,10 +159,10 @@ def test_every_attempt_is_scored_and_the_case_value_is_the_mean_over_its_attempt
 
     results = evaluated(tmp_path, record("a", 1), record("a", 2, values=(NGDP,)), record("a", 3, values=(LP, NGDP)))
     case = results["a"]
-    assert [(a.attempt, a.macro_recall, a.macro_precision) for a in case.attempts] == [
+    assert [(a.attempt, macro_recall(a), macro_precision(a)) for a in case.attempts] == [
         (1, 1.0, 1.0), (2, 0.0, 0.0), (3, 1.0, 0.5)]
     assert case.status == "success"
-    assert case.macro_recall == pytest.approx(2 / 3) and case.macro_precision == pytest.approx(0.5)
+    assert macro_recall(case) == pytest.approx(2 / 3) and macro_precision(case) == pytest.approx(0.5)
     metrics = kinds.catalogue().case_metrics(case)
     assert metrics["macro_recall"] == pytest.approx(2 / 3) and metrics["macro_precision"] == pytest.approx(0.5)
     assert case.turns == case.attempts[0].turns  # the details cell shows the first attempt
@@ -187,7 +188,7 @@ def test_an_attempt_that_failed_beside_evaluated_ones_leaves_the_case_evaluated_
 
 def test_a_case_run_once_has_no_attempts(tmp_path):
     results = evaluated(tmp_path, record("a"))
-    assert results["a"].attempts == () and results["a"].macro_recall == 1.0
+    assert results["a"].attempts == () and macro_recall(results["a"]) == 1.0
 
 
 # --- consistency per case, pass@k and pass^k ----------------------------------------------------

@@ -283,7 +283,7 @@ def test_the_change_shown_is_the_difference_of_the_two_figures_shown(old, new, e
 
 
 def test_each_step_called_is_a_line_with_its_status_then_its_arguments_as_their_values():
-    from qareport.side_by_side import steps_text
+    from qareport.kinds.steps.called import steps_text
 
     got = steps_text([{"name": "autocomplete_search", "args": {"query": "AURLAND", "limit": 5}, "status": "success",
                        "output": "a long output that is not shown"},
@@ -300,7 +300,7 @@ def test_each_step_called_is_a_line_with_its_status_then_its_arguments_as_their_
 
 
 def test_steps_kept_by_an_earlier_version_as_escaped_json_read_as_todays():
-    from qareport.side_by_side import readable_steps, steps_text
+    from qareport.kinds.steps.called import readable_steps, steps_text
 
     steps = [{"name": "sparql_query", "status": "success", "args": {"query": "SELECT ?x\nWHERE { ?x a \"y\" }"}}]
     older = '1. sparql_query [success] {"query": "SELECT ?x\\nWHERE { ?x a \\"y\\" }"}'
@@ -325,6 +325,7 @@ def test_outputs_kept_with_a_run_fit_one_cell_and_say_what_was_cut():
 
 
 def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outputs():
+    from qareport.kinds import catalogue
     from qareport.side_by_side import side_by_side
 
     def outputs(answer):
@@ -335,7 +336,7 @@ def test_side_by_side_pairs_each_regressed_and_improved_case_with_both_runs_outp
     new = snapshot(case("a", macro_recall=0.5, outputs=outputs("new a")),
                    case("b", macro_recall=1.0, outputs=outputs("new b")), case("c", macro_recall=1.0, outputs=outputs("same")),
                    created="2024-05-08T10:00:00+00:00")
-    pairs = side_by_side(compare_runs(old, new), old.cases, new.cases)
+    pairs = side_by_side(compare_runs(old, new), old.cases, new.cases, catalogue())
     assert [(p.case_id, p.kind) for p in pairs] == [("a", "regression"), ("b", "improvement")]  # c did not move
     (turn,) = pairs[0].turns()
     assert turn[0] == 1 and turn[2]["answer"] == "old a" and turn[3]["answer"] == "new a"

@@ -15,10 +15,12 @@ from qareport.evaluation import evaluate_suite
 from qareport.kinds.selection_statistics import DataQueryFigures, selection_frames
 from qareport.loading import load_suite
 from qareport.records import RunInfo
-from qareport.report import TURN_METRICS, build_report
+from qareport.report import build_report
 from qareport.statistics import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
+# the per-question figures graphrag-eval gives, which the turn frame ends with (its kinds come last)
+TURN_METRICS = ("steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance")
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
 
 

@@ -19,6 +19,7 @@ from qareport.evaluation_options import EvaluationOptions
 from qareport.kinds import catalogue
 from qareport.kinds.indicator_selection import INDICATOR_SELECTION
 from qareport.kinds.selection_grades import case_grade, dataset_scores, grade_turn, worst_grade
+from qareport.kinds.selection_parts import indicator_score, macro_precision, macro_recall
 from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.records import (
     DatasetSelection,
@@ -132,7 +133,7 @@ def test_a_multi_turn_case_gets_its_worst_turns_grade():
     assert case_grade(conversation(ideal, extra, ideal)) == "acceptable"
     assert case_grade(conversation(extra, missed)) == "problematic"
     assert case_grade(conversation(missed, ideal, wrong)) == "failure"
-    assert [t.indicator.grade for t in conversation(ideal, extra, missed).turns] == ["ideal", "acceptable", "problematic"]
+    assert [indicator_score(t).grade for t in conversation(ideal, extra, missed).turns] == ["ideal", "acceptable", "problematic"]
     assert case_grade(conversation(extra, extra, acceptable_extras=0)) == "problematic"
 
 
@@ -176,7 +177,7 @@ def test_dataset_precision_and_recall_of_a_case(turns, exp_precision, exp_recall
 def test_the_dataset_choice_never_enters_the_macro_averages():
     right = conversation((one(INDICATOR=[GDP], COUNTRY=[MEX]), one(INDICATOR=[GDP], COUNTRY=[DEU])))
     wrong = conversation((one(INDICATOR=[GDP], COUNTRY=[MEX]), one("IFS", INDICATOR=[GDP], COUNTRY=[DEU])))
-    assert (wrong.macro_precision, wrong.macro_recall) == (right.macro_precision, right.macro_recall) == (0.5, 0.5)
+    assert (macro_precision(wrong), macro_recall(wrong)) == (macro_precision(right), macro_recall(right)) == (0.5, 0.5)
     assert dataset_scores(right) == (1.0, 1.0) and dataset_scores(wrong) == (0.0, 0.0)
     assert (case_grade(right), case_grade(wrong)) == ("problematic", "failure")
 

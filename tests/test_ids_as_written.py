@@ -11,6 +11,7 @@ from openpyxl import load_workbook
 
 from qareport.cli import main
 from qareport.id_text import visible
+from qareport.kinds.qa_turn import reference_answer_of
 
 SCALARS = ["010", "1:20", "1.10", "0x1F", "1_000", "NO", "2024-01-02", "1e3", ".inf", "0o17", "+12"]
 
@@ -196,7 +197,7 @@ def test_a_message_and_a_reference_answer_are_their_text_as_written(tmp_path):
     from qareport.loading import load_suite
 
     (case,) = load_suite([tmp_path / "cases.yaml"], []).cases
-    assert case.turns[0].user_message == "1.10" and case.turns[0].target.reference_answer == "NO"
+    assert case.turns[0].user_message == "1.10" and reference_answer_of(case.turns[0].target) == "NO"
 
 
 def test_question_and_template_ids_are_their_text_as_written(tmp_path):

@@ -18,6 +18,8 @@ import qareport
 from qareport import kinds
 from qareport.evaluation import evaluate_case
 from qareport.kinds import Kind, Metric, SharedEvaluation, TurnInput, TurnScores
+from qareport.kinds.qa_turn import reference_steps_line
+from qareport.kinds.selection_parts import indicator_score, macro_recall
 from qareport.loading import load_suite
 from qareport.records import Location, Problem, Response, Target, TestCase, Turn, TurnOutput
 
@@ -101,9 +103,9 @@ def test_every_kind_keeps_its_parts_and_scores_under_its_name(tmp_path):
     turn = result.turns[0]
     assert set(turn.scores) == {"indicator_selection", "qa", "reference_steps"}
     # the typed accessors read the same records
-    assert turn.indicator is turn.scores["indicator_selection"] and turn.qa is turn.scores["qa"]
-    assert result.macro_recall == 1.0 and turn.qa.steps_score == 1.0
-    assert case.turns[0].target.reference_steps_line == 13  # the line of its key
+    assert indicator_score(turn) is turn.scores["indicator_selection"] and turn.qa is turn.scores["qa"]
+    assert macro_recall(result) == 1.0 and turn.qa.steps_score == 1.0
+    assert reference_steps_line(case.turns[0].target) == 13  # the line of its key
 
 
 def test_a_built_in_kind_taken_out_of_the_registry_is_read_by_nobody(tmp_path, registry_kept):

@@ -44,7 +44,7 @@ class ExpectedKeywords(Kind):
                 "recall": len(found) / len(turn.target) if turn.target else 1.0}
 
     def _scores(self, result: CaseResult) -> list[dict[str, Any]]:
-        return [score for index in range(len(result.turns)) if (score := self.score_of(result, index))]
+        return [score for turn in result.turns if (score := turn.scores.get(self.name))]
 
     def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"keyword_recall": kinds.mean_over_turns(s["recall"] for s in self._scores(result))}

@@ -5,6 +5,8 @@ import textwrap
 
 import pytest
 
+from qareport.kinds.qa_turn import answer_of, reference_answer_of
+from qareport.kinds.selection_parts import target_selection
 from qareport.loading import load_suite
 
 CASE = """\
@@ -48,7 +50,7 @@ def test_a_file_may_hold_one_case_a_list_or_several_documents(tmp_path):
     suite = load_suite([tmp_path], [])
     assert sorted(c.id for c in suite.cases) == ["a", "b", "c", "d", "e"]
     case = next(c for c in suite.cases if c.id == "a")
-    assert case.groups == ("imf", "weo") and case.turns[0].target.indicator_selection[0].dimensions[0].values[0].id == "LP"
+    assert case.groups == ("imf", "weo") and target_selection(case.turns[0].target)[0].dimensions[0].values[0].id == "LP"
 
 
 def test_directories_are_searched_recursively_in_sorted_order(tmp_path):
@@ -79,7 +81,7 @@ def test_multi_turn_responses_use_turns_and_error_responses_keep_their_message(t
     write(tmp_path / "r.jsonl", json.dumps({"id": "a", "turns": [{"indicator_selection": []}, {"actual_answer": "x"}]})
           + "\n" + json.dumps({"id": "b", "status": "error", "error": "timeout"}) + "\n")
     suite = load_suite([tmp_path / "c.yaml"], [tmp_path / "r.jsonl"])
-    assert len(suite.responses["a"].turns) == 2 and suite.responses["a"].turns[1].actual_answer == "x"
+    assert len(suite.responses["a"].turns) == 2 and answer_of(suite.responses["a"].turns[1]) == "x"
     assert suite.responses["b"].status == "error" and suite.responses["b"].error == "timeout"
 
 
@@ -93,7 +95,7 @@ def test_qa_templates_become_single_turn_cases_grouped_by_template(tmp_path):
         """)
     (case,) = load_suite([tmp_path], []).cases
     assert (case.id, case.kind, case.groups, case.name) == ("q1", "qa", ("list_transformers",), "List all transformers within Substation OSLO")
-    assert case.turns[0].target.reference_answer == "OSLO T1, OSLO T2"
+    assert reference_answer_of(case.turns[0].target) == "OSLO T1, OSLO T2"
 
 
 @pytest.mark.parametrize(
@@ -171,7 +173,7 @@ def test_a_second_response_for_the_same_case_is_reported_and_ignored(tmp_path):
     write(tmp_path / "c.yaml", CASE.format(id="a"))
     write(tmp_path / "r.jsonl", response_line("a", actual_answer="first") + "\n" + response_line("a", actual_answer="second") + "\n")
     suite = load_suite([tmp_path / "c.yaml"], [tmp_path / "r.jsonl"])
-    assert suite.responses["a"].turns[0].actual_answer == "first"
+    assert answer_of(suite.responses["a"].turns[0]) == "first"
     assert "a second response for 'a'" in suite.problems[0].message
 
 

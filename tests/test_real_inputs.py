@@ -61,7 +61,7 @@ from openai_stub import serve_stub  # noqa: E402
 from openpyxl import load_workbook  # noqa: E402
 
 from qareport.cli import main  # noqa: E402
-from qareport.kinds.answers import answer_text  # noqa: E402
+from qareport.question_scores import answer_text  # noqa: E402
 
 CONTENT_PARTS = [{"type": "text", "text": "Substation Oslo has two transformers."},
                  {"type": "text", "text": "They are T1 and T2."}]

@@ -72,7 +72,7 @@ def _input(evaluation: CustomEvaluation, name: str, result: Mapping[str, Any]) -
     if name == "actual_steps":
         return _steps_text(evaluation, value)
     if name == "actual_answer":
-        from qareport.kinds.answers import answer_text
+        from qareport.question_scores import answer_text
 
         return answer_text(value) or ""
     return str(value)

@@ -23,7 +23,7 @@ from qareport.judge.prompts import Prompts
 from qareport.judge.settings import ALL_METRICS, JudgeSettings
 from qareport.judge.usage import Ledger
 from qareport.judged_values import Cost, Figures, MetricJudgment
-from qareport.kinds.answers import answer_text
+from qareport.question_scores import answer_text
 from qareport.retrieval_context import parse_contexts
 
 

@@ -15,29 +15,19 @@ from qareport.errors import NOT_JUDGED
 from qareport.evaluation_options import PassRules
 from qareport.input_shapes import optional_text, plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, ColumnPlace, Metric
-from qareport.kinds.qa_turn import QA_TURN
+from qareport.kinds.kind_records import Column, ColumnPlace, Metric, OutputText
+from qareport.kinds.qa_turn import QA_TURN, Answer, answer_of
+from qareport.question_scores import answer_text
 from qareport.records import CaseResult
 
 
-def answer_text(value: Any) -> str | None:
-    """An answer as text, for a cell or a judge's prompt: a text as it is; a structured answer (the
-    content parts published runs hold, `[{"type": "text", "text": ...}, ...]`) as its text parts
-    joined by blank lines, or as JSON when it has no text part; a number or boolean as it reads.
-    Never Python's repr. None stays None."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (list, Mapping)):
-        parts = value if isinstance(value, list) else [value]
-        texts = [part if isinstance(part, str) else part["text"] for part in parts
-                 if isinstance(part, str) or (isinstance(part, Mapping) and isinstance(part.get("text"), str)
-                                              and part.get("type", "text") == "text")]
-        if texts:
-            return "\n\n".join(texts)
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if isinstance(value, bool):
-        return json.dumps(value)
-    return str(value)
+def _answer_as_kept(answer: Any) -> str | None:
+    """The answer as the Compare sheet shows it: a text as it is, a structured one as JSON."""
+    if answer is None:
+        return None
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False, default=str)
 
 
 def _qa_text(key: str) -> Callable[[CaseResult], str | None]:
@@ -96,23 +86,21 @@ class ReferenceAnswer(Kind):
 
     in_questions = True
     shared = QA_TURN
+    output_text = OutputText("answer", "answer", lambda output: _answer_as_kept(answer_of(output)))
 
     @property
     def output_key(self) -> str:
         return "actual_answer"
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> str | None:
         """The reference answer as written (`NO` stays NO)."""
         return optional_text(target, self.name)  # type: ignore[arg-type]
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Answer | None:
         """The answer; a structured one (content parts) stays data: JSON in the results file, its
         text in a cell."""
         answer = turn.get(self.output_key)
         return plain(answer) if isinstance(answer, (dict, list)) else None if answer is None else str(answer)
-
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         scored = [t.qa for t in result.turns if t.qa is not None]
@@ -144,7 +132,8 @@ class ReferenceAnswer(Kind):
     def present(self, results: Sequence[CaseResult]) -> bool:
         """A reference answer in a test case, or an answer in a response: either gets the columns."""
         return any(self.has_target(r.case) for r in results) or any(
-            o.actual_answer is not None for r in results if r.response for o in r.response.turns
+            answer_of(o) is not None for r in results if r.response and r.response.status == "success"
+            for o in r.response.turns
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:

@@ -30,6 +30,7 @@ from qareport.kinds.kind_records import (
     Facts,
     KindFigures,
     Metric,
+    OutputText,
     SuiteFigures,
     SuiteOptions,
     Table,
@@ -41,10 +42,12 @@ from qareport.kinds.selection_details import (
     GRADE_ROW,
     dataset_rows,
     datasets_cell,
+    dimension_breakdown,
     dimension_column,
     dimension_rows,
     explain_turn,
     render_indicator_details,
+    selection_text,
     suite_dimensions,
 )
 from qareport.kinds.selection_grades import (
@@ -53,10 +56,18 @@ from qareport.kinds.selection_grades import (
     dataset_scores,
     grade_why,
 )
+from qareport.kinds.selection_parts import (
+    as_selection,
+    has_indicator_target,
+    indicator_score,
+    macro_precision,
+    macro_recall,
+    output_selection,
+)
 from qareport.kinds.selection_reading import parse_indicator_selection, selection_as_written
 from qareport.kinds.selection_scoring import score_indicator_selection
 from qareport.kinds.selection_statistics import data_query_figures
-from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, IndicatorScore
+from qareport.records import DEFAULT_TERM_MATCHING, CaseResult, DatasetSelection, IndicatorScore
 from qareport.yaml_values import line_of
 
 
@@ -73,8 +84,9 @@ class IndicatorSelection(Kind):
     )
     rank_metrics = ("macro_recall", "macro_precision")  # missing terms weigh more than extra ones
     grades = GRADES
+    output_text = OutputText("selection", "indicator selection", lambda out: selection_text(output_selection(out)))
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> tuple[DatasetSelection, ...] | None:
         """The selection; a key written without a value is an empty selection (nothing expected)."""
         if self.name not in target:
             return None
@@ -84,7 +96,7 @@ class IndicatorSelection(Kind):
     def declared_in(self, target: Mapping[str, Any]) -> bool:
         return self.name in target  # a key without a value is a target too (an empty selection)
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> tuple[DatasetSelection, ...] | None:
         raw = turn.get(self.name)
         return None if raw is None else parse_indicator_selection(raw, line=line)
 
@@ -94,14 +106,14 @@ class IndicatorSelection(Kind):
     def evaluate_turn(self, turn: TurnInput) -> IndicatorScore:
         options = turn.options
         return score_indicator_selection(
-            turn.target, turn.output,
+            as_selection(turn.target) or (), as_selection(turn.output),  # scored only where the target has one
             match_terms_by=options.match_terms_by if options else DEFAULT_TERM_MATCHING,
             acceptable_extras=options.acceptable_extras if options else DEFAULT_ACCEPTABLE_EXTRAS,
         )
 
     def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         dataset_precision, dataset_recall = dataset_scores(result)
-        return {"macro_precision": result.macro_precision, "macro_recall": result.macro_recall,
+        return {"macro_precision": macro_precision(result), "macro_recall": macro_recall(result),
                 "dataset_precision": dataset_precision, "dataset_recall": dataset_recall}
 
     def attempt_grade(self, result: CaseResult) -> str | None:
@@ -112,17 +124,22 @@ class IndicatorSelection(Kind):
         return "macro recall and macro precision 1"
 
     def passes(self, result: CaseResult, rules: PassRules) -> bool | None:
-        if result.macro_recall is None:
+        recall = macro_recall(result)
+        if recall is None:
             return None
-        return result.macro_recall == 1 and result.macro_precision == 1
+        return recall == 1 and macro_precision(result) == 1
+
+    def breakdown(self, result: CaseResult) -> dict[str, dict[str, float]]:
+        return dimension_breakdown(result)
 
     def explain(self, result: CaseResult) -> str | None:
-        scored = [t for t in result.turns if t.indicator is not None]
+        scored = [t for t in result.turns if indicator_score(t) is not None]
         several = len(result.case.turns) > 1
         lines = []
         for turn in scored:
-            assert turn.indicator is not None
-            parts = explain_turn(turn.indicator)
+            score = indicator_score(turn)
+            assert score is not None
+            parts = explain_turn(score)
             if parts:
                 lines.append((f"turn {turn.number}: " if several else "") + "; ".join(parts))
         return "; ".join(lines) or None
@@ -137,8 +154,8 @@ class IndicatorSelection(Kind):
         last: list[Any] = []  # the case whose dimension scores the columns worked out last
         per_dimension = [dimension_column(name, which, last) for name in suite_dimensions(results) for which in (0, 1)]
         return [
-            Column("macro recall", lambda r: r.macro_recall, 9, "score", score=True, place="score"),
-            Column("macro precision", lambda r: r.macro_precision, 9, "score", score=True, place="score"),
+            Column("macro recall", macro_recall, 9, "score", score=True, place="score"),
+            Column("macro precision", macro_precision, 9, "score", score=True, place="score"),
             # the first column after the review: the scanning part (id to review note) must fit a
             # 1600-pixel window with a baseline and a judge too
             Column("grade", self.case_grade, 11, place="number"),  # over its attempts, when it has some
@@ -153,14 +170,15 @@ class IndicatorSelection(Kind):
     def details_rows(self, result: CaseResult) -> Iterator[DetailRow]:
         produced = False
         for turn in result.turns:
-            if turn.indicator is None:
+            score = indicator_score(turn)
+            if score is None:
                 continue
-            for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
+            for dimension in (*score.dimensions, *score.not_in_target):
                 for row in dimension_rows(dimension):
                     produced = True
                     yield (turn.number, *row)
-            yield from dataset_rows(turn.number, turn.indicator)
-            yield (turn.number, GRADE_ROW, turn.indicator.grade, None, None, None, None, grade_why(turn.indicator))
+            yield from dataset_rows(turn.number, score)
+            yield (turn.number, GRADE_ROW, score.grade, None, None, None, None, grade_why(score))
         if not produced and self.has_target(result.case):
             why = result.error or ("no response" if result.status == "missing" else "nothing to score")
             yield (None, None, f"not scored ({result.status})", None, why, None)
@@ -184,7 +202,7 @@ def grades_table(results: Sequence[CaseResult]) -> Table:
     the graded cases whose target names a dataset."""
     groups: dict[str, list[CaseResult]] = {"all cases": []}
     for result in results:
-        if not result.has_indicator_target:
+        if not has_indicator_target(result):
             continue
         groups["all cases"].append(result)
         for group in result.case.groups or ("(no tag)",):

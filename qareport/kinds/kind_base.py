@@ -12,7 +12,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from qareport.input_shapes import plain
-from qareport.records import CaseResult, Problem, TestCase, TurnOutput
+from qareport.records import CaseResult, Problem, TestCase
 from qareport.yaml_values import line_of
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ from qareport.kinds.kind_records import (
     Facts,
     KindFigures,
     Metric,
+    OutputText,
     SharedEvaluation,
     SuiteFigures,
     SuiteOptions,
@@ -44,25 +45,32 @@ class Kind:
     label: str = ""
     metrics: tuple[Metric, ...] = ()
 
-    rank_metrics: tuple[str, ...] = ()
-    """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
-    kind's headline metrics). Unlike metrics of different kinds are never averaged into one rank."""
+    @property
+    def rank_metrics(self) -> tuple[str, ...]:
+        """How the weakest cases of this kind are ranked, lowest first, key after key (default: the
+        kind's headline metrics; a kind sets its own as a class attribute). Unlike metrics of
+        different kinds are never averaged into one rank."""
+        return tuple(metric.key for metric in self.metrics if metric.headline)
+
     grades: tuple[str, ...] = ()
     """The grades the kind gives a case, best first (none: it does not grade). A case's grade is
     kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
     runs is a change (a regression when it gets worse)."""
     grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
-    main_metric: str | None = None
-    """The metric whose spread over a case's attempts the Overview shows, and by which a case's change
-    between two runs is decided (default: the kind's first headline metric)."""
+    @property
+    def main_metric(self) -> str | None:
+        """The metric whose spread over a case's attempts the Overview shows, and by which a case's
+        change between two runs is decided (default: the kind's first headline metric; a kind sets
+        its own as a class attribute)."""
+        return next((metric.key for metric in self.metrics if metric.headline), None)
 
     reads_target: bool = True
     """Whether the kind has a part under `target:` (a kind that only reads the judge's results has not)."""
     in_questions: bool = False
     """Whether a question of a graphrag-eval Q&A dataset carries this kind's part (under `name`)."""
-    kept_on_error: bool = False
-    """Whether an error response's output of this kind is still scored (graphrag-eval 6.x's steps)."""
     shared: SharedEvaluation | None = None
+    output_text: OutputText | None = None
+    """How its output of a turn is kept with the run and shown in the Compare sheet (None: it is not)."""
     """The evaluation this kind is scored in together with others (None: `evaluate_turn`)."""
     @property
     def output_key(self) -> str | None:
@@ -72,7 +80,7 @@ class Kind:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> object:
         """This kind's part of a target mapping as read (with its lines, `yaml_values.line_of`); None
         when it has none. The default hands the value, as plain data, to `parse_target`."""
         value = target.get(self.name)
@@ -84,11 +92,11 @@ class Kind:
         same as it would if it could be read (`read_target` would give a part)."""
         return target.get(self.name) is not None
 
-    def parse_target(self, value: Any, *, line: int | None) -> Any:
+    def parse_target(self, value: Any, *, line: int | None) -> object:
         """This kind's part of a target, checked; raise `qareport.errors.ShapeError` when unusable."""
         return value
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> object:
         """This kind's part of a response turn (None when absent); raise `ShapeError` when unusable."""
         return None if self.output_key is None else turn.get(self.output_key)
 
@@ -96,26 +104,14 @@ class Kind:
         """Put back, in a YAML response turn, the ids and names YAML 1.1 read as something else (see
         `input_shapes.written`), before the record loses what YAML remembered. Default: nothing."""
 
-    # --- where a case keeps this kind's parts ----------------------------------------------------
-
-    def target_of(self, case: TestCase, turn_index: int) -> Any:
-        return case.turns[turn_index].target.parts.get(self.name) if self.reads_target else None
-
-    def output_of(self, output: TurnOutput | None) -> Any:
-        return None if output is None else output.parts.get(self.name)
-
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        turns = result.turns
-        return turns[turn_index].scores.get(self.name) if turn_index < len(turns) else None
-
     # --- scoring -------------------------------------------------------------------------------
 
     def has_target(self, case: TestCase) -> bool:
         """Whether the case has a target of this kind (or declares one, when it could not be read)."""
-        return self.name in case.declared_targets or any(
-            self.target_of(case, index) is not None for index in range(len(case.turns)))
+        return self.name in case.declared_targets or (self.reads_target and any(
+            turn.target.parts.get(self.name) is not None for turn in case.turns))
 
-    def evaluate_turn(self, turn: TurnInput) -> Any:
+    def evaluate_turn(self, turn: TurnInput) -> object:
         """Score one turn that has a target of this kind; the result is kept in `TurnResult.scores[name]`."""
         raise NotImplementedError(f"kind {self.name!r} does not score turns")
 
@@ -136,6 +132,11 @@ class Kind:
         each = [self.attempt_metrics(attempt) for attempt in result.attempts]
         return {key: mean_over_turns(values.get(key) for values in each) for key in each[0]}
 
+    def breakdown(self, result: CaseResult) -> dict[str, dict[str, float]]:
+        """A case's figures per part the kind scores separately (indicator selection: per dimension,
+        its precision and recall), kept with the run so the next one can say which part changed."""
+        return {}
+
     def explain(self, result: CaseResult) -> str | None:
         """Why the case lost points, in one short line of the analyst's words (None: it did not)."""
         return None
@@ -149,9 +150,6 @@ class Kind:
         """Whether one evaluated attempt passes this kind's rule (`pass_rule`); None: no verdict
         (no rule, no target of the kind, or no value, e.g. an answer the judge did not score)."""
         return None
-
-    def main_metric_key(self) -> str | None:
-        return self.main_metric or next((metric.key for metric in self.metrics if metric.headline), None)
 
     def attempt_grade(self, result: CaseResult) -> str | None:
         """The grade of one answer of a case, one of `grades` (None: not graded, e.g. not evaluated)."""
@@ -167,10 +165,6 @@ class Kind:
             return None
         rank = {grade: index for index, grade in enumerate(self.grades)}
         return max(counts, key=lambda grade: (counts[grade], rank.get(grade, len(rank))))
-
-    def ranking(self) -> tuple[str, ...]:
-        """The metric keys the weakest cases are ranked by (see `rank_metrics`)."""
-        return self.rank_metrics or tuple(metric.key for metric in self.metrics if metric.headline)
 
     def case_facts(self, result: CaseResult) -> dict[str, list[str]]:
         """What a later run needs to say what changed (default: the case's explanation)."""

@@ -27,6 +27,17 @@ last cells empty."""
 
 
 @dataclass(frozen=True, slots=True)
+class OutputText:
+    """How a kind's output of a turn reads beside last run's in the Compare sheet: its key in a
+    stored run's outputs of a turn (never renamed: last week's run is read back by it), its label,
+    and its text of a turn's output (None: the turn has no output of the kind)."""
+
+    key: str
+    label: str
+    text: Callable[[TurnOutput], str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class Metric:
     """A per-case metric: its key in results files and stored runs, and the label an analyst reads."""
 
@@ -145,8 +156,8 @@ class TurnInput:
 
     case: TestCase
     turn_number: int
-    target: Any
-    output: Any  # None when the system produced nothing of this kind for the turn
+    target: object
+    output: object  # None when the system produced nothing of this kind for the turn
     turn: Turn | None = None
     response: Response | None = None
     turn_output: TurnOutput | None = None  # None: the response has no output for this turn
@@ -175,8 +186,8 @@ class SharedEvaluation:
         """Its figures over the run (asked once, at the first of its kinds): None, none."""
         return None
 
-    def evaluate_question(self, case: TestCase, response: Response | None,
-                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
-        """A question of a graphrag-eval Q&A dataset (a case of kind `qa`), whose kinds name this
-        evaluation: the whole case, as graphrag-eval evaluates a question."""
-        raise NotImplementedError(f"{type(self).__name__} does not evaluate Q&A questions")
+    def evaluate_case(self, case: TestCase, response: Response | None,
+                      options: EvaluationOptions) -> tuple[CaseResult, list[Problem]] | None:
+        """A whole case that this evaluation scores as one (a question of a graphrag-eval Q&A
+        dataset, as graphrag-eval evaluates it); None, the default: the case is scored turn by turn."""
+        return None

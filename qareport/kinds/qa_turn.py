@@ -5,25 +5,25 @@ name `QA_TURN` as their shared evaluation (whose suite figures, graphrag-eval's 
 `qa_figures`), which runs once per turn that has a reference or an output of either, and keeps
 the result (as a `QuestionScores`) under `records.QA_RECORD` and the steps' `StepsOutcome` under
 the steps kind's name. A Q&A dataset's question is evaluated the same way (`evaluate_question_case`),
-with its template and token counts (`QATurn.evaluate_question`).
+with its template and token counts (`QATurn.evaluate_case`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from qareport.kinds.kind_records import SharedEvaluation, SuiteFigures, SuiteOptions, TurnInput, TurnScores
 from qareport.question_scores import QuestionScores
 from qareport.records import (
     QA_RECORD,
-    REFERENCE_STEPS,
     USAGE_FIELDS,
     CaseResult,
     CaseStatus,
     Location,
     Problem,
     Response,
+    Target,
     TestCase,
     Turn,
     TurnOutput,
@@ -34,14 +34,41 @@ if TYPE_CHECKING:  # the steps package imports this module: its modules are impo
     from qareport.evaluation_options import EvaluationOptions, Semantics
     from qareport.kinds.steps.outcome import StepsOutcome
 
+REFERENCE_ANSWER = "reference_answer"  # the names of the two kinds that share this evaluation: the
+REFERENCE_STEPS = "reference_steps"  # keys of their parts in the records, read typed below
+
+Answer = str | list[Any] | dict[str, Any]  # a structured answer (content parts) is kept as data
+StepGroups = tuple[tuple[dict[str, Any], ...], ...]
+
+
+def reference_answer_of(target: Target) -> str | None:
+    return cast("str | None", target.parts.get(REFERENCE_ANSWER))
+
+
+def reference_steps_of(target: Target) -> StepGroups | None:
+    return cast("StepGroups | None", target.parts.get(REFERENCE_STEPS))
+
+
+def reference_steps_line(target: Target) -> int | None:
+    """Where the reference steps are written: a fault in them is located there."""
+    return target.lines.get(REFERENCE_STEPS)
+
+
+def answer_of(output: TurnOutput) -> Answer | None:
+    return cast("Answer | None", output.parts.get(REFERENCE_ANSWER))
+
+
+def steps_of(output: TurnOutput) -> tuple[dict[str, Any], ...] | None:
+    return cast("tuple[dict[str, Any], ...] | None", output.parts.get(REFERENCE_STEPS))
+
 
 def question_dict(case: TestCase, turn: Turn) -> dict[str, Any]:
     """A turn's reference in graphrag-eval's question shape."""
     question: dict[str, Any] = {"id": case.id, "question_text": turn.user_message}
-    if turn.target.reference_answer is not None:
-        question["reference_answer"] = turn.target.reference_answer
-    if turn.target.reference_steps is not None:
-        question["reference_steps"] = [list(group) for group in turn.target.reference_steps]
+    if (answer := reference_answer_of(turn.target)) is not None:
+        question["reference_answer"] = answer
+    if (groups := reference_steps_of(turn.target)) is not None:
+        question["reference_steps"] = [list(group) for group in groups]
     return question
 
 
@@ -50,10 +77,10 @@ def response_dict(case_id: str, response: Response, output: TurnOutput | None, *
     record: dict[str, Any] = {"question_id": case_id}
     if response.status != "success":  # the error form, with any steps it carries (scored under 6.x)
         record.update(status="error", error=response.error)
-    elif output is not None and output.actual_answer is not None:
-        record["actual_answer"] = output.actual_answer
-    if output is not None and output.actual_steps is not None:
-        record["actual_steps"] = [dict(step) for step in output.actual_steps]
+    elif output is not None and (answer := answer_of(output)) is not None:
+        record["actual_answer"] = answer
+    if output is not None and (steps := steps_of(output)) is not None:
+        record["actual_steps"] = [dict(step) for step in steps]
     if with_tokens:
         for field in USAGE_FIELDS:
             value = getattr(response, field)
@@ -97,7 +124,7 @@ def steps_advice(case: TestCase, turn: Turn, outcome: StepsOutcome | None, seman
 
     if outcome is None or outcome.error is not None:
         return []
-    advice = six_only_steps_advice(turn.target.reference_steps, semantics)
+    advice = six_only_steps_advice(reference_steps_of(turn.target), semantics)
     return [Problem(reference_location(case, turn), f"{who}: note: {advice}", case.id)] if advice else []
 
 
@@ -108,7 +135,7 @@ def reference_steps_problems(case: TestCase, semantics: Semantics) -> list[Probl
 
     problems = []
     for turn in case.turns:
-        groups = turn.target.reference_steps
+        groups = reference_steps_of(turn.target)
         if groups is None:
             continue
         outcome = evaluate_steps([list(group) for group in groups], [], question_id=case.id, semantics=semantics)
@@ -121,7 +148,7 @@ def reference_steps_problems(case: TestCase, semantics: Semantics) -> list[Probl
 
 def reference_location(case: TestCase, turn: Turn) -> Location:
     """Where a turn's reference steps are written (the case's line when not known)."""
-    return Location(case.location.path, turn.target.reference_steps_line or case.location.line)
+    return Location(case.location.path, reference_steps_line(turn.target) or case.location.line)
 
 
 def _semantics(options: EvaluationOptions | None) -> Semantics:
@@ -157,9 +184,10 @@ class QATurn(SharedEvaluation):
         return TurnScores(scores, tuple(problems), invalid=bool(qa.steps_error))
 
 
-    def evaluate_question(self, case: TestCase, response: Response | None,
-                          options: EvaluationOptions) -> tuple[CaseResult, list[Problem]]:
-        return evaluate_question_case(case, response, options.steps_semantics)
+    def evaluate_case(self, case: TestCase, response: Response | None,
+                      options: EvaluationOptions) -> tuple[CaseResult, list[Problem]] | None:
+        """A question of a Q&A dataset (a case of kind `qa`) as a whole; a conversation case: None."""
+        return evaluate_question_case(case, response, options.steps_semantics) if case.kind == "qa" else None
 
     def suite_figures(self, results: Sequence[CaseResult], options: SuiteOptions) -> SuiteFigures | None:
         """graphrag-eval's aggregates over the run's Q&A questions (`qa_figures`)."""

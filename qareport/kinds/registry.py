@@ -93,6 +93,13 @@ class RunKinds:
             values.update(kind.case_metrics(result))
         return values
 
+    def case_breakdown(self, result: CaseResult) -> dict[str, dict[str, float]]:
+        """Every kind's figures per part of one case (`Kind.breakdown`), by part name."""
+        parts: dict[str, dict[str, float]] = {}
+        for kind in self.kinds:
+            parts.update(kind.breakdown(result))
+        return parts
+
     def attempt_passed(self, result: CaseResult, rules: PassRules) -> bool | None:
         """Whether one attempt of a case passes: it was evaluated and passes the rule of every kind
         that has a verdict on it (`Kind.passes`). An attempt that was not evaluated (an error, an
@@ -107,7 +114,7 @@ class RunKinds:
         """The case's main metric: the first kind's (in order) that has a value for it."""
         values = self.case_metrics(result)
         for kind in self.kinds:
-            key = kind.main_metric_key()
+            key = kind.main_metric
             if key is not None and values.get(key) is not None:
                 return key
         return None

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from qareport.kinds.kind_records import Facts
 from qareport.kinds.selection_details import term_label
+from qareport.kinds.selection_parts import indicator_score
 from qareport.records import CaseResult, Term, TurnResult
 
 
@@ -22,9 +23,10 @@ def indicator_facts(result: CaseResult) -> dict[str, list[str]]:
     several = len(result.case.turns) > 1
     facts: dict[str, list[str]] = {"target": [], "found": [], "extra": []}
     for turn in result.turns:
-        if turn.indicator is None:
+        score = indicator_score(turn)
+        if score is None:
             continue
-        for dimension in (*turn.indicator.dimensions, *turn.indicator.not_in_target):
+        for dimension in (*score.dimensions, *score.not_in_target):
             name = dimension.dimension_name
             found = [_item(turn, several, name, v.term) for v in dimension.true_positives]
             facts["found"] += found

@@ -10,7 +10,16 @@ from typing import Any
 
 from qareport.id_text import visible
 from qareport.kinds.kind_records import Column, DetailRow
-from qareport.records import CaseResult, DimensionScore, IndicatorScore, Term, TermVerdict, TurnResult
+from qareport.kinds.selection_parts import indicator_score, target_selection
+from qareport.records import (
+    CaseResult,
+    DatasetSelection,
+    DimensionScore,
+    IndicatorScore,
+    Term,
+    TermVerdict,
+    TurnResult,
+)
 from qareport.templating import template_environment
 
 DETAILS_TEMPLATE = "indicator_selection_details.txt"
@@ -52,7 +61,7 @@ def _turn(turn: TurnResult, indicator: IndicatorScore) -> dict[str, Any]:
 
 def render_indicator_details(result: CaseResult, *, templates_dir: str | None = None) -> str:
     """The "indicator selection details" cell of one case ('' when it has no such target)."""
-    turns = [_turn(t, t.indicator) for t in result.turns if t.indicator is not None]
+    turns = [_turn(t, score) for t in result.turns if (score := indicator_score(t)) is not None]
     if not turns:
         return ""
     template = template_environment(templates_dir).get_template(DETAILS_TEMPLATE)
@@ -65,11 +74,12 @@ def render_indicator_details(result: CaseResult, *, templates_dir: str | None = 
 def datasets_cell(result: CaseResult) -> str | None:
     lines = []
     for turn in result.turns:
-        if turn.indicator is None:
+        score = indicator_score(turn)
+        if score is None:
             continue
-        target = ", ".join(turn.indicator.target_datasets) or "-"
-        selected = ", ".join(turn.indicator.selected_datasets) or "-"
-        flag = "  ⚠ mismatch" if turn.indicator.dataset_mismatch else ""
+        target = ", ".join(score.target_datasets) or "-"
+        selected = ", ".join(score.selected_datasets) or "-"
+        flag = "  ⚠ mismatch" if score.dataset_mismatch else ""
         prefix = f"Turn {turn.number}: " if len(result.case.turns) > 1 else ""
         lines.append(f"{prefix}target {target}; selected {selected}{flag}")
     return "\n".join(lines) or None
@@ -134,9 +144,20 @@ def dimension_scores(result: CaseResult) -> dict[str, tuple[float, float]]:
     target has the dimension (as Statistics averages a dimension over the cases that have it)."""
     found: dict[str, list[tuple[float, float]]] = {}
     for turn in result.turns:
-        for dimension in turn.indicator.dimensions if turn.indicator is not None else ():
+        for dimension in score.dimensions if (score := indicator_score(turn)) is not None else ():
             found.setdefault(dimension.dimension_name, []).append((dimension.recall, dimension.precision))
     return {name: (fmean(r for r, _ in pairs), fmean(p for _, p in pairs)) for name, pairs in found.items()}
+
+
+def dimension_breakdown(result: CaseResult) -> dict[str, dict[str, float]]:
+    """Each target dimension's precision and recall in one case, as a stored run keeps them: the
+    means over the case's turns whose target has it (as the Statistics sheet's per-dimension means take them)."""
+    per_turn: dict[str, list[tuple[float, float]]] = {}
+    for turn in result.turns:
+        for dimension in score.dimensions if (score := indicator_score(turn)) is not None else ():
+            per_turn.setdefault(dimension.dimension_name, []).append((dimension.precision, dimension.recall))
+    return {name: {"precision": sum(p for p, _ in pairs) / len(pairs), "recall": sum(r for _, r in pairs) / len(pairs)}
+            for name, pairs in per_turn.items()}
 
 
 def suite_dimensions(results: Sequence[CaseResult]) -> list[str]:
@@ -144,7 +165,7 @@ def suite_dimensions(results: Sequence[CaseResult]) -> list[str]:
     names: dict[str, None] = {}
     for result in results:
         for turn in result.case.turns:
-            for dataset in turn.target.indicator_selection or ():
+            for dataset in target_selection(turn.target) or ():
                 names.update((dimension.dimension_name, None) for dimension in dataset.dimensions if dimension.values)
     return list(names)
 
@@ -179,3 +200,23 @@ def dataset_rows(turn_number: int, indicator: IndicatorScore) -> Iterator[Detail
     for dataset_id in target:
         if dataset_id not in selected:
             yield (turn_number, DATASET_ROW, "FN", visible(dataset_id))
+
+
+def selection_text(selection: Sequence[DatasetSelection] | None) -> str | None:
+    """"IMF.WEO\nINDICATOR: NGDP_RPCH (real GDP growth), NGDPD\nCOUNTRY: IND (India)"."""
+    if selection is None:
+        return None
+    lines = []
+    for dataset in selection:
+        lines.append(f"dataset {dataset.dataset_id}")
+        for dimension in dataset.dimensions:
+            terms = ", ".join(_term_text(term.id, term.name) for term in dimension.values)
+            lines.append(f"{dimension.dimension_name}: {terms or '(nothing)'}")
+    return "\n".join(lines) or "(nothing selected)"
+
+
+def _term_text(term_id: Any, name: Any) -> str:
+    shown_id, shown_name = str(term_id or ""), str(name or "")
+    if shown_id and shown_name and shown_name != shown_id:
+        return f"{shown_id} ({shown_name})"
+    return shown_id or shown_name

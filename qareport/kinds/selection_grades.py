@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS
 from qareport.id_text import visible
+from qareport.kinds.selection_parts import indicator_score
 from qareport.records import CaseResult, IndicatorScore
 from qareport.set_metrics import SetScore, ratio
 
@@ -58,7 +59,7 @@ def case_grade(result: CaseResult) -> str | None:
     no indicator-selection target."""
     if result.status != "success":
         return None
-    return worst_grade(turn.indicator.grade for turn in result.turns if turn.indicator is not None)
+    return worst_grade(score.grade for turn in result.turns if (score := indicator_score(turn)) is not None)
 
 
 def grade_why(indicator: IndicatorScore) -> str | None:
@@ -88,10 +89,11 @@ def dataset_counts(result: CaseResult) -> SetScore | None:
     false_negatives: list[tuple[int, str]] = []
     scored = False
     for turn in result.turns:
-        if turn.indicator is None or not turn.indicator.target_datasets:
+        score = indicator_score(turn)
+        if score is None or not score.target_datasets:
             continue
         scored = True
-        target, selected = turn.indicator.target_datasets, turn.indicator.selected_datasets
+        target, selected = score.target_datasets, score.selected_datasets
         true_positives += [(turn.number, d) for d in selected if d in target]
         false_positives += [(turn.number, d) for d in selected if d not in target]
         false_negatives += [(turn.number, d) for d in target if d not in selected]

@@ -16,6 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from qareport.group_frames import GroupFrames, group_frames, mean_of
 from qareport.kinds.kind_records import CellFormat, Chart, SuiteFigures, Table
+from qareport.kinds.selection_parts import (
+    has_indicator_target,
+    indicator_score,
+    macro_precision,
+    macro_recall,
+    target_selection,
+)
 from qareport.records import CaseResult
 
 if TYPE_CHECKING:
@@ -136,15 +143,15 @@ def _group_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
     """One row per (case, group) for the cases with an indicator target."""
     rows = []
     for result in results:
-        if not result.has_indicator_target:
+        if not has_indicator_target(result):
             continue
         for group in result.case.groups or (NO_TAG,):
             rows.append({
                 "case": result.case.id,
                 "group": group,
                 "status": result.status,
-                "precision": result.macro_precision,
-                "recall": result.macro_recall,
+                "precision": macro_precision(result),
+                "recall": macro_recall(result),
             })
     return rows
 
@@ -175,9 +182,10 @@ def _dimension_rows(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
         turns = [turn for attempt in (result.attempts or (result,)) if attempt.status == "success"
                  for turn in attempt.turns]
         for turn in turns:
-            if turn.indicator is None:
+            score = indicator_score(turn)
+            if score is None:
                 continue
-            for dimension in turn.indicator.dimensions:
+            for dimension in score.dimensions:
                 rows.append({
                     "case": result.case.id,
                     "dimension": dimension.dimension_name,
@@ -226,6 +234,6 @@ def _target_dimensions(result: CaseResult) -> list[str]:
     """The dimension names a case's target has (each once), whatever became of its response."""
     names: dict[str, None] = {}
     for turn in result.case.turns:
-        for dataset in turn.target.indicator_selection or ():
+        for dataset in target_selection(turn.target) or ():
             names.update((dimension.dimension_name, None) for dimension in dataset.dimensions if dimension.values)
     return list(names)

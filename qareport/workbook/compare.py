@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qareport.side_by_side import PART_LABELS, PARTS, SideBySide, readable_steps
+from qareport.kinds.steps.called import readable_steps
+from qareport.side_by_side import SideBySide
 from qareport.workbook import sheet_looks, styles
 from qareport.workbook.case_links import link_by_id
 from qareport.workbook.sheet import Sheet, write
@@ -85,12 +86,12 @@ def _write_block(ws: Sheet, row: int, pair: SideBySide, overview_rows: Mapping[s
             text.merge_to = 3
             _fit_row(ws, row, message, "", width=2 * SIDE_WIDTH)
             row += 1
-        for part in PARTS:
+        for part, label in pair.parts:
             before, after = _part(old, part), _part(new, part)
             if before is None and after is None:
                 continue
             same = before == after
-            row = _line(ws, row, PART_LABELS[part], before or "", after or "", font=UNCHANGED_FONT if same else None)
+            row = _line(ws, row, label, before or "", after or "", font=UNCHANGED_FONT if same else None)
     ws.flush()
     return row
 

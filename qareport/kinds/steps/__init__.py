@@ -33,8 +33,9 @@ from qareport.errors import ShapeError
 from qareport.evaluation_options import PassRules
 from qareport.input_shapes import plain
 from qareport.kinds.kind_base import Kind, mean_over_turns
-from qareport.kinds.kind_records import Column, DetailRow, Metric
-from qareport.kinds.qa_turn import QA_TURN, reference_steps_problems
+from qareport.kinds.kind_records import Column, DetailRow, Metric, OutputText
+from qareport.kinds.qa_turn import QA_TURN, StepGroups, reference_steps_problems, steps_of
+from qareport.kinds.steps.called import steps_text
 from qareport.kinds.steps.outcome import StepsOutcome, StepVerdict
 from qareport.kinds.steps.sparql_view import SparqlView, is_sparql_step, sparql_view
 from qareport.kinds.steps.verdicts import verdicts_of
@@ -195,8 +196,8 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     groups = qa.reference_steps or []
     verdicts = turn_verdicts(turn)
     shown = list(verdicts) if verdicts is not None else _fallback_verdicts(qa)
-    several = len(groups) > 1 and isinstance(turn.scores.get(KIND_NAME), StepsOutcome) \
-        and turn.scores[KIND_NAME].semantics == 6
+    outcome = turn.scores.get(KIND_NAME)
+    several = len(groups) > 1 and isinstance(outcome, StepsOutcome) and outcome.semantics == 6
     rows: list[tuple[Any, ...]] = []
     actual = [step for step in qa.actual_steps or [] if isinstance(step, dict)]
     for verdict in shown:
@@ -226,7 +227,7 @@ def turn_detail_rows(turn: TurnResult) -> list[tuple[Any, ...]]:
     return rows
 
 
-def parse_steps_groups(value: Any, *, line: int | None) -> tuple[tuple[dict[str, Any], ...], ...]:
+def parse_steps_groups(value: Any, *, line: int | None) -> StepGroups:
     """`reference_steps` as written: a list of groups, each a list of steps with a `name`."""
     if not isinstance(value, list) or not all(isinstance(group, list) for group in value):
         raise ShapeError(
@@ -267,26 +268,23 @@ class ReferenceSteps(Kind):
     label = "reference steps"
     metrics = (Metric("steps_score", "steps score", headline=True),)
     in_questions = True
-    kept_on_error = True  # graphrag-eval 6.x scores the steps an error response still carries
     shared = QA_TURN
+    output_text = OutputText("steps", "steps called", lambda output: steps_text(steps_of(output)))
 
     @property
     def output_key(self) -> str:
         return "actual_steps"
 
-    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> Any:
+    def read_target(self, target: Mapping[str, Any], *, line: int | None) -> StepGroups | None:
         value = target.get(self.name)
         return None if value is None else parse_steps_groups(value, line=line_of(target, self.name))
 
-    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> Any:
+    def parse_output(self, turn: Mapping[str, Any], *, line: int | None) -> tuple[dict[str, Any], ...] | None:
         value = turn.get(self.output_key)
         return None if value is None else parse_actual_steps(value, line=line)
 
     def reference_problems(self, case: TestCase, options: EvaluationOptions) -> list[Problem]:
         return reference_steps_problems(case, options.steps_semantics)
-
-    def score_of(self, result: CaseResult, turn_index: int) -> Any:
-        return result.turns[turn_index].qa if turn_index < len(result.turns) else None
 
     def attempt_metrics(self, result: CaseResult) -> dict[str, float | None]:
         return {"steps_score": mean_over_turns(t.qa.steps_score for t in result.turns if t.qa is not None)}
@@ -317,7 +315,7 @@ class ReferenceSteps(Kind):
     def present(self, results: Sequence[CaseResult]) -> bool:
         """Reference steps in a test case, or steps in a response: either gets the columns."""
         return any(self.has_target(r.case) for r in results) or any(
-            o.actual_steps is not None for r in results if r.response for o in r.response.turns
+            steps_of(o) is not None for r in results if r.response for o in r.response.turns
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
