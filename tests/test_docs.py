@@ -224,3 +224,18 @@ def test_the_quick_start_commands_are_the_ones_ci_runs():
     assert command in [line.strip() for line in README.splitlines()]
     assert command in [line.strip() for line in ci.splitlines()]
     assert "qareport run testcases --responses testcases/responses --output report.xlsx" in README
+
+
+DECISIONS = {"qareport.clustered_statistics": ("clustered_interval", "wilson_interval", "clustered_paired_change",
+                                              "minimum_detectable_change", "holm", "benjamini_hochberg"),
+             "qareport.attempt_statistics": ("separate_attempts", "chance_of_at_least", "pass_at_k", "pass_hat_k",
+                                             "suite_pass_rates")}
+
+
+def test_the_how_sure_page_names_each_decision_function_the_code_defines():
+    page = (DOCS / "how-sure.md").read_text(encoding="utf-8")
+    modules = {name: importlib.import_module(name) for name in DECISIONS}
+    undefined = [f"{module}.{name}" for module, names in DECISIONS.items() for name in names
+                 if not callable(getattr(modules[module], name, None))]
+    unnamed = [name for names in DECISIONS.values() for name in names if f"`{name}`" not in page]
+    assert (undefined, unnamed) == ([], [])
