@@ -200,8 +200,31 @@ def test_a_headline_delta_is_like_for_like_over_the_shared_unchanged_cases():
     new = snapshot(case("same", macro_recall=1.0), case("edited", macro_recall=0.0, definition_hash="h2"),
                    case("new", macro_recall=0.0), case("broke", "error"))
     got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
-    assert got.shared_cases == 1 and got.shared_old == 0.5 and got.shared_new == 1.0 and got.delta == 0.5
+    # 'broke' ended in an error: it stays in the pairing, failing (0), so the error cannot flatter the run
+    assert got.shared_cases == 2 and got.shared_old == pytest.approx(0.7) and got.shared_new == 0.5
+    assert got.delta == pytest.approx(-0.2)
     assert got.old == pytest.approx(0.6) and got.new == pytest.approx(1 / 3)  # what each run said, unpaired
+
+
+def test_the_hardest_cases_turning_into_errors_never_raise_the_like_for_like_mean():
+    import random
+
+    draw = random.Random(28)
+    for _ in range(50):
+        scores = {str(i): draw.random() for i in range(40)}
+        hardest = sorted(scores, key=scores.__getitem__)[:6]  # 15 %
+        old = snapshot(*[case(i, macro_recall=v) for i, v in scores.items()])
+        new = snapshot(*[case(i, "error") if i in hardest else case(i, macro_recall=v) for i, v in scores.items()])
+        got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+        assert got.shared_cases == 40 and got.delta is not None and got.delta < 0
+        assert got.new is not None and got.old is not None and got.new > got.old  # the unpaired means would flatter
+
+
+def test_a_case_recovering_from_an_error_counts_as_rising_from_failing():
+    old = snapshot(case("a", "error"), case("b", macro_recall=0.5), case("c", "missing"))
+    new = snapshot(case("a", macro_recall=1.0), case("b", macro_recall=0.5), case("c", macro_recall=1.0))
+    got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+    assert got.shared_cases == 2 and got.delta == pytest.approx(0.5)  # a missing response is not a failure
 
 
 def test_a_change_on_many_cases_is_larger_than_noise_and_a_single_flip_is_not():
