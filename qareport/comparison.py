@@ -78,6 +78,9 @@ class HeadlineDelta:
     detectable: float | None = None  # the drop its decision catches 8 times in 10 (`detectable_change`)
     q_value: float | None = None  # p adjusted by Holm over the headline metrics (`decide_noise`)
     beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
+    left_failing: tuple[str, ...] = ()
+    """Baseline cases out of the like-for-like change that were failing there (`cases_left_failing`):
+    what moved the mean over all cases (`new` against `old`) without moving the change."""
 
     @property
     def delta(self) -> float | None:
@@ -401,6 +404,8 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
                           "design_effect": change.interval.design_effect,
                           "detectable": detectable_change(change.interval, of="differences",
                                                           family=len(metrics))}
+        if old_rows is not None and new_rows is not None and metric in before:
+            shared["left_failing"] = cases_left_failing(old_rows, new_rows, metric, before[metric].mean, kind_set)
         deltas.append(HeadlineDelta(
             metric=metric,
             old=before[metric].mean if metric in before else None,
@@ -410,6 +415,35 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
             **shared,
         ))
     return tuple(deltas)
+
+
+def cases_left_failing(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow], metric: str,
+                       old_mean: float | None, kind_set: kinds.RunKinds | None = None) -> tuple[str, ...]:
+    """The baseline's cases that had `metric` (or ended in an error) and are out of the like-for-like
+    pairing now (removed, edited, or answered last run and not now), while failing there: in error,
+    or below the baseline's mean, so that their leaving raised this run's mean over all cases. A case
+    failing in both runs alike (an error, then an error or no answer) left nothing."""
+    paired = {old.case_id for old, _ in _shared_pairs(old_rows, new_rows)}
+    left = []
+    for case_id, old in old_rows.items():
+        new = new_rows.get(case_id)
+        if case_id in paired or (new is not None and not test_changed(old, new) and old.status != "success"):
+            continue
+        value = _number(old.metric(metric))
+        failing = (old.status == "error" and _could_have(old, metric, old_rows, kind_set)) or (
+            value is not None and old_mean is not None and value < old_mean - DEFAULT_TOLERANCE)
+        if failing:
+            left.append(case_id)
+    return tuple(left)
+
+
+def _could_have(row: CaseRow, metric: str, rows: Mapping[str, CaseRow], kind_set: kinds.RunKinds | None) -> bool:
+    """Whether an error case could have had `metric`: its kind has it (by its targets when stored,
+    else by its shape, as another case of that shape has the metric)."""
+    kind = (kind_set if kind_set is not None else kinds.catalogue()).kind_of_metric(metric)
+    if row.targets is not None and kind is not None:
+        return kind.name in row.targets
+    return any(other.kind == row.kind and _number(other.metric(metric)) is not None for other in rows.values())
 
 
 def _by_case_id(rows: Iterable[CaseRow]) -> dict[str, CaseRow]:

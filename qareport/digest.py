@@ -145,7 +145,7 @@ def build_digest(
         problems=problems,
         headline=tuple(headline),
         deltas=compared.headline if compared else (),
-        alerts=tuple(alerts),
+        alerts=(*alerts, *([left] if compared and (left := left_failing_alert(compared.headline)) else [])),
         verdict="",
         baseline=None if comparison is None else BaselineInfo(
             source=comparison.baseline_source, created=comparison.baseline_created,
@@ -309,10 +309,26 @@ def signed_bound(value: float) -> str:
     return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}" if rounded < 0 else "0.00"
 
 
+LEFT_FAILING = "left the like-for-like comparison while failing"
+
+
+def left_failing_alert(deltas: Sequence[HeadlineDelta], *, shown: int = 3) -> str | None:
+    """Which cases moved the means over all cases without moving the change: those edited, removed or
+    not answered while failing in the baseline (`HeadlineDelta.left_failing`), named, so that a mean
+    that rose because failing cases left is never taken for progress."""
+    left = list(dict.fromkeys(case_id for delta in deltas for case_id in delta.left_failing))
+    if not left:
+        return None
+    named = ", ".join(left[:shown]) + (f" and {len(left) - shown} more" if len(left) > shown else "")
+    return (f"{_cases(len(left))} {LEFT_FAILING} (edited, removed or unanswered): {named}; "
+            "this lifts the means over all cases, not the change")
+
+
 def alert_words(digest: Digest) -> str | None:
     """The alerts other than an incomplete run, in a few words for the end of the subject line:
     "1 test case not loaded"."""
-    others = [alert for alert in digest.alerts if not alert.startswith("INCOMPLETE RUN")]
+    others = [alert for alert in digest.alerts
+              if not alert.startswith("INCOMPLETE RUN") and LEFT_FAILING not in alert]  # the latter: in full below
     if not others:
         return None
     count = (digest.baseline.counts.get("not loaded", 0) if digest.baseline is not None else 0)

@@ -365,3 +365,27 @@ def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
     assert data_query is not None
     assert (data_query.macro_precision, data_query.macro_recall) == (headline["macro_precision"],
                                                                      headline["macro_recall"])  # exactly
+
+
+def test_cases_edited_or_removed_while_failing_are_named_as_what_moved_the_mean():
+    from qareport.digest import left_failing_alert
+
+    old = snapshot(case("same", macro_recall=0.8), case("edited", macro_recall=0.0, definition_hash="h1"),
+                   case("removed", macro_recall=0.1), case("gone_good", macro_recall=1.0), case("crashed", "error"),
+                   case("a", macro_recall=0.9), case("still_broken", "error"))
+    new = snapshot(case("same", macro_recall=0.8), case("edited", macro_recall=1.0, definition_hash="h2"),
+                   case("a", macro_recall=0.9), case("still_broken", "error"))
+    got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+    assert got.new is not None and got.old is not None and got.new > got.old and got.delta == 0
+    assert got.left_failing == ("edited", "removed", "crashed")  # a good case leaving did not raise it
+    alert = left_failing_alert((got,))
+    assert alert is not None and alert.startswith("3 cases left the like-for-like comparison while failing")
+    assert "edited, removed, crashed" in alert
+
+
+def test_no_case_left_while_failing_means_no_alert():
+    from qareport.digest import left_failing_alert
+
+    rows = [case(str(i), macro_recall=0.5) for i in range(3)]
+    (got,) = compare_runs(snapshot(*rows), snapshot(*rows)).headline
+    assert got.left_failing == () and left_failing_alert((got,)) is None
