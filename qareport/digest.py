@@ -24,6 +24,7 @@ from qareport.case_changes import CaseMovement
 from qareport.case_record import CaseRow
 from qareport.clustered_statistics import planning_factor
 from qareport.comparison import Comparison, HeadlineDelta
+from qareport.errors import BUDGET_REACHED
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
 from qareport.judged_metrics import JudgedMetric
 from qareport.records import RunInfo
@@ -288,6 +289,9 @@ def stakeholder_words(why: str) -> str:
     lowered = why.lower()
     if lowered.startswith("the judge failed"):
         return "the LLM judge failed during this run (the API refused or could not be reached)"
+    if lowered.startswith(BUDGET_REACHED):
+        return ("the LLM judge's budget was reached: its metrics are partial, over the first cases in the "
+                "test cases' order")
     if "--no-llm" in lowered or "turned off" in lowered:
         return "the LLM judge was turned off for this run"
     if "judge" in lowered or "api key" in lowered or "openai" in lowered:
