@@ -389,3 +389,25 @@ def test_no_case_left_while_failing_means_no_alert():
     rows = [case(str(i), macro_recall=0.5) for i in range(3)]
     (got,) = compare_runs(snapshot(*rows), snapshot(*rows)).headline
     assert got.left_failing == () and left_failing_alert((got,)) is None
+
+
+def test_a_slow_drift_within_noise_each_week_is_flagged_against_the_reference_run():
+    import itertools
+    import random
+
+    from qareport.trend import drift_since, drifted, reference_run
+
+    draw = random.Random(7)
+    base = [draw.uniform(0.35, 0.85) for _ in range(80)]
+    weeks = []
+    for week in range(9):  # week 0 is the reference; then a drop of 0.02 a week for 8 weeks
+        rows = [case(str(i), macro_recall=min(1.0, max(0.0, v - 0.02 * week + draw.gauss(0, 0.15))))
+                for i, v in enumerate(base)]
+        weeks.append(snapshot(*rows, created=f"2024-05-{week + 1:02d}T10:00:00+00:00"))
+    weekly = [compare_runs(before, after).headline[0] for before, after in itertools.pairwise(weeks)]
+    assert sum(bool(delta.beyond_noise) for delta in weekly) <= 2  # week to week, mostly noise
+    reference = reference_run(list(reversed(weeks[:-1])))
+    assert reference is weeks[0]
+    (got,) = drift_since(reference, weeks[-1])
+    assert got.delta == pytest.approx(-0.16, abs=0.03) and drifted((got,)) == (got,)
+    assert reference_run([], weeks[3]) is weeks[3] and reference_run([]) is None
