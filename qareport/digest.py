@@ -328,11 +328,25 @@ def left_failing_alert(deltas: Sequence[HeadlineDelta], *, shown: int = 3) -> st
             "this lifts the means over all cases, not the change")
 
 
+DRIFT = "since the reference run"
+
+
+def drift_alert(deltas: Sequence[HeadlineDelta], source: str) -> str | None:
+    """The headline drops beyond noise since the reference run (`trend.drift_since`), in one line:
+    a slow drift that week-to-week comparisons each call noise."""
+    drops = [delta for delta in deltas if delta.beyond_noise and delta.delta is not None and delta.delta < 0]
+    if not drops:
+        return None
+    moved = ", ".join(f"{delta.label} {signed(delta.delta)}" for delta in drops if delta.delta is not None)
+    return f"drift {DRIFT} ({source}), beyond noise: {moved}, like for like"
+
+
 def alert_words(digest: Digest) -> str | None:
     """The alerts other than an incomplete run, in a few words for the end of the subject line:
     "1 test case not loaded"."""
     others = [alert for alert in digest.alerts
-              if not alert.startswith("INCOMPLETE RUN") and LEFT_FAILING not in alert]  # the latter: in full below
+              if not alert.startswith("INCOMPLETE RUN") and LEFT_FAILING not in alert
+              and DRIFT not in alert]  # the latter two: in full below the verdict
     if not others:
         return None
     count = (digest.baseline.counts.get("not loaded", 0) if digest.baseline is not None else 0)

@@ -411,3 +411,8 @@ def test_a_slow_drift_within_noise_each_week_is_flagged_against_the_reference_ru
     (got,) = drift_since(reference, weeks[-1])
     assert got.delta == pytest.approx(-0.16, abs=0.03) and drifted((got,)) == (got,)
     assert reference_run([], weeks[3]) is weeks[3] and reference_run([]) is None
+    from qareport.digest import drift_alert
+
+    alert = drift_alert((got,), "week0.xlsx")
+    assert alert is not None and alert.startswith("drift since the reference run (week0.xlsx), beyond noise: macro")
+    assert drift_alert(weekly[:1], "week0.xlsx") is None or weekly[0].beyond_noise
