@@ -5,8 +5,9 @@ Pure functions over `RunSnapshot`s (one `CaseRow` per case, see `case_rows.case_
 Every metric compared here lies in [0, 1] and higher is better, so a drop is a regression. A run's
 own headline is in `headline.py`, a history's trend in `trend.py`.
 
-- A headline delta is computed like for like: over the cases both runs evaluated whose test did
-  not change, paired case by case, so a removed, new, failed or edited case never moves it. Its
+- A headline delta is computed like for like: over the cases both runs have whose test did not
+  change, paired case by case, so a removed, new or edited case never moves it; a case that ended in
+  an error in either run counts there as failing (0), so errors never make a run look better. Its
   interval and its test of "no change" resample and flip whole clusters (`clustered_statistics`:
   the template of a Q&A question, a conversation case's declared cluster, else the case itself).
 - The same change is computed per tag, per template and per dimension (`BreakdownChange`). A change
@@ -62,8 +63,9 @@ class HeadlineDelta:
     """A headline metric against the baseline.
 
     `old` and `new` are each run's mean over all its evaluated cases (what each report said);
-    the change itself is like for like: over the `shared_cases` both runs evaluated whose test did
-    not change, paired, with the p-value of a sign-flip test of "no change"."""
+    the change itself is like for like: over the `shared_cases` both runs have whose test did not
+    change, paired, with the p-value of a sign-flip test of "no change"; a case that ended in an
+    error in one run counts there as failing (`ERROR_VALUE`)."""
 
     metric: str
     old: float | None
@@ -83,6 +85,9 @@ class HeadlineDelta:
     beyond_noise: bool | None = None  # the decision (`decide_noise`); None: no test
     judge_changed: bool = field(default=False, metadata=OMITTED_WHEN_DEFAULT)
     """A judged metric, judged by another judge in the baseline (`judge_change`)."""
+    left_failing: tuple[str, ...] = ()
+    """Baseline cases out of the like-for-like change that were failing there (`cases_left_failing`):
+    what moved the mean over all cases (`new` against `old`) without moving the change."""
 
     @property
     def delta(self) -> float | None:
@@ -293,30 +298,43 @@ def _families(comparison: Comparison) -> list[tuple[list[int], Callable[..., Fal
 
 def _shared(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow],
             value: Callable[[CaseRow], float | None]) -> tuple[list[float], list[float], list[str | None]]:
-    """Paired values (and each case's cluster) over the cases both runs evaluated whose test did not change."""
+    """Paired values (and each case's cluster) over the cases both runs have whose test did not change."""
     return _values(_shared_pairs(old_rows, new_rows), value)
 
 
 def _shared_pairs(old_rows: Mapping[str, CaseRow],
                   new_rows: Mapping[str, CaseRow]) -> list[tuple[CaseRow, CaseRow]]:
-    """(old, new) rows of the cases both runs evaluated whose test did not change, in this run's order."""
+    """(old, new) rows of the cases both runs have whose test did not change, in this run's order:
+    those both runs evaluated, and those that became an error or recovered from one (an error counts
+    as failing, `_values`, so a run whose hardest cases fail can never look better for it)."""
     pairs = []
     for case_id, new in new_rows.items():
         old = old_rows.get(case_id)
-        if old is None or test_changed(old, new) or old.status != "success" or new.status != "success":
+        if old is None or test_changed(old, new) or {old.status, new.status} not in _PAIRED_STATUSES:
             continue
         pairs.append((old, new))
     return pairs
 
 
+_PAIRED_STATUSES = ({"success"}, {"success", "error"})
+ERROR_VALUE = 0.0
+"""What a case that ended in an error scores in a like-for-like change, in each metric the case has
+in the other run: failing. (Missing and invalid cases stay out: nothing was asked of the system.)"""
+
+
 def _values(pairs: Sequence[tuple[CaseRow, CaseRow]],
             value: Callable[[CaseRow], float | None]) -> tuple[list[float], list[float], list[str | None]]:
-    """The pairs' values where both runs have one, and each case's cluster (this run's, else the baseline's)."""
+    """The pairs' values where both runs have one, and each case's cluster (this run's, else the
+    baseline's). A case in error in one run has `ERROR_VALUE` there for each metric it has in the other."""
     before: list[float] = []
     after: list[float] = []
     clusters: list[str | None] = []
     for old, new in pairs:
         old_value, new_value = _number(value(old)), _number(value(new))
+        if old.status == "error":
+            old_value = ERROR_VALUE if new_value is not None else None
+        if new.status == "error":
+            new_value = ERROR_VALUE if old_value is not None else None
         if old_value is not None and new_value is not None:
             before.append(old_value)
             after.append(new_value)
@@ -396,6 +414,8 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
                           "design_effect": change.interval.design_effect,
                           "detectable": detectable_change(change.interval, of="differences",
                                                           family=len(metrics))}
+        if old_rows is not None and new_rows is not None and metric in before:
+            shared["left_failing"] = cases_left_failing(old_rows, new_rows, metric, before[metric].mean, kind_set)
         deltas.append(HeadlineDelta(
             metric=metric,
             old=before[metric].mean if metric in before else None,
@@ -405,6 +425,35 @@ def headline_deltas(old: Sequence[Headline], new: Sequence[Headline],
             **shared,
         ))
     return tuple(deltas)
+
+
+def cases_left_failing(old_rows: Mapping[str, CaseRow], new_rows: Mapping[str, CaseRow], metric: str,
+                       old_mean: float | None, kind_set: kinds.RunKinds | None = None) -> tuple[str, ...]:
+    """The baseline's cases that had `metric` (or ended in an error) and are out of the like-for-like
+    pairing now (removed, edited, or answered last run and not now), while failing there: in error,
+    or below the baseline's mean, so that their leaving raised this run's mean over all cases. A case
+    failing in both runs alike (an error, then an error or no answer) left nothing."""
+    paired = {old.case_id for old, _ in _shared_pairs(old_rows, new_rows)}
+    left = []
+    for case_id, old in old_rows.items():
+        new = new_rows.get(case_id)
+        if case_id in paired or (new is not None and not test_changed(old, new) and old.status != "success"):
+            continue
+        value = _number(old.metric(metric))
+        failing = (old.status == "error" and _could_have(old, metric, old_rows, kind_set)) or (
+            value is not None and old_mean is not None and value < old_mean - DEFAULT_TOLERANCE)
+        if failing:
+            left.append(case_id)
+    return tuple(left)
+
+
+def _could_have(row: CaseRow, metric: str, rows: Mapping[str, CaseRow], kind_set: kinds.RunKinds | None) -> bool:
+    """Whether an error case could have had `metric`: its kind has it (by its targets when stored,
+    else by its shape, as another case of that shape has the metric)."""
+    kind = (kind_set if kind_set is not None else kinds.catalogue()).kind_of_metric(metric)
+    if row.targets is not None and kind is not None:
+        return kind.name in row.targets
+    return any(other.kind == row.kind and _number(other.metric(metric)) is not None for other in rows.values())
 
 
 def _by_case_id(rows: Iterable[CaseRow]) -> dict[str, CaseRow]:

@@ -24,6 +24,7 @@ from qareport.case_changes import CaseMovement
 from qareport.case_record import CaseRow
 from qareport.clustered_statistics import planning_factor
 from qareport.comparison import Comparison, HeadlineDelta
+from qareport.errors import BUDGET_REACHED
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
 from qareport.judged_metrics import JudgedMetric
 from qareport.records import RunInfo
@@ -145,7 +146,7 @@ def build_digest(
         problems=problems,
         headline=tuple(headline),
         deltas=compared.headline if compared else (),
-        alerts=tuple(alerts),
+        alerts=(*alerts, *([left] if compared and (left := left_failing_alert(compared.headline)) else [])),
         verdict="",
         baseline=None if comparison is None else BaselineInfo(
             source=comparison.baseline_source, created=comparison.baseline_created,
@@ -288,6 +289,9 @@ def stakeholder_words(why: str) -> str:
     lowered = why.lower()
     if lowered.startswith("the judge failed"):
         return "the LLM judge failed during this run (the API refused or could not be reached)"
+    if lowered.startswith(BUDGET_REACHED):
+        return ("the LLM judge's budget was reached: its metrics are partial, over the first cases in the "
+                "test cases' order")
     if "--no-llm" in lowered or "turned off" in lowered:
         return "the LLM judge was turned off for this run"
     if "judge" in lowered or "api key" in lowered or "openai" in lowered:
@@ -309,10 +313,40 @@ def signed_bound(value: float) -> str:
     return f"+{rounded:.2f}" if rounded > 0 else f"\u2212{-rounded:.2f}" if rounded < 0 else "0.00"
 
 
+LEFT_FAILING = "left the like-for-like comparison while failing"
+
+
+def left_failing_alert(deltas: Sequence[HeadlineDelta], *, shown: int = 3) -> str | None:
+    """Which cases moved the means over all cases without moving the change: those edited, removed or
+    not answered while failing in the baseline (`HeadlineDelta.left_failing`), named, so that a mean
+    that rose because failing cases left is never taken for progress."""
+    left = list(dict.fromkeys(case_id for delta in deltas for case_id in delta.left_failing))
+    if not left:
+        return None
+    named = ", ".join(left[:shown]) + (f" and {len(left) - shown} more" if len(left) > shown else "")
+    return (f"{_cases(len(left))} {LEFT_FAILING} (edited, removed or unanswered): {named}; "
+            "this lifts the means over all cases, not the change")
+
+
+DRIFT = "since the reference run"
+
+
+def drift_alert(deltas: Sequence[HeadlineDelta], source: str) -> str | None:
+    """The headline drops beyond noise since the reference run (`trend.drift_since`), in one line:
+    a slow drift that week-to-week comparisons each call noise."""
+    drops = [delta for delta in deltas if delta.beyond_noise and delta.delta is not None and delta.delta < 0]
+    if not drops:
+        return None
+    moved = ", ".join(f"{delta.label} {signed(delta.delta)}" for delta in drops if delta.delta is not None)
+    return f"drift {DRIFT} ({source}), beyond noise: {moved}, like for like"
+
+
 def alert_words(digest: Digest) -> str | None:
     """The alerts other than an incomplete run, in a few words for the end of the subject line:
     "1 test case not loaded"."""
-    others = [alert for alert in digest.alerts if not alert.startswith("INCOMPLETE RUN")]
+    others = [alert for alert in digest.alerts
+              if not alert.startswith("INCOMPLETE RUN") and LEFT_FAILING not in alert
+              and DRIFT not in alert]  # the latter two: in full below the verdict
     if not others:
         return None
     count = (digest.baseline.counts.get("not loaded", 0) if digest.baseline is not None else 0)

@@ -27,7 +27,7 @@ from qareport.consistency import (
     pass_rules_text,
     suite_consistency,
 )
-from qareport.digest import Digest, build_digest
+from qareport.digest import Digest, build_digest, drift_alert
 from qareport.evaluation_options import given_pass_rules
 from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
@@ -39,7 +39,7 @@ from qareport.kinds import RunKinds, Table, catalogue
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
-from qareport.trend import TrendPoint, trend_points
+from qareport.trend import TrendPoint, drift_since, reference_run, trend_points
 
 if TYPE_CHECKING:  # imported by `Report.to_pandas`, when a notebook asks for a frame
     import pandas as pd
@@ -169,6 +169,9 @@ def build_report(
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)
     not_loaded = not_loaded_note(unloaded, comparison)
+    reference = reference_run(history)  # the first run of the history: a slow drift shows against it
+    drift = (drift_alert(drift_since(reference, current), reference.source)
+             if reference is not None and (baseline is None or reference.created != baseline.created) else None)
     reviews = carry_reviews(baseline_reviews or {}, comparison, rows, kinds)
     earlier = [(run_, dict(history_reviews[index]) if index < len(history_reviews) else {})
                for index, run_ in enumerate(history)]
@@ -182,7 +185,7 @@ def build_report(
     consistency = {r.case.id: c for r in results if (c := case_consistency(r, kinds)) is not None}
     digest = build_digest(
         run=run, rows=rows, headline=headline, status_counts=counts, problems=len(problems),
-        comparison=comparison, alerts=[text for text in (not_loaded, incomplete) if text], judged=judged,
+        comparison=comparison, alerts=[text for text in (not_loaded, incomplete, drift) if text], judged=judged,
         incomplete=incomplete is not None, kind_set=kinds,
     )
     return Report(

@@ -1,6 +1,7 @@
 """A trend: one point per run of a history and the current run, oldest first (`trend_points`), each
 with its headline and the cases that regressed and improved since the run before it; the same run
-read twice counts once (`same_run`).
+read twice counts once (`same_run`); and the drift since a pinned reference run (`drift_since`),
+which catches a slow decline that no week-to-week comparison can resolve.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from qareport.comparison import compare_runs
+from qareport.comparison import HeadlineDelta, compare_runs
 from qareport.headline import Headline, headline_metrics, status_counts
 from qareport.judge_change import judge_changes, mark_judge_changed
 from qareport.records import RunSnapshot
@@ -99,3 +100,25 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
         counts = mark_judge_changed(compared, judge_changes(before.judge_identity, after.judge_identity)).counts()
         points.append(replace(point, regressions=counts["regression"], improvements=counts["improvement"]))
     return tuple(points)
+
+
+def reference_run(history: Sequence[RunSnapshot], reference: RunSnapshot | None = None) -> RunSnapshot | None:
+    """The run a slow drift is measured from: the one pinned (`--reference`), else the oldest of the
+    history (runs whose date cannot be read sort first, as in `trend_points`); None without either."""
+    if reference is not None:
+        return reference
+    earliest = datetime.min.replace(tzinfo=UTC)
+    dated = sorted(history, key=lambda run: parse_created(run.created) or earliest)
+    return dated[0] if dated else None
+
+
+def drift_since(reference: RunSnapshot, current: RunSnapshot) -> tuple[HeadlineDelta, ...]:
+    """The like-for-like change of each headline metric from the reference run to this one, decided
+    beyond noise or not as a baseline's change is (`compare_runs`): a decline of 0.02 a week, within
+    noise each week, adds up to a change the reference comparison resolves."""
+    return compare_runs(reference, current).headline
+
+
+def drifted(deltas: Sequence[HeadlineDelta]) -> tuple[HeadlineDelta, ...]:
+    """The drops since the reference that are beyond noise."""
+    return tuple(delta for delta in deltas if delta.beyond_noise and delta.delta is not None and delta.delta < 0)

@@ -12,6 +12,12 @@ where it stands in the file. Three things follow:
 A file that cannot be split safely (a top-level mapping, several documents, anchors that one item
 could share with another) is read whole, as one or more documents, with the same guards.
 
+A broken file costs only what it must (`split_broken_sequence`): a top-level sequence with a
+merge-conflict marker (`<<<<<<<`, `=======`, `>>>>>>>` at column 0) loses the items the conflict
+touches (those inside it, and the one a marker interrupts), said as "merge-conflict marker" with its
+line; a stray line at column 0 between items, which makes the whole text invalid, loses only the item
+it follows. A file with a conflict and no top-level sequence is lost whole, and says so the same way.
+
 Guards against hostile input (`yaml_guards`), each reported as a problem naming the line, never as
 a crash: nesting deeper than `MAX_DEPTH` levels, aliases expanding to more than `MAX_EXPANDED_NODES`
 nodes, a NUL byte; and, while values are built (`yaml_values`), an integer too long to read as a
@@ -20,8 +26,10 @@ number (kept as text) and a key given twice in one mapping.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -38,7 +46,7 @@ from qareport.yaml_guards import (
 )
 from qareport.yaml_values import LineList, LineLoader
 
-__all__ = ["split_root_sequence", "yaml_documents"]
+__all__ = ["split_broken_sequence", "split_root_sequence", "yaml_documents"]
 
 _BEFORE_MARK = frozenset(" \t\r\n[{,:-")
 _NOT_IN_NAME = frozenset(" \t\r\n[]{},")
@@ -50,11 +58,23 @@ def yaml_documents(text: str) -> Iterator[Any | YamlProblem]:
     (which reads the same to a caller that iterates over a document's items). Problems come in the
     stream, in file order; whatever is valid is still given."""
     items = split_root_sequence(text)
-    if items is None:
-        yield from _parse(text, 0, several=True, may_alias=_has_mark(text, "*"))
+    if items is not None:
+        for offset, start, end in items:
+            yield from _parse(text[start:end], offset, several=False, may_alias=False)
         return
-    for offset, start, end in items:
-        yield from _parse(text[start:end], offset, several=False, may_alias=False)
+    markers = conflict_markers(text)
+    broken = split_broken_sequence(text, markers) if markers else None
+    if broken is None:
+        whole = list(_parse(text, 0, several=True, may_alias=_has_mark(text, "*")))
+        if not any(isinstance(part, YamlProblem) and part.lost and part.item_id is None
+                   and part.message.startswith("invalid YAML") for part in whole):  # a syntax error, not a refusal
+            yield from whole
+            return
+        broken = split_broken_sequence(text, markers)
+        if broken is None:  # not a sequence of items: the whole text is lost, and a conflict is named
+            yield from (_conflict_named(part, markers) for part in whole)
+            return
+    yield from _parse_broken(text, broken)
 
 
 def _has_mark(text: str, marks: str) -> bool:
@@ -98,6 +118,103 @@ def split_root_sequence(text: str) -> list[tuple[int, int, int]] | None:
         items.append((offset, start, end))
         offset += text.count("\n", start, end)
     return items
+
+
+_CONFLICT_MARKER = re.compile(r"^(<{7}|={7}|>{7})(?=[ \t\r]|$)", re.M)
+
+
+def conflict_markers(text: str) -> dict[int, str]:
+    """Line (from 1) -> marker, of each merge-conflict marker line (`<<<<<<< HEAD`, `=======`,
+    `>>>>>>> branch`): seven characters at column 0, alone or followed by a space."""
+    if "<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text:
+        return {}  # the usual file: no regex pass over megabytes
+    return {text.count("\n", 0, match.start()) + 1: match.group(1) for match in _CONFLICT_MARKER.finditer(text)}
+
+
+def _conflict_words(line: int, marker: str) -> str:
+    return (f"merge-conflict marker '{marker}' on line {line}: the file was committed in the middle of a "
+            "merge; keep one side of the conflict, remove the marker lines and run again")
+
+
+def _conflict_named(part: Any | YamlProblem, markers: dict[int, str]) -> Any | YamlProblem:
+    if not markers or not isinstance(part, YamlProblem) or not part.lost:
+        return part
+    line, marker = min(markers.items())
+    return YamlProblem(line, _conflict_words(line, marker), lost=True, item_id=part.item_id)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenItem:
+    """One item of a top-level sequence read around breaks: its span, and the merge-conflict marker
+    line that costs it (None: it is parsed on its own, and a syntax error in it costs only it)."""
+
+    offset: int  # lines before it in the file
+    start: int
+    end: int
+    conflict_line: int | None = None
+
+
+def split_broken_sequence(text: str, markers: dict[int, str]) -> tuple[list[BrokenItem], list[YamlProblem]] | None:
+    """The items of a top-level block sequence broken by merge-conflict markers or stray lines at
+    column 0, and the problems of markers before the first item; None when the text is no such
+    sequence (content before the first item, as a top-level mapping has; several documents; anchors),
+    to be read whole."""
+    if _has_mark(text, "&*"):
+        return None
+    line_starts = (match.start() + 1 for match in _ROOT_LINE_START.finditer(text))
+    first = [0] if text and not text[0].isspace() and text[0] != "#" else []
+    items: list[BrokenItem] = []
+    problems: list[YamlProblem] = []
+    open_conflict: int | None = None  # the line of the `<<<<<<<` whose conflict is open
+    breaks: list[int] = []  # where marker lines start: an item untouched by a conflict ends there
+    for start in (*first, *line_starts):
+        end = text.find("\n", start)
+        line_text = text[start:end if end >= 0 else len(text)]
+        number = text.count("\n", 0, start) + 1
+        marker = markers.get(number)
+        if marker is not None:
+            open_conflict = number if marker == "<<<<<<<" else None if marker == ">>>>>>>" else open_conflict
+            breaks.append(start)
+            if items and _continues_item(text, end) and items[-1].conflict_line is None:
+                items[-1] = replace(items[-1], conflict_line=number)  # a marker inside an item touches it
+            elif not items:
+                problems.append(YamlProblem(number, _conflict_words(number, marker)))
+        elif line_text == "-" or line_text.startswith(("- ", "-\t")):
+            items.append(BrokenItem(number - 1, start, start, open_conflict))
+        elif line_text.rstrip() in ("---", "...") or line_text.startswith("%"):
+            return None  # several documents: read whole
+        elif not items:
+            return None  # a mapping at the top (`conversation:` then `- role: ...`): no items to save
+        # any other line at column 0 stays in the item before it, whose parse then reports it
+    if not items:
+        return None
+    ends = sorted([*(item.start for item in items[1:]), *breaks, len(text)])
+    spans = [replace(item, end=ends[bisect.bisect_right(ends, item.start)]) for item in items]
+    return spans, problems
+
+
+def _continues_item(text: str, end: int) -> bool:
+    """Whether the line after a marker line (ending at `end`) is indented content: the marker then
+    stands inside an item, not between two."""
+    if end < 0:
+        return False
+    following = text[end + 1:text.find("\n", end + 1) if text.find("\n", end + 1) >= 0 else len(text)]
+    stripped = following.lstrip()
+    return bool(stripped) and following != stripped and not stripped.startswith("#")
+
+
+def _parse_broken(text: str, broken: tuple[list[BrokenItem], list[YamlProblem]]) -> Iterator[Any | YamlProblem]:
+    items, problems = broken
+    yield from problems
+    markers = conflict_markers(text)
+    for item in items:
+        if item.conflict_line is None:
+            yield from _parse(text[item.start:item.end], item.offset, several=False, may_alias=False)
+            continue
+        found = _ITEM_ID.search(text, item.start, item.end)
+        words = _conflict_words(item.conflict_line, markers.get(item.conflict_line, "<<<<<<<"))
+        yield YamlProblem(item.conflict_line, f"{words} (the item on line {item.offset + 1} is not read)",
+                          lost=True, item_id=found.group(1) if found else None)
 
 
 _ITEM_ID = re.compile(r"""^[-\s]*(?:id|question_id|template_id):[ \t]*['"]?([^'"\s#]+)""", re.M)

@@ -147,8 +147,8 @@ def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_wit
     assert header[:11] == ["metric", "mean", "95% interval", "cases", "not scored", "last report", "cases",
                            "last run", "this run", "change", "vs noise"]
     precision = next(r for r in rows if r[0] == "macro precision")
-    assert precision[6] == 14  # the improved case was an error last week: not shared
-    assert precision[8] - precision[7] == pytest.approx(-0.1667 / 14, abs=0.0005)  # one case of 14 lost 0.17
+    assert precision[6] == 15  # the improved case was an error last week: shared, rising from failing (0)
+    assert precision[8] - precision[7] == pytest.approx((1 - 0.1667) / 15, abs=0.0005)  # one lost 0.17, one rose 1
     assert precision[10].startswith("within noise, q ")
     worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
     assert [rows[worse + 1][c] for c in (0, 1, 5)] == ["case", "what moved", "reason"]
@@ -158,14 +158,15 @@ def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_wit
     better = next(i for i, r in enumerate(rows) if r[0] == "What got better (1)")
     assert rows[better + 3][1] == "error \u2192 success"
     verdict = compared_values["Summary"]["A3"].value  # the change as the row shows it: 0.84 - 0.82
-    assert verdict.startswith("1 regression, macro precision 0.84 (\u22120.02), macro recall 0.84 (\u00b10.00)")
+    # the improved case was an error last week: rising from failing, it outweighs the one that lost 0.17
+    assert verdict.startswith("1 regression, macro recall 0.84 (+0.07), macro precision 0.84 (+0.06)")
 
 
 def test_the_headline_row_adds_up_last_run_this_run_and_the_change_over_the_same_cases(compared_values):
     rows = sheet_rows(compared_values["Summary"])
     header = next(r for r in rows if r[0] == "metric")
     groups = rows[rows.index(header) - 1]
-    assert groups[1] == "this run, all its evaluated cases" and groups[6].startswith("like for like: the 14 cases")
+    assert groups[1] == "this run, all its evaluated cases" and groups[6].startswith("like for like: the 15 cases")
     summary = compared_values["Summary"]
     for label in ("macro precision", "macro recall", "steps score"):
         row = next(c.row for c in summary["A"] if c.value == label)
@@ -173,7 +174,8 @@ def test_the_headline_row_adds_up_last_run_this_run_and_the_change_over_the_same
         assert change.value == pytest.approx(round(this.value, 2) - round(last.value, 2))  # as shown, it adds up
         assert {last.number_format, this.number_format} == {"0.00"} and change.number_format == "+0.00;-0.00;0.00"
     precision = next(r for r in rows if r[0] == "macro precision")
-    assert precision[5] == pytest.approx(precision[7], abs=1e-9)  # no case of last week's left the shared set
+    # no case of last week's left the shared set; last week's error joined it, failing (0)
+    assert precision[7] == pytest.approx(precision[5] * 14 / 15, abs=1e-9)
 
 
 def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
@@ -578,7 +580,7 @@ def test_the_console_gives_the_change_the_summary_shows(last_week, tmp_path, cap
     report = tmp_path / "week19.xlsx"
     assert run(report, "--baseline", str(last_week)) == 0
     line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("since the baseline"))
-    assert "macro precision 0.84 (-0.02)" in line  # 0.84 -> 0.82 over the shared cases, as the Summary's row
+    assert "macro precision 0.84 (+0.06)" in line  # 0.78 -> 0.84 over the shared cases, as the Summary's row
     summary = load_workbook(report, data_only=True)["Summary"]
     row = next(c.row for c in summary["A"] if c.value == "macro precision")
-    assert summary.cell(row, 10).value == pytest.approx(-0.02)
+    assert summary.cell(row, 10).value == pytest.approx(0.06)

@@ -200,8 +200,31 @@ def test_a_headline_delta_is_like_for_like_over_the_shared_unchanged_cases():
     new = snapshot(case("same", macro_recall=1.0), case("edited", macro_recall=0.0, definition_hash="h2"),
                    case("new", macro_recall=0.0), case("broke", "error"))
     got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
-    assert got.shared_cases == 1 and got.shared_old == 0.5 and got.shared_new == 1.0 and got.delta == 0.5
+    # 'broke' ended in an error: it stays in the pairing, failing (0), so the error cannot flatter the run
+    assert got.shared_cases == 2 and got.shared_old == pytest.approx(0.7) and got.shared_new == 0.5
+    assert got.delta == pytest.approx(-0.2)
     assert got.old == pytest.approx(0.6) and got.new == pytest.approx(1 / 3)  # what each run said, unpaired
+
+
+def test_the_hardest_cases_turning_into_errors_never_raise_the_like_for_like_mean():
+    import random
+
+    draw = random.Random(28)
+    for _ in range(50):
+        scores = {str(i): draw.random() for i in range(40)}
+        hardest = sorted(scores, key=scores.__getitem__)[:6]  # 15 %
+        old = snapshot(*[case(i, macro_recall=v) for i, v in scores.items()])
+        new = snapshot(*[case(i, "error") if i in hardest else case(i, macro_recall=v) for i, v in scores.items()])
+        got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+        assert got.shared_cases == 40 and got.delta is not None and got.delta < 0
+        assert got.new is not None and got.old is not None and got.new > got.old  # the unpaired means would flatter
+
+
+def test_a_case_recovering_from_an_error_counts_as_rising_from_failing():
+    old = snapshot(case("a", "error"), case("b", macro_recall=0.5), case("c", "missing"))
+    new = snapshot(case("a", macro_recall=1.0), case("b", macro_recall=0.5), case("c", macro_recall=1.0))
+    got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+    assert got.shared_cases == 2 and got.delta == pytest.approx(0.5)  # a missing response is not a failure
 
 
 def test_a_change_on_many_cases_is_larger_than_noise_and_a_single_flip_is_not():
@@ -360,3 +383,54 @@ def test_the_statistics_sheet_and_the_summary_give_the_same_digits_of_a_mean():
     assert data_query is not None
     assert (data_query.macro_precision, data_query.macro_recall) == (headline["macro_precision"],
                                                                      headline["macro_recall"])  # exactly
+
+
+def test_cases_edited_or_removed_while_failing_are_named_as_what_moved_the_mean():
+    from qareport.digest import left_failing_alert
+
+    old = snapshot(case("same", macro_recall=0.8), case("edited", macro_recall=0.0, definition_hash="h1"),
+                   case("removed", macro_recall=0.1), case("gone_good", macro_recall=1.0), case("crashed", "error"),
+                   case("a", macro_recall=0.9), case("still_broken", "error"))
+    new = snapshot(case("same", macro_recall=0.8), case("edited", macro_recall=1.0, definition_hash="h2"),
+                   case("a", macro_recall=0.9), case("still_broken", "error"))
+    got = {d.metric: d for d in compare_runs(old, new).headline}["macro_recall"]
+    assert got.new is not None and got.old is not None and got.new > got.old and got.delta == 0
+    assert got.left_failing == ("edited", "removed", "crashed")  # a good case leaving did not raise it
+    alert = left_failing_alert((got,))
+    assert alert is not None and alert.startswith("3 cases left the like-for-like comparison while failing")
+    assert "edited, removed, crashed" in alert
+
+
+def test_no_case_left_while_failing_means_no_alert():
+    from qareport.digest import left_failing_alert
+
+    rows = [case(str(i), macro_recall=0.5) for i in range(3)]
+    (got,) = compare_runs(snapshot(*rows), snapshot(*rows)).headline
+    assert got.left_failing == () and left_failing_alert((got,)) is None
+
+
+def test_a_slow_drift_within_noise_each_week_is_flagged_against_the_reference_run():
+    import itertools
+    import random
+
+    from qareport.trend import drift_since, drifted, reference_run
+
+    draw = random.Random(7)
+    base = [draw.uniform(0.35, 0.85) for _ in range(80)]
+    weeks = []
+    for week in range(9):  # week 0 is the reference; then a drop of 0.02 a week for 8 weeks
+        rows = [case(str(i), macro_recall=min(1.0, max(0.0, v - 0.02 * week + draw.gauss(0, 0.15))))
+                for i, v in enumerate(base)]
+        weeks.append(snapshot(*rows, created=f"2024-05-{week + 1:02d}T10:00:00+00:00"))
+    weekly = [compare_runs(before, after).headline[0] for before, after in itertools.pairwise(weeks)]
+    assert sum(bool(delta.beyond_noise) for delta in weekly) <= 2  # week to week, mostly noise
+    reference = reference_run(list(reversed(weeks[:-1])))
+    assert reference is weeks[0]
+    (got,) = drift_since(reference, weeks[-1])
+    assert got.delta == pytest.approx(-0.16, abs=0.03) and drifted((got,)) == (got,)
+    assert reference_run([], weeks[3]) is weeks[3] and reference_run([]) is None
+    from qareport.digest import drift_alert
+
+    alert = drift_alert((got,), "week0.xlsx")
+    assert alert is not None and alert.startswith("drift since the reference run (week0.xlsx), beyond noise: macro")
+    assert drift_alert(weekly[:1], "week0.xlsx") is None or weekly[0].beyond_noise

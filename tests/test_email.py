@@ -124,7 +124,8 @@ def test_email_sends_the_workbook_with_an_html_body_and_a_text_alternative(repor
     assert sorted(envelope.rcpt_tos) == ["lead@example.com", "team@example.com"]
     (message,) = inbox.messages()
     assert message["To"] == "team@example.com" and message["Cc"] == "lead@example.com"
-    assert message["Subject"].startswith("1 regression, macro precision 0.84 (\u22120.02)")  # the verdict leads
+    # the verdict leads; last week's error case, now right, counts as rising from failing
+    assert message["Subject"].startswith("1 regression, macro recall 0.84 (+0.07)")
     assert len(message["Subject"]) <= 80
     assert message["From"] == "qa-bot@example.com"
     assert message.get_body(("html",)) is not None and message.get_body(("plain",)) is not None

@@ -396,3 +396,55 @@ def test_a_json_lines_file_changed_between_the_check_and_the_parse_is_told_not_r
     got = list(streamed)
     assert got[0].value == {"id": "a"}
     assert got[-1].value is json_input.UNREADABLE and "changed while it was read" in got[-1].problems[0][1]
+
+
+def _conflicted(ours: str, theirs: str) -> str:
+    return "<<<<<<< HEAD\n" + ours + "=======\n" + theirs + ">>>>>>> feature\n"
+
+
+def test_a_merge_conflict_between_items_loses_only_the_items_inside_it(tmp_path):
+    text = CASE.format(id="a") + _conflicted(CASE.format(id="b"), CASE.format(id="b2")) + CASE.format(id="c")
+    (tmp_path / "cases.yaml").write_text(text)
+    suite = load_suite([tmp_path / "cases.yaml"], [])
+    assert [case.id for case in suite.cases] == ["a", "c"]
+    assert suite.cases[1].location.line == text.splitlines().index("- id: c") + 1
+    marker_line = text.splitlines().index("<<<<<<< HEAD") + 1
+    conflicts = [p for p in suite.problems if "merge-conflict marker" in p.message]
+    assert [(p.location.path, p.location.line) for p in conflicts] == [(str(tmp_path / "cases.yaml"), marker_line)] * 2
+    assert sorted(u.case_id or "" for u in suite.unloaded) == ["b", "b2"]
+
+
+def test_a_merge_conflict_inside_an_item_loses_that_item_alone_and_says_so():
+    item = CASE.format(id="b").replace("  name: case b\n", _conflicted("  name: ours\n", "  name: theirs\n"))
+    text = CASE.format(id="a") + item + CASE.format(id="c")
+    got = list(yaml_documents(text))
+    assert [d[0]["id"] for d in got if not isinstance(d, YamlProblem)] == ["a", "c"]
+    (problem,) = [d for d in got if isinstance(d, YamlProblem)]
+    assert problem.lost and problem.item_id == "b" and problem.line == text.splitlines().index("<<<<<<< HEAD") + 1
+    assert problem.message.startswith("merge-conflict marker '<<<<<<<'")
+
+
+def test_a_stray_line_between_items_loses_only_the_item_it_follows():
+    text = CASE.format(id="a") + "oops this is not yaml\n" + CASE.format(id="b") + CASE.format(id="c")
+    got = list(yaml_documents(text))
+    assert [d[0]["id"] for d in got if not isinstance(d, YamlProblem)] == ["b", "c"]
+    (problem,) = [d for d in got if isinstance(d, YamlProblem)]
+    assert problem.lost and problem.item_id == "a" and "merge-conflict" not in problem.message
+
+
+def test_a_merge_conflict_in_a_single_case_file_loses_the_file_and_names_the_marker():
+    text = "id: a\n" + _conflicted("name: ours\n", "name: theirs\n")
+    (problem,) = list(yaml_documents(text))
+    assert problem.lost and problem.line == 2 and "merge-conflict marker" in problem.message
+
+
+def test_a_file_without_a_conflict_or_a_syntax_error_is_read_as_before():
+    text = CASE.format(id="a") + "---\n" + CASE.format(id="b")  # two documents: read whole, both kept
+    got = list(yaml_documents(text))
+    assert not any(isinstance(d, YamlProblem) for d in got) and len(got) == 2
+
+
+def test_a_broken_top_level_mapping_is_never_read_as_its_own_items():
+    text = "id: a\nconversation:\n- role: user\n  content: x\noops: [\n"
+    got = list(yaml_documents(text))
+    assert len(got) == 1 and isinstance(got[0], YamlProblem) and got[0].lost and got[0].item_id is None

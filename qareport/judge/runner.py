@@ -205,7 +205,10 @@ class Judge(Estimating, BatchRoute, RelevanceEmbeddings):
                 if on_result is not None:
                     on_result(judged[outcome.case])
 
-        executor = DaemonPool(self.settings.concurrency, name="qareport-judge")
+        # under a budget, one call at a time in the cases' order: the cases judged before it is reached
+        # are then the same on every rerun (the first ones, in the test cases' order), never whichever
+        # calls happened to reach the budget first
+        executor = DaemonPool(1 if budget is not None else self.settings.concurrency, name="qareport-judge")
         stopped = True  # until the loop below ends: a stop (SIGTERM, Ctrl-C) does not wait for calls in flight
         try:
             for outcome in ready:

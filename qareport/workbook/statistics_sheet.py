@@ -67,7 +67,8 @@ def write_changes(tables: TableWriter, report: Report) -> None:
         return
     tables.section(
         "Changes since the baseline",
-        "Like for like: over the cases both runs evaluated whose test did not change (at least 2 per group). "
+        "Like for like: over the cases both runs have whose test did not change, a case in error in either run "
+        "counting there as failing (0) (at least 2 per group). "
         "Intervals and tests resample and flip whole clusters (a Q&A question's template, a conversation case's "
         "declared cluster, else the case); in a group whose cases lie in one cluster (a template) the cases are "
         "the units, so the question is whether that cluster changed. q: p adjusted within its family: the "

@@ -115,7 +115,7 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
     if compared:
         shared = max((delta.shared_cases for delta in digest.deltas), default=0)
         for offset, title in ((1, "this run, all its evaluated cases"),
-                              (6, f"like for like: the {shared} cases both runs evaluated")):
+                              (6, f"like for like: the {shared} cases both runs have (an error counts as failing)")):
             block.cell(offset, title, font=styles.BOLD)
         block.row += 1
     block.header("metric", "mean", "95% interval", "cases", "not scored",
