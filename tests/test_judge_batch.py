@@ -20,6 +20,7 @@ from qareport.errors import BatchesPending
 from qareport.exit_status import JUDGE_BATCHES_PENDING, JUDGE_FAILED, REPORT_WRITTEN, TERMINATED, USAGE_ERROR
 from qareport.judge import batch as batch_module
 from qareport.judge.batch import POLL_FIRST_SEC, POLL_GROWTH
+from qareport.judge.models import DEFAULT_MODEL
 from qareport.judge.prices import BATCH_PRICES, DEFAULT_PRICES, ModelPrice, PriceTable
 from qareport.judge.runner import Judge
 from qareport.judge.settings import JudgeSettings
@@ -319,7 +320,7 @@ def test_the_batch_progress_says_the_state_of_each_batch(stub, tmp_path):
     with Judge(judge_settings(stub, tmp_path)) as judge:
         judge.judge_results(RESULTS, on_progress=told.append)
     text = "\n".join(event.finished for event in told if event.finished)
-    assert "judge batch batch_stub_1: submitted 4 chat request(s) for gpt-4o-mini" in text
+    assert f"judge batch batch_stub_1: submitted 4 chat request(s) for {DEFAULT_MODEL}" in text
     assert "judge batch batch_stub_1: completed, 4/4 done" in text
     assert "judge batch batch_stub_1: completed; 4 of 4 repl(ies) collected" in text
     assert "judged in batches (1 batch(es), at batch prices)" in text

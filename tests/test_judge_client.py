@@ -17,6 +17,7 @@ from qareport.console import ProgressBar
 from qareport.errors import JudgeError
 from qareport.judge import Judge, JudgeSettings
 from qareport.judge.answer_relevance import cosine_similarity
+from qareport.judge.models import DEFAULT_MODEL
 from qareport.retrieval_context import average_precision_of_verdicts as average_precision
 from qareport.retrieval_context import with_retrieval_context_scores
 
@@ -91,7 +92,7 @@ def test_answer_correctness_keys_and_arithmetic(server, tmp_path):
     assert "answer_eval_error" not in result
     request = server.requests[0]
     assert request.path == "/v1/chat/completions"
-    assert request.body["model"] == "gpt-4o-mini"
+    assert request.body["model"] == DEFAULT_MODEL
     assert request.body["temperature"] == 0.0
     assert request.body["response_format"]["type"] == "json_schema"
     assert request.body["response_format"]["json_schema"]["name"] == "answer_correctness"
@@ -412,8 +413,9 @@ def test_cost_from_usage(server, tmp_path):
     server.usage = (1000, 200)
     server.embedding_tokens_per_input = 10
     results = [qa()]
-    usage = judge(settings_for(server, tmp_path, metrics=("answer_correctness", "answer_relevance")), results)
-    chat = (1000 * 0.15 + 200 * 0.60) / 1e6  # gpt-4o-mini
+    usage = judge(settings_for(server, tmp_path, model="gpt-4o-mini", metrics=("answer_correctness", "answer_relevance")),
+                  results)
+    chat = (1000 * 0.15 + 200 * 0.60) / 1e6  # gpt-4o-mini, pinned so the arithmetic stays the table's
     embeddings = 4 * 10 * 0.02 / 1e6  # question + 3 generated questions, text-embedding-3-small
     assert results[0]["answer_correctness_cost"] == pytest.approx(chat)
     assert results[0]["answer_relevance_cost"] == pytest.approx(chat + embeddings)
@@ -542,7 +544,7 @@ def test_progress_summary_line_when_not_a_tty(server, tmp_path):
     # requests only: cases are counted once, by qareport.judged_metrics (the judge line), not here
     # (the two cases share an answer: whether its embedding is asked twice or found in the cache depends
     # on which request finishes first, so the cached count is not pinned)
-    assert re.match(rf"judge gpt-4o-mini: {usage.calls} API calls \(\d+ cached, 0 calls failed, ", lines[0]), lines[0]
+    assert re.match(rf"judge {re.escape(DEFAULT_MODEL)}: {usage.calls} API calls \(\d+ cached, 0 calls failed, ", lines[0]), lines[0]
     assert "\r" not in stream.getvalue()
 
 

@@ -17,6 +17,7 @@ from openpyxl import load_workbook
 from qareport.cli import main
 from qareport.exit_status import JUDGE_FAILED, REPORT_WRITTEN
 from qareport.judge.cost import estimate_call, output_allowance
+from qareport.judge.models import DEFAULT_MODEL
 from qareport.judge.prices import PriceTable
 from qareport.pipeline import RunOptions, estimate_pipeline, run_pipeline
 
@@ -111,9 +112,9 @@ PRICES = PriceTable()
 def cost_of(request, longest_reply, prices=PRICES):
     """(estimated, actual) cost of one recorded chat request (actual: the stub's own count), the
     estimate allowing the reply at least the longest reply before it."""
-    estimated = estimate_call("chat", "answer_correctness", request.body, prices=prices, models=("gpt-4o-mini",),
+    estimated = estimate_call("chat", "answer_correctness", request.body, prices=prices, models=(DEFAULT_MODEL,),
                               longest_reply=longest_reply)
-    actual = prices.cost(("gpt-4o-mini",), chars_prompt_tokens(request.body), chars_tokens(request.reply))
+    actual = prices.cost((DEFAULT_MODEL,), chars_prompt_tokens(request.body), chars_tokens(request.reply))
     return estimated.cost_usd, actual
 
 
@@ -168,11 +169,11 @@ def test_a_budget_that_runs_out_mid_run_stops_the_judging_and_a_rerun_judges_the
 
 
 def test_with_concurrency_the_spend_never_passes_the_budget(stub, tmp_path, capsys):
-    budget = 0.002
+    budget = 0.002  # sized for gpt-4o-mini's prices: some judgments of each metric fit, not all
     out = tmp_path / "report.xlsx"
     code = main(["run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(out), "--results",
                  str(tmp_path / "results.json"), "--cache-path", str(tmp_path / "c.sqlite3"),
-                 "--judge-concurrency", "8", "--judge-budget", str(budget)])
+                 "--judge-model", "gpt-4o-mini", "--judge-concurrency", "8", "--judge-budget", str(budget)])
     printed = capsys.readouterr()
     assert code == JUDGE_FAILED and out.exists()
     document = json.loads((tmp_path / "results.json").read_text())
@@ -242,7 +243,8 @@ def test_a_budget_reserves_the_calls_in_flight_and_counts_what_replies_cost():
 def test_a_failed_call_and_the_budget_are_each_counted_and_told_apart(stub, tmp_path, capsys):
     from openai_stub import Fault
 
-    (tmp_path / "qareport.yaml").write_text(CORRECTNESS_ONLY + "  budget: 0.0005\n")
+    # the budget is sized for gpt-4o-mini's prices: room for some judgments, not all
+    (tmp_path / "qareport.yaml").write_text(CORRECTNESS_ONLY + "  model: gpt-4o-mini\n  budget: 0.0005\n")
     stub.script(Fault(status=500))  # the first call fails (no retry)
     code, document = run_cli(tmp_path, "cache.sqlite3", "--judge-retries", "0")
     err = capsys.readouterr().err

@@ -13,6 +13,7 @@ from qareport.case_record import CaseRow
 from qareport.cli import main
 from qareport.digest import comparison_line
 from qareport.judge.identity import AZURE, COMPATIBLE, LITELLM, OPENAI, JudgeIdentity, differences, judge_identity
+from qareport.judge.models import DEFAULT_MODEL
 from qareport.judge.prompts import Prompts
 from qareport.judge.settings import JudgeSettings, LiteLLMRoute
 from qareport.judge_change import JUDGED_KEYS, judge_changes, judge_shifts
@@ -21,6 +22,7 @@ from qareport.run_reading import read_report, read_run
 from qareport.trend import trend_points
 
 SNAPSHOT = "gpt-4o-mini-2024-07-18"
+DEFAULT_SNAPSHOT = f"{DEFAULT_MODEL}-2026-03-17"  # a dated snapshot of the default, as the API names one
 
 
 @pytest.fixture
@@ -77,18 +79,18 @@ def changes_lines(path):
 
 
 def test_the_identity_names_the_snapshot_the_replies_gave_and_is_stored_in_both_outputs(stub, tmp_path):
-    stub.snapshots["gpt-4o-mini"] = SNAPSHOT
+    stub.snapshots[DEFAULT_MODEL] = DEFAULT_SNAPSHOT
     code, out, results = run(tmp_path, "report")
     assert code == 0
     stored = json.loads(results.read_text())["qareport"]["judge"]
-    assert stored["model"] == "gpt-4o-mini" and stored["served_model"] == SNAPSHOT
+    assert stored["model"] == DEFAULT_MODEL and stored["served_model"] == DEFAULT_SNAPSHOT
     assert stored["endpoint_kind"] == COMPATIBLE and stored["temperature"] == 0 and stored["repeats"] == 1
     assert len(stored["prompts_sha256"]) == 16
     from_workbook, from_results = read_run(out).judge_identity, read_run(results).judge_identity
     assert from_workbook is not None and from_workbook == from_results
     assert from_workbook.to_dict() == stored
     shown = summary_entry(out, "judge identity")
-    assert f"{SNAPSHOT} (OpenAI-compatible), asked as gpt-4o-mini; temperature 0;" in shown
+    assert f"{DEFAULT_SNAPSHOT} (OpenAI-compatible), asked as {DEFAULT_MODEL}; temperature 0;" in shown
     assert f"prompts sha256 {stored['prompts_sha256']}" in shown
 
 
@@ -162,7 +164,7 @@ def test_a_baseline_judged_by_another_judge_labels_judged_changes_and_keeps_them
     assert not any(line["change"] in ("regression", "improvement") and line["metric"] == "answer F1"
                    for line in lines)
     warning = summary_entry(out, "warning")
-    assert warning.startswith("the judge changed since the baseline (model gpt-4o-mini → gpt-4.1-mini)")
+    assert warning.startswith(f"the judge changed since the baseline (model {DEFAULT_MODEL} → gpt-4.1-mini)")
     # the same responses in both runs: every judged answer is identical, and its move is the judge's
     assert "the new judge scores the same answers \u22121.00 on answer F1 (12 cases)" in warning
     assert "the new judge scores the same answers +0.00 on answer relevance (26 cases)" in warning

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qareport.errors import JudgeError
+from qareport.judge.models import DEFAULT_MODEL
 from qareport.judge.settings import (
     DEFAULT_AZURE_API_VERSION,
     PLACEHOLDER_API_KEY,
@@ -40,7 +41,7 @@ def test_key_from_environment_and_defaults():
     settings, reason = resolve(environ={"OPENAI_API_KEY": KEY, "HOME": "/home/u"})
     assert reason is None
     assert settings.api_key == KEY
-    assert settings.model == "gpt-4o-mini"
+    assert settings.model == DEFAULT_MODEL
     assert settings.embedding_model == "text-embedding-3-small"
     assert (settings.timeout, settings.max_retries, settings.concurrency) == (60.0, 4, 8)
     assert settings.relevance_questions == 3
@@ -105,7 +106,7 @@ def test_azure_defaults():
     settings, _ = resolve(config={"azure_endpoint": "https://res.openai.azure.com"},
                           environ={"AZURE_OPENAI_API_KEY": KEY})
     assert settings.api_version == DEFAULT_AZURE_API_VERSION
-    assert settings.azure_deployment == "gpt-4o-mini"
+    assert settings.azure_deployment == DEFAULT_MODEL  # the deployment is named after the model by default
 
 
 def test_base_url_option_wins_over_azure_environment():

@@ -50,7 +50,7 @@ def test_a_malformed_chat_completion_fails_that_cases_metric_with_a_message_and_
 
 def test_a_reply_read_from_json_gives_the_same_keys_usage_and_cache_as_before(server, tmp_path):
     server.usage = (120, 30)
-    with Judge(settings_for(server, tmp_path)) as judge:
+    with Judge(settings_for(server, tmp_path, model="gpt-4o-mini")) as judge:  # its prices below
         first = judge.judge_results([qa(0)])
         again = judge.judge_results([qa(0)])
     judged = first.results[0]

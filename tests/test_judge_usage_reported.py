@@ -28,7 +28,7 @@ def test_replies_without_usage_are_counted_apart_and_the_price_table_is_not_blam
     usage = run.usage
     assert [r["answer_f1"] for r in run.results] == [0.5] * 3
     assert (usage.calls, usage.no_usage, usage.invalid_usage) == (3, 3, 0)
-    assert usage.unpriced_models == [] and usage.cost_note is None  # the price of gpt-4o-mini is known
+    assert usage.unpriced_models == [] and usage.cost_note is None  # the default model's price is known
     assert usage.cost_usd == 0.0  # what is known: the replies that said what they used (none here)
     assert "3 replies reported no token usage: their cost is not included" in usage.summary()
     assert usage.to_dict()["replies_without_usage"] == 3
@@ -62,13 +62,14 @@ def test_a_budget_counts_replies_with_impossible_usage_at_their_estimate_and_sto
     """Each call reserves its estimate; a reply whose counts cannot be believed keeps its reservation
     as spent, so such replies use the budget up as honest ones would instead of slipping past it."""
     results = [qa(n) for n in range(40)]
+    sized = dict(model="gpt-4o-mini", budget_usd=0.0003)  # a budget that holds some of its calls, not all
     with serve_stub(usage=(-1_000_000, -1000)) as server:
-        with Judge(settings_for(server, tmp_path, budget_usd=0.0003)) as judge:
+        with Judge(settings_for(server, tmp_path, **sized)) as judge:
             run = judge.judge_results(results)
         honest = serve_stub(usage="chars")
     assert run.budget_reached is not None
     assert 0 < run.usage.calls < len(results)
-    with honest as server, Judge(settings_for(server, tmp_path, budget_usd=0.0003)) as judge:
+    with honest as server, Judge(settings_for(server, tmp_path, **sized)) as judge:
         fair = judge.judge_results(results)
     assert fair.budget_reached is not None
     assert run.usage.calls <= fair.usage.calls  # never more judgments for the same money than honest replies
