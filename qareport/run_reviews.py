@@ -152,16 +152,17 @@ def _typed(value: Any, whole: str | None) -> str | None:
 
 
 def _stored_reviews(rows: Sequence[tuple[Any, ...]]) -> dict[str, dict[str, str]]:
-    """The hidden reviews sheet: case id -> field -> its text, the parts joined in their order."""
-    parts: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    """The hidden reviews sheet: case id -> field -> its text, the parts joined in their order. A
+    part given twice (a row copied in the sheet) counts once: the first, as the rows are read."""
+    parts: dict[str, dict[str, dict[int, str]]] = {}
     for values in rows[1:]:
         case_id, field, part, text = (*values, None, None, None, None)[:4]
         case_id, field, text = stored_case_id(case_id), convert_value(field, "text"), convert_value(text, "text")
         number = convert_value(part, "count")
         if case_id is None or not field or text is None or number is BAD:
             continue
-        parts.setdefault(case_id, {}).setdefault(field, []).append((number or 0, text))
-    return {case_id: {field: "".join(text for _, text in sorted(pieces, key=lambda piece: piece[0]))
+        parts.setdefault(case_id, {}).setdefault(field, {}).setdefault(number or 0, text)
+    return {case_id: {field: "".join(text for _, text in sorted(pieces.items()))
                       for field, pieces in fields.items()}
             for case_id, fields in parts.items()}
 
