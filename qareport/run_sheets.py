@@ -23,6 +23,7 @@ from qareport.runs import (
     RUN_SHEET,
     encode_case_value,
     json_text,
+    spread_row,
     stored_case_values,
 )
 
@@ -43,7 +44,8 @@ class StoredTable:
 @dataclass(frozen=True, slots=True)
 class EncodedCaseRows:
     """The cases' stored rows, each encoded as it is read and dropped once written: every row is
-    a copy of its case's values (encoded all at once, 20 MB at 10,000 cases)."""
+    a copy of its case's values (encoded all at once, 20 MB at 10,000 cases). A value too long
+    for a cell (1,500 attempts' values) continues after the row's last column (`spread_row`)."""
 
     rows: Sequence[CaseRow]
     fields: tuple[str, ...]
@@ -51,7 +53,7 @@ class EncodedCaseRows:
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         for row in self.rows:
             values = stored_case_values(row)
-            yield tuple(encode_case_value(field, values.get(field)) for field in self.fields)
+            yield spread_row([encode_case_value(field, values.get(field)) for field in self.fields], self.fields)
 
 
 def run_metadata(report: Report) -> list[tuple[str, Any]]:

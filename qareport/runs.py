@@ -108,6 +108,64 @@ def encode_case_value(field: str, value: Any) -> Any:
     return value
 
 
+PART = 30_000  # characters a stored part holds (a cell holds 32,767)
+PART_LINES = 250  # line breaks a stored part holds (a cell holds 253)
+
+
+def text_parts(text: str) -> list[str]:
+    """A text in pieces that each fit a cell and that join back to it exactly ("".join)."""
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + PART)
+        if text.count("\n", start, end) > PART_LINES:
+            breaks = [index for index in range(start, end) if text[index] == "\n"]
+            end = breaks[PART_LINES - 1] + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def fits_a_cell(value: Any) -> bool:
+    """Whether a stored value is one cell's worth (`text_parts` gives one piece)."""
+    return not isinstance(value, str) or (len(value) <= PART and value.count("\n") <= PART_LINES)
+
+
+def spread_row(values: Sequence[Any], header: Sequence[str]) -> tuple[Any, ...]:
+    """A row of stored values with every text too long for one cell split: its first part in its
+    column, each further part after the row's last column as a pair of cells (the column's name,
+    the part). A row whose values all fit is returned as it is."""
+    if all(fits_a_cell(value) for value in values):
+        return tuple(values)
+    row: list[Any] = []
+    spilled: list[Any] = []
+    for name, value in zip(header, values):
+        if fits_a_cell(value):
+            row.append(value)
+            continue
+        first, *rest = text_parts(value)
+        row.append(first)
+        for part in rest:
+            spilled += [name, part]
+    return (*row, *spilled)
+
+
+def gather_row(values: Sequence[Any], header: Sequence[str]) -> list[Any]:
+    """A stored row's values by column, the parts `spread_row` put after its last column joined back
+    to their column's text (a pair whose name is not a column is not the format's: left out)."""
+    width = len(header)
+    row = list(values[:width])
+    row += [None] * (width - len(row))
+    extra = values[width:]
+    columns = {name: index for index, name in enumerate(header) if name}
+    for at in range(0, len(extra) - 1, 2):
+        name, part = extra[at], extra[at + 1]
+        index = columns.get(name) if isinstance(name, str) else None
+        if index is not None and isinstance(part, str) and isinstance(row[index], str):
+            row[index] += part
+    return row
+
+
 def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
     """A value stored as JSON text in a cell; `fallback(text)` when the text is not JSON."""
     if not isinstance(value, str):
