@@ -56,6 +56,33 @@ class EncodedCaseRows:
             yield spread_row([encode_case_value(field, values.get(field)) for field in self.fields], self.fields)
 
 
+MAX_SHEET_ROWS = 1_048_576  # rows of an Excel worksheet, the header's included
+
+
+def details_row_count(report: Report) -> int:
+    """The Details sheet's rows, its header's included."""
+    return 1 + sum(len(rows) for case in report.details for _, rows in case.blocks)
+
+
+def cut_sheets(report: Report) -> dict[str, str]:
+    """The sheets whose rows do not all fit a worksheet (`MAX_SHEET_ROWS`), each with a sentence
+    saying how many rows were left out and where what they hold is still found."""
+    limit = MAX_SHEET_ROWS
+    cut: dict[str, str] = {}
+    details = details_row_count(report)
+    if details > limit:
+        cut["Details"] = (f"the Details sheet holds {limit - 1:,} of its {details - 1:,} rows (a worksheet holds "
+                          f"{limit:,}): the last {details - limit:,} are left out; every case's facts are in the "
+                          f"stored results (the hidden '{RESULTS_SHEET}' sheet and the --results file)")
+    problems = len(report.problems)
+    if 1 + len(cut) + problems > limit:  # header, what was cut (this sentence too), then the problems
+        shown = limit - 2 - len(cut)
+        cut["Problems"] = (f"the Problems sheet lists {shown:,} of the {problems:,} problems (a worksheet "
+                           f"holds {limit:,} rows): the other {problems - shown:,} are left out of the workbook "
+                           f"and are listed where the run reports its problems (the console)")
+    return cut
+
+
 def run_metadata(report: Report) -> list[tuple[str, Any]]:
     """The qareport_run sheet as key, value pairs (flat, so any tool can read it): the run's facts,
     the alerts a reader must see before any number, how far the judge got, the baseline, and the
@@ -69,6 +96,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     ]
     alerts = {"not_loaded": report.not_loaded, "incomplete": report.incomplete}
     pairs += [(f"alert.{name}", text) for name, text in alerts.items() if text]
+    pairs += [(f"alert.cut.{sheet}", text) for sheet, text in cut_sheets(report).items()]
     pairs += [(f"status.{status}", count) for status, count in status_counts(rows).items()]
     for item in report.headline:
         pairs += [(f"metric.{item.metric}.{what}", getattr(item, what))

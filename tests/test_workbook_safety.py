@@ -86,3 +86,32 @@ def test_a_failed_save_leaves_the_previous_report_intact(tmp_path, monkeypatch):
     assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 2
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.xlsx")] == []
+
+
+def test_sheets_cut_at_a_worksheets_last_row_say_so_in_problems_and_the_run_and_keep_every_case_stored(
+        tmp_path, monkeypatch):
+    from qareport import run_sheets
+    from qareport.run_reading import read_report
+
+    monkeypatch.setattr(run_sheets, "MAX_SHEET_ROWS", 8)  # a worksheet of 8 rows instead of 1,048,576
+    cases = "---\n".join(CASE.format(id=f"c{n}", name="n", content="q", term_id="X", term_name="x") for n in range(12))
+    (tmp_path / "c.yaml").write_text(cases)
+    records = [{"id": f"c{n}", "indicator_selection": [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "INDICATOR", "values": [{"id": "X", "name": "x"}]}]}]} for n in range(12)]
+    records += [{"id": f"unknown-{n}", "actual_answer": "a"} for n in range(9)]  # nine problems
+    (tmp_path / "r.json").write_text(json.dumps(records))
+    out = tmp_path / "out.xlsx"
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 0
+    workbook = load_workbook(out, read_only=True)
+    details = list(workbook["Details"].iter_rows(values_only=True))
+    assert len(details) == 8 and details[-1][0] == "c2"  # three rows a case
+    problems = [row[3] for row in workbook["Problems"].iter_rows(values_only=True)]
+    assert len(problems) == 8
+    assert problems[1] == ("The Details sheet holds 7 of its 36 rows (a worksheet holds 8): the last 29 are left out; "
+                           "every case's facts are in the stored results (the hidden 'qareport_results' sheet and "
+                           "the --results file)")
+    assert problems[2].startswith("The Problems sheet lists 5 of the 9 problems")
+    assert all("unknown-" in text for text in problems[3:])
+    stored = read_report(out)
+    assert {"alert.cut.Details", "alert.cut.Problems"} <= stored.metadata.keys()
+    assert len(stored.snapshot.cases) == 12

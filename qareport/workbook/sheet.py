@@ -21,6 +21,7 @@ from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
+from qareport import run_sheets
 from qareport.workbook import styles
 from qareport.workbook.cells import fit_text
 from qareport.workbook.rows_xml import RowsWorksheet, worksheet_class
@@ -78,6 +79,7 @@ class Sheet:
         self._widths: dict[int, float] = {}
         self._links = 0
         self.rows_written = 0  # the last row written, for reports on the file
+        self.max_rows = run_sheets.MAX_SHEET_ROWS  # a sheet's writer stops there and says so
 
     def cell(self, row: int, column: int) -> Cell:
         """The cell, to be written with its row (a row already written cannot be changed)."""
