@@ -58,6 +58,7 @@ class RowsWorksheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type 
     """An XlsxWriter worksheet (constant-memory mode) whose rows of texts and numbers become XML in
     one pass each."""
 
+    previous_row: int  # the row whose cells wait in `table` (set by XlsxWriter)
     _direct_row: int = -1  # the last row `write_plain_row` wrote
 
     def write_plain_row(self, row: int, cells: Sequence[tuple[int, str | float]]) -> bool:
