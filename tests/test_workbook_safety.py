@@ -115,3 +115,33 @@ def test_sheets_cut_at_a_worksheets_last_row_say_so_in_problems_and_the_run_and_
     stored = read_report(out)
     assert {"alert.cut.Details", "alert.cut.Problems"} <= stored.metadata.keys()
     assert len(stored.snapshot.cases) == 12
+
+
+def test_ids_that_differ_only_in_case_link_to_their_own_rows_not_to_the_first_match(tmp_path):
+    from conftest import link_by_id
+
+    ids = ["q1", "Q1", "other"]
+    (tmp_path / "c.yaml").write_text("---\n".join(
+        CASE.format(id=case_id, name=case_id, content="q", term_id="X", term_name="x") for case_id in ids))
+
+    def answers(term_id):
+        return json.dumps([{"id": case_id, "indicator_selection": [{"dataset_id": "D", "dimensions": [
+            {"dimension_name": "INDICATOR", "values": [{"id": term_id, "name": "x"}]}]}]} for case_id in ids])
+
+    (tmp_path / "right.json").write_text(answers("X"))
+    (tmp_path / "wrong.json").write_text(answers("Y"))
+    last, this = tmp_path / "last.xlsx", tmp_path / "this.xlsx"
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "right.json"), "-o", str(last), "--no-llm"]) == 0
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "wrong.json"), "-o", str(this), "--no-llm",
+                 "--baseline", str(last)]) == 0
+    workbook = load_workbook(this)
+    overview = {row[0].value: row[0].row for row in workbook["Overview"].iter_rows(min_row=2) if row[0].value in ids}
+    linked = {}
+    for row in workbook["Changes"].iter_rows(min_row=2):
+        cell = row[0]
+        if cell.value in ("q1", "Q1"):
+            assert link_by_id(cell.value) is None and cell.hyperlink is not None  # a plain link, not MATCH
+            linked[cell.value] = cell.hyperlink.location
+        elif link_by_id(cell.value) is not None:
+            assert link_by_id(cell.value)[2] == "other"  # an id without a twin is still found by id
+    assert linked == {case_id: f"'Overview'!A{overview[case_id]}" for case_id in ("q1", "Q1")}
