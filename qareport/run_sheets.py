@@ -64,6 +64,16 @@ def details_row_count(report: Report) -> int:
     return 1 + sum(len(rows) for case in report.details for _, rows in case.blocks)
 
 
+def listed_problems(report: Report) -> int:
+    """How many of the run's problems the Problems sheet lists: below its header and the sentences
+    saying what was cut (the Details sheet, and the Problems sheet itself when it is full)."""
+    limit, problems = MAX_SHEET_ROWS, len(report.problems)
+    said = 1 if details_row_count(report) > limit else 0
+    if 1 + said + problems <= limit:
+        return problems
+    return max(0, limit - 2 - said)
+
+
 def cut_sheets(report: Report) -> dict[str, str]:
     """The sheets whose rows do not all fit a worksheet (`MAX_SHEET_ROWS`), each with a sentence
     saying how many rows were left out and where what they hold is still found."""
@@ -75,8 +85,8 @@ def cut_sheets(report: Report) -> dict[str, str]:
                           f"{limit:,}): the last {details - limit:,} are left out; every case's facts are in the "
                           f"stored results (the hidden '{RESULTS_SHEET}' sheet and the --results file)")
     problems = len(report.problems)
-    if 1 + len(cut) + problems > limit:  # header, what was cut (this sentence too), then the problems
-        shown = limit - 2 - len(cut)
+    shown = listed_problems(report)
+    if shown < problems:
         cut["Problems"] = (f"the Problems sheet lists {shown:,} of the {problems:,} problems (a worksheet "
                            f"holds {limit:,} rows): the other {problems - shown:,} are left out of the workbook "
                            f"and are listed where the run reports its problems (the console)")

@@ -89,7 +89,7 @@ def test_a_failed_save_leaves_the_previous_report_intact(tmp_path, monkeypatch):
 
 
 def test_sheets_cut_at_a_worksheets_last_row_say_so_in_problems_and_the_run_and_keep_every_case_stored(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, capsys):
     from qareport import run_sheets
     from qareport.run_reading import read_report
 
@@ -102,6 +102,10 @@ def test_sheets_cut_at_a_worksheets_last_row_say_so_in_problems_and_the_run_and_
     (tmp_path / "r.json").write_text(json.dumps(records))
     out = tmp_path / "out.xlsx"
     assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 0
+    console = capsys.readouterr()
+    assert "9 problem(s), 5 of them listed in the Problems sheet (a worksheet holds no more; all are listed above)" \
+        in console.out + console.err
+    assert sum("unknown-" in line for line in console.err.splitlines()) == 9  # every problem on the console
     workbook = load_workbook(out, read_only=True)
     details = list(workbook["Details"].iter_rows(values_only=True))
     assert len(details) == 8 and details[-1][0] == "c2"  # three rows a case
