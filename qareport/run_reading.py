@@ -182,11 +182,13 @@ def _read_changes(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
         return []
     header, *lines = rows
     names = [convert_value(name, "text") for name in header]
+    while names and names[-1] is None:  # the width of the longest row: parts of long values (`gather_row`)
+        names.pop()
     changes = []
     for number, values in enumerate(lines, start=2):
         if all(value is None for value in values):
             continue
-        row = dict(zip(names, values))
+        row = dict(zip(names, gather_row(values, names)))
         fields: dict[str, Any] = {}
         for index, field in enumerate(CHANGE_FIELDS, start=1):
             value = row.get(field)

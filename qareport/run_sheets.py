@@ -173,17 +173,21 @@ DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32
 
 
 def stored_run_tables(report: Report) -> list[StoredTable]:
-    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
+    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews.
+    No value is cut at a cell's limit: a longer text continues after its row's last column
+    (`spread_row`; the reviews sheet has a row per part instead)."""
     fields = case_fields(report.kinds)
     if any(row.attempts is not None for row in report.rows):  # `stored_case_values` writes them
         fields = (*fields, ATTEMPTS_FIELD)
     tables = [
         StoredTable(RESULTS_SHEET, fields, EncodedCaseRows(report.rows, fields)),
-        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(report))),
+        StoredTable(RUN_SHEET, ("key", "value"), tuple(spread_row(pair, ("key", "value"))
+                                                       for pair in run_metadata(report))),
     ]
     if report.comparison is not None:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(
-            tuple(getattr(change, field) for field in CHANGE_FIELDS) for change in report.comparison.changes
+            spread_row([getattr(change, field) for field in CHANGE_FIELDS], CHANGE_FIELDS)
+            for change in report.comparison.changes
         )))
     if report.reviews or report.kept_reviews:
         tables.append(StoredTable(REVIEWS_SHEET, REVIEWS_FIELDS, tuple(stored_review_rows(report))))

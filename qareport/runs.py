@@ -391,7 +391,7 @@ def read_metadata(rows: Sequence[tuple[Any, ...]], target: Path, on_problem: OnP
         key = convert_value(row[0] if row else None, "text")
         if not key:
             continue
-        value = row[1] if len(row) > 1 else None
+        value = gather_row(row, ("key", "value"))[1]  # a long text continues after the value (`spread_row`)
         expected = metadata_value_type(key)
         if expected is not None:
             converted = convert_value(value, expected)
