@@ -2,10 +2,10 @@
 reproducibly.
 
 Sheets, in order: Summary, Overview, Details, Statistics, Changes (with a baseline), Trend (with a
-history), Problems (when there were any), then the hidden machine-readable sheets
+history), Problems (when there were any, or a sheet had to be cut), then the hidden machine-readable sheets
 (`results_sheet`). The sheets lay out the report model (`qareport.report.Report`) and compute
 nothing. This package is the only part of qareport that imports XlsxWriter (writing);
-`qareport.run_reading` reads earlier workbooks with openpyxl.
+`qareport.run_reading` reads earlier workbooks with python-calamine (`runs.read_sheets`).
 
 The file is streamed: XlsxWriter's constant-memory mode writes each sheet's rows to a temporary
 file as soon as the next row is started (see `sheet`), so a 10,000-case report never holds its
