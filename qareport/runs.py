@@ -30,6 +30,7 @@ naming sheet and cell.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -45,7 +46,7 @@ from qareport.errors import BaselineError
 from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import stored_judgments
-from qareport.kinds import RunKinds
+from qareport.kinds import RunKinds, catalogue
 from qareport.records import USAGE_FIELDS, Location, Problem
 
 RESULTS_SHEET = "qareport_results"
@@ -222,7 +223,7 @@ def case_row_from_stored(values: Mapping[str, Any], kind_set: RunKinds | None = 
         judged=stored_judgments(_from_json(values.get("judged"), fallback=lambda text: {})),
         dimensions=_dimensions(_from_json(values.get("dimensions"), fallback=lambda text: {})),
         metrics=Figures({key: _number(values.get(key))
-                         for key in (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()}),
+                         for key in _metric_keys(kinds.catalogue() if kind_set is None else kind_set)}),
         usage=Figures({key: _number(values.get(key)) for key in USAGE_FIELDS}),
         attempts=_stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {})),
     )
@@ -334,10 +335,20 @@ def column_letter(column: int) -> str:
 def case_value_types(kind_set: RunKinds | None = None) -> dict[str, Expected]:
     """What each case-row field holds (the metrics of `kind_set`; None: the catalogue's); lists and
     mappings are read by `case_row_from_stored`."""
+    return dict(_value_types(kinds.catalogue() if kind_set is None else kind_set))
+
+
+@functools.lru_cache(maxsize=16)
+def _metric_keys(kind_set: RunKinds) -> tuple[str, ...]:
+    """The case metrics of a set of kinds, worked out once per set: a stored run's every row asks."""
+    return kind_set.case_metric_keys()
+
+
+@functools.lru_cache(maxsize=16)
+def _value_types(kind_set: RunKinds) -> tuple[tuple[str, Expected], ...]:
     types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
-    metric_keys = (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()
-    types.update({key: "number" for key in (*metric_keys, *USAGE_FIELDS)})
-    return types
+    types.update({key: "number" for key in (*_metric_keys(kind_set), *USAGE_FIELDS)})
+    return tuple(types.items())
 
 
 def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str], target: Path,
@@ -346,7 +357,7 @@ def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str],
     that cannot be converted is left out with a problem. None (and a problem) for a row without a
     case id, which nothing could be compared with."""
     cleaned = dict(values)
-    for field, expected in case_value_types(kinds).items():
+    for field, expected in _value_types(catalogue() if kinds is None else kinds):
         if field not in cleaned:
             continue
         value = convert_value(cleaned[field], expected)
