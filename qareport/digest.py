@@ -411,10 +411,11 @@ def moved_first(digest: Digest) -> tuple[Headline, ...]:
     return tuple(item for _, item in sorted(shown, key=order))
 
 
-def summary_line(digest: Digest, *, output: str, notes: Sequence[str] = ()) -> str:
+def summary_line(digest: Digest, *, output: str, notes: Sequence[str] = (), listed: int | None = None) -> str:
     """The console's closing line: "report.xlsx: 29 cases: 26 evaluated, 2 error, 1 missing; mean
     keyword recall 0.50; mean macro precision 0.84; ...": every headline metric of the run (over its
-    evaluated cases, as the Summary gives it), what moved first; then `notes` and the problems."""
+    evaluated cases, as the Summary gives it), what moved first; then `notes` and the problems
+    (`listed`: how many the Problems sheet holds, when not all)."""
     counts = digest.status_counts
     parts = [f"{digest.cases} cases: {digest.evaluated} evaluated"]
     parts += [f"{counts[status]} {status}" for status in ("error", "missing", "invalid") if counts.get(status)]
@@ -423,7 +424,10 @@ def summary_line(digest: Digest, *, output: str, notes: Sequence[str] = ()) -> s
         line += f"; mean {item.label} {item.mean:.2f}"
     for note in notes:
         line += f"; {note}"
-    if digest.problems:
+    if digest.problems and listed is not None and listed < digest.problems:
+        line += (f"; {digest.problems} problem(s), {listed} of them listed in the Problems sheet "
+                 f"(a worksheet holds no more; all are listed above)")
+    elif digest.problems:
         line += f"; {digest.problems} problem(s) listed in the Problems sheet"
     return line
 

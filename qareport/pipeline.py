@@ -56,6 +56,7 @@ from qareport.report import MIN_EVALUATED_SHARE, Report, build_report
 from qareport.results_file import results_document, write_results_file
 from qareport.run_reading import History, read_history, read_run
 from qareport.run_reviews import read_history_reviews, read_reviews
+from qareport.run_sheets import listed_problems
 from qareport.settings import RunSettings, Settings, resolve_settings
 from qareport.statistics import SuiteStatistics, summarize
 from qareport.workbook import write_workbook
@@ -617,4 +618,4 @@ def _summary_line(output: str, report: Report) -> str:
     own steps mean (errors counted as 0) follows, named as such."""
     notes = [note for figures in report.statistics.figures
              for note in figures.console_notes(report.digest.status_counts)]
-    return summary_line(report.digest, output=output, notes=notes)
+    return summary_line(report.digest, output=output, notes=notes, listed=listed_problems(report))

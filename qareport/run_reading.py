@@ -40,6 +40,7 @@ from qareport.runs import (
     column_letter,
     convert_value,
     dropped_problem,
+    gather_row,
     ignore_problem,
     read_metadata,
     read_sheets,
@@ -143,6 +144,8 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         )
     header, *rows = sheets[RESULTS_SHEET] or [()]
     names = [convert_value(name, "text") for name in header]
+    while names and names[-1] is None:  # the width of the longest row: parts of long values (`gather_row`)
+        names.pop()
     if "case_id" not in names:
         raise BaselineError(f"{target}: the '{RESULTS_SHEET}' sheet has no 'case_id' column")
     columns = {name: index for index, name in enumerate(names, start=1) if name}  # the last wins, as in a row
@@ -153,7 +156,8 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         def where(field: str, number: int = number) -> str:
             return f"sheet '{RESULTS_SHEET}', cell {column_letter(columns.get(field, 1))}{number}"
 
-        cleaned = clean_case_values(dict(zip(names, values)), where=where, target=target, on_problem=report,
+        cleaned = clean_case_values(dict(zip(names, gather_row(values, names))), where=where, target=target,
+                                    on_problem=report,
                                     kinds=kinds)
         if cleaned is not None:
             cases.append(case_row_from_stored(cleaned, kinds))
@@ -181,11 +185,13 @@ def _read_changes(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
         return []
     header, *lines = rows
     names = [convert_value(name, "text") for name in header]
+    while names and names[-1] is None:  # the width of the longest row: parts of long values (`gather_row`)
+        names.pop()
     changes = []
     for number, values in enumerate(lines, start=2):
         if all(value is None for value in values):
             continue
-        row = dict(zip(names, values))
+        row = dict(zip(names, gather_row(values, names)))
         fields: dict[str, Any] = {}
         for index, field in enumerate(CHANGE_FIELDS, start=1):
             value = row.get(field)

@@ -24,6 +24,7 @@ from qareport.runs import (
     read_sheets,
     stored_case_id,
     stored_case_values,
+    text_parts,
 )
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def stored_review_rows(report: Report) -> list[tuple[str, str, int, str]]:
                 texts.append((LAST_SEEN, json_text(stored_case_values(seen)) if seen is not None else None))
             for field, text in texts:
                 if text:
-                    rows += [(case_id, field, number, part) for number, part in enumerate(review_parts(text), start=1)]
+                    rows += [(case_id, field, number, part) for number, part in enumerate(text_parts(text), start=1)]
     return rows
 
 
@@ -53,8 +54,6 @@ REVIEWS_SHEET = "qareport_reviews"  # the reviews as they were carried, whole, a
 REVIEWS_FIELDS = ("case_id", "field", "part", "text")
 LAST_SEEN = "last seen"  # a reviewed case absent from the run: its row when it was last there
 HEADER_SEARCH_ROWS = 10  # the Overview's header is looked for in its first rows (an analyst may add a title)
-REVIEW_PART = 30_000  # characters a stored part holds (a cell holds 32,767)
-REVIEW_PART_LINES = 250  # line breaks a stored part holds (a cell holds 253)
 _OWN_MARKS = re.compile(r"^\u25bc [\d,]+ more (lines|characters|)$"
                         r"|\n?\[\u2026 [\d,]+ more (lines|characters) cut[^\]]*\]$",
                         re.MULTILINE)
@@ -152,29 +151,16 @@ def _typed(value: Any, whole: str | None) -> str | None:
 
 
 def _stored_reviews(rows: Sequence[tuple[Any, ...]]) -> dict[str, dict[str, str]]:
-    """The hidden reviews sheet: case id -> field -> its text, the parts joined in their order."""
-    parts: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    """The hidden reviews sheet: case id -> field -> its text, the parts joined in their order. A
+    part given twice (a row copied in the sheet) counts once: the first, as the rows are read."""
+    parts: dict[str, dict[str, dict[int, str]]] = {}
     for values in rows[1:]:
         case_id, field, part, text = (*values, None, None, None, None)[:4]
         case_id, field, text = stored_case_id(case_id), convert_value(field, "text"), convert_value(text, "text")
         number = convert_value(part, "count")
         if case_id is None or not field or text is None or number is BAD:
             continue
-        parts.setdefault(case_id, {}).setdefault(field, []).append((number or 0, text))
-    return {case_id: {field: "".join(text for _, text in sorted(pieces, key=lambda piece: piece[0]))
+        parts.setdefault(case_id, {}).setdefault(field, {}).setdefault(number or 0, text)
+    return {case_id: {field: "".join(text for _, text in sorted(pieces.items()))
                       for field, pieces in fields.items()}
             for case_id, fields in parts.items()}
-
-
-def review_parts(text: str) -> list[str]:
-    """A text in pieces that each fit a cell and that join back to it exactly ("".join)."""
-    pieces: list[str] = []
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + REVIEW_PART)
-        breaks = [index for index in range(start, end) if text[index] == "\n"]
-        if len(breaks) > REVIEW_PART_LINES:
-            end = breaks[REVIEW_PART_LINES - 1] + 1
-        pieces.append(text[start:end])
-        start = end
-    return pieces

@@ -23,6 +23,7 @@ from qareport.runs import (
     RUN_SHEET,
     encode_case_value,
     json_text,
+    spread_row,
     stored_case_values,
 )
 
@@ -43,7 +44,8 @@ class StoredTable:
 @dataclass(frozen=True, slots=True)
 class EncodedCaseRows:
     """The cases' stored rows, each encoded as it is read and dropped once written: every row is
-    a copy of its case's values (encoded all at once, 20 MB at 10,000 cases)."""
+    a copy of its case's values (encoded all at once, 20 MB at 10,000 cases). A value too long
+    for a cell (1,500 attempts' values) continues after the row's last column (`spread_row`)."""
 
     rows: Sequence[CaseRow]
     fields: tuple[str, ...]
@@ -51,7 +53,44 @@ class EncodedCaseRows:
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         for row in self.rows:
             values = stored_case_values(row)
-            yield tuple(encode_case_value(field, values.get(field)) for field in self.fields)
+            yield spread_row([encode_case_value(field, values.get(field)) for field in self.fields], self.fields)
+
+
+MAX_SHEET_ROWS = 1_048_576  # rows of an Excel worksheet, the header's included
+
+
+def details_row_count(report: Report) -> int:
+    """The Details sheet's rows, its header's included."""
+    return 1 + sum(len(rows) for case in report.details for _, rows in case.blocks)
+
+
+def listed_problems(report: Report) -> int:
+    """How many of the run's problems the Problems sheet lists: below its header and the sentences
+    saying what was cut (the Details sheet, and the Problems sheet itself when it is full)."""
+    limit, problems = MAX_SHEET_ROWS, len(report.problems)
+    said = 1 if details_row_count(report) > limit else 0
+    if 1 + said + problems <= limit:
+        return problems
+    return max(0, limit - 2 - said)
+
+
+def cut_sheets(report: Report) -> dict[str, str]:
+    """The sheets whose rows do not all fit a worksheet (`MAX_SHEET_ROWS`), each with a sentence
+    saying how many rows were left out and where what they hold is still found."""
+    limit = MAX_SHEET_ROWS
+    cut: dict[str, str] = {}
+    details = details_row_count(report)
+    if details > limit:
+        cut["Details"] = (f"the Details sheet holds {limit - 1:,} of its {details - 1:,} rows (a worksheet holds "
+                          f"{limit:,}): the last {details - limit:,} are left out; every case's facts are in the "
+                          f"stored results (the hidden '{RESULTS_SHEET}' sheet and the --results file)")
+    problems = len(report.problems)
+    shown = listed_problems(report)
+    if shown < problems:
+        cut["Problems"] = (f"the Problems sheet lists {shown:,} of the {problems:,} problems (a worksheet "
+                           f"holds {limit:,} rows): the other {problems - shown:,} are left out of the workbook "
+                           f"and are listed where the run reports its problems (the console)")
+    return cut
 
 
 def run_metadata(report: Report) -> list[tuple[str, Any]]:
@@ -67,6 +106,7 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     ]
     alerts = {"not_loaded": report.not_loaded, "incomplete": report.incomplete}
     pairs += [(f"alert.{name}", text) for name, text in alerts.items() if text]
+    pairs += [(f"alert.cut.{sheet}", text) for sheet, text in cut_sheets(report).items()]
     pairs += [(f"status.{status}", count) for status, count in status_counts(rows).items()]
     for item in report.headline:
         pairs += [(f"metric.{item.metric}.{what}", getattr(item, what))
@@ -134,17 +174,21 @@ DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32
 
 
 def stored_run_tables(report: Report) -> list[StoredTable]:
-    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews."""
+    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews.
+    No value is cut at a cell's limit: a longer text continues after its row's last column
+    (`spread_row`; the reviews sheet has a row per part instead)."""
     fields = case_fields(report.kinds)
     if any(row.attempts is not None for row in report.rows):  # `stored_case_values` writes them
         fields = (*fields, ATTEMPTS_FIELD)
     tables = [
         StoredTable(RESULTS_SHEET, fields, EncodedCaseRows(report.rows, fields)),
-        StoredTable(RUN_SHEET, ("key", "value"), tuple(run_metadata(report))),
+        StoredTable(RUN_SHEET, ("key", "value"), tuple(spread_row(pair, ("key", "value"))
+                                                       for pair in run_metadata(report))),
     ]
     if report.comparison is not None:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(
-            tuple(getattr(change, field) for field in CHANGE_FIELDS) for change in report.comparison.changes
+            spread_row([getattr(change, field) for field in CHANGE_FIELDS], CHANGE_FIELDS)
+            for change in report.comparison.changes
         )))
     if report.reviews or report.kept_reviews:
         tables.append(StoredTable(REVIEWS_SHEET, REVIEWS_FIELDS, tuple(stored_review_rows(report))))

@@ -22,18 +22,19 @@ baseline or a point of its trend:
 The modules of the format, each one concept: `run_sheets.py` (the hidden sheets, which the workbook
 writer lays out: `stored_run_tables`), `results_file.py`, `run_reviews.py` (the reviews, read from the
 Overview and stored whole), `run_reading.py` (a run read back, and a history of runs). Reading a
-workbook back uses openpyxl. Reading never trusts the file: a value of another type than the format
+workbook back uses python-calamine (values only: what is stored is values, and it reads a large
+sheet several times faster than openpyxl). Reading never trusts the file: a value of another type than the format
 holds (an analyst's edit) is converted when that is unambiguous and otherwise left out, with a problem
 naming sheet and cell.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import sys
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from qareport.errors import BaselineError
 from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
 from qareport.judge_agreement import stored_judgments
-from qareport.kinds import RunKinds
+from qareport.kinds import RunKinds, catalogue
 from qareport.records import USAGE_FIELDS, Location, Problem
 
 RESULTS_SHEET = "qareport_results"
@@ -108,6 +109,64 @@ def encode_case_value(field: str, value: Any) -> Any:
     return value
 
 
+PART = 30_000  # characters a stored part holds (a cell holds 32,767)
+PART_LINES = 250  # line breaks a stored part holds (a cell holds 253)
+
+
+def text_parts(text: str) -> list[str]:
+    """A text in pieces that each fit a cell and that join back to it exactly ("".join)."""
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + PART)
+        if text.count("\n", start, end) > PART_LINES:
+            breaks = [index for index in range(start, end) if text[index] == "\n"]
+            end = breaks[PART_LINES - 1] + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def fits_a_cell(value: Any) -> bool:
+    """Whether a stored value is one cell's worth (`text_parts` gives one piece)."""
+    return not isinstance(value, str) or (len(value) <= PART and value.count("\n") <= PART_LINES)
+
+
+def spread_row(values: Sequence[Any], header: Sequence[str]) -> tuple[Any, ...]:
+    """A row of stored values with every text too long for one cell split: its first part in its
+    column, each further part after the row's last column as a pair of cells (the column's name,
+    the part). A row whose values all fit is returned as it is."""
+    if all(fits_a_cell(value) for value in values):
+        return tuple(values)
+    row: list[Any] = []
+    spilled: list[Any] = []
+    for name, value in zip(header, values):
+        if fits_a_cell(value):
+            row.append(value)
+            continue
+        first, *rest = text_parts(value)
+        row.append(first)
+        for part in rest:
+            spilled += [name, part]
+    return (*row, *spilled)
+
+
+def gather_row(values: Sequence[Any], header: Sequence[str]) -> list[Any]:
+    """A stored row's values by column, the parts `spread_row` put after its last column joined back
+    to their column's text (a pair whose name is not a column is not the format's: left out)."""
+    width = len(header)
+    row = list(values[:width])
+    row += [None] * (width - len(row))
+    extra = values[width:]
+    columns = {name: index for index, name in enumerate(header) if name}
+    for at in range(0, len(extra) - 1, 2):
+        name, part = extra[at], extra[at + 1]
+        index = columns.get(name) if isinstance(name, str) else None
+        if index is not None and isinstance(part, str) and isinstance(row[index], str):
+            row[index] += part
+    return row
+
+
 def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
     """A value stored as JSON text in a cell; `fallback(text)` when the text is not JSON."""
     if not isinstance(value, str):
@@ -164,7 +223,7 @@ def case_row_from_stored(values: Mapping[str, Any], kind_set: RunKinds | None = 
         judged=stored_judgments(_from_json(values.get("judged"), fallback=lambda text: {})),
         dimensions=_dimensions(_from_json(values.get("dimensions"), fallback=lambda text: {})),
         metrics=Figures({key: _number(values.get(key))
-                         for key in (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()}),
+                         for key in _metric_keys(kinds.catalogue() if kind_set is None else kind_set)}),
         usage=Figures({key: _number(values.get(key)) for key in USAGE_FIELDS}),
         attempts=_stored_attempts(_from_json(values.get(ATTEMPTS_FIELD), fallback=lambda text: {})),
     )
@@ -276,10 +335,20 @@ def column_letter(column: int) -> str:
 def case_value_types(kind_set: RunKinds | None = None) -> dict[str, Expected]:
     """What each case-row field holds (the metrics of `kind_set`; None: the catalogue's); lists and
     mappings are read by `case_row_from_stored`."""
+    return dict(_value_types(kinds.catalogue() if kind_set is None else kind_set))
+
+
+@functools.lru_cache(maxsize=16)
+def _metric_keys(kind_set: RunKinds) -> tuple[str, ...]:
+    """The case metrics of a set of kinds, worked out once per set: a stored run's every row asks."""
+    return kind_set.case_metric_keys()
+
+
+@functools.lru_cache(maxsize=16)
+def _value_types(kind_set: RunKinds) -> tuple[tuple[str, Expected], ...]:
     types = {field: "text" for field in CASE_HEAD_FIELDS if field not in (*LIST_FIELDS, *JSON_FIELDS)}
-    metric_keys = (kind_set if kind_set is not None else kinds.catalogue()).case_metric_keys()
-    types.update({key: "number" for key in (*metric_keys, *USAGE_FIELDS)})
-    return types
+    types.update({key: "number" for key in (*_metric_keys(kind_set), *USAGE_FIELDS)})
+    return tuple(types.items())
 
 
 def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str], target: Path,
@@ -288,7 +357,7 @@ def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str],
     that cannot be converted is left out with a problem. None (and a problem) for a row without a
     case id, which nothing could be compared with."""
     cleaned = dict(values)
-    for field, expected in case_value_types(kinds).items():
+    for field, expected in _value_types(catalogue() if kinds is None else kinds):
         if field not in cleaned:
             continue
         value = convert_value(cleaned[field], expected)
@@ -333,7 +402,7 @@ def read_metadata(rows: Sequence[tuple[Any, ...]], target: Path, on_problem: OnP
         key = convert_value(row[0] if row else None, "text")
         if not key:
             continue
-        value = row[1] if len(row) > 1 else None
+        value = gather_row(row, ("key", "value"))[1]  # a long text continues after the value (`spread_row`)
         expected = metadata_value_type(key)
         if expected is not None:
             converted = convert_value(value, expected)
@@ -359,33 +428,37 @@ def stored_case_id(value: Any) -> str | None:
 
 
 def read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any, ...]]]:
-    """The values of the named sheets that exist, row by row."""
-    from openpyxl import load_workbook
+    """The values of the named sheets that exist, row by row from cell A1, as openpyxl would read
+    them: an empty cell is None, a number without a fraction an int (XlsxWriter writes 3.0 as 3)."""
+    from python_calamine import CalamineWorkbook
 
     if not target.is_file():
         raise BaselineError(f"{target}: no such file")
     try:
-        # openpyxl warns about parts it does not understand (extensions, data validation); the
-        # hidden sheets are plain values, so those warnings say nothing about what is read here.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            workbook = load_workbook(target, read_only=True, data_only=True)
-            try:
-                return {name: _even_rows(workbook[name].iter_rows(values_only=True))
-                        for name in names if name in workbook.sheetnames}
-            finally:
-                workbook.close()
-    except BaselineError:
-        raise
-    except Exception as error:  # a damaged or foreign file can fail anywhere inside openpyxl
+        workbook = CalamineWorkbook.from_path(str(target))
+        try:
+            present = set(workbook.sheet_names)
+            return {name: _even_rows(map(_cell_values, workbook.get_sheet_by_name(name).to_python(
+                        skip_empty_area=False))) for name in names if name in present}
+        finally:
+            workbook.close()
+    except Exception as error:  # a damaged or foreign file can fail anywhere inside the reader
         raise BaselineError(f"{target}: cannot read it as an Excel workbook "
                             f"({type(error).__name__}: {error})") from error
 
 
+_WHOLE = float(2**53)  # beyond it a float is not read as an int: not every whole number is exact there
+
+
+def _cell_values(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row's values with calamine's conventions turned into openpyxl's (see `read_sheets`)."""
+    return tuple(None if value == "" else
+                 int(value) if type(value) is float and value.is_integer() and -_WHOLE < value < _WHOLE
+                 else value for value in row)
+
+
 def _even_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    """Rows all as long as the longest. A sheet without the optional `<dimension>` element (as
-    openpyxl's write-only mode and some other tools write them) is read row by row as stored: each
-    row then ends at its last value."""
+    """Rows all as long as the longest."""
     read = [tuple(row) for row in rows]
     width = max((len(row) for row in read), default=0)
     return [row + (None,) * (width - len(row)) if len(row) < width else row for row in read]

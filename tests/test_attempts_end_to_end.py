@@ -154,3 +154,25 @@ def test_without_attempts_the_lists_are_as_before_and_say_one_run_cannot_tell_a_
     assert "One run per case cannot tell a change from a flip" in summary_text(workbook)
     assert "attempts" not in {cell.value for cell in workbook["qareport_results"][1]}
     assert read_run(report).cases[0].attempts is None
+
+
+def test_attempts_too_many_for_one_cell_are_stored_across_cells_and_read_back_whole(tmp_path):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    (folder / "cases.yaml").write_text(textwrap.dedent(CASE.format(id="many")), "utf-8")
+    verdicts = ["P" if number % 3 else "F" for number in range(3_000)]
+    (folder / "responses").mkdir()
+    (folder / "responses" / "all.jsonl").write_text("".join(json.dumps({
+        "test_case_id": "many", "attempt": number, "indicator_selection": [{"dataset_id": "IMF.RES:WEO", "dimensions": [
+            {"dimension_name": "INDICATOR", "values": RIGHT if verdict == "P" else WRONG}]}]}) + "\n"
+        for number, verdict in enumerate(verdicts, start=1)), "utf-8")
+    code, report = run(folder)
+    assert code == 0
+    stored = load_workbook(report, read_only=True)["qareport_results"]
+    header, row = list(stored.iter_rows(values_only=True))[:2]
+    width = len([name for name in header if name is not None])
+    assert any(value is not None for value in row[width:])  # the attempts continue after the last column
+    attempts = read_run(report).cases[0].attempts
+    assert attempts is not None
+    exp = [1.0 if verdict == "P" else 0.0 for verdict in verdicts]
+    assert attempts["macro_recall"] == exp

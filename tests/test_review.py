@@ -213,6 +213,7 @@ def test_a_review_note_longer_than_a_cell_is_kept_whole_in_full_texts_and_carrie
     assert run(week19, "--baseline", str(reviewed_last_week)) == 0
     shown = overview(week19)[UNCHANGED]["review note"]
     assert len(shown) <= 32_767 and shown != note  # the cell holds what it can
+    assert shown.endswith("[… 447 more lines cut; full text: the Full texts sheet]")  # and says it was cut
     assert _full_texts(week19, UNCHANGED, "review note") == note
     assert read_reviews(week19)[UNCHANGED] .note == note
     assert run(week20, "--baseline", str(week19), epoch=WEEK_20) == 0
@@ -220,6 +221,22 @@ def test_a_review_note_longer_than_a_cell_is_kept_whole_in_full_texts_and_carrie
     assert read_reviews(week20)[UNCHANGED].note == note
     review(week20, {UNCHANGED: ("ok", note[:100])})  # the analyst shortens it: taken as typed
     assert read_reviews(week20)[UNCHANGED].note == note[:100].strip()
+
+
+def test_a_row_copied_in_the_hidden_reviews_sheet_does_not_double_a_carried_review(tmp_path):
+    import xlsxwriter
+
+    path = tmp_path / "copied.xlsx"
+    workbook = xlsxwriter.Workbook(str(path))
+    workbook.add_worksheet("Overview").write_row(0, 0, ["id", "review", "review note"])
+    stored = workbook.add_worksheet("qareport_reviews")
+    rows = [("case_id", "field", "part", "text"), ("gone", "review", 1, "ok"), ("gone", "review note", 1, "first "),
+            ("gone", "review note", 2, "second")]
+    for number, values in enumerate([*rows, rows[1], rows[3], rows[2]]):  # three rows copied below
+        stored.write_row(number, 0, values)
+    workbook.close()
+    got = read_reviews(path)["gone"]
+    assert (got.verdict, got.note) == ("ok", "first second")
 
 
 def _suite_without(folder: Path, case_id: str, how: str) -> Path:

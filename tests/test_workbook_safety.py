@@ -86,3 +86,66 @@ def test_a_failed_save_leaves_the_previous_report_intact(tmp_path, monkeypatch):
     assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 2
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.xlsx")] == []
+
+
+def test_sheets_cut_at_a_worksheets_last_row_say_so_in_problems_and_the_run_and_keep_every_case_stored(
+        tmp_path, monkeypatch, capsys):
+    from qareport import run_sheets
+    from qareport.run_reading import read_report
+
+    monkeypatch.setattr(run_sheets, "MAX_SHEET_ROWS", 8)  # a worksheet of 8 rows instead of 1,048,576
+    cases = "---\n".join(CASE.format(id=f"c{n}", name="n", content="q", term_id="X", term_name="x") for n in range(12))
+    (tmp_path / "c.yaml").write_text(cases)
+    records = [{"id": f"c{n}", "indicator_selection": [{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "INDICATOR", "values": [{"id": "X", "name": "x"}]}]}]} for n in range(12)]
+    records += [{"id": f"unknown-{n}", "actual_answer": "a"} for n in range(9)]  # nine problems
+    (tmp_path / "r.json").write_text(json.dumps(records))
+    out = tmp_path / "out.xlsx"
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "r.json"), "-o", str(out), "--no-llm"]) == 0
+    console = capsys.readouterr()
+    assert "9 problem(s), 5 of them listed in the Problems sheet (a worksheet holds no more; all are listed above)" \
+        in console.out + console.err
+    assert sum("unknown-" in line for line in console.err.splitlines()) == 9  # every problem on the console
+    workbook = load_workbook(out, read_only=True)
+    details = list(workbook["Details"].iter_rows(values_only=True))
+    assert len(details) == 8 and details[-1][0] == "c2"  # three rows a case
+    problems = [row[3] for row in workbook["Problems"].iter_rows(values_only=True)]
+    assert len(problems) == 8
+    assert problems[1] == ("The Details sheet holds 7 of its 36 rows (a worksheet holds 8): the last 29 are left out; "
+                           "every case's facts are in the stored results (the hidden 'qareport_results' sheet and "
+                           "the --results file)")
+    assert problems[2].startswith("The Problems sheet lists 5 of the 9 problems")
+    assert all("unknown-" in text for text in problems[3:])
+    stored = read_report(out)
+    assert {"alert.cut.Details", "alert.cut.Problems"} <= stored.metadata.keys()
+    assert len(stored.snapshot.cases) == 12
+
+
+def test_ids_that_differ_only_in_case_link_to_their_own_rows_not_to_the_first_match(tmp_path):
+    from conftest import link_by_id
+
+    ids = ["q1", "Q1", "other"]
+    (tmp_path / "c.yaml").write_text("---\n".join(
+        CASE.format(id=case_id, name=case_id, content="q", term_id="X", term_name="x") for case_id in ids))
+
+    def answers(term_id):
+        return json.dumps([{"id": case_id, "indicator_selection": [{"dataset_id": "D", "dimensions": [
+            {"dimension_name": "INDICATOR", "values": [{"id": term_id, "name": "x"}]}]}]} for case_id in ids])
+
+    (tmp_path / "right.json").write_text(answers("X"))
+    (tmp_path / "wrong.json").write_text(answers("Y"))
+    last, this = tmp_path / "last.xlsx", tmp_path / "this.xlsx"
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "right.json"), "-o", str(last), "--no-llm"]) == 0
+    assert main(["run", str(tmp_path / "c.yaml"), "-r", str(tmp_path / "wrong.json"), "-o", str(this), "--no-llm",
+                 "--baseline", str(last)]) == 0
+    workbook = load_workbook(this)
+    overview = {row[0].value: row[0].row for row in workbook["Overview"].iter_rows(min_row=2) if row[0].value in ids}
+    linked = {}
+    for row in workbook["Changes"].iter_rows(min_row=2):
+        cell = row[0]
+        if cell.value in ("q1", "Q1"):
+            assert link_by_id(cell.value) is None and cell.hyperlink is not None  # a plain link, not MATCH
+            linked[cell.value] = cell.hyperlink.location
+        elif link_by_id(cell.value) is not None:
+            assert link_by_id(cell.value)[2] == "other"  # an id without a twin is still found by id
+    assert linked == {case_id: f"'Overview'!A{overview[case_id]}" for case_id in ("q1", "Q1")}

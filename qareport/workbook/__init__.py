@@ -2,10 +2,10 @@
 reproducibly.
 
 Sheets, in order: Summary, Overview, Details, Statistics, Changes (with a baseline), Trend (with a
-history), Problems (when there were any), then the hidden machine-readable sheets
+history), Problems (when there were any, or a sheet had to be cut), then the hidden machine-readable sheets
 (`results_sheet`). The sheets lay out the report model (`qareport.report.Report`) and compute
 nothing. This package is the only part of qareport that imports XlsxWriter (writing);
-`qareport.run_reading` reads earlier workbooks with openpyxl.
+`qareport.run_reading` reads earlier workbooks with python-calamine (`runs.read_sheets`).
 
 The file is streamed: XlsxWriter's constant-memory mode writes each sheet's rows to a temporary
 file as soon as the next row is started (see `sheet`), so a 10,000-case report never holds its
@@ -34,6 +34,7 @@ from qareport.comparison import Comparison
 from qareport.errors import QAReportError
 from qareport.files import atomic_path, scratch_folder
 from qareport.report import Report
+from qareport.run_sheets import cut_sheets
 from qareport.trend import parse_created
 from qareport.workbook import sheet_looks
 from qareport.workbook.cells import clean_text
@@ -86,7 +87,8 @@ def _write_sheets(book: Book, report: Report) -> None:
     changes = book.add_sheet(CHANGES) if comparison is not None else None
     compare = book.add_sheet(COMPARE) if report.side_by_side else None
     trend = book.add_sheet(TREND) if report.trend else None
-    problems_sheet = book.add_sheet(PROBLEMS) if problems else None
+    cut = cut_sheets(report)
+    problems_sheet = book.add_sheet(PROBLEMS) if problems or cut else None
     overview_rows: dict[str, int] = {}
     for row, result in enumerate(report.results, start=2):
         overview_rows.setdefault(result.case.id, row)
@@ -108,13 +110,13 @@ def _write_sheets(book: Book, report: Report) -> None:
     if trend is not None:
         write_trend(trend, report.trend, report.kind_set)
     if problems_sheet is not None:
-        write_problems(problems_sheet, problems)
+        write_problems(problems_sheet, problems, tuple(cut.values()))
     write_summary(
         summary, report,
         links=SummaryLinks(
             overview_rows=overview_rows,
             first_change_rows=_first_rows_by_kind(comparison) if comparison else {},
-            problems_sheet=PROBLEMS if problems else None,
+            problems_sheet=PROBLEMS if problems_sheet is not None else None,
             review_column=layout.review_column,
             change_column=layout.change_column,
             last_overview_row=layout.last_row,

@@ -12,9 +12,13 @@ any reader that does not calculate still show the text. MATCH reads `*`, `?` and
 (Excel, and LibreOffice in .xlsx files), so those are escaped with `~`. Excel holds at most 255
 characters in a text constant of a formula and MATCH looks up at most 255: an id longer than that
 gets a plain link to its row instead (its tool tip cut to Excel's 255 characters, `sheet.fit_tooltip`).
+MATCH also ignores case, so `q1` and `Q1`, two cases, would both find the first: an id that another
+id equals but for case (`casefold_twins`) gets a plain link to its own row too.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection, Iterable
 
 from qareport.workbook import sheet_looks, styles
 from qareport.workbook.cells import clean_text
@@ -47,14 +51,25 @@ def link_formula(sheet: str, column: str, value: str, shown: str) -> str | None:
     return f"=HYPERLINK({target},{text_constant(shown)})"
 
 
+def casefold_twins(ids: Iterable[str]) -> frozenset[str]:
+    """The ids another id equals but for case ("q1" and "Q1"): MATCH cannot tell them apart."""
+    seen: dict[str, str] = {}
+    twins: set[str] = set()
+    for case_id in ids:
+        other = seen.setdefault(case_id.casefold(), case_id)
+        if other != case_id:
+            twins.update((other, case_id))
+    return frozenset(twins)
+
+
 def link_by_id(cell: Cell, sheet: str, value: str, *, column: str = "A", row: int | None = None,
-               tooltip: str | None = None) -> Cell:
+               tooltip: str | None = None, twins: Collection[str] = frozenset()) -> Cell:
     """Make `cell` (its value already set, as text) a link to the row of `sheet` whose `column`
-    holds `value`, found when the link is followed; when the id is too long for that, a plain link
-    to `row` (if known), with `tooltip`."""
+    holds `value`, found when the link is followed; when the id is too long for that, or is one of
+    `twins` (`casefold_twins`), a plain link to `row` (if known), with `tooltip`."""
     shown = cell.value if isinstance(cell.value, str) else str(cell.value or "")
     cell.value = shown
-    formula = link_formula(sheet, column, value, shown)
+    formula = None if value in twins and row is not None else link_formula(sheet, column, value, shown)
     if formula is not None:
         cell.formula = formula
         cell.font = styles.LINK_FONT

@@ -13,7 +13,7 @@ from qareport.case_changes import CaseChange
 from qareport.comparison import Comparison
 from qareport.kinds import RunKinds
 from qareport.workbook import sheet_looks, styles
-from qareport.workbook.case_links import link_by_id
+from qareport.workbook.case_links import casefold_twins, link_by_id
 from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import COMPARE, OVERVIEW
 
@@ -55,6 +55,7 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
     sheet_looks.fit_header_row(ws, HEADERS)
     ws.flush()
     first_rows: dict[str, int] = {}
+    twins = casefold_twins(overview_rows)
     for row, change in enumerate(comparison.changes, start=2):
         first_rows.setdefault(change.case_id, row)
         fill_font = KIND_STYLES.get(change.kind)
@@ -67,7 +68,7 @@ def write_changes(ws: Sheet, comparison: Comparison, overview_rows: Mapping[str,
                 cell.fill, cell.font = fill_font
         if change.case_id in overview_rows:  # found by id: still right after Overview is sorted
             link_by_id(ws.cell(row, 1), OVERVIEW, change.case_id, row=overview_rows[change.case_id],
-                       tooltip="this case in Overview")
+                       tooltip="this case in Overview", twins=twins)
         if change.kind in ("regression", "improvement") and change.case_id in compare_rows:
             # the Compare sheet is laid out, not sorted: its blocks stay where they were written
             sheet_looks.link(write(ws, row, 11, COMPARE_TEXT), COMPARE, f"A{compare_rows[change.case_id]}",

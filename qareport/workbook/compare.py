@@ -24,7 +24,7 @@ from typing import Any
 from qareport.kinds.steps.called import readable_steps
 from qareport.side_by_side import SideBySide
 from qareport.workbook import sheet_looks, styles
-from qareport.workbook.case_links import link_by_id
+from qareport.workbook.case_links import casefold_twins, link_by_id
 from qareport.workbook.sheet import Sheet, write
 from qareport.workbook.sheet_names import OVERVIEW
 
@@ -46,9 +46,10 @@ def write_compare(ws: Sheet, pairs: Sequence[SideBySide], *, old_label: str, new
     ws.flush()
     first_rows: dict[str, int] = {}
     row = 2
+    twins = casefold_twins(overview_rows)
     for pair in pairs:
         first_rows.setdefault(pair.case_id, row)
-        row = _write_block(ws, row, pair, overview_rows) + 1  # a blank row between cases
+        row = _write_block(ws, row, pair, overview_rows, twins) + 1  # a blank row between cases
     if not pairs:
         write(ws, 2, 1, "No case regressed or improved since the baseline.").font = styles.NOTE_FONT
     sheet_looks.landscape(ws)
@@ -56,11 +57,13 @@ def write_compare(ws: Sheet, pairs: Sequence[SideBySide], *, old_label: str, new
     return first_rows
 
 
-def _write_block(ws: Sheet, row: int, pair: SideBySide, overview_rows: Mapping[str, int]) -> int:
+def _write_block(ws: Sheet, row: int, pair: SideBySide, overview_rows: Mapping[str, int],
+                 twins: frozenset[str]) -> int:
     """One case's block from `row`; returns the row after it."""
     head = write(ws, row, 1, pair.case_id)
     head.alignment = styles.WRAP_TOP  # the whole id, over as many lines as it needs
-    link_by_id(head, OVERVIEW, pair.case_id, row=overview_rows.get(pair.case_id), tooltip="this case in Overview")
+    link_by_id(head, OVERVIEW, pair.case_id, row=overview_rows.get(pair.case_id), tooltip="this case in Overview",
+               twins=twins)
     name = write(ws, row, 2, pair.name or pair.case_id)
     name.font, name.alignment = styles.BOLD, styles.WRAP_TOP
     kind = write(ws, row, 3, pair.kind)

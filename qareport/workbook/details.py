@@ -23,6 +23,7 @@ from typing import Any
 from qareport.case_table import DETAILS_HEADERS as HEADERS
 from qareport.case_table import MATCHED_BY, CaseDetails, detail_rows  # noqa: F401 (detail_rows: the rows, from here too)
 from qareport.report import Report
+from qareport.run_sheets import cut_sheets
 from qareport.workbook import sheet_looks, styles
 from qareport.workbook.sheet import Sheet, write
 
@@ -70,7 +71,10 @@ def _widths(details: Sequence[CaseDetails]) -> tuple[dict[int, float], tuple[str
 
 def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | None = None) -> dict[str, int]:
     """Fill the sheet row by row with the report's Details rows (`Report.details`); returns the first
-    row of each case (for links from Overview), which links back to its Overview row."""
+    row of each case (for links from Overview), which links back to its Overview row. Rows past a
+    worksheet's last are left out (`run_sheets.cut_sheets` says so in the Problems sheet and the run's
+    alerts)."""
+    last = ws.max_rows if "Details" in cut_sheets(report) else None
     widths, headers = _widths(report.details)
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
@@ -84,6 +88,8 @@ def write_details(ws: Sheet, report: Report, overview_rows: Mapping[str, int] | 
     for result, case in zip(report.results, report.details):
         case_id = result.case.id
         for attempt, values in case.rows():
+            if last is not None and row > last:
+                break
             if shown is not None:
                 values = (*values[:shown], *[None] * (shown - len(values)), attempt)
             linked = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qareport.records import Problem
+from qareport.records import Location, Problem
 from qareport.workbook import sheet_looks, styles
 from qareport.workbook.sheet import Sheet, write
 
@@ -13,8 +13,14 @@ PATH_WIDTH = 40
 MESSAGE_WIDTH = 100
 
 
-def write_problems(ws: Sheet, problems: Sequence[Problem]) -> None:
-    """Fill the sheet row by row (the widths are known from the problems before the first row)."""
+def write_problems(ws: Sheet, problems: Sequence[Problem], cut: Sequence[str] = ()) -> None:
+    """Fill the sheet row by row (the widths are known from the problems before the first row):
+    first what the workbook could not hold (`cut`: sheets cut at a worksheet's last row), then the
+    problems, as many as the sheet holds."""
+    workbook = Location("the workbook")
+    problems = [*(Problem(workbook, text[:1].upper() + text[1:]) for text in cut), *problems]
+    if len(problems) + 1 > ws.max_rows:
+        problems = problems[:ws.max_rows - 1]
     for column, header in enumerate(HEADERS, start=1):
         write(ws, 1, column, header)
     sheet_looks.style_header_row(ws, 1, 1, len(HEADERS))

@@ -21,9 +21,10 @@ from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
+from qareport import run_sheets
 from qareport.workbook import styles
 from qareport.workbook.cells import fit_text
-from qareport.workbook.rows_xml import RowsWorksheet
+from qareport.workbook.rows_xml import RowsWorksheet, worksheet_class
 
 MAX_LINKS = 65_530  # Excel's limit per worksheet: beyond it a cell keeps its value and look, unlinked
 MAX_TOOLTIP = 255  # Excel's limit for a link's tool tip: a longer one (a long case id) is cut, visibly
@@ -78,6 +79,7 @@ class Sheet:
         self._widths: dict[int, float] = {}
         self._links = 0
         self.rows_written = 0  # the last row written, for reports on the file
+        self.max_rows = run_sheets.MAX_SHEET_ROWS  # a sheet's writer stops there and says so
 
     def cell(self, row: int, column: int) -> Cell:
         """The cell, to be written with its row (a row already written cannot be changed)."""
@@ -124,7 +126,7 @@ class Sheet:
     def write_blank(self, row: int, column: int, cell_format: Any) -> None:
         """An empty cell with a look of its own (`format_of`), written straight away: what the
         analyst types into it takes that look (its alignment)."""
-        self.worksheet._write_blank(row - 1, column - 1, None, cell_format)
+        self.worksheet.write_blank(row - 1, column - 1, None, cell_format)
 
     def write_values(self, row: int, values: Sequence[Any]) -> None:
         """Write a row of plain values (no look of their own) straight away, from column 1: what
@@ -138,7 +140,7 @@ class Sheet:
             if not isinstance(value, (int, float)) or not math.isfinite(value):  # bool is an int
                 value = fit_text(str(value))
             cells.append((column, value))
-        if not self.worksheet.write_plain_row(index, cells):
+        if not (isinstance(self.worksheet, RowsWorksheet) and self.worksheet.write_plain_row(index, cells)):
             for column, value in cells:
                 self._put(index, column, value, None)
         self.rows_written = max(self.rows_written, row)
@@ -163,21 +165,19 @@ class Sheet:
                 return
         if value is None:
             if cell_format is not None:
-                self.worksheet._write_blank(row, column, None, cell_format)
+                self.worksheet.write_blank(row, column, None, cell_format)
         else:
             self._put(row, column, value, cell_format)
 
     def _put(self, row: int, column: int, value: Any, cell_format: Any) -> None:
-        """A text, truth value, number or datetime into a cell, rows and columns counted from 0.
-        XlsxWriter's undecorated writers: rows and columns are numbers here, so its A1-notation
-        wrapper has nothing to do (`rows_xml` names the versions these were checked on)."""
+        """A text, truth value, number or datetime into a cell, rows and columns counted from 0."""
         worksheet = self.worksheet
         if isinstance(value, str):
-            worksheet._write_string(row, column, value, cell_format)
+            worksheet.write_string(row, column, value, cell_format)
         elif isinstance(value, bool):
-            worksheet._write_boolean(row, column, value, cell_format)
+            worksheet.write_boolean(row, column, value, cell_format)
         elif isinstance(value, (int, float)):
-            worksheet._write_number(row, column, value, cell_format)
+            worksheet.write_number(row, column, value, cell_format)
         else:  # a datetime: its number format is set by the caller
             worksheet.write_datetime(row, column, value, cell_format)
 
@@ -206,7 +206,7 @@ class Book:
         self.sheets: list[Sheet] = []
 
     def add_sheet(self, name: str, *, hidden: bool = False) -> Sheet:
-        worksheet = self.workbook.add_worksheet(name, worksheet_class=RowsWorksheet)
+        worksheet = self.workbook.add_worksheet(name, worksheet_class=worksheet_class())
         sheet = Sheet(self.workbook, worksheet, self.formats)
         if hidden:
             sheet.worksheet.hide()

@@ -15,7 +15,7 @@ from qareport.headline import Headline
 from qareport.judge_agreement import JudgeAgreement
 from qareport.report import Report
 from qareport.workbook import styles
-from qareport.workbook.case_links import link_by_id
+from qareport.workbook.case_links import casefold_twins, link_by_id
 from qareport.workbook.sheet import Cell
 from qareport.workbook.sheet_names import CHANGES, OVERVIEW
 from qareport.workbook.summary_grid import (
@@ -201,10 +201,11 @@ def write_case_lines(block: Block, title: str, lines: Sequence[CaseLine], total:
     header[0], header[WHAT_COLUMN - 1], header[REASON_COLUMN - 1] = "case", what, "reason"
     block.header(*header)
     font = {"regression": styles.REGRESSION_FONT, "improvement": styles.IMPROVEMENT_FONT}.get(colour or "")
+    twins = casefold_twins(links.overview_rows)  # the ids MATCH cannot tell apart in Overview
     for line in lines:
         for part in _split(_shown_name(line, links.same_names), LINE_CHARS):
             link_by_id(block.cell(0, part), OVERVIEW, line.case_id, row=links.overview_rows.get(line.case_id),
-                       tooltip=line.case_id)
+                       tooltip=line.case_id, twins=twins)
             block.row += 1
         whats, reasons = _split(line.what, WHAT_CHARS), _split(line.reason or "", REASON_CHARS)
         for index in range(max(len(whats), len(reasons))):
