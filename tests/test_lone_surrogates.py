@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qareport.cli import main
+from qareport.kinds.qa_turn import answer_of
 from qareport.loading import load_suite
 from qareport.lone_surrogates import may_hold_surrogates, replace_lone_surrogates
 
@@ -30,7 +31,7 @@ def test_a_lone_surrogate_in_an_answer_is_replaced_and_said_at_its_line(tmp_path
     text = {".json": f"[\n{record}\n]", ".jsonl": f"{record}\n"}[suffix]
     (tmp_path / f"r{suffix}").write_text(text)
     suite = load_suite([tmp_path / "qa.yaml"], [tmp_path / f"r{suffix}"])
-    assert suite.responses["q1"].turns[0].actual_answer == "three \ufffd x"
+    assert answer_of(suite.responses["q1"].turns[0]) == "three \ufffd x"
     (problem,) = suite.problems
     assert problem.location.line == {".json": 2, ".jsonl": 1}[suffix]
     assert problem.message.startswith("1 lone surrogate(s)") and "replaced by U+FFFD" in problem.message
@@ -51,7 +52,7 @@ def test_a_pair_of_escapes_is_one_character_and_left_alone(tmp_path):
     (tmp_path / "r.json").write_text('[{"question_id": "q1", "actual_answer": "\\ud83d\\ude00", "actual_steps": []}]')
     assert may_hold_surrogates(tmp_path / "r.json")
     suite = load_suite([tmp_path / "qa.yaml"], [tmp_path / "r.json"])
-    assert suite.problems == () and suite.responses["q1"].turns[0].actual_answer == "\U0001F600"
+    assert suite.problems == () and answer_of(suite.responses["q1"].turns[0]) == "\U0001F600"
 
 
 def replaced(value):

@@ -146,7 +146,7 @@ def test_results_file_has_graphrag_results_aggregates_and_case_rows(tmp_path):
         (["run"], "the following arguments are required"),
         (["run", "testcases"], "--responses"),
         (["run", "testcases", "-r", "x", "--match-terms-by", "label"], "invalid choice"),
-        (["frobnicate"], "invalid choice"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
     ],
 )
 def test_wrong_usage_is_one_line_and_status_2(args, exp_message):
