@@ -62,3 +62,12 @@ def test_the_overview_puts_the_attempt_columns_after_the_review_columns(tmp_path
     header = [cell.value for cell in workbook["Overview"][1]]
     assert header.index("review") < header.index("review note") < header.index("attempts passed")
     assert header.index("vs baseline") < header.index("review")
+
+
+def test_a_change_that_shows_as_zero_is_zero_never_minus_zero_or_a_rounding_residue():
+    from qareport.workbook.styles import as_shown
+
+    residue = (0.1 + 0.2) - 0.3  # 5.6e-17, as a difference of float means leaves it
+    assert residue != 0 and as_shown(residue) == 0.0 and str(as_shown(-1e-17)) == "0.0"
+    assert as_shown(-0.004) == 0.0 and as_shown(-0.006) == -0.006 and as_shown(None) is None
+
