@@ -71,3 +71,4 @@ def test_a_change_that_shows_as_zero_is_zero_never_minus_zero_or_a_rounding_resi
     assert residue != 0 and as_shown(residue) == 0.0 and str(as_shown(-1e-17)) == "0.0"
     assert as_shown(-0.004) == 0.0 and as_shown(-0.006) == -0.006 and as_shown(None) is None
 
+
