@@ -176,17 +176,18 @@ def decide_case_change(old_attempts: Sequence[float], new_attempts: Sequence[flo
             at_least += int(np.sum(differences(pooled[order[:, :after.size]].sum(axis=1)) >= observed - tolerance))
         p_value, exact = float((at_least + 1) / (permutations + 1)), False
     moved = new_mean - old_mean
+    shown = round(moved, 3) + 0.0  # as the reason says it: no 8e-17, no -0
     if observed <= tolerance:
         return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, "did not move")
     if smallest > alpha:
-        reason = (f"moved {moved:+.3g} (p = {p_value:.3g}), but {sizes[0]} attempts before and {sizes[1]} after "
+        reason = (f"moved {shown:+.3g} (p = {p_value:.3g}), but {sizes[0]} attempts before and {sizes[1]} after "
                   f"cannot reach the {alpha:g} level (smallest attainable p {smallest:.3g}): more attempts are needed")
         return CaseChange(CaseVerdict.CANNOT_TELL, p_value, old_mean, new_mean, *sizes, exact, reason)
     if p_value > alpha:
-        reason = f"moved {moved:+.3g}, within what its attempts vary by (p = {p_value:.3g})"
+        reason = f"moved {shown:+.3g}, within what its attempts vary by (p = {p_value:.3g})"
         return CaseChange(CaseVerdict.WITHIN_NOISE, p_value, old_mean, new_mean, *sizes, exact, reason)
     verdict = CaseVerdict.IMPROVED if (moved > 0) == higher_is_better else CaseVerdict.REGRESSED
-    reason = f"moved {moved:+.3g}, beyond what its attempts vary by (p = {p_value:.3g})"
+    reason = f"moved {shown:+.3g}, beyond what its attempts vary by (p = {p_value:.3g})"
     return CaseChange(verdict, p_value, old_mean, new_mean, *sizes, exact, reason)
 
 

@@ -12,6 +12,7 @@ The Overview's columns come in the order of a reader's questions (see `workbook.
     why                    reason
     against last week      vs baseline (with a baseline)
     the analyst's review   review, review note
+    how steady             attempts passed, spread, flaky (with attempts)
     the numbers behind     the kinds' other number columns
     the test               comments, tags / template, user message, error
     the long texts         the kinds' text columns; then tokens and time
@@ -77,7 +78,6 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
         Column(name_header, lambda r: r.case.name, 30, wrap=True),
         Column("status", lambda r: r.status, 9),
         *by_place["score"],
-        *_attempt_columns(consistency),
         Column(REASON, lambda r: reasons.get(r.case.id), 50, wrap=True),
     ]
     if comparison is not None:
@@ -86,6 +86,7 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
     columns += [
         Column(REVIEW, lambda r: reviews.get(r.case.id, NO_REVIEW).verdict, 13),
         Column(REVIEW_NOTE, lambda r: reviews.get(r.case.id, NO_REVIEW).note, 30, wrap=True),
+        *_attempt_columns(consistency),  # after the review, so id to review note fits one screen
         *by_place["number"],
     ]
     if any(r.case.comments for r in results):

@@ -39,7 +39,8 @@ class CaseConsistency:
 
     @property
     def spread(self) -> float | None:
-        return None if self.low is None or self.high is None else self.high - self.low
+        # to the digits a score shows and beyond: attempts that agree spread 0, not a residue like 8e-17
+        return None if self.low is None or self.high is None else round(self.high - self.low, 9) + 0.0
 
     @property
     def flaky(self) -> bool:

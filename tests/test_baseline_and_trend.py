@@ -19,6 +19,7 @@ from qareport.errors import BaselineError
 from qareport.run_reading import read_history, read_report, read_run
 from qareport.runs import RESULTS_SHEET, RUN_SHEET
 from qareport.workbook.compare import NOT_KEPT
+from qareport.workbook.summary_grid import KEY_COLUMN, VALUE_COLUMN
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCASES, RESPONSES = ROOT / "testcases", ROOT / "testcases" / "responses"
@@ -144,12 +145,12 @@ def test_changes_and_overview_link_to_each_other(compared):
 def test_the_summary_shows_the_like_for_like_deltas_and_the_cases_that_moved_with_their_reasons(compared_values):
     rows = sheet_rows(compared_values["Summary"])
     header = next(r for r in rows if r[0] == "metric")
-    assert header[:11] == ["metric", "mean", "95% interval", "cases", "not scored", "last report", "cases",
-                           "last run", "this run", "change", "vs noise"]
+    assert header[:12] == ["metric", "mean", "95% interval", "cases", "not scored", "last report", "cases",
+                           "last run", "this run", "change", "95% interval", "vs noise"]
     precision = next(r for r in rows if r[0] == "macro precision")
     assert precision[6] == 15  # the improved case was an error last week: shared, rising from failing (0)
     assert precision[8] - precision[7] == pytest.approx((1 - 0.1667) / 15, abs=0.0005)  # one lost 0.17, one rose 1
-    assert precision[10].startswith("within noise, q ")
+    assert precision[11].startswith("within noise, q ")
     worse = next(i for i, r in enumerate(rows) if r[0] == "What got worse (1)")
     assert [rows[worse + 1][c] for c in (0, 1, 5)] == ["case", "what moved", "reason"]
     assert rows[worse + 2][0] == "show_me_gdp_and_gdp_per_capita_in_us_dollars_for_brazil"  # whole
@@ -183,7 +184,7 @@ def test_the_summary_counts_the_reviews_live_from_the_overview(compared):
     headers = [c.value for c in overview[1]]
     review = overview.cell(1, headers.index("review") + 1).column_letter
     change = overview.cell(1, headers.index("vs baseline") + 1).column_letter
-    counts = {row[12].value: row[13] for row in summary.iter_rows() if row[12].value in (
+    counts = {row[KEY_COLUMN - 1].value: row[VALUE_COLUMN - 1] for row in summary.iter_rows() if row[KEY_COLUMN - 1].value in (
         "cases reviewed", "regressions reviewed", "regressions to review")}
     assert counts["cases reviewed"].value == f"=COUNTA(Overview!${review}$2:${review}$30)"
     assert counts["regressions to review"].value == (

@@ -103,14 +103,15 @@ def test_a_shift_of_one_template_is_a_change_to_a_naive_test_but_not_to_the_clus
     naive = clustered_paired_change(old, new)  # every case its own cluster
     assert naive is not None and naive.p_value <= 0.05  # ten questions that moved together look like ten witnesses
     rows = _rows(clustered_run["workbook"]["Summary"])
-    how_sure = _table_after(rows, ["metric", "change", "95% interval", "p", "q", "cases", "clusters"])
-    steps = next(row for row in how_sure if row[0] == "steps score")
     expected = clustered_paired_change(old, new, clusters=clusters)
     assert expected is not None and expected.p_value > 0.05
-    assert steps[3] == f"{expected.p_value:.2f}" and steps[5:7] == [80, 8]
-    assert steps[2] == f"{signed_bound(expected.low)} – {signed_bound(expected.high)}"
-    headline = next(row for row in rows if row[0] == "steps score" and row[10] is not None)
-    assert headline[10].startswith("within noise")
+    # the Summary's headline row: the change's interval and decision; Statistics: its p, cases and clusters
+    headline = next(row for row in rows if row[0] == "steps score" and row[11] is not None)
+    assert headline[11].startswith("within noise") and headline[6] == 80
+    assert headline[10] == f"{signed_bound(expected.low)} – {signed_bound(expected.high)}"
+    changes = _table_after(_rows(clustered_run["workbook"]["Statistics"]), ["change of", "metric", "cases", "clusters"])
+    steps = next(row for row in changes if row[:2] == ["all test cases", "steps score"])
+    assert steps[8] == pytest.approx(expected.p_value) and steps[2:4] == [80, 8]
     interval = clustered_interval(new, clusters=clusters)
     assert interval is not None
     assert headline[2] == f"{interval.low:.2f} – {interval.high:.2f}"  # the cluster bootstrap, not the naive one
@@ -229,9 +230,10 @@ def test_clusters_named_by_tags_are_what_the_summary_counts_and_the_stored_run_k
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1715162400")
     assert main(["run", *common, "--responses", "this.json", "--output", "report.xlsx", "--baseline", "last.xlsx"]) == 0
     workbook = load_workbook(tmp_path / "report.xlsx")
-    how_sure = _table_after(_rows(workbook["Summary"]), ["metric", "change", "95% interval", "p", "q", "cases"])
-    recall = next(row for row in how_sure if row[0] == "macro recall")
-    assert recall[5:7] == [12, 3]  # twelve cases, three families
+    changes = _table_after(_rows(workbook["Statistics"]), ["change of", "metric", "cases", "clusters"])
+    recall = next(row for row in changes if row[:2] == ["all test cases", "macro recall"])
+    assert recall[2:4] == [12, 3]  # twelve cases, three families
+    assert next(row for row in _rows(workbook["Summary"]) if row[0] == "macro recall")[6] == 12
     stored = _rows(workbook["qareport_results"])
     column = stored[0].index("cluster")
     assert sorted({row[column] for row in stored[1:]}) == ["family:a", "family:b", "family:c"]

@@ -35,6 +35,7 @@ from qareport.records import (
 from qareport.run_reading import read_run
 from qareport.runs import case_row_from_stored
 from qareport.settings import read_config_file, resolve_run_settings
+from qareport.workbook.summary_grid import KEY_COLUMN, VALUE_COLUMN
 
 GDP = {"id": "GDP", "name": "gross domestic product"}
 GDPPC = {"id": "GDPPC", "name": "GDP per capita"}
@@ -256,7 +257,7 @@ def _overview(book) -> dict[str, dict]:
 
 
 def _summary_grades(book) -> dict[str, int]:
-    rows = [(row[12], row[13]) for row in book["Summary"].iter_rows(values_only=True)]
+    rows = [(row[KEY_COLUMN - 1], row[VALUE_COLUMN - 1]) for row in book["Summary"].iter_rows(values_only=True)]
     start = rows.index(("Grades: indicator selection", None))
     return {key: value for key, value in rows[start + 1:start + 6]}
 
@@ -310,7 +311,8 @@ def test_grades_and_dataset_scores_are_read_back_from_the_workbook(tmp_path):
 def test_the_grade_extras_option_changes_the_grades_and_is_stated(tmp_path):
     book = load_workbook(_run(tmp_path / "run", RESPONSES, "--grade-extras", "0"))
     assert _summary_grades(book) == {"ideal": 1, "acceptable": 0, "problematic": 3, "failure": 1, "not graded": 1}
-    right = " ".join(str(row[13]) for row in book["Summary"].iter_rows(values_only=True) if row[13] is not None)
+    right = " ".join(str(row[VALUE_COLUMN - 1]) for row in book["Summary"].iter_rows(values_only=True)
+                     if row[VALUE_COLUMN - 1] is not None)
     assert "acceptable extras: 0" in right  # among the options of what was run
 
 

@@ -92,7 +92,7 @@ def test_every_sheet_prints_landscape_one_page_wide_with_its_name_and_page_numbe
     assert pages <= 20  # the whole bundled report; its Overview alone printed 97 pages before
 
 
-def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bundled_report, tmp_path):
+def test_render_report_makes_pngs_of_each_sheet_and_the_summary_prints_on_at_most_two_pages(bundled_report, tmp_path):
     require("soffice")
     require("pdftoppm")
     completed = subprocess.run(
@@ -101,7 +101,9 @@ def test_render_report_makes_pngs_of_each_sheet_and_the_summary_is_one_page(bund
         capture_output=True, text=True, timeout=300,
     )
     assert completed.returncode == 0, completed.stderr
-    assert sorted(p.name for p in tmp_path.glob("Summary-*.png")) == ["Summary-1.png"]
+    # one page wide at a legible scale, as long as it needs: at most two pages
+    assert sorted(p.name for p in tmp_path.glob("Summary-*.png")) in (["Summary-1.png"],
+                                                                      ["Summary-1.png", "Summary-2.png"])
     completed = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "render_report.py"), str(bundled_report), "--outdir", str(tmp_path),
          "--sheet", "Overview", "--dpi", "40"], capture_output=True, text=True, timeout=300)

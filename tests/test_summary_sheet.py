@@ -161,9 +161,10 @@ def test_the_summary_fits_one_screen_without_wrapping_or_clipping(workbook):
     values = [c.value for c in summary[summary.cell(row=1, column=VALUE_COLUMN).column_letter] if c.value]
     assert all(len(str(v)) <= VALUE_WIDTH for v in values)
     assert not any(c.alignment.wrap_text for row in summary.iter_rows() for c in row)
-    # fit to one page: 1 is the default of fitToHeight and fitToWidth, which a writer may leave out
+    # one page wide and as many pages long as it needs (0), never shrunk onto one page; 1 is the default of
+    # fitToWidth, which a writer may leave out
     assert summary.sheet_properties.pageSetUpPr.fitToPage
-    assert summary.page_setup.fitToHeight in (None, 1) and summary.page_setup.fitToWidth in (None, 1)
+    assert summary.page_setup.fitToHeight == 0 and summary.page_setup.fitToWidth in (None, 1)
 
 
 def test_the_judge_and_its_cost_appear_when_the_judge_ran(tmp_path):

@@ -41,7 +41,7 @@ from qareport.workbook.cells import clean_text
 from qareport.workbook.changes import write_changes
 from qareport.workbook.compare import write_compare
 from qareport.workbook.details import write_details
-from qareport.workbook.overview import write_overview
+from qareport.workbook.overview import review_order, write_overview
 from qareport.workbook.problems_sheet import write_problems
 from qareport.workbook.results_sheet import write_results_sheets
 from qareport.workbook.sheet import Book, Sheet, write
@@ -90,8 +90,8 @@ def _write_sheets(book: Book, report: Report) -> None:
     cut = cut_sheets(report)
     problems_sheet = book.add_sheet(PROBLEMS) if problems or cut else None
     overview_rows: dict[str, int] = {}
-    for row, result in enumerate(report.results, start=2):
-        overview_rows.setdefault(result.case.id, row)
+    for row, index in enumerate(review_order(report), start=2):  # the Overview's order, known before it is written
+        overview_rows.setdefault(report.results[index].case.id, row)
 
     details_rows = write_details(details, report, overview_rows)
     change_rows: dict[str, int] = {}

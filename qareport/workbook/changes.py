@@ -36,7 +36,8 @@ def _values(change: CaseChange, labels: RunKinds) -> tuple[Any, ...]:
     statuses in their own columns."""
     numeric = change.metric not in (None, "status")
     return (change.case_id, change.name, change.kind, labels.metric_label(change.metric) if change.metric else None,
-            change.old if numeric else None, change.new if numeric else None, change.delta if numeric else None,
+            change.old if numeric else None, change.new if numeric else None,
+            styles.as_shown(change.delta) if numeric else None,
             change.old_status, change.new_status, change.reason)
 
 

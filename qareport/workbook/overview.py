@@ -7,9 +7,12 @@ A reader's eye goes left to right, so the columns come in the order of their que
     why                    one line: what the case lost ("COUNTRY: missed MEX"), or what went wrong
     against last week      vs baseline (with a baseline; links to Changes)
     the analyst's review   review (a drop-down) and review note, carried over from the baseline
+    how steady             attempts passed, spread, flaky (with attempts)
     the numbers behind     per-dimension recall and precision, secondary metrics
     the test               comments, tags / template, user message, error
     the long texts         details cells, answers, judge texts; then tokens and time
+
+The rows come regressed cases first (most moved first), then the rest in file order (`review_order`).
 
 The scanning part (id to review note) fits a 1600-pixel window: the name, reason and review note
 columns give up width until it does (`column_widths`). Headers wrap only between words.
@@ -73,6 +76,7 @@ class _Grid:
     hidden: list[dict[int, int]]  # per row: lines below its edge, by column (from 0)
     slots: list[tuple[int, bool]]  # (column, is its `more` column), in sheet order
     headers: list[str]
+    order: list[int]  # the report's cases (by index) in the order the rows show them (`review_order`)
 
     def position(self, header: str) -> int | None:
         return self.headers.index(header) + 1 if header in self.headers else None
@@ -109,13 +113,29 @@ def write_overview(
 def _plan(report: Report, cut_texts: list[tuple[str, str, str]] | None) -> _Grid:
     """The values as cells hold them, and the layout that follows from them."""
     table = _cell_values(report.overview, [result.case.id for result in report.results], cut_texts)
+    order = review_order(report)
+    table = [table[index] for index in order]
     columns = report.overview.columns
     widths, heights, hidden = _layout(columns, table)
     cut_columns = {index for row in hidden for index in row}
     slots = [(index, more) for index in range(len(columns)) for more in (False, True)
              if not more or index in cut_columns]
     headers = [MORE if more else columns[index].header for index, more in slots]
-    return _Grid(columns, table, widths, heights, hidden, slots, headers)
+    return _Grid(columns, table, widths, heights, hidden, slots, headers, order)
+
+
+def review_order(report: Report) -> list[int]:
+    """The rows' order for the review: the regressed cases first (most moved first), then the rest
+    in the order of their files, so what the analyst must look at is on the first screen. The ids
+    and the links find a case wherever it is (`case_links`), and a re-sorted sheet reads back the same."""
+    regressed = ([movement.case_id for movement in report.comparison.moved("regression")]
+                 if report.comparison is not None else [])
+    index_of: dict[str, int] = {}
+    for index, result in enumerate(report.results):
+        index_of.setdefault(result.case.id, index)
+    first = list(dict.fromkeys(index_of[case_id] for case_id in regressed if case_id in index_of))
+    chosen = set(first)
+    return first + [index for index in range(len(report.results)) if index not in chosen]
 
 
 def _cell_values(overview: CaseTable, case_ids: Sequence[str],
@@ -163,7 +183,7 @@ def _write_rows(ws: Sheet, report: Report, grid: _Grid, details_rows: Mapping[st
     held = {1, status_column, change_column}
     rows: dict[str, int] = {}
     grid.table.reverse()  # taken from the end as the rows are written: a written row's values can go
-    for row, result in enumerate(report.results, start=2):
+    for row, result in enumerate((report.results[index] for index in grid.order), start=2):
         values, below = grid.table.pop(), grid.hidden[row - 2]
         rows.setdefault(result.case.id, row)
         for position, (index, more) in enumerate(grid.slots, start=1):

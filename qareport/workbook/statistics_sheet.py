@@ -83,11 +83,12 @@ def write_changes(tables: TableWriter, report: Report) -> None:
         if delta.p_value is None or delta.shared_old is None or delta.shared_new is None:
             continue
         rows.append(("all test cases", delta.label, delta.shared_cases, delta.clusters, delta.shared_old,
-                     delta.shared_new, delta.shared_new - delta.shared_old, _interval(delta.low, delta.high),
-                     delta.p_value, delta.q_value, delta.noise))
+                     delta.shared_new, styles.as_shown(delta.shared_new - delta.shared_old),
+                     _interval(delta.low, delta.high), delta.p_value, delta.q_value, delta.noise))
     for item in comparison.breakdown:
         rows.append((f"{item.by} {item.group}", item.label, item.cases, item.clusters, item.shared_old,
-                     item.shared_new, item.delta, _interval(item.low, item.high), item.p_value, item.q_value,
+                     item.shared_new, styles.as_shown(item.delta), _interval(item.low, item.high), item.p_value,
+                     item.q_value,
                      "judge changed" if item.judge_changed else noise_words(item.beyond_noise, item.p_value)))
     first, _ = tables.table(
         ("change of", "metric", "cases", "clusters", "last run", "this run", "change", "95% interval", "p", "q",

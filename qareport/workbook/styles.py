@@ -120,6 +120,14 @@ COST_FORMAT = "$#,##0.0000"
 NUMBER_FORMATS = {"score": SCORE_FORMAT, "integer": INTEGER_FORMAT, "seconds": SECONDS_FORMAT, "cost": COST_FORMAT}
 """The number format of each `kinds.CellFormat`."""
 DELTA_FORMAT = "+0.00;-0.00;0.00"
+
+
+def as_shown(value: float | None, digits: int = 2) -> float | None:
+    """A change that shows as zero at `digits` decimals is zero: never "−0.00" in a cell, never a
+    rounding residue such as 8e-17 in its value. Other values are kept whole (they filter and sum)."""
+    if value is None:
+        return None
+    return 0.0 if round(value, digits) == 0 else value
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
 
 # Excel's own "bad" and "good" cell styles, so the colours read the way analysts already know.

@@ -1,24 +1,28 @@
 """The Summary sheet, first in the workbook: the weekly question answered in one screen.
 
-It lays out the run's digest (`qareport.digest`), the same one the email and the console use:
+It lays out the run's digest (`qareport.digest`), the same one the email and the console use. What a
+reader acts on comes first and fits the first 40 rows (a 1600×1000 window):
 
     row 3        the verdict: "2 regressions, macro recall 0.84 (−0.05), steps score 0.73"
     row 4        then, once, what a reader must know before trusting it (cases not loaded)
-    left (A-K)   the headline metrics: this run's mean over its evaluated cases, 95 % interval,
-                 cases, not scored, and the last run's mean over its own; then, like for like over
-                 the cases both runs evaluated, last run, this run and the change between them (so
-                 the three reconcile on the row) and whether it is larger than noise;
-                 the regressed and the improved cases, one line each with the reason (linked to
-                 Overview by id); the weakest cases of each kind of target, ranked by its own metrics
-    right (M-N)  test cases by status, their grades (indicator selection: statgpt's ideal /
+    left (A-L)   the headline metrics, each figure once: this run's mean over its evaluated cases, 95 %
+                 interval, cases, not scored, and the last run's mean over its own; then, like for like
+                 over the cases both runs evaluated, last run, this run, the change between them (so the
+                 three reconcile on the row), its interval and whether it is larger than noise; what
+                 this run can see (the change its decision would catch); the regressed and the
+                 improved cases, one line each with the reason (linked to Overview by id)
+                 below them: the cases that moved within noise, the pass rates, the judge's figures,
+                 and the weakest cases of each kind of target, ranked by its own metrics
+    right (N-O)  test cases by status, their grades (indicator selection: statgpt's ideal /
                  acceptable / problematic / failure), the review so far (live counts of the
                  Overview's review column), what was run, and what was not evaluated and why
 
 No cell wraps: rows keep one height, so the blocks never push each other apart. A case keeps every
-word: its name on a row of its own (linked to Overview), then what moved (B-E) and the reason (F-K)
+word: its name on a row of its own (linked to Overview), then what moved (B-E) and the reason (F-L)
 side by side, each split into as many rows as it needs. Two cases never look alike and no moved
 metric is hidden. The links find the case by its id (`case_links`), so they still lead to it after
-Overview is sorted or filtered.
+Overview is sorted or filtered. On paper the sheet is one page wide, in as many pages as it needs
+(two for a usual run), at a scale that can be read.
 
 The grid and `Block` are in `summary_grid`, the left half in `summary_results`, the right half in
 `summary_run`.
@@ -48,7 +52,9 @@ from qareport.workbook.summary_results import (
     names_shared_by_cases,
     write_case_lines,
     write_consistency,
+    write_detectable,
     write_headline,
+    write_judge,
     write_weakest,
     write_within_noise,
 )
@@ -81,14 +87,18 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     first = max(5, row + 1)
     links = replace(links, same_names=names_shared_by_cases(digest))
     left = Block(ws, first, 1)
-    write_headline(left, digest, report.agreement, in_batches=run.judge_usage is not None and run.judge_usage.batch)
-    write_consistency(left, report.pass_rates, report.pass_rules)
+    write_headline(left, digest)
+    write_detectable(left, digest)
     if digest.baseline is not None and digest.deltas:
         write_case_lines(left, "What got worse", digest.regressed, digest.regressed_total, links,
                          what="what moved", more_kind="regression", colour="regression")
         write_case_lines(left, "What got better", digest.improved, digest.improved_total, links,
                          what="what moved", more_kind="improvement", colour="improvement")
+    # below the first screen: the detail a reader looks up rather than acts on
+    if digest.baseline is not None and digest.deltas:
         write_within_noise(left, report, links)
+    write_consistency(left, report.pass_rates, report.pass_rules)
+    write_judge(left, digest, report.agreement, in_batches=run.judge_usage is not None and run.judge_usage.batch)
     write_weakest(left, digest, links)
 
     right = Block(ws, first, KEY_COLUMN)
@@ -101,4 +111,4 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     widths.update({LEFT_COLUMNS + 1: 2.0, KEY_COLUMN: KEY_WIDTH, VALUE_COLUMN: VALUE_WIDTH})
     sheet_looks.set_widths(ws, widths)
     ws.worksheet.hide_gridlines(2)  # on screen and on paper
-    sheet_looks.landscape(ws, fit_page=True)
+    sheet_looks.landscape(ws)  # one page wide, legible: never a whole long sheet shrunk onto one page

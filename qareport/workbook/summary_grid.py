@@ -1,5 +1,5 @@
 """The Summary sheet's grid: its columns and widths, where its links lead, and `Block`, which writes
-rows downwards in a fixed set of columns (the left half, A-K, and the right, M-N).
+rows downwards in a fixed set of columns (the left half, A-L, and the right, N-O).
 """
 
 from __future__ import annotations
@@ -15,16 +15,18 @@ from qareport.workbook.sheet import Cell, Sheet, write
 
 CHANGE_KIND_COLUMN = "C"  # the Changes sheet's column of the kind of change
 
-COLUMN_WIDTHS = {1: 26.0, 2: 9.0, 3: 12.0, 4: 8.0, 5: 10.0, 6: 11.0, 7: 8.0, 8: 9.0, 9: 9.0, 10: 9.0,
-                 11: 21.0}
-LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-K
-KEY_COLUMN, VALUE_COLUMN = 13, 14  # M, N
+# the headline table's columns: metric, mean, interval, cases, not scored, last report, shared cases,
+# last run, this run, change, its interval, vs noise
+COLUMN_WIDTHS = {1: 22.0, 2: 8.0, 3: 11.0, 4: 7.0, 5: 9.0, 6: 10.0, 7: 7.0, 8: 8.0, 9: 8.0, 10: 8.0,
+                 11: 13.0, 12: 19.0}
+LEFT_COLUMNS = len(COLUMN_WIDTHS)  # A-L
+KEY_COLUMN, VALUE_COLUMN = LEFT_COLUMNS + 2, LEFT_COLUMNS + 3  # N, O (M a narrow gap)
 KEY_WIDTH, VALUE_WIDTH = 21.0, 46.0
 WHAT_COLUMN, REASON_COLUMN = 2, 6  # B (to E) what moved or scored, F (to K) the reason
 LINE_CHARS = int(sum(COLUMN_WIDTHS.values())) - 6  # a case's name, on a row of its own
 WHAT_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(WHAT_COLUMN, REASON_COLUMN))) - 2
 REASON_CHARS = int(sum(COLUMN_WIDTHS[c] for c in range(REASON_COLUMN, LEFT_COLUMNS + 1))) - 2
-NOTE_CHARS = int(sum(COLUMN_WIDTHS.values()) * 1.1)  # italics run narrower than the column widths
+NOTE_CHARS = int(sum(COLUMN_WIDTHS.values()) * 1.2)  # italics run narrower than the column widths
 
 
 

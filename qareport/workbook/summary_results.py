@@ -1,4 +1,4 @@
-"""The Summary's left half (A-K): the headline metrics and how sure they are, the pass rates, the
+"""The Summary's left half (A-L): the headline metrics and how sure they are, the pass rates, the
 regressed and improved cases and those within noise, and the weakest cases of each kind.
 """
 
@@ -68,48 +68,12 @@ def shown_interval(delta: HeadlineDelta) -> str:
     return f"{signed_bound(low)} – {signed_bound(high)}"
 
 
-def write_how_sure(block: Block, digest: Digest) -> None:
-    """Against a baseline, the change of each headline metric with its clustered interval, p and q,
-    and the cases and clusters it rests on; then, always, what the run can see: the minimum
-    detectable change per metric (one line each, so the Summary keeps to one screen)."""
-    tested = [(item, delta) for item in digest.headline
-              if (delta := digest.delta(item.metric)) is not None and delta.p_value is not None]
-    if tested:
-        block.section("How sure is it")
-        block.header("metric", "change", "95% interval", "p", "q", "cases", "clusters")
-        for item, delta in tested:
-            block.cell(0, item.label)
-            shown = delta.shown_delta
-            _signed_style(block.cell(1, shown, number_format=styles.DELTA_FORMAT), shown,
-                          strong=bool(delta.beyond_noise))
-            if delta.low is not None and delta.high is not None:
-                block.cell(2, shown_interval(delta))
-            assert delta.p_value is not None
-            block.cell(3, _probability(delta.p_value))
-            if delta.q_value is not None:
-                block.cell(4, _probability(delta.q_value))
-            block.cell(5, delta.shared_cases, number_format=styles.INTEGER_FORMAT)
-            block.cell(6, delta.clusters, number_format=styles.INTEGER_FORMAT)
-            block.row += 1
-        block.note(f"change: like for like, interval and p flipping whole clusters; q: p adjusted (Holm) over the "
-                   f"{len(tested)} headline metrics alone (tags, templates, dimensions: families of their own, see "
-                   f"Statistics); beyond noise when q ≤ 0.05: {digest.beyond_noise} of the run's {digest.tests} "
-                   "changes.")
-    for item in digest.headline:
-        if item.mean is None:
-            continue
-        delta = digest.delta(item.metric)
-        effect = mattering(delta.design_effect if delta is not None and delta.p_value is not None
-                           else item.design_effect)
-        text = f"{item.label}: {detectable_words(item, delta)}"
-        block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
-
-
-def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | None = None, *,
-                   in_batches: bool = False) -> None:
-    """One row per metric. Against a baseline the row reconciles: last run and this run over the same
-    shared cases, and the change between them, all to two decimals; each run's mean over all its
-    own evaluated cases (what its report said) stands apart, under its own heading."""
+def write_headline(block: Block, digest: Digest) -> None:
+    """One row per metric, each figure once. Against a baseline the row reconciles: last run and this
+    run over the same shared cases, and the change between them, all to two decimals, with the
+    change's clustered interval and its decision; each run's mean over all its own evaluated cases
+    (what its report said) stands apart, under its own heading. The p-values and clusters behind
+    the decisions are in Statistics."""
     block.section("How good is it")
     compared = bool(digest.deltas)
     if compared:
@@ -119,7 +83,8 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
             block.cell(offset, title, font=styles.BOLD)
         block.row += 1
     block.header("metric", "mean", "95% interval", "cases", "not scored",
-                 *(("last report", "cases", "last run", "this run", "change", "vs noise") if compared else ()))
+                 *(("last report", "cases", "last run", "this run", "change", "95% interval", "vs noise")
+                   if compared else ()))
     if not digest.headline:
         block.note("No metric could be computed: no test case was evaluated (see the status counts).")
     for item in digest.headline:
@@ -139,18 +104,48 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
             shown = delta.shown_delta  # the difference of the two figures beside it, as shown
             _signed_style(block.cell(9, shown, number_format=styles.DELTA_FORMAT), shown,
                           strong=bool(delta.beyond_noise))
-            block.cell(10, _noise_words(delta))
+            if delta.low is not None and delta.high is not None and delta.p_value is not None:
+                block.cell(10, shown_interval(delta))
+            block.cell(11, _noise_words(delta))
         block.row += 1
-    block.note("mean: over the evaluated cases, 95 % interval by cluster bootstrap; not scored: cases with such a "
-               "target that failed or had no usable response.")
+    text = ("mean: over the evaluated cases, 95 % interval by cluster bootstrap; not scored: cases with such a "
+            "target that failed or had no usable response.")
     if compared:
-        block.note("last report: the last run's mean over all its evaluated cases, as its report gave it. like for "
-                   "like: both runs' means over the cases both evaluated whose test did not change, and the change "
-                   "between them; a removed, new, failed or edited case never moves it.")
+        tested = sum(1 for delta in digest.deltas if delta.p_value is not None)
+        text += (" last report: the last run's mean over all its evaluated cases. like for like: over the cases both "
+                 "runs evaluated whose test did not change (a removed, new, failed or edited case never moves it); "
+                 "interval and p flip whole clusters; q: p adjusted (Holm) over the "
+                 f"{tested} headline metrics alone; beyond noise when q ≤ 0.05: {digest.beyond_noise} of the run's "
+                 f"{digest.tests} changes (tags, templates, dimensions: families of their own; p, clusters: "
+                 "see Statistics).")
+    block.note(text)
+
+
+def write_detectable(block: Block, digest: Digest) -> None:
+    """What the run can see: the change of each headline metric the run's own decision would catch
+    about 8 times in 10 (one line each)."""
+    said = False
+    for item in digest.headline:
+        if item.mean is None:
+            continue
+        delta = digest.delta(item.metric)
+        effect = mattering(delta.design_effect if delta is not None and delta.p_value is not None
+                           else item.design_effect)
+        text = f"{'' if said else 'What this run can see: '}{item.label}: {detectable_words(item, delta)}"
+        block.note(text + (f"; design effect {effect:.1f}" if effect is not None else "") + ".")
+        said = True
+
+
+def write_judge(block: Block, digest: Digest, agreement: JudgeAgreement | None = None, *,
+                in_batches: bool = False) -> None:
+    """The judge's figures: how its metrics were judged, and its agreement with the analysts' reviews."""
+    if not digest.judged and agreement is None:
+        return
+    block.section("The LLM judge")
     if digest.judged:
         listed = sorted(digest.judged, key=lambda metric: not metric.mostly_failed)  # the alarming ones first
         text = f"LLM judge{' (in batches)' if in_batches else ''}: " + "; ".join(m.describe() for m in listed)
-        cell = block.note(styles.shorten(text, 110))
+        cell = block.note(styles.shorten(text, 110))  # one line; the Statistics sheet has the whole table
         if any(metric.mostly_failed for metric in digest.judged):
             cell.font = styles.REGRESSION_FONT
     if agreement is not None:  # the judge against the analysts' reviews (`judge_agreement`)
@@ -161,7 +156,6 @@ def write_headline(block: Block, digest: Digest, agreement: JudgeAgreement | Non
             if any(text.casefold() == warning.casefold() for warning in flagged):
                 for row in range(first, block.row):  # every line of it, in red
                     block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
-    write_how_sure(block, digest)
 
 
 def write_consistency(block: Block, rates: SuiteConsistency | None, pass_rules: str) -> None:

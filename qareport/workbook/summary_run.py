@@ -1,4 +1,4 @@
-"""The Summary's right half (M-N): test cases by status, their grades, the review so far, what was
+"""The Summary's right half (N-O): test cases by status, their grades, the review so far, what was
 run, and what was not evaluated and why.
 """
 
