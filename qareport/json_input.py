@@ -9,7 +9,7 @@ one at a time, as its caller asks for them: only the records already turned into
 
 Both return None when the file needs the whole-text reading (`parse_json` over the decoded text) to
 be described exactly: text that is not UTF-8, is empty or only whitespace, is not an array or a
-mapping, has a syntax error anywhere, a number too long to read, or nesting too deep to parse. The
+mapping, has a syntax error anywhere, a number too long to read, or nests deeper than `MAX_DEPTH`. The
 caller then reads it whole, and the problem is reported as before, with its line. A well-formed
 file is thus read once; a malformed one twice.
 
@@ -30,6 +30,11 @@ from typing import Any, BinaryIO, Protocol
 from qareport.id_text import normalise_id
 
 MAX_INT_DIGITS = 4000  # below Python's int-to-string limit (4,300 digits)
+MAX_DEPTH = 100
+"""Levels of nested arrays and objects a JSON value may have (a response needs fewer than 15), as for
+YAML (`yaml_guards.MAX_DEPTH`). A deeper value is refused by looking at its text, so the outcome is
+the same on every Python version: the parser's and the readers' recursion limits differ between
+them (3.12 and later parse 5,000 levels that 3.11 refuses, and the readers then recurse past theirs)."""
 CHUNK_BYTES = 1 << 20
 _WHITESPACE = " \t\n\r"  # JSON's whitespace (str.isspace would allow more than json.loads does)
 _ID_FIELD = re.compile(r'"(?:question_id|test_case_id|id)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
@@ -69,10 +74,50 @@ class _Oversized(Exception):
     """An integer too long to read as a number: the whole-text reading keeps it as text."""
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_AS_PARENTHESES = str.maketrans("[]{}", "()()")
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def deep_nesting_at(text: str, start: int = 0, end: int | None = None) -> int | None:
+    """Where the JSON text `text[start:end]` first nests deeper than `MAX_DEPTH` levels (the offset
+    of the opening bracket that passes it), or None when it never does. Brackets inside strings do
+    not count. Cheap for the usual text: one that has few brackets, or whose brackets all pair off
+    within `MAX_DEPTH` rounds of removing the innermost pairs, is not looked at further."""
+    end = len(text) if end is None else end
+    if text.count("[", start, end) + text.count("{", start, end) <= MAX_DEPTH:
+        return None
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text[start:end])).translate(_AS_PARENTHESES)
+    for _ in range(MAX_DEPTH):
+        if not brackets:
+            return None
+        brackets = brackets.replace("()", "")  # each round removes one level of innermost pairs
+    if not brackets:
+        return None
+    depth = 0  # deep, or the brackets do not pair off: find where the depth passes the limit, if it does
+    for match in _STRING_OR_BRACKET.finditer(text, start, end):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return match.start()
+        elif token in ("]", "}"):
+            depth -= 1
+    return None
+
+
+TOO_DEEP = (f"the JSON nests too deeply (more than {MAX_DEPTH} levels of arrays and objects; a response needs "
+            "fewer than 15); qareport refuses it")
+
+
 def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | None, str]]]:
     """The value of one JSON text (a whole file, or one line of JSON Lines when `line` is given),
     with its problems as (line, message). The value is `UNREADABLE` when the text is not JSON or
-    nests too deeply; an integer too long to be a number is kept as text, with a problem."""
+    nests deeper than `MAX_DEPTH`; an integer too long to be a number is kept as text, with a problem."""
+    deep = deep_nesting_at(text)
+    if deep is not None:
+        return UNREADABLE, [(line if line is not None else text.count("\n", 0, deep) + 1, TOO_DEEP)]
     oversized: list[str] = []
 
     def parse_int(digits: str) -> int | str:
@@ -95,9 +140,8 @@ def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | No
         if line is not None:
             return UNREADABLE, [(line, f"invalid JSON on this line: {error.msg}; fix or remove the line")]
         return UNREADABLE, [(error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax")]
-    except RecursionError:
-        return UNREADABLE, [(line, "the JSON nests too deeply to read (over about a thousand levels); "
-                                   "qareport refuses it")]
+    except RecursionError:  # not reached: the depth was checked above; kept so that it stays a problem
+        return UNREADABLE, [(line, TOO_DEEP)]
     problems: list[tuple[int | None, str]] = []
     for digits in oversized:
         where = line if line is not None else text.count("\n", 0, max(0, text.find(digits))) + 1
@@ -260,6 +304,8 @@ class _Cursor:
                 raise _NeedsWholeText from None
             except (_Oversized, RecursionError):
                 raise _NeedsWholeText from None
+            if deep_nesting_at(self.text, self.position, end) is not None:
+                raise _NeedsWholeText  # the whole-text reading says where
             if end < len(self.text) or not self.more():
                 self.position = end
                 self.read_size = CHUNK_BYTES

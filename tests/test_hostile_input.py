@@ -15,6 +15,7 @@ import pytest
 from openpyxl import load_workbook
 
 from qareport.cli import main
+from qareport.json_input import MAX_DEPTH, deep_nesting_at, parse_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -144,6 +145,39 @@ def test_deeply_nested_json_is_refused_with_a_problem(tmp_path, capsys, depth):
     status, err, statuses, problems = run(tmp_path, testcases, responses, capsys)
     assert problem_at(problems, "responses.json", None, "nests too deeply")
     assert statuses["good"] == "missing"  # the file could not be read at all: said, not crashed
+
+
+@pytest.mark.parametrize("depth", [101, 5_000, 100_000])
+def test_a_response_nesting_too_deeply_inside_a_field_is_refused_at_its_line_on_every_python(tmp_path, capsys, depth):
+    """Python 3.12 and later parse 5,000 levels that 3.11 refuses; the refusal is qareport's own, at
+    the same depth on every version, before any reader recurses into the value."""
+    deep = {**GOOD_RESPONSE, "actual_answer": "PLACEHOLDER"}
+    text = json.dumps([deep], indent=1).replace('"PLACEHOLDER"', "[" * depth + "]" * depth)
+    testcases, responses = write_inputs(tmp_path, GOOD_CASE, text)
+    status, err, statuses, problems = run(tmp_path, testcases, responses, capsys)
+    line = text[:text.index("[" * depth)].count("\n") + 1
+    assert problem_at(problems, "responses.json", line, f"nests too deeply (more than {MAX_DEPTH} levels")
+    assert statuses["good"] == "missing"
+
+
+def test_a_response_nesting_as_deep_as_allowed_is_read():
+    text = json.dumps({**GOOD_RESPONSE, "extra": "PLACEHOLDER"}).replace('"PLACEHOLDER"', "[" * 99 + "]" * 99)
+    value, problems = parse_json(text, line=None)
+    assert problems == [] and value["id"] == "good"
+
+
+@pytest.mark.parametrize(("text", "exp"), [
+    ("[" * 100 + "]" * 100, None),
+    ("[" * 101 + "]" * 101, 100),
+    ("{" + '"a":{' * 100 + "}" * 101, 500),  # objects count as arrays do
+    ('["' + "[" * 500 + '"]', None),  # brackets inside a string are text
+    ('["\\\\"' + ", [" * 101 + "]" * 101 + "]", 304),  # an escaped backslash, then the string's end
+    ("[]" * 500, None),  # wide, not deep
+    ("]" + "[]" * 200, None),  # brackets that do not pair off: a syntax error, not nesting
+    ("\n[\n" + "[" * 150, 102),  # never closed: it still nests that deep before the error
+])
+def test_deep_nesting_is_found_at_the_bracket_that_passes_the_limit(text, exp):
+    assert deep_nesting_at(text) == exp
 
 
 def test_deeply_nested_json_lines_cost_only_their_line(tmp_path, capsys):
