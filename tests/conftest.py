@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -51,6 +55,88 @@ def run_qareport(*args: str, cwd: str | Path | None = None, env: dict | None = N
         [sys.executable, "-m", "qareport", *map(str, args)],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300,
     )
+
+
+NOBODY = 65534
+NO_PASSWD_UID = 54321  # a user id no passwd database names
+
+
+@dataclass(frozen=True)
+class OtherUser:
+    """A user other than the one running the tests, for tests of file modes: root reads and writes
+    whatever the modes say, so under root (how CI runs) a mode can only be tested from a child
+    process that runs as someone else. `folder` is a scratch folder that user owns."""
+
+    how: str  # "this user" (not root), "nobody" (setuid) or "user namespace" (unshare --map-user)
+    folder: Path
+    prefix: tuple[str, ...] = ()
+    uid: int | None = None
+
+    def run_qareport(self, *args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """`python -m qareport ARGS` as that user, in `folder`, with its cache in `folder`."""
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_OPENAI_"))}
+        full_env.update(HOME=str(self.folder), XDG_CACHE_HOME=str(self.folder / ".cache"))
+        full_env.update(env or {})
+        return subprocess.run([*self.prefix, sys.executable, "-m", "qareport", *map(str, args)], cwd=self.folder,
+                              env=full_env, capture_output=True, text=True, timeout=300,
+                              user=self.uid, group=self.uid, extra_groups=[] if self.uid is not None else None)
+
+    def give(self, path: Path) -> Path:
+        """Make `path` (made by this process) that user's, as if it had made it."""
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+        return path
+
+
+def _runs_qareport(prefix: tuple[str, ...], uid: int | None) -> bool:
+    """Whether a child started this way can import qareport (its interpreter and files readable)."""
+    try:
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import os, qareport; print(os.getuid())"], cwd="/",
+                               capture_output=True, text=True, timeout=120, user=uid, group=uid,
+                               extra_groups=[] if uid is not None else None)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0 and probe.stdout.strip() not in ("", "0")
+
+
+@functools.lru_cache(maxsize=1)
+def _other_user_way() -> tuple[str, tuple[str, ...], int | None] | None:
+    """How this machine can run a child as another user: not root, this user; as root, `nobody` when
+    it can read the interpreter and qareport, else a user namespace in which this process's files
+    are the child's own but root's privileges are gone (modes apply to it as to their owner)."""
+    if not hasattr(os, "geteuid"):
+        return None
+    if os.geteuid() != 0:
+        return "this user", (), None
+    if _runs_qareport((), NOBODY):
+        return "nobody", (), NOBODY
+    unshare = shutil.which("unshare")
+    prefix = (unshare, "--user", f"--map-user={NO_PASSWD_UID}") if unshare else ()
+    if unshare and _runs_qareport(prefix, None):
+        return "user namespace", prefix, None
+    return None
+
+
+@pytest.fixture
+def other_user(tmp_path_factory):
+    """An `OtherUser` with a scratch folder of its own (outside pytest's root-only temporary root),
+    removed afterwards; skips only where no other user can be had (not POSIX, or root without a
+    readable interpreter for `nobody` and without user namespaces)."""
+    way = _other_user_way()
+    if way is None:
+        pytest.skip("file modes need a user other than root: not POSIX, or neither `nobody` nor a user "
+                    "namespace can run qareport here")
+    how, prefix, uid = way
+    folder = Path(tempfile.mkdtemp(prefix="qareport-other-user-"))
+    try:
+        user = OtherUser(how, folder, prefix, uid)
+        user.give(folder)
+        yield user
+    finally:
+        for path in [folder, *folder.rglob("*")]:  # what a test locked must open again to be removed
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o700)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 REVIEW_COUNTS = ("=COUNTA(Overview!", "=SUMPRODUCT((LEFT(Overview!")

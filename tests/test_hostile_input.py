@@ -52,11 +52,17 @@ def run(folder: Path, testcases: Path, responses: Path, capsys) -> tuple[int, st
     status = main(["run", str(testcases), "--responses", str(responses), "--output", str(report), "--no-llm", "-q"])
     err = capsys.readouterr().err
     assert "internal error" not in err and "Traceback" not in err
+    statuses, problems = read_report(report)
+    return status, err, statuses, problems
+
+
+def read_report(report: Path) -> tuple[dict[str, str], list[tuple]]:
+    """Each case's status in the Overview, and the rows of the Problems sheet."""
     book = load_workbook(report)
     statuses = {row[0]: row[[c.value for c in book["Overview"][1]].index("status")]
                 for row in book["Overview"].iter_rows(min_row=2, values_only=True)}
     problems = list(book["Problems"].iter_rows(min_row=2, values_only=True)) if "Problems" in book.sheetnames else []
-    return status, err, statuses, problems
+    return statuses, problems
 
 
 def problem_at(problems: list[tuple], file_end: str, line: int | None, text: str) -> bool:
@@ -261,18 +267,22 @@ def test_a_fifo_given_as_an_input_is_named_as_such_and_never_read(tmp_path, caps
     assert f"{fifo}: a named pipe (FIFO), not a file" in err
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder")
-def test_an_unreadable_folder_among_the_inputs_is_named(tmp_path, capsys):
-    testcases, responses = write_inputs(tmp_path, GOOD_CASE, [GOOD_RESPONSE])
+def test_an_unreadable_folder_among_the_inputs_is_named(other_user):
+    folder = other_user.folder
+    testcases, responses = write_inputs(folder, GOOD_CASE, [GOOD_RESPONSE])
     locked = testcases / "locked"
     locked.mkdir()
     (locked / "more.yaml").write_text(case("more"), encoding="utf-8")
-    locked.chmod(0)
-    try:
-        status, err, statuses, problems = run(tmp_path, testcases, responses, capsys)
-    finally:
-        locked.chmod(0o755)
+    for path in (testcases, testcases / "cases.yaml", locked, locked / "more.yaml", responses):
+        other_user.give(path)
+    locked.chmod(0)  # its owner, the user who runs qareport, may not read it
+    done = other_user.run_qareport("run", testcases, "--responses", responses, "--output", folder / "report.xlsx",
+                                   "--no-llm", "-q")
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    statuses, problems = read_report(folder / "report.xlsx")
     assert problem_at(problems, "locked", None, "cannot read this folder")
+    assert statuses == {"good": "success"}
 
 
 # --- a cell too small for the text -----------------------------------------------------------------

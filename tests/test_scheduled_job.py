@@ -75,12 +75,16 @@ def test_an_output_folder_that_does_not_exist_is_refused_before_any_work(tmp_pat
     assert f"the folder {tmp_path / 'reports'} does not exist; create it first" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes everywhere")
-def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
-    folder = tmp_path / "locked"
-    folder.mkdir(mode=0o500)
-    assert run(folder / "week.xlsx") == 2
-    assert "cannot be written" in capsys.readouterr().err
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(other_user):
+    folder = other_user.folder / "locked"
+    folder.mkdir()
+    other_user.give(folder)
+    folder.chmod(0o500)  # its owner, the user who runs qareport, may not write in it
+    done = other_user.run_qareport("run", TESTCASES, "--responses", RESPONSES, "--output", folder / "week.xlsx",
+                                   "--no-llm")
+    assert done.returncode == 2, done.stderr
+    assert f"{folder}" in done.stderr and "cannot be written" in done.stderr
+    assert list(folder.iterdir()) == []
 
 
 def test_a_results_path_that_is_an_input_is_refused_and_the_input_is_left_intact(tmp_path, capsys):
