@@ -3,6 +3,7 @@ regression or a low score can fail the job, and a run that evaluated too little 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -354,7 +355,9 @@ def test_cases_of_a_broken_file_are_not_loaded_not_removed_and_said_first(last_w
     not_loaded = {row[0] for row in changes if row[2] == "not loaded"}
     assert FIRST_WEO_CASE in not_loaded and len(not_loaded) == (1 if how == "one item" else 9)
     assert changes[0][2] == "not loaded"  # listed first
-    verdict, alert = book["Summary"]["A3"].value, book["Summary"]["A4"].value
+    verdict = book["Summary"]["A3"].value
+    # the alert is wrapped over as many lines as its places (long temporary paths) need
+    alert = " ".join(itertools.takewhile(bool, (cell.value for cell in book["Summary"]["A"][3:])))
     assert re.match(r"(no|1) regression, macro precision \d", verdict)  # the verdict leads, always
     assert alert.startswith(f"{len(not_loaded)} test case(s) of the baseline could not be loaded (")  # then the warning
     assert "weo.yaml" in " ".join(str(c.value) for c in book["Summary"]["A"][3:6] if c.value)
