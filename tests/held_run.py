@@ -15,6 +15,7 @@ in the stream the progress display writes to and in an audit hook (`sys.addaudit
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -74,6 +75,9 @@ class _WatchedStream:
 
 def _run() -> int:
     stage, opens, arguments = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    # Ctrl-C raises KeyboardInterrupt at a terminal; a parent that ignores SIGINT (pytest-xdist's
+    # workers do) would pass that on, and the run would sleep through the test's signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     hold = _Hold(stage, opens)
 
     def audit(event: str, args: tuple[Any, ...]) -> None:
