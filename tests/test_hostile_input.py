@@ -15,7 +15,7 @@ import pytest
 from openpyxl import load_workbook
 
 from qareport.cli import main
-from qareport.json_input import MAX_DEPTH, deep_nesting_at, parse_json
+from qareport.json_input import MAX_DEPTH, deep_nesting_at, nests_too_deeply, parse_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -184,6 +184,15 @@ def test_a_response_nesting_as_deep_as_allowed_is_read():
 ])
 def test_deep_nesting_is_found_at_the_bracket_that_passes_the_limit(text, exp):
     assert deep_nesting_at(text) == exp
+
+
+@pytest.mark.parametrize(("depth", "exp"), [(0, False), (1, False), (100, False), (101, True), (5_000, True)])
+@pytest.mark.parametrize("container", ["list", "dict"])
+def test_a_value_nests_too_deeply_past_the_limit_however_deep(depth, exp, container):
+    value: object = "a step's output: [[[[[[ is text"
+    for _ in range(depth):
+        value = [value, 1] if container == "list" else {"a": value, "b": 2}
+    assert nests_too_deeply(value) is exp
 
 
 def test_deeply_nested_json_lines_cost_only_their_line(tmp_path, capsys):
