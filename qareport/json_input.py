@@ -9,7 +9,7 @@ one at a time, as its caller asks for them: only the records already turned into
 
 Both return None when the file needs the whole-text reading (`parse_json` over the decoded text) to
 be described exactly: text that is not UTF-8, is empty or only whitespace, is not an array or a
-mapping, has a syntax error anywhere, a number too long to read, or nesting too deep to parse. The
+mapping, has a syntax error anywhere, a number too long to read, or nests deeper than `MAX_DEPTH`. The
 caller then reads it whole, and the problem is reported as before, with its line. A well-formed
 file is thus read once; a malformed one twice.
 
@@ -30,6 +30,12 @@ from typing import Any, BinaryIO, Protocol
 from qareport.id_text import normalise_id
 
 MAX_INT_DIGITS = 4000  # below Python's int-to-string limit (4,300 digits)
+MAX_DEPTH = 100
+"""Levels of nested arrays and objects a JSON value may have (a response needs fewer than 15), as for
+YAML (`yaml_guards.MAX_DEPTH`). A deeper value is refused whether or not the parser managed to read
+it, so the outcome is the same on every Python version: the parser's and the readers' recursion
+limits differ between them (3.12 and later parse 5,000 levels that 3.11 refuses, and the readers
+then recurse past theirs)."""
 CHUNK_BYTES = 1 << 20
 _WHITESPACE = " \t\n\r"  # JSON's whitespace (str.isspace would allow more than json.loads does)
 _ID_FIELD = re.compile(r'"(?:question_id|test_case_id|id)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
@@ -69,10 +75,51 @@ class _Oversized(Exception):
     """An integer too long to read as a number: the whole-text reading keeps it as text."""
 
 
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def nests_too_deeply(value: Any) -> bool:
+    """Whether a parsed JSON value has arrays and objects nested deeper than `MAX_DEPTH` levels (the
+    outermost one is level 1). Looks at the arrays and objects only (a step's output is a string,
+    never looked into), one level at a time: no recursion, whatever the depth."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        inner: list[Any] = []
+        for container in level:
+            inner.extend([item for item in (container.values() if isinstance(container, dict) else container)
+                          if isinstance(item, (dict, list))])
+        level = inner
+    return False
+
+
+def deep_nesting_at(text: str, start: int = 0, end: int | None = None) -> int | None:
+    """Where the JSON text `text[start:end]` first nests deeper than `MAX_DEPTH` levels (the offset
+    of the opening bracket that passes it), or None when it never does; brackets inside strings do
+    not count. A scan of every string and bracket: for a text being refused, to say its line."""
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text, start, len(text) if end is None else end):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return match.start()
+        elif token in ("]", "}"):
+            depth -= 1
+    return None
+
+
+TOO_DEEP = (f"the JSON nests too deeply (more than {MAX_DEPTH} levels of arrays and objects; a response needs "
+            "fewer than 15); qareport refuses it")
+
+
 def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | None, str]]]:
     """The value of one JSON text (a whole file, or one line of JSON Lines when `line` is given),
     with its problems as (line, message). The value is `UNREADABLE` when the text is not JSON or
-    nests too deeply; an integer too long to be a number is kept as text, with a problem."""
+    nests deeper than `MAX_DEPTH`; an integer too long to be a number is kept as text, with a problem."""
     oversized: list[str] = []
 
     def parse_int(digits: str) -> int | str:
@@ -95,15 +142,25 @@ def parse_json(text: str, *, line: int | None) -> tuple[Any, list[tuple[int | No
         if line is not None:
             return UNREADABLE, [(line, f"invalid JSON on this line: {error.msg}; fix or remove the line")]
         return UNREADABLE, [(error.lineno, f"invalid JSON: {error.msg} (column {error.colno}); fix the syntax")]
-    except RecursionError:
-        return UNREADABLE, [(line, "the JSON nests too deeply to read (over about a thousand levels); "
-                                   "qareport refuses it")]
+    except RecursionError:  # deeper than this interpreter parses: deeper than MAX_DEPTH too
+        return UNREADABLE, [(_refusal_line(text, line), TOO_DEEP)]
+    if nests_too_deeply(value):
+        return UNREADABLE, [(_refusal_line(text, line), TOO_DEEP)]
     problems: list[tuple[int | None, str]] = []
     for digits in oversized:
         where = line if line is not None else text.count("\n", 0, max(0, text.find(digits))) + 1
         problems.append((where, f"a number with {len(digits):,} digits is too long to read as a number; "
                                 "it is kept as text"))
     return value, problems
+
+
+def _refusal_line(text: str, line: int | None) -> int | None:
+    """The line to name when a text nests too deeply: the given one (a JSON Lines line), else the
+    line of the bracket that passes `MAX_DEPTH`."""
+    if line is not None:
+        return line
+    at = deep_nesting_at(text)
+    return None if at is None else text.count("\n", 0, at) + 1
 
 
 _LEADING_ZERO = re.compile(r"-?0\d+")
@@ -260,6 +317,8 @@ class _Cursor:
                 raise _NeedsWholeText from None
             except (_Oversized, RecursionError):
                 raise _NeedsWholeText from None
+            if nests_too_deeply(value):
+                raise _NeedsWholeText  # the whole-text reading refuses it and says where
             if end < len(self.text) or not self.more():
                 self.position = end
                 self.read_size = CHUNK_BYTES

@@ -3,6 +3,8 @@ baseline, a results file too; the Changes and Trend sheets say what moved."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
@@ -243,10 +245,11 @@ def test_read_run_raises_baseline_error():
 # --- the Trend sheet -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def history(last_week, tmp_path):
-    folder = tmp_path / "history"
-    folder.mkdir()
+@pytest.fixture(scope="module")
+def history(last_week, tmp_path_factory):
+    """Weeks 18 and 19 in a folder, with two files that are not runs; read only (a test that writes
+    in it copies it first)."""
+    folder = tmp_path_factory.mktemp("history")
     shutil.copy(last_week, folder / "week18.xlsx")
     assert run(folder / "week19.xlsx", "--results", str(folder / "week19.yaml"), epoch=WEEK_19) == 0
     (folder / "qareport.yaml").write_text("strict: false\n")  # a configuration, not a run
@@ -254,9 +257,18 @@ def history(last_week, tmp_path):
     return folder
 
 
-def test_history_adds_a_trend_sheet_one_row_per_run_by_date_with_this_run_last(history, tmp_path):
-    report = tmp_path / "week20.xlsx"
-    assert run(report, "--history", str(history), epoch=WEEK_20) == 0
+@pytest.fixture(scope="module")
+def week_20(history, tmp_path_factory) -> tuple[Path, str]:
+    """Week 20's run with that history: its workbook and what it said on stderr."""
+    report = tmp_path_factory.mktemp("week-20") / "week20.xlsx"
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        assert run(report, "--history", str(history), epoch=WEEK_20) == 0
+    return report, said.getvalue()
+
+
+def test_history_adds_a_trend_sheet_one_row_per_run_by_date_with_this_run_last(week_20):
+    report, _ = week_20
     workbook = load_workbook(report)
     header, *rows = sheet_rows(workbook["Trend"])
     assert header[:10] == ["date (UTC)", "run", "qareport", "test cases", "evaluated", "errors", "missing", "invalid",
@@ -271,16 +283,13 @@ def test_history_adds_a_trend_sheet_one_row_per_run_by_date_with_this_run_last(h
     assert workbook.sheetnames.index("Statistics") < workbook.sheetnames.index("Trend")
 
 
-def test_a_file_in_a_history_folder_that_is_not_a_run_is_skipped_and_said(history, tmp_path, capsys):
-    report = tmp_path / "week20.xlsx"
-    assert run(report, "--history", str(history), epoch=WEEK_20) == 0
-    err = capsys.readouterr().err
+def test_a_file_in_a_history_folder_that_is_not_a_run_is_skipped_and_said(week_20):
+    _, err = week_20
     assert re.search(r"qareport: history: skipped .*qareport\.yaml: not a qareport results file", err)
 
 
-def test_the_trend_sheet_has_a_line_chart_of_the_headline_metrics(history, tmp_path):
-    report = tmp_path / "week20.xlsx"
-    assert run(report, "--history", str(history), epoch=WEEK_20) == 0
+def test_the_trend_sheet_has_a_line_chart_of_the_headline_metrics(week_20):
+    report, _ = week_20
     with zipfile.ZipFile(report) as package:
         charts = [ElementTree.fromstring(package.read(n)) for n in package.namelist() if n.startswith("xl/charts/chart")]
     (line,) = [c for c in charts if c.find(".//c:lineChart", NS) is not None]
@@ -294,7 +303,8 @@ def test_the_trend_sheet_has_a_line_chart_of_the_headline_metrics(history, tmp_p
     assert "".join(t.text for t in line.find("c:chart/c:title", NS).iter(f"{{{NS['a']}}}t")) == "Headline metrics per run"
 
 
-def test_the_output_in_a_history_folder_is_not_its_own_history(history):
+def test_the_output_in_a_history_folder_is_not_its_own_history(history, tmp_path):
+    history = Path(shutil.copytree(history, tmp_path / "history"))
     assert run(history / "week19.xlsx", "--history", str(history), epoch=WEEK_20) == 0
     rows = sheet_rows(load_workbook(history / "week19.xlsx")["Trend"])[1:]
     assert [r[1] for r in rows] == ["week18.xlsx", "week19.yaml", "this run"]

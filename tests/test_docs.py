@@ -220,7 +220,7 @@ def test_the_quick_start_commands_are_the_ones_ci_runs():
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     # one command: the install, then the gates (types, linter), each stopping it when it fails, then the tests
     command = ('python -m pip install -q --upgrade "pip>=25.1" && python -m pip install -q . --group dev '
-               "&& python -m mypy --strict qareport && python -m ruff check && python -m pytest")
+               "&& python -m mypy --strict qareport && python -m ruff check && python -m pytest && python -m pytest -m slow -n 2")
     assert command in [line.strip() for line in README.splitlines()]
     assert command in [line.strip() for line in ci.splitlines()]
     assert "qareport run testcases --responses testcases/responses --output report.xlsx" in README

@@ -15,10 +15,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import held_run
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
@@ -436,10 +436,11 @@ def test_a_path_beyond_path_max_is_a_usage_error_before_any_work(tmp_path, capsy
 
 @pytest.fixture(scope="module")
 def big_suite(tmp_path_factory) -> tuple[Path, Path]:
-    """6,000 cases: a run that takes a few seconds, long enough to be stopped in each stage."""
+    """300 cases: rows enough that writing them is under way when the run is held (`held_run`); the
+    hold, not the suite's size, makes each stage last until the signal."""
     folder = tmp_path_factory.mktemp("big")
     cases, responses = [], []
-    for i in range(6000):
+    for i in range(300):
         cases.append(f"""- id: case-{i:05d}
   name: GDP of country {i}
   tags: [t{i % 7}]
@@ -465,10 +466,19 @@ def big_suite(tmp_path_factory) -> tuple[Path, Path]:
     return folder / "cases.yaml", folder / "responses.jsonl"
 
 
-def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int) -> tuple[int, str, Path, Path]:
-    """Start `python -m qareport run` with its stderr on a terminal (so that it shows each stage as it
-    starts), send `signum` as soon as `stage` shows, and return the exit status, what it printed, the
-    output folder and its TMPDIR."""
+HELD_RUN = Path(__file__).resolve().parent / "held_run.py"
+WRITING_OPENS = 2
+"""Writing is stopped once the rows of its first sheets have files in TMPDIR, beside the temporary
+workbook in the output folder: the clean-up then has both to remove."""
+
+
+def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int, *,
+                  opens: int = 0) -> tuple[int, str, Path, Path, list[str]]:
+    """Run the command with its stderr on a terminal (so that it shows each stage as it starts),
+    held inside `stage` (`held_run`: after its name shows and then `opens` more files opened in
+    TMPDIR) until `signum` is sent; return the exit status, what it printed, the output folder, its
+    TMPDIR, and what the two held when the signal was sent. The signal is sent only once the run waits inside the stage, so the outcome does
+    not depend on how fast the machine is."""
     cases, responses = big_suite
     out, tmp = tmp_path / "out", tmp_path / "tmpdir"
     out.mkdir()
@@ -476,45 +486,56 @@ def stop_in_stage(big_suite, tmp_path: Path, stage: str, signum: int) -> tuple[i
     env = {**os.environ, "TMPDIR": str(tmp)}
     env.pop("QAREPORT_DEBUG", None)
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "qareport", "run", str(cases), "--responses", str(responses),
-                                "--output", str(out / "week.xlsx"), "--no-llm", "--no-cache"],
+    process = subprocess.Popen([sys.executable, str(HELD_RUN), stage, str(opens), "run", str(cases), "--responses",
+                                str(responses), "--output", str(out / "week.xlsx"), "--no-llm", "--no-cache"],
                                stdout=subprocess.DEVNULL, stderr=follower, env=env)
     os.close(follower)
-    shown, sent = b"", False
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the process ended and closed its side
-                break
-            if not chunk:
-                break
-            shown += chunk
-        if not sent and stage.encode() in shown:
+    shown, sent, held = b"", False, []
+    while True:  # until the child closes the terminal: it ends, whatever happens, within the timeout below
+        ready, _, _ = select.select([leader], [], [], 300)
+        if not ready:
+            process.kill()
+            break
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the process ended and closed its side
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not sent and held_run.HELD.encode() in shown:
+            held = sorted(str(path.relative_to(tmp_path)) for path in [*out.rglob("*"), *tmp.rglob("*")])
             process.send_signal(signum)
             sent = True
-        if process.poll() is not None and not ready:
-            break
     status = process.wait(timeout=60)
     os.close(leader)
-    assert sent, f"the run never showed {stage!r}: {shown!r}"
-    return status, shown.decode("utf-8", "replace"), out, tmp
+    assert sent, f"the run never reached {stage!r}: {shown!r}"
+    return status, shown.decode("utf-8", "replace"), out, tmp, held
 
 
 @pytest.mark.parametrize("stage", ["loading test cases", "evaluating", "writing"])
 def test_sigterm_in_each_stage_cleans_up_says_so_and_exits_143(big_suite, tmp_path, stage):
-    status, shown, out, tmp = stop_in_stage(big_suite, tmp_path, stage, signal.SIGTERM)
+    status, shown, out, tmp, held = stop_in_stage(big_suite, tmp_path, stage, signal.SIGTERM,
+                                                  opens=WRITING_OPENS if stage == "writing" else 0)
     assert status == TERMINATED, shown
     assert "qareport: terminated (SIGTERM); nothing half-written is left" in shown
     assert "Traceback" not in shown and "internal error" not in shown and "Exception ignored" not in shown
     assert list(out.iterdir()) == [], shown  # no workbook, no temporary file
     assert list(tmp.iterdir()) == [], shown  # no rows folder left in TMPDIR
+    if stage == "writing":
+        assert _half_written(held), held
+
+
+def _half_written(held: list[str]) -> bool:
+    """Whether the run was stopped with a temporary workbook in the output folder and a file of
+    rows in TMPDIR: what the clean-up must remove."""
+    return (any(name.startswith("out/.qareport-week.xlsx.") for name in held)
+            and any(name.startswith("tmpdir/qareport-rows-") and name.count("/") == 2 for name in held))
 
 
 def test_sigint_while_writing_cleans_up_the_same_way_and_exits_130(big_suite, tmp_path):
-    status, shown, out, tmp = stop_in_stage(big_suite, tmp_path, "writing", signal.SIGINT)
+    status, shown, out, tmp, held = stop_in_stage(big_suite, tmp_path, "writing", signal.SIGINT, opens=WRITING_OPENS)
+    assert _half_written(held), held
     assert status == INTERRUPTED, shown
     assert "qareport: interrupted; nothing half-written is left" in shown
     assert list(out.iterdir()) == [] and list(tmp.iterdir()) == []

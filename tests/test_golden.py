@@ -136,3 +136,20 @@ def test_the_bundled_report_with_the_judge_is_unchanged(bundled, monkeypatch):
              "report.xlsx", "--results", "results.json", "--cache-path", "cache.sqlite3",
              "--judge-concurrency", "1")
     _pin("judged", bundled, "report.xlsx", "results.json")
+
+
+# --- the comparison itself ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("exp", "got", "difference"), [
+    ({"v": 0.5897666118218869}, {"v": 0.5897666118218867}, None),  # the last bits of a sum (Python 3.12's sum())
+    ({"v": 0.5897666118218869}, {"v": 0.58976661182}, "/v: 0.5897666118218869 != 0.58976661182"),
+    ({"v": '{"low": 0.5897666118218869}'}, {"v": '{"low": 0.5897666118218867}'}, None),  # figures in a JSON cell
+    ({"v": '{"low": 0.59}'}, {"v": '{"low": 0.6}'}, "/v(json)/low: 0.59 != 0.6"),
+    ({"v": '{"verdict": "ok"}'}, {"v": '{"verdict": "bad"}'}, "/v(json)/verdict: expected 'ok', got 'bad'"),
+    ({"v": "{not json"}, {"v": "{not json either"}, "/v: expected '{not json', got '{not json either'"),
+    ({"v": [1, 2]}, {"v": [1, 2, 3]}, "/v: expected 2 items, got 3"),
+    ({"v": "0.59"}, {"v": "0.60"}, "/v: expected '0.59', got '0.60'"),  # a figure written as text is text
+])
+def test_snapshots_differ_by_a_changed_value_not_by_the_last_bits_of_a_figure(exp, got, difference):
+    assert first_difference(exp, got) == difference

@@ -15,6 +15,7 @@ import pytest
 from openpyxl import load_workbook
 
 from qareport.cli import main
+from qareport.json_input import MAX_DEPTH, deep_nesting_at, nests_too_deeply, parse_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,11 +52,17 @@ def run(folder: Path, testcases: Path, responses: Path, capsys) -> tuple[int, st
     status = main(["run", str(testcases), "--responses", str(responses), "--output", str(report), "--no-llm", "-q"])
     err = capsys.readouterr().err
     assert "internal error" not in err and "Traceback" not in err
+    statuses, problems = read_report(report)
+    return status, err, statuses, problems
+
+
+def read_report(report: Path) -> tuple[dict[str, str], list[tuple]]:
+    """Each case's status in the Overview, and the rows of the Problems sheet."""
     book = load_workbook(report)
     statuses = {row[0]: row[[c.value for c in book["Overview"][1]].index("status")]
                 for row in book["Overview"].iter_rows(min_row=2, values_only=True)}
     problems = list(book["Problems"].iter_rows(min_row=2, values_only=True)) if "Problems" in book.sheetnames else []
-    return status, err, statuses, problems
+    return statuses, problems
 
 
 def problem_at(problems: list[tuple], file_end: str, line: int | None, text: str) -> bool:
@@ -146,6 +153,48 @@ def test_deeply_nested_json_is_refused_with_a_problem(tmp_path, capsys, depth):
     assert statuses["good"] == "missing"  # the file could not be read at all: said, not crashed
 
 
+@pytest.mark.parametrize("depth", [101, 5_000, 100_000])
+def test_a_response_nesting_too_deeply_inside_a_field_is_refused_at_its_line_on_every_python(tmp_path, capsys, depth):
+    """Python 3.12 and later parse 5,000 levels that 3.11 refuses; the refusal is qareport's own, at
+    the same depth on every version, before any reader recurses into the value."""
+    deep = {**GOOD_RESPONSE, "actual_answer": "PLACEHOLDER"}
+    text = json.dumps([deep], indent=1).replace('"PLACEHOLDER"', "[" * depth + "]" * depth)
+    testcases, responses = write_inputs(tmp_path, GOOD_CASE, text)
+    status, err, statuses, problems = run(tmp_path, testcases, responses, capsys)
+    line = text[:text.index("[" * depth)].count("\n") + 1
+    assert problem_at(problems, "responses.json", line, f"nests too deeply (more than {MAX_DEPTH} levels")
+    assert statuses["good"] == "missing"
+
+
+def test_a_response_nesting_as_deep_as_allowed_is_read():
+    text = json.dumps({**GOOD_RESPONSE, "extra": "PLACEHOLDER"}).replace('"PLACEHOLDER"', "[" * 99 + "]" * 99)
+    value, problems = parse_json(text, line=None)
+    assert problems == [] and value["id"] == "good"
+
+
+@pytest.mark.parametrize(("text", "exp"), [
+    ("[" * 100 + "]" * 100, None),
+    ("[" * 101 + "]" * 101, 100),
+    ("{" + '"a":{' * 100 + "}" * 101, 500),  # objects count as arrays do
+    ('["' + "[" * 500 + '"]', None),  # brackets inside a string are text
+    ('["\\\\"' + ", [" * 101 + "]" * 101 + "]", 304),  # an escaped backslash, then the string's end
+    ("[]" * 500, None),  # wide, not deep
+    ("]" + "[]" * 200, None),  # brackets that do not pair off: a syntax error, not nesting
+    ("\n[\n" + "[" * 150, 102),  # never closed: it still nests that deep before the error
+])
+def test_deep_nesting_is_found_at_the_bracket_that_passes_the_limit(text, exp):
+    assert deep_nesting_at(text) == exp
+
+
+@pytest.mark.parametrize(("depth", "exp"), [(0, False), (1, False), (100, False), (101, True), (5_000, True)])
+@pytest.mark.parametrize("container", ["list", "dict"])
+def test_a_value_nests_too_deeply_past_the_limit_however_deep(depth, exp, container):
+    value: object = "a step's output: [[[[[[ is text"
+    for _ in range(depth):
+        value = [value, 1] if container == "list" else {"a": value, "b": 2}
+    assert nests_too_deeply(value) is exp
+
+
 def test_deeply_nested_json_lines_cost_only_their_line(tmp_path, capsys):
     testcases, _ = write_inputs(tmp_path, GOOD_CASE, [])
     responses = tmp_path / "responses.jsonl"
@@ -227,18 +276,22 @@ def test_a_fifo_given_as_an_input_is_named_as_such_and_never_read(tmp_path, caps
     assert f"{fifo}: a named pipe (FIFO), not a file" in err
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder")
-def test_an_unreadable_folder_among_the_inputs_is_named(tmp_path, capsys):
-    testcases, responses = write_inputs(tmp_path, GOOD_CASE, [GOOD_RESPONSE])
+def test_an_unreadable_folder_among_the_inputs_is_named(other_user):
+    folder = other_user.folder
+    testcases, responses = write_inputs(folder, GOOD_CASE, [GOOD_RESPONSE])
     locked = testcases / "locked"
     locked.mkdir()
     (locked / "more.yaml").write_text(case("more"), encoding="utf-8")
-    locked.chmod(0)
-    try:
-        status, err, statuses, problems = run(tmp_path, testcases, responses, capsys)
-    finally:
-        locked.chmod(0o755)
+    for path in (testcases, testcases / "cases.yaml", locked, locked / "more.yaml", responses):
+        other_user.give(path)
+    locked.chmod(0)  # its owner, the user who runs qareport, may not read it
+    done = other_user.run_qareport("run", testcases, "--responses", responses, "--output", folder / "report.xlsx",
+                                   "--no-llm", "-q")
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    statuses, problems = read_report(folder / "report.xlsx")
     assert problem_at(problems, "locked", None, "cannot read this folder")
+    assert statuses == {"good": "success"}
 
 
 # --- a cell too small for the text -----------------------------------------------------------------

@@ -3,6 +3,7 @@ regression or a low score can fail the job, and a run that evaluated too little 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -75,12 +76,16 @@ def test_an_output_folder_that_does_not_exist_is_refused_before_any_work(tmp_pat
     assert f"the folder {tmp_path / 'reports'} does not exist; create it first" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes everywhere")
-def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
-    folder = tmp_path / "locked"
-    folder.mkdir(mode=0o500)
-    assert run(folder / "week.xlsx") == 2
-    assert "cannot be written" in capsys.readouterr().err
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(other_user):
+    folder = other_user.folder / "locked"
+    folder.mkdir()
+    other_user.give(folder)
+    folder.chmod(0o500)  # its owner, the user who runs qareport, may not write in it
+    done = other_user.run_qareport("run", TESTCASES, "--responses", RESPONSES, "--output", folder / "week.xlsx",
+                                   "--no-llm")
+    assert done.returncode == 2, done.stderr
+    assert f"{folder}" in done.stderr and "cannot be written" in done.stderr
+    assert list(folder.iterdir()) == []
 
 
 def test_a_results_path_that_is_an_input_is_refused_and_the_input_is_left_intact(tmp_path, capsys):
@@ -351,7 +356,9 @@ def test_cases_of_a_broken_file_are_not_loaded_not_removed_and_said_first(last_w
     not_loaded = {row[0] for row in changes if row[2] == "not loaded"}
     assert FIRST_WEO_CASE in not_loaded and len(not_loaded) == (1 if how == "one item" else 9)
     assert changes[0][2] == "not loaded"  # listed first
-    verdict, alert = book["Summary"]["A3"].value, book["Summary"]["A4"].value
+    verdict = book["Summary"]["A3"].value
+    # the alert is wrapped over as many lines as its places (long temporary paths) need
+    alert = " ".join(itertools.takewhile(bool, (cell.value for cell in book["Summary"]["A"][3:])))
     assert re.match(r"(no|1) regression, macro (precision|recall) \d", verdict)  # the verdict leads, always
     assert alert.startswith(f"{len(not_loaded)} test case(s) of the baseline could not be loaded (")  # then the warning
     assert "weo.yaml" in " ".join(str(c.value) for c in book["Summary"]["A"][3:6] if c.value)

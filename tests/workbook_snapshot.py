@@ -9,6 +9,7 @@ font and fill colour, wrapping and hyperlink; per chart its type, title and the 
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
 from datetime import datetime
@@ -131,4 +132,21 @@ def first_difference(expected: Any, actual: Any, where: str = "") -> str | None:
         return None
     if isinstance(expected, float) and isinstance(actual, (int, float)) and not isinstance(actual, bool):
         return None if abs(expected - actual) <= 1e-12 * max(1.0, abs(expected)) else f"{where}: {expected!r} != {actual!r}"
+    if expected != actual and isinstance(expected, str) and isinstance(actual, str):
+        # a cell holding JSON (the stored run's hidden sheets) holds figures too: compare them as figures,
+        # with the same tolerance, since the last bits of a sum differ between Python versions
+        parsed = _json_container(expected), _json_container(actual)
+        if parsed[0] is not None and parsed[1] is not None:
+            return first_difference(parsed[0], parsed[1], f"{where}(json)")
     return None if expected == actual else f"{where}: expected {expected!r}, got {actual!r}"
+
+
+def _json_container(text: str) -> dict[str, Any] | list[Any] | None:
+    """The object or array a text holds as JSON, or None when it holds anything else."""
+    if not text.startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
