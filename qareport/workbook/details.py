@@ -30,6 +30,9 @@ from qareport.workbook.sheet import Sheet, write
 WIDTHS = (40, 24, 6, 16, 13, 32, 60, 40, 8, 50, 12)  # the most a column grows to (term id: call ids too)
 WRAPPED = frozenset({2, 7, 8, 10})  # tags, term name, selected label, reason
 SCORE_COLUMN = 9
+MOST_LINES = 8
+"""The tallest a Details row is drawn (a SPARQL query runs to dozens of lines): the row stays one to scan
+and to print, and its cell still holds the whole text, one click away."""
 
 
 def _wraps(column: int, value: Any) -> bool:
@@ -126,7 +129,7 @@ def _write_row(ws: Sheet, row: int, values: tuple[Any, ...], *, linked: bool) ->
             cell.number_format = styles.SCORE_FORMAT
         if _wraps(column, value):
             cell.alignment = styles.WRAP_TOP
-            tallest = max(tallest, styles.display_lines(value, WIDTHS[column - 1]))
+            tallest = min(MOST_LINES, max(tallest, styles.display_lines(value, WIDTHS[column - 1])))
     if tallest > 1:  # a tall row: everything at the top, beside the first line of its text
         ws.set_height(row, styles.row_height_for(tallest))
         for cell in written:
