@@ -332,13 +332,6 @@ def run(args: argparse.Namespace, *, environ: dict[str, str], stderr: TextIO) ->
     return 1 if errors else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`qareport answer-correctness ARGV...` (what `python -m qareport.answer_correctness_cli` runs)."""
-    from qareport.cli import main as qareport_main
-
-    return qareport_main([PROG, *(sys.argv[1:] if argv is None else argv)])
-
-
 def command(args: argparse.Namespace) -> int:
     """Run the parsed command: its errors are one line on stderr, as the command's own."""
     _raise_field_size_limit()
@@ -351,6 +344,3 @@ def command(args: argparse.Namespace) -> int:
         print(f"{PROG}: interrupted; run again with the same output to resume", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """`qareport answer-correctness -i IN.tsv -o OUT.tsv` end to end, against the stub OpenAI server (through
-`answer_correctness_cli.main`, which runs the qareport subcommand)."""
+`qareport answer-correctness`, run in-process through `qareport.cli.main`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import os
 import pytest
 from openai_stub import Fault, serve_stub
 
-from qareport import answer_correctness_cli as cli
+from qareport.cli import main as qareport_main
+
+
+def run_command(argv: list[str]) -> int:
+    """`qareport answer-correctness ARGV...`, in this process."""
+    return qareport_main(["answer-correctness", *argv])
 
 KEY = "sk-test-LEAKCHECK-tsv-0123456789abcdef"
 HEADER = ["Question", "Reference answer", "Actual answer"]
@@ -54,7 +59,7 @@ ROWS = [
 def test_judges_every_row_and_keeps_the_input_columns(server, tmp_path, capsys):
     source, target = tmp_path / "in.tsv", tmp_path / "out" / "out.tsv"
     write_tsv(source, [*HEADER, "Notes"], [[*row, f"note {n}"] for n, row in enumerate(ROWS)])
-    status = cli.main(["-i", str(source), "-o", str(target)])
+    status = run_command(["-i", str(source), "-o", str(target)])
     assert status == 1  # one row has an error
     rows = read_tsv(target)
     assert list(rows[0]) == [*HEADER, "Notes", "#Reference", "#PTarget", "#Matching", "Reasoning", "Error", "Recall", "Precision", "F1", "Cost"]
@@ -79,13 +84,13 @@ def test_a_rerun_resumes_instead_of_paying_twice(server, tmp_path, capsys):
     source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
     write_tsv(source, HEADER, ROWS[:2])
     server.script(Fault(content="garbage"), Fault(content="garbage"))  # first row fails twice
-    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache", "--concurrency", "1"]) == 1
+    assert run_command(["-i", str(source), "-o", str(target), "--no-cache", "--concurrency", "1"]) == 1
     rows = read_tsv(target)
     assert "not JSON" in rows[0]["Error"] and rows[1]["Error"] == ""
     calls = server.chat_calls
     capsys.readouterr()
 
-    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
+    assert run_command(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
     assert server.chat_calls == calls + 1  # only the failed row was judged again
     rows = read_tsv(target)
     assert [r["Error"] for r in rows] == ["", ""]
@@ -96,13 +101,13 @@ def test_a_rerun_resumes_instead_of_paying_twice(server, tmp_path, capsys):
 def test_resume_from_an_interrupted_output(server, tmp_path):
     source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
     write_tsv(source, HEADER, ROWS[:2])
-    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
+    assert run_command(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
     complete = target.read_text(encoding="utf-8")
     lines = complete.splitlines(keepends=True)
     # the run was killed while writing the second row (rows are written as they finish)
     target.write_text(lines[0] + lines[1] + lines[2][:15], encoding="utf-8")
     calls = server.chat_calls
-    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
+    assert run_command(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
     assert server.chat_calls == calls + 1
     assert target.read_text(encoding="utf-8") == complete
 
@@ -110,9 +115,9 @@ def test_resume_from_an_interrupted_output(server, tmp_path):
 def test_the_cache_makes_a_fresh_output_free(server, tmp_path):
     source = tmp_path / "in.tsv"
     write_tsv(source, HEADER, ROWS[:2])
-    assert cli.main(["-i", str(source), "-o", str(tmp_path / "a.tsv")]) == 0
+    assert run_command(["-i", str(source), "-o", str(tmp_path / "a.tsv")]) == 0
     calls = server.calls
-    assert cli.main(["-i", str(source), "-o", str(tmp_path / "b.tsv")]) == 0
+    assert run_command(["-i", str(source), "-o", str(tmp_path / "b.tsv")]) == 0
     assert server.calls == calls
     cache = tmp_path / "xdg" / "qareport" / "judge.sqlite3"
     assert cache.exists() and KEY.encode() not in cache.read_bytes()
@@ -122,12 +127,12 @@ def test_large_fields_are_read(server, tmp_path):
     source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
     big = "; ".join(f"claim {n}" for n in range(30_000))  # > csv's default 128 KiB field limit
     write_tsv(source, HEADER, [["q", big, "claim 1"]])
-    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
+    assert run_command(["-i", str(source), "-o", str(target), "--no-cache"]) == 0
     assert read_tsv(target)[0]["#Reference"] == "30000"
 
 
 def test_missing_file(tmp_path, capsys):
-    assert cli.main(["-i", str(tmp_path / "nope.tsv"), "-o", str(tmp_path / "out.tsv")]) == 2
+    assert run_command(["-i", str(tmp_path / "nope.tsv"), "-o", str(tmp_path / "out.tsv")]) == 2
     err = capsys.readouterr().err
     assert err == f"answer-correctness: {tmp_path / 'nope.tsv'}: no such file\n"
 
@@ -135,7 +140,7 @@ def test_missing_file(tmp_path, capsys):
 def test_missing_column(tmp_path, capsys):
     source = tmp_path / "in.tsv"
     write_tsv(source, ["Question", "Reference answer", "Answer"], [["q", "r", "a"]])
-    assert cli.main(["-i", str(source), "-o", str(tmp_path / "out.tsv")]) == 2
+    assert run_command(["-i", str(source), "-o", str(tmp_path / "out.tsv")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"answer-correctness: {source}: missing column 'Actual answer' (found ")
     assert err.count("\n") == 1
@@ -146,7 +151,7 @@ def test_an_output_that_is_not_ours_is_left_alone(server, tmp_path, capsys):
     source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
     write_tsv(source, HEADER, ROWS[:1])
     target.write_text("something\telse\n1\t2\n", encoding="utf-8")
-    assert cli.main(["-i", str(source), "-o", str(target)]) == 2
+    assert run_command(["-i", str(source), "-o", str(target)]) == 2
     assert "is not an answer-correctness output" in capsys.readouterr().err
     assert target.read_text(encoding="utf-8") == "something\telse\n1\t2\n"
 
@@ -154,7 +159,7 @@ def test_an_output_that_is_not_ours_is_left_alone(server, tmp_path, capsys):
 def test_no_key_exits_2_with_the_reason(tmp_path, capsys):
     source = tmp_path / "in.tsv"
     write_tsv(source, HEADER, ROWS[:1])
-    assert cli.main(["-i", str(source), "-o", str(tmp_path / "out.tsv")]) == 2
+    assert run_command(["-i", str(source), "-o", str(tmp_path / "out.tsv")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("answer-correctness: No LLM judge configured")
 
@@ -162,7 +167,7 @@ def test_no_key_exits_2_with_the_reason(tmp_path, capsys):
 def test_options_reach_the_requests(server, tmp_path):
     source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
     write_tsv(source, HEADER, ROWS[:1])
-    status = cli.main(["-i", str(source), "-o", str(target), "--model", "gpt-4.1-mini",
+    status = run_command(["-i", str(source), "-o", str(target), "--model", "gpt-4.1-mini",
                        "--base-url", server.url, "--response-format", "json_object", "-q",
                        "--cache-path", str(tmp_path / "c.sqlite3")])
     assert status == 0
@@ -176,7 +181,7 @@ def test_a_rejected_key_writes_every_row_as_not_judged_and_exits_4(server, tmp_p
     server.api_key = "the-right-key"
     source, target = tmp_path / "in.tsv", tmp_path / "out.tsv"
     write_tsv(source, HEADER, ROWS[:2])
-    assert cli.main(["-i", str(source), "-o", str(target), "--no-cache"]) == 4  # JUDGE_FAILED
+    assert run_command(["-i", str(source), "-o", str(target), "--no-cache"]) == 4  # JUDGE_FAILED
     rows = read_tsv(target)
     assert all(r["Error"].startswith("not judged: the judge was stopped: ") for r in rows)
     err = capsys.readouterr().err

@@ -18,8 +18,9 @@ from conftest import RESPONSES, TESTCASES
 from openai_stub import serve_stub
 from openpyxl import load_workbook
 
-from qareport import answer_correctness_cli, graphrag_eval_6, kinds
+from qareport import graphrag_eval_6, kinds
 from qareport.cli import main
+from qareport.cli import main as qareport_cli_main
 from qareport.errors import SettingsError
 from qareport.ge6_config import read_ge6_config
 from qareport.kinds.custom_evaluations import kinds_for_run
@@ -362,7 +363,7 @@ def test_answer_correctness_takes_the_6x_configuration_and_its_prompt(tmp_path, 
         writer.writerow(["Question", "Reference answer", "Actual answer"])
         writer.writerow(["Which transformers?", "OSLO T1; OSLO T2", "OSLO T1"])
     out = tmp_path / "out.tsv"
-    code = answer_correctness_cli.main(["--input-tsv-file-path", str(tsv), "--output-tsv-file-path", str(out),
+    code = qareport_cli_main(["answer-correctness", "--input-tsv-file-path", str(tsv), "--output-tsv-file-path", str(out),
                                         "--config-yaml-file-path", str(config), "--quiet",
                                         "--cache-path", str(tmp_path / "c.sqlite3")])
     assert code == 0
@@ -378,7 +379,7 @@ def test_answer_correctness_refuses_a_configuration_without_it(tmp_path, capsys)
     config.write_text("llm:\n  generation: {provider: openai, model: m}\nanswer_correctness: {enabled: false}\n")
     tsv = tmp_path / "in.tsv"
     tsv.write_text("Question\tReference answer\tActual answer\nq\tr\ta\n")
-    code = answer_correctness_cli.main(["-i", str(tsv), "-o", str(tmp_path / "o.tsv"), "-c", str(config)])
+    code = qareport_cli_main(["answer-correctness", "-i", str(tsv), "-o", str(tmp_path / "o.tsv"), "-c", str(config)])
     assert code == 2
     assert "answer correctness is disabled" in capsys.readouterr().err
 

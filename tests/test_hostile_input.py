@@ -320,7 +320,7 @@ def test_a_text_cut_in_its_cell_is_whole_in_the_full_texts_sheet(tmp_path, capsy
 def test_a_non_utf8_tsv_is_one_line_naming_the_file(tmp_path):
     tsv = tmp_path / "in.tsv"
     tsv.write_bytes(b"Question\tReference answer\tActual answer\nq\t\xe9t\xe9\ta\n")
-    done = subprocess.run([sys.executable, "-m", "qareport.answer_correctness_cli", "-i", str(tsv),
+    done = subprocess.run([sys.executable, "-m", "qareport", "answer-correctness", "-i", str(tsv),
                            "-o", str(tmp_path / "out.tsv")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == f"answer-correctness: {tsv}:2: not UTF-8 text (byte 0xe9); save the file as UTF-8"

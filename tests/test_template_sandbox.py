@@ -17,6 +17,7 @@ from jinja2 import meta
 from jinja2.sandbox import SecurityError
 
 from qareport.cli import main
+from qareport.cli import main as qareport_cli_main
 from qareport.templating import packaged_templates_dir, template_environment
 
 TEMPLATES = ["indicator_selection_details.txt", "steps_details.txt", "email.txt", "email.html",
@@ -142,7 +143,6 @@ def test_a_prompt_override_that_reaches_outside_stops_answer_correctness_before_
                                                                                          capsys, escape):
     from openai_stub import serve_stub
 
-    from qareport import answer_correctness_cli
 
     marker = tmp_path / "the-command-ran"
     folder = tmp_path / "templates" / "judge"
@@ -154,7 +154,7 @@ def test_a_prompt_override_that_reaches_outside_stops_answer_correctness_before_
     with serve_stub() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        status = answer_correctness_cli.main(["-i", str(source), "-o", str(tmp_path / "out.tsv"), "-q",
+        status = qareport_cli_main(["answer-correctness", "-i", str(source), "-o", str(tmp_path / "out.tsv"), "-q",
                                               "--templates", str(tmp_path / "templates"),
                                               "--cache-path", str(tmp_path / "c.sqlite3")])
     assert status == 2 and server.chat_calls == 0 and not marker.exists()
