@@ -10,9 +10,11 @@ A case answered several times (`CaseResult.attempts`) has, per attempt, a pass v
   passed (`attempt_statistics.suite_pass_rates`). k is the number of attempts most cases have
   (the larger on a tie); a case with more attempts is estimated from all of them, a case with fewer
   is left out and counted (`too_few_attempts`). Cases without a pass verdict (no kind with a rule
-  has a value for them) are left out too.
+  has a value for them) are left out too. When the kinds of case (conversation cases, Q&A questions)
+  were run a different number of times, each kind gets its own pass@k with its own k: one k for the
+  whole suite would cover only the kind that has it and leave the other out.
 
-Runs without attempts have none of this: every function returns None or an empty mapping.
+Runs without attempts have none of this: every function returns None, an empty mapping or an empty tuple.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from qareport import kinds
 from qareport.attempt_statistics import PassRates, suite_pass_rates
 from qareport.evaluation_options import PassRules
-from qareport.records import CaseResult
+from qareport.records import CaseKind, CaseResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +62,13 @@ class SuiteConsistency:
     cases_with_attempts: int  # cases answered more than once
     flaky: int  # cases whose attempts disagree
     uneven: bool  # the cases do not all have the same number of attempts
+    cases_of: str | None = None  # None: every case of the run; else the kind of case covered ("Q&A questions")
 
     def describe(self) -> str:
         """One sentence for the Summary and the Statistics sheet."""
         rates = self.rates
-        text = (f"pass@{rates.k} {rates.pass_at_k:.2f}, pass^{rates.k} {rates.pass_hat_k:.2f} over {rates.cases} "
+        text = (f"{self.cases_of}: " if self.cases_of else "") + (
+                f"pass@{rates.k} {rates.pass_at_k:.2f}, pass^{rates.k} {rates.pass_hat_k:.2f} over {rates.cases} "
                 f"case(s) with {rates.k} or more attempts; {self.flaky} flaky")
         if rates.too_few_attempts:
             text += f"; {rates.too_few_attempts} case(s) with fewer than {rates.k} attempts or no verdict left out"
@@ -91,7 +95,25 @@ def case_consistency(result: CaseResult, run: kinds.RunKinds) -> CaseConsistency
     )
 
 
-def suite_consistency(results: Sequence[CaseResult], run: kinds.RunKinds) -> SuiteConsistency | None:
+CASES_OF: dict[CaseKind, str] = {"conversation": "conversation cases", "qa": "Q&A questions"}
+
+
+def suite_consistency(results: Sequence[CaseResult], run: kinds.RunKinds) -> tuple[SuiteConsistency, ...]:
+    """The suite's pass@k and pass^k: one line over every case when its kinds of case share k (the
+    number of attempts most of each kind's cases have), else one line per kind of case, each with its
+    own k (`SuiteConsistency.cases_of`). Empty when no case has attempts, or none has a pass verdict."""
+    whole = _consistency(results, run)
+    if whole is None:
+        return ()
+    parts = {kind: part for kind, label in CASES_OF.items()
+             if (part := _consistency([r for r in results if r.case.kind == kind], run, label)) is not None}
+    if len({part.rates.k for part in parts.values()}) <= 1:
+        return (whole,)
+    return tuple(parts.values())
+
+
+def _consistency(results: Sequence[CaseResult], run: kinds.RunKinds,
+                 cases_of: str | None = None) -> SuiteConsistency | None:
     """None when no case has attempts, or none has a pass verdict."""
     with_attempts = [c for r in results if (c := case_consistency(r, run)) is not None]
     if not with_attempts:
@@ -105,7 +127,8 @@ def suite_consistency(results: Sequence[CaseResult], run: kinds.RunKinds) -> Sui
     assert rates is not None  # k is one of the counts' sizes
     rates = PassRates(rates.k, rates.pass_at_k, rates.pass_hat_k, rates.cases,
                       rates.too_few_attempts + len(with_attempts) - len(counts))
-    return SuiteConsistency(rates, len(with_attempts), sum(c.flaky for c in with_attempts), len(sizes) > 1)
+    return SuiteConsistency(rates, len(with_attempts), sum(c.flaky for c in with_attempts), len(sizes) > 1,
+                            cases_of)
 
 
 def pass_rules_text(present: kinds.RunKinds, rules: PassRules) -> str:

@@ -91,7 +91,9 @@ class Report:
     details: tuple[CaseDetails, ...] = ()  # each case's Details rows, in the cases' order
     consistency: dict[str, CaseConsistency] = field(default_factory=dict)
     """Case id -> its attempts at a glance, for the cases answered several times (`consistency`)."""
-    pass_rates: SuiteConsistency | None = None  # the suite's pass@k and pass^k, when cases have attempts
+    pass_rates: tuple[SuiteConsistency, ...] = ()
+    """The suite's pass@k and pass^k, when cases have attempts: one line, or one per kind of case when
+    the kinds were run a different number of times (`consistency.suite_consistency`)."""
 
     def to_pandas(self, level: Literal["case", "turn"] = "case") -> pd.DataFrame:
         """The run's results as a pandas frame, for a notebook (pandas is imported here, not before).

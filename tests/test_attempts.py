@@ -338,3 +338,75 @@ def test_one_run_per_case_keeps_todays_lists_and_says_a_single_run_cannot_tell()
     comparison = compare_runs(before, after)
     assert [change.kind for change in comparison.changes] == ["regression"]
     assert comparison.attempts_note == ONE_RUN_NOTE
+
+
+QA_SUITE = """\
+- template_id: t
+  questions:
+  - id: q1
+    question_text: Which?
+    reference_steps: [[{name: sparql_query, args: {query: q}, output: o}]]
+  - id: q2
+    question_text: Which else?
+    reference_steps: [[{name: sparql_query, args: {query: q}, output: o}]]
+"""
+
+
+def qa_record(question_id, attempt, passed):
+    step = {"name": "sparql_query", "args": {"query": "q"}, "output": "o" if passed else "x", "status": "success",
+            "id": f"{question_id}-{attempt}"}
+    return {"question_id": question_id, "attempt": attempt, "actual_answer": "A", "actual_steps": [step]}
+
+
+def mixed_run(tmp_path, selection, questions):
+    """A run of indicator-selection cases and Q&A questions, each attempt passing (P) or not (N)."""
+    from openpyxl import load_workbook
+
+    from qareport.cli import main
+
+    write(tmp_path / "c.yaml", "---\n".join(CASE.format(id=case_id) for case_id in selection))
+    write(tmp_path / "qa.yaml", QA_SUITE)
+    records = [record(case_id, n, values=(LP,) if verdict == "P" else (NGDP,))
+               for case_id, verdicts in selection.items() for n, verdict in enumerate(verdicts, start=1)]
+    records += [qa_record(question_id, n, verdict == "P")
+                for question_id, verdicts in questions.items() for n, verdict in enumerate(verdicts, start=1)]
+    write(tmp_path / "r.jsonl", jsonl(*records))
+    out = tmp_path / "report.xlsx"
+    assert main(["run", str(tmp_path / "c.yaml"), str(tmp_path / "qa.yaml"), "-r", str(tmp_path / "r.jsonl"),
+                 "-o", str(out), "--quiet", "--no-llm"]) == 0
+    return load_workbook(out)
+
+
+def test_each_kind_of_case_gets_its_own_pass_at_k_when_the_kinds_were_run_a_different_number_of_times(tmp_path):
+    from qareport.attempt_statistics import pass_at_k, pass_hat_k
+
+    # indicator selection: 4 attempts each (a 4/4, b 2/4); Q&A: 3 attempts each (q1 3/3, q2 1/3)
+    workbook = mixed_run(tmp_path, {"a": "PPPP", "b": "PNPN"}, {"q1": "PPP", "q2": "NPN"})
+
+    exp = {"conversation cases": (4, (pass_at_k(4, 4, 4) + pass_at_k(4, 2, 4)) / 2,
+                                  (pass_hat_k(4, 4, 4) + pass_hat_k(4, 2, 4)) / 2),
+           "Q&A questions": (3, (pass_at_k(3, 3, 3) + pass_at_k(3, 1, 3)) / 2,
+                             (pass_hat_k(3, 3, 3) + pass_hat_k(3, 1, 3)) / 2)}
+    stats = sheet_rows(workbook["Statistics"])
+    header_at = next(i for i, row in enumerate(stats) if row[0] == "k" and row[1] == "pass@k")
+    rows = [dict(zip(stats[header_at], row)) for row in stats[header_at + 1:header_at + 3]]
+    got = {row["cases of"]: (row["k"], row["pass@k"], row["pass^k"]) for row in rows}
+    assert got.keys() == exp.keys()
+    for kind, (k, at, hat) in exp.items():
+        assert got[kind] == (k, pytest.approx(at), pytest.approx(hat))
+    assert all(row["cases"] == 2 and row["left out"] == 0 for row in rows)  # no kind silently dropped
+
+    summary = sheet_rows(workbook["Summary"])
+    title = next(i for i, row in enumerate(summary) if row[0] == "How consistent is it")
+    shown = [dict(zip(summary[title + 1], row)) for row in summary[title + 2:title + 4]]
+    assert {row["cases of"]: (row["k"], row["pass@k"], row["pass^k"]) for row in shown} == got
+
+
+
+
+def test_kinds_of_case_run_the_same_number_of_times_share_one_pass_at_k_line(tmp_path):
+    workbook = mixed_run(tmp_path, {"a": "PPP", "b": "PNP"}, {"q1": "PPP", "q2": "NPN"})
+    summary = sheet_rows(workbook["Summary"])
+    title = next(i for i, row in enumerate(summary) if row[0] == "How consistent is it")
+    shown = dict(zip(summary[title + 1], summary[title + 2]))
+    assert shown["pass@3"] is not None and shown["cases"] == 4 and "cases of" not in shown

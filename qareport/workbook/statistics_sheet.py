@@ -111,20 +111,28 @@ def _interval(low: float | None, high: float | None) -> str | None:
 
 
 def write_attempts(tables: TableWriter, report: Report) -> None:
-    """With cases answered several times: the suite's pass@k and pass^k, and how consistent its
-    cases are (`consistency`)."""
+    """With cases answered several times: the suite's pass@k and pass^k (one row per kind of case
+    when the kinds were run a different number of times), and how consistent its cases are
+    (`consistency`)."""
     rates = report.pass_rates
-    if rates is None:
+    if not rates:
         return
+    by_kind = len(rates) > 1
     tables.section("Attempts per case",
                    f"pass@k: the chance that at least one of k attempts of a case passes; pass^k: that all k pass "
                    f"(unbiased estimators from each case's attempts, averaged over the cases with k or more). "
-                   f"k: the number of attempts most cases have. {rates.describe()}. An attempt passes by its "
+                   f"k: the number of attempts most cases {'of each kind ' if by_kind else ''}have. "
+                   f"{'; '.join(line.describe() for line in rates)}. An attempt passes by its "
                    f"kinds' rules: {report.pass_rules}.")
-    tables.table(("k", "pass@k", "pass^k", "cases", "cases with attempts", "flaky", "left out"),
-                 [(rates.rates.k, rates.rates.pass_at_k, rates.rates.pass_hat_k, rates.rates.cases,
-                   rates.cases_with_attempts, rates.flaky, rates.rates.too_few_attempts)],
-                 (styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT, *[styles.INTEGER_FORMAT] * 4))
+    headers: tuple[str, ...] = ("k", "pass@k", "pass^k", "cases", "cases with attempts", "flaky", "left out")
+    formats: tuple[str | None, ...] = (styles.INTEGER_FORMAT, styles.SCORE_FORMAT, styles.SCORE_FORMAT,
+                                       *[styles.INTEGER_FORMAT] * 4)
+    rows: list[tuple[object, ...]] = [(line.rates.k, line.rates.pass_at_k, line.rates.pass_hat_k, line.rates.cases,
+             line.cases_with_attempts, line.flaky, line.rates.too_few_attempts) for line in rates]
+    if by_kind:
+        headers, formats = (*headers, "cases of"), (*formats, None)
+        rows = [(*row, line.cases_of) for row, line in zip(rows, rates)]
+    tables.table(headers, rows, formats)
 
 
 def write_kind_tables(tables: TableWriter, kind_tables: Sequence[Table]) -> list[tuple[Chart, charts.TableRange]]:

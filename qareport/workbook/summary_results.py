@@ -158,24 +158,38 @@ def write_judge(block: Block, digest: Digest, agreement: JudgeAgreement | None =
                     block.ws.cell(row, block.column).font = styles.REGRESSION_FONT
 
 
-def write_consistency(block: Block, rates: SuiteConsistency | None, pass_rules: str) -> None:
-    """With cases answered several times: the suite's pass@k and pass^k (`consistency`), and the
-    rules an attempt passed by (`Report.pass_rules`)."""
-    if rates is None:
+def write_consistency(block: Block, rates: Sequence[SuiteConsistency], pass_rules: str) -> None:
+    """With cases answered several times: the suite's pass@k and pass^k (`consistency`), one row per
+    kind of case when the kinds were run a different number of times, and the rules an attempt passed
+    by (`Report.pass_rules`)."""
+    if not rates:
         return
-    k = rates.rates.k
     block.section("How consistent is it")
-    block.header("k", f"pass@{k}", f"pass^{k}", "cases", "flaky", "left out")
-    block.cell(0, k, number_format=styles.INTEGER_FORMAT)
-    block.cell(1, rates.rates.pass_at_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
-    block.cell(2, rates.rates.pass_hat_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
-    block.cell(3, rates.rates.cases, number_format=styles.INTEGER_FORMAT)
-    block.cell(4, rates.flaky, number_format=styles.INTEGER_FORMAT)
-    block.cell(5, rates.rates.too_few_attempts, number_format=styles.INTEGER_FORMAT)
-    block.row += 1
-    block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
-               f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
-               f"An attempt passes by its kinds' rules: {pass_rules}.")
+    if len(rates) == 1:
+        k = rates[0].rates.k
+        block.header("k", f"pass@{k}", f"pass^{k}", "cases", "flaky", "left out")
+    else:  # each kind its own k, so the headers cannot name one
+        block.header("k", "pass@k", "pass^k", "cases", "flaky", "left out", "cases of")
+    for line in rates:
+        block.cell(0, line.rates.k, number_format=styles.INTEGER_FORMAT)
+        block.cell(1, line.rates.pass_at_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+        block.cell(2, line.rates.pass_hat_k, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+        block.cell(3, line.rates.cases, number_format=styles.INTEGER_FORMAT)
+        block.cell(4, line.flaky, number_format=styles.INTEGER_FORMAT)
+        block.cell(5, line.rates.too_few_attempts, number_format=styles.INTEGER_FORMAT)
+        if line.cases_of:
+            block.cell(6, line.cases_of)
+        block.row += 1
+    if len(rates) == 1:
+        k = rates[0].rates.k
+        block.note(f"pass@{k}: the chance that at least one of {k} attempts of a case passes; pass^{k}: that all "
+                   f"{k} pass; means over the cases with {k} or more attempts. flaky: cases whose attempts disagree. "
+                   f"An attempt passes by its kinds' rules: {pass_rules}.")
+    else:
+        block.note("pass@k: the chance that at least one of k attempts of a case passes; pass^k: that all k pass; "
+                   "each kind of case with its own k (the number of attempts most of its cases have), means over "
+                   "its cases with k or more attempts. flaky: cases whose attempts disagree. An attempt passes by "
+                   f"its kinds' rules: {pass_rules}.")
 
 
 def _not_scored(cell: Cell, item: Headline) -> None:
