@@ -14,7 +14,7 @@ from qareport import kinds
 from qareport.case_changes import CHANGE_KINDS, CaseChange, group_movements
 from qareport.case_record import CaseRow
 from qareport.comparison import Comparison, HeadlineDelta
-from qareport.digest import Digest, digest_from_json
+from qareport.digest import Digest
 from qareport.errors import BaselineError, QAReportError
 from qareport.headline import Headline, headline_metrics
 from qareport.judge.identity import JudgeIdentity
@@ -45,6 +45,7 @@ from qareport.runs import (
     read_metadata,
     read_sheets,
 )
+from qareport.stored_digest import digest_from_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from qareport.case_record import CaseRow
 from qareport.case_rows import ATTEMPTS_FIELD, case_fields
-from qareport.digest import digest_to_json
 from qareport.headline import status_counts
 from qareport.records import OptionsUsed
 from qareport.run_reviews import REVIEWS_FIELDS, REVIEWS_SHEET, stored_review_rows
@@ -26,6 +25,7 @@ from qareport.runs import (
     spread_row,
     stored_case_values,
 )
+from qareport.stored_digest import digest_to_json
 
 if TYPE_CHECKING:
     from qareport.report import Report
