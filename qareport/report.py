@@ -143,6 +143,7 @@ def build_report(
     baseline_reviews: Mapping[str, Review] | None = None,
     baseline_warnings: Sequence[str] = (),
     history_reviews: Sequence[Mapping[str, Review]] = (),
+    reference: RunSnapshot | None = None,
     templates_dir: str | None = None,
     kinds: RunKinds | None = None,
     audit_size: int = AUDIT_SIZE,
@@ -169,7 +170,7 @@ def build_report(
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)
     not_loaded = not_loaded_note(unloaded, comparison)
-    reference = reference_run(history)  # the first run of the history: a slow drift shows against it
+    reference = reference_run(history, reference)  # pinned, else the history's first: a slow drift shows against it
     drift = (drift_alert(drift_since(reference, current), reference.source)
              if reference is not None and (baseline is None or reference.created != baseline.created) else None)
     reviews = carry_reviews(baseline_reviews or {}, comparison, rows, kinds)

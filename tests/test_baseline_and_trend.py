@@ -595,3 +595,24 @@ def test_the_console_gives_the_change_the_summary_shows(last_week, tmp_path, cap
     summary = load_workbook(report, data_only=True)["Summary"]
     row = next(c.row for c in summary["A"] if c.value == "macro precision")
     assert summary.cell(row, 10).value == pytest.approx(0.06)
+
+
+@pytest.mark.parametrize(("content", "name", "message"), [
+    (None, "plain.xlsx", "not a qareport workbook with per-case results"),
+    (b"", "absent.xlsx", "no such file"),
+])
+def test_an_unusable_reference_run_is_one_clear_line_exit_status_2_and_nothing_written(tmp_path, capsys, content, name, message):
+    reference = tmp_path / name
+    if content is None:
+        Workbook().save(reference)
+    report = tmp_path / "report.xlsx"
+    assert run(report, "--reference", str(reference)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(reference) in err[0] and message in err[0]
+    assert not report.exists()
+
+
+def test_a_pinned_reference_run_is_read_and_the_run_goes_on(last_week, tmp_path):
+    report = tmp_path / "report.xlsx"
+    assert run(report, "--reference", str(last_week)) == 0
+    assert report.exists()
