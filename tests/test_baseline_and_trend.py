@@ -612,7 +612,10 @@ def test_an_unusable_reference_run_is_one_clear_line_exit_status_2_and_nothing_w
     assert not report.exists()
 
 
-def test_a_pinned_reference_run_is_read_and_the_run_goes_on(last_week, tmp_path):
+def test_a_pinned_reference_run_is_said_in_what_was_run(last_week, tmp_path):
     report = tmp_path / "report.xlsx"
     assert run(report, "--reference", str(last_week)) == 0
-    assert report.exists()
+    summary = load_workbook(report)["Summary"]
+    cells = [[str(value) for value in row if value is not None] for row in summary.iter_rows(values_only=True)]
+    (said,) = [row for row in cells if "reference run" in row]
+    assert any(value.endswith(last_week.name) for value in said)
