@@ -100,6 +100,7 @@ def command_run(args: argparse.Namespace) -> int:
         judge_options=_judge_options(args),
         baseline=args.baseline,
         history=tuple(args.history or ()),
+        reference=args.reference,
         email=email,
         send_incomplete=args.send_incomplete,
         min_evaluated_share=MIN_EVALUATED_SHARE if args.min_evaluated is None else args.min_evaluated,

@@ -280,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--baseline", metavar="LAST_RUN",
                      help="compare with an earlier run (a qareport workbook or --results file): adds the "
                           "Changes sheet and the deltas in the Summary")
+    run.add_argument("--reference", metavar="RUN",
+                     help="a pinned reference run (a qareport workbook or --results file): the drift line under "
+                          "the verdict measures from it instead of the first run of --history")
     run.add_argument("--history", nargs="+", metavar="PATH",
                      help="earlier runs (workbooks, results files, or folders of them): adds the Trend sheet")
     gates = run.add_argument_group(

@@ -92,6 +92,7 @@ class RunOptions:
     judge_options: dict[str, Any] = field(default_factory=dict)
     baseline: str | None = None  # an earlier workbook or results file: adds the Changes sheet
     history: tuple[str, ...] = ()  # earlier workbooks / results files or folders: adds the Trend sheet
+    reference: str | None = None  # a pinned earlier run: slow drift is measured from it, not the history's first
     email: EmailRequest | None = None  # send the workbook once written
     send_incomplete: bool = False  # send the email even when the run is incomplete
     min_evaluated_share: float = MIN_EVALUATED_SHARE  # below it the run is incomplete
@@ -173,6 +174,8 @@ def check_before_any_work(options: RunOptions, *, templates_dir: str | None) -> 
     preflight.check_inputs_exist("TESTCASES", options.testcases)
     preflight.check_inputs_exist("--responses", options.responses)
     preflight.check_inputs_exist("--history", options.history)
+    if options.reference is not None:
+        preflight.check_inputs_exist("--reference", (options.reference,))
     inputs = (*options.testcases, *options.responses)
     preflight.check_output("--output", options.output, suffixes=(preflight.WORKBOOK_SUFFIX,), inputs=inputs)
     if options.results_path:
@@ -245,6 +248,7 @@ class _Earlier:
     baseline_reviews: dict[str, Review] | None = None
     history: History | None = None
     history_reviews: tuple[dict[str, Review], ...] = ()
+    reference: RunSnapshot | None = None  # --reference: the run a slow drift is measured from
     problems: tuple[Problem, ...] = ()  # values an edit made unreadable, review columns not found
     warnings: tuple[str, ...] = ()  # what the Summary and the email say beside the comparison
 
@@ -366,6 +370,11 @@ def _read_earlier_runs(run: _Run) -> _Earlier:
             lambda: (read_run(path, on_problem=problems.append, kinds=run.kinds),
                      read_reviews(path, on_problem=problems.append, kinds=run.kinds)),
             source=path) or (None, None)
+    reference = None
+    if (pinned := options.reference) is not None:
+        reference = _optional_stage(
+            run, "history", f"reading the reference run {pinned}", "the drift line measures from the history",
+            lambda: read_run(pinned, on_problem=problems.append, kinds=run.kinds), source=pinned)
     if options.history:
         history, history_reviews = _optional_stage(
             run, "history", "reading the history", "the workbook has no Trend sheet",
@@ -377,7 +386,7 @@ def _read_earlier_runs(run: _Run) -> _Earlier:
     run.hooks.on_problems(stored)
     for skipped in history.skipped if history else ():
         run.hooks.on_warning(f"history: skipped {skipped}")
-    return _Earlier(baseline, baseline_reviews, history, history_reviews, stored)
+    return _Earlier(baseline, baseline_reviews, history, history_reviews, reference, stored)
 
 
 def _history_with_reviews(run: _Run, on_problem: Callable[[Problem], None],
@@ -550,7 +559,8 @@ def _build_and_write(run: _Run, parts: _ReportParts, earlier: _Earlier) -> Repor
         baseline=earlier.baseline, history=earlier.history.runs if earlier.history else (),
         source=run.options.output, min_evaluated_share=run.options.min_evaluated_share, unloaded=parts.unloaded,
         baseline_reviews=earlier.baseline_reviews, baseline_warnings=earlier.warnings,
-        history_reviews=earlier.history_reviews, templates_dir=run.settings.run.templates,
+        history_reviews=earlier.history_reviews, reference=earlier.reference,
+        templates_dir=run.settings.run.templates,
         kinds=run.kinds, audit_size=run.settings.run.audit_size)
     run.hooks.on_stage("writing")
     run.stages.start(f"writing {run.options.output}")

@@ -78,6 +78,7 @@ class Report:
     not_loaded: str | None = None
     """"3 test cases could not be loaded (file x.yaml could not be read)", said before any delta."""
     judged: tuple[JudgedMetric, ...] = ()  # when the judge ran: each judged metric's counts
+    pinned_reference: RunSnapshot | None = None  # --reference: the run slow drift was measured from
     incomplete: str | None = None
     """"INCOMPLETE RUN: 3 of 29 cases evaluated" when too few cases were evaluated to trust a delta."""
     side_by_side: tuple[SideBySide, ...] = ()  # regressed and improved cases, both runs' outputs
@@ -145,6 +146,7 @@ def build_report(
     baseline_reviews: Mapping[str, Review] | None = None,
     baseline_warnings: Sequence[str] = (),
     history_reviews: Sequence[Mapping[str, Review]] = (),
+    reference: RunSnapshot | None = None,
     templates_dir: str | None = None,
     kinds: RunKinds | None = None,
     audit_size: int = AUDIT_SIZE,
@@ -171,7 +173,8 @@ def build_report(
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)
     not_loaded = not_loaded_note(unloaded, comparison)
-    reference = reference_run(history)  # the first run of the history: a slow drift shows against it
+    pinned = reference
+    reference = reference_run(history, pinned)  # pinned, else the history's first: a slow drift shows against it
     drift = (drift_alert(drift_since(reference, current), reference.source)
              if reference is not None and (baseline is None or reference.created != baseline.created) else None)
     reviews = carry_reviews(baseline_reviews or {}, comparison, rows, kinds)
@@ -198,6 +201,7 @@ def build_report(
         rows=rows,
         headline=headline,
         judged=judged,
+        pinned_reference=pinned,
         status_counts=counts,
         kinds=present,
         digest=digest,

@@ -595,3 +595,51 @@ def test_the_console_gives_the_change_the_summary_shows(last_week, tmp_path, cap
     summary = load_workbook(report, data_only=True)["Summary"]
     row = next(c.row for c in summary["A"] if c.value == "macro precision")
     assert summary.cell(row, 10).value == pytest.approx(0.06)
+
+
+@pytest.mark.parametrize(("content", "name", "message"), [
+    (None, "plain.xlsx", "not a qareport workbook with per-case results"),
+    (b"", "absent.xlsx", "no such file"),
+])
+def test_an_unusable_reference_run_is_one_clear_line_exit_status_2_and_nothing_written(tmp_path, capsys, content, name, message):
+    reference = tmp_path / name
+    if content is None:
+        Workbook().save(reference)
+    report = tmp_path / "report.xlsx"
+    assert run(report, "--reference", str(reference)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(reference) in err[0] and message in err[0]
+    assert not report.exists()
+
+
+def test_a_pinned_reference_run_is_said_in_what_was_run(last_week, tmp_path):
+    report = tmp_path / "report.xlsx"
+    assert run(report, "--reference", str(last_week)) == 0
+    summary = load_workbook(report)["Summary"]
+    cells = [[str(value) for value in row if value is not None] for row in summary.iter_rows(values_only=True)]
+    (said,) = [row for row in cells if "reference run" in row]
+    assert any(value.endswith(last_week.name) for value in said)
+
+
+
+def _all_failing_responses(folder: Path) -> Path:
+    """This week's responses with every indicator-selection case answered by an error: far below any reference."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "power-system.json").write_bytes((RESPONSES / "power-system.json").read_bytes())
+    records = [json.loads(line) for line in (RESPONSES / "imf.jsonl").read_text().splitlines() if line.strip()]
+    failing = [{"test_case_id": r["test_case_id"], "status": "error", "error": "timeout"} for r in records if "test_case_id" in r]
+    (folder / "imf.jsonl").write_text("".join(json.dumps(r) + "\n" for r in failing))
+    return folder
+
+
+def test_a_pinned_reference_run_shows_a_drift_line_under_the_verdict_only_when_the_run_drifted(last_week, tmp_path):
+    drifted, steady = tmp_path / "drifted.xlsx", tmp_path / "steady.xlsx"
+    assert run(drifted, "--reference", str(last_week), "--min-evaluated", "0", responses=_all_failing_responses(tmp_path / "failing")) == 0
+    assert run(steady, "--reference", str(last_week)) == 0
+
+    def summary_text(path: Path) -> str:
+        ws = load_workbook(path)["Summary"]
+        return "\n".join(str(value) for row in ws.iter_rows(values_only=True) for value in row if value is not None)
+
+    assert f"drift since the reference run ({last_week}" in summary_text(drifted)
+    assert "drift since the reference run" not in summary_text(steady)

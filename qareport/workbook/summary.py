@@ -105,7 +105,7 @@ def write_summary(ws: Sheet, report: Report, links: SummaryLinks) -> None:
     write_status(right, digest, links)
     write_grades(right, report.grades)
     write_review(right, digest, report, links)
-    write_run_info(right, run, digest)
+    write_run_info(right, run, digest, reference=report.pinned_reference)
 
     widths = dict(COLUMN_WIDTHS)
     widths.update({LEFT_COLUMNS + 1: 2.0, KEY_COLUMN: KEY_WIDTH, VALUE_COLUMN: VALUE_WIDTH})

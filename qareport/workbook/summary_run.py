@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qareport.digest import Digest
-from qareport.records import RunInfo
+from qareport.records import RunInfo, RunSnapshot
 from qareport.report import Report
 from qareport.run_sheets import stored_options
 from qareport.workbook import sheet_looks, styles
@@ -127,7 +127,7 @@ def write_review(block: Block, digest: Digest, report: Report, links: SummaryLin
         block.row += 1
 
 
-def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
+def write_run_info(block: Block, run: RunInfo, digest: Digest, *, reference: RunSnapshot | None = None) -> None:
     block.section("What was run")
     _key_value(block, "date", display_time(run.created))
     _key_value(block, "qareport", run.qareport_version)
@@ -164,6 +164,8 @@ def write_run_info(block: Block, run: RunInfo, digest: Digest) -> None:
         _key_value(block, "baseline", about)
         for warning in digest.baseline.warnings:
             _key_value(block, "warning", warning)
+    if reference is not None:  # pinned with --reference: the drift line under the verdict is measured from it
+        _key_value(block, "reference run", f"{_tail(reference.source)}, run of {display_time(reference.created)}")
     if run.not_evaluated:
         block.section("Not evaluated")
         for family, why in sorted(run.not_evaluated.items()):
