@@ -22,7 +22,7 @@ from qareport.clustered_statistics import planning_factor
 from qareport.comparison import Comparison, HeadlineDelta
 from qareport.errors import BUDGET_REACHED
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
-from qareport.judged_metrics import JudgedMetric
+from qareport.judged_metrics import JudgedMetric, partly_judged_pairs
 from qareport.records import RunInfo
 
 TOP_CASES = 10  # regressed and improved cases listed by name
@@ -277,6 +277,12 @@ def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow], kind_set: kinds.RunKinds
         lines.append(CaseLine(row.case_id, row.name or "", what, row.reason,
                               float(first) if isinstance(first, (int, float)) else None))
     return Weakest(kind.label, " / ".join(kind_set.metric_label(metric) for metric in ranking), tuple(lines))
+
+
+def partly_judged(judged: Sequence[JudgedMetric]) -> dict[str, str]:
+    """The judged metrics whose means rest on only some of their cases (the budget stopped the judging,
+    or judgments failed), by key: "answer F1: partial, 40 of 60 cases judged (budget reached)"."""
+    return dict(partly_judged_pairs(judged))
 
 
 def stakeholder_words(why: str) -> str:
