@@ -416,14 +416,16 @@ def moved_first(digest: Digest) -> tuple[Headline, ...]:
 def summary_line(digest: Digest, *, output: str, notes: Sequence[str] = (), listed: int | None = None) -> str:
     """The console's closing line: "report.xlsx: 29 cases: 26 evaluated, 2 error, 1 missing; mean
     keyword recall 0.50; mean macro precision 0.84; ...": every headline metric of the run (over its
-    evaluated cases, as the Summary gives it), what moved first; then `notes` and the problems
+    evaluated cases, as the Summary gives it; "(partial)" after a judged mean over only some of them), what
+    moved first; then `notes` and the problems
     (`listed`: how many the Problems sheet holds, when not all)."""
     counts = digest.status_counts
     parts = [f"{digest.cases} cases: {digest.evaluated} evaluated"]
     parts += [f"{counts[status]} {status}" for status in ("error", "missing", "invalid") if counts.get(status)]
     line = f"{output}: " + ", ".join(parts)
+    partial = partly_judged(digest.judged)
     for item in moved_first(digest):
-        line += f"; mean {item.label} {item.mean:.2f}"
+        line += f"; mean {item.label} {item.mean:.2f}" + (" (partial)" if item.metric in partial else "")
     for note in notes:
         line += f"; {note}"
     if digest.problems and listed is not None and listed < digest.problems:

@@ -20,7 +20,6 @@ from qareport.exit_status import JUDGE_FAILED, REPORT_WRITTEN
 from qareport.judged_metrics import JudgedMetric
 
 CORRECTNESS_ONLY = "judge:\n  metrics: [answer_correctness]\n"
-PARTIAL_F1 = re.compile(r"answer F1: partial, (\d+) of (\d+) cases judged \(budget reached\)")
 
 
 @pytest.fixture
@@ -32,6 +31,7 @@ def stub(monkeypatch):
 
 
 def run_week(tmp_path, monkeypatch, name: str, epoch: str, *extra: str) -> tuple[int, dict]:
+    """A week's run (quiet: the closing line only), its exit status and its results file."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
     results = tmp_path / f"{name}.json"
     code = main(["run", str(TESTCASES), "-r", str(RESPONSES), "-o", str(tmp_path / f"{name}.xlsx"),
@@ -67,10 +67,12 @@ def trend_rows(tmp_path, name: str) -> list[dict]:
 
 
 def test_a_budget_that_stops_part_way_marks_the_judged_means_partial_in_summary_email_and_trend(
-        stub, tmp_path, monkeypatch):
+        stub, tmp_path, monkeypatch, capsys):
     (tmp_path / "qareport.yaml").write_text(CORRECTNESS_ONLY)
     code, full = run_week(tmp_path, monkeypatch, "week1", "1714557600")
     assert code == REPORT_WRITTEN
+    printed = capsys.readouterr().out
+    assert "mean answer F1 " in printed and "(partial)" not in printed
     assert not any("partial" in metric for metric in full["judge"]["metrics"])
     assert not any(": partial, " in text for text in texts(tmp_path, "week1", "Summary"))
     assert headline_format(tmp_path, "week1", "answer F1") == "0.00"
@@ -80,8 +82,9 @@ def test_a_budget_that_stops_part_way_marks_the_judged_means_partial_in_summary_
     (tmp_path / "qareport.yaml").write_text(CORRECTNESS_ONLY + f"  budget: {budget!r}\n")
     code, stopped = run_week(tmp_path, monkeypatch, "week2", "1715162400", "--history", str(tmp_path / "week1.xlsx"))
     assert code == JUDGE_FAILED
+    assert re.search(r"; mean answer F1 \d\.\d\d \(partial\)", capsys.readouterr().out)  # the console's line
     f1 = next(metric for metric in stopped["judge"]["metrics"] if metric["key"] == "answer_f1")
-    assert 0 < f1["judged"] and f1["not_judged_budget_reached"] > 0
+    assert f1["judged"] > 0 and f1["not_judged_budget_reached"] > 0
     said = f"answer F1: partial, {f1['judged']} of {f1['judged'] + f1['not_judged']} cases judged (budget reached)"
     assert f1["partial"] == said  # the results file keeps the mark
 
