@@ -22,7 +22,7 @@ from qareport.clustered_statistics import planning_factor
 from qareport.comparison import Comparison, HeadlineDelta
 from qareport.errors import BUDGET_REACHED
 from qareport.headline import DEFAULT_TOLERANCE, DESIGN_EFFECT_SHOWN, Headline, fewest_clusters_to_decide, weakest_cases
-from qareport.judged_metrics import JudgedMetric
+from qareport.judged_metrics import JudgedMetric, partly_judged_pairs
 from qareport.records import RunInfo
 
 TOP_CASES = 10  # regressed and improved cases listed by name
@@ -279,6 +279,12 @@ def _weakest(kind: kinds.Kind, rows: Sequence[CaseRow], kind_set: kinds.RunKinds
     return Weakest(kind.label, " / ".join(kind_set.metric_label(metric) for metric in ranking), tuple(lines))
 
 
+def partly_judged(judged: Sequence[JudgedMetric]) -> dict[str, str]:
+    """The judged metrics whose means rest on only some of their cases (the budget stopped the judging,
+    or judgments failed), by key: "answer F1: partial, 40 of 60 cases judged (budget reached)"."""
+    return dict(partly_judged_pairs(judged))
+
+
 def stakeholder_words(why: str) -> str:
     """Why metrics were not evaluated, for a reader who does not run the tool: no settings to
     change, no variables to set."""
@@ -410,14 +416,16 @@ def moved_first(digest: Digest) -> tuple[Headline, ...]:
 def summary_line(digest: Digest, *, output: str, notes: Sequence[str] = (), listed: int | None = None) -> str:
     """The console's closing line: "report.xlsx: 29 cases: 26 evaluated, 2 error, 1 missing; mean
     keyword recall 0.50; mean macro precision 0.84; ...": every headline metric of the run (over its
-    evaluated cases, as the Summary gives it), what moved first; then `notes` and the problems
+    evaluated cases, as the Summary gives it; "(partial)" after a judged mean over only some of them), what
+    moved first; then `notes` and the problems
     (`listed`: how many the Problems sheet holds, when not all)."""
     counts = digest.status_counts
     parts = [f"{digest.cases} cases: {digest.evaluated} evaluated"]
     parts += [f"{counts[status]} {status}" for status in ("error", "missing", "invalid") if counts.get(status)]
     line = f"{output}: " + ", ".join(parts)
+    partial = partly_judged(digest.judged)
     for item in moved_first(digest):
-        line += f"; mean {item.label} {item.mean:.2f}"
+        line += f"; mean {item.label} {item.mean:.2f}" + (" (partial)" if item.metric in partial else "")
     for note in notes:
         line += f"; {note}"
     if digest.problems and listed is not None and listed < digest.problems:

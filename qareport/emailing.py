@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from markupsafe import escape
 
-from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, signed
+from qareport.digest import SUBJECT_CHARS, CaseLine, Digest, build_digest, partly_judged, signed
 from qareport.errors import EmailError
 from qareport.records import Problem, RunInfo
 from qareport.redaction import register_secret, scrub, secret_forms
@@ -162,6 +162,7 @@ def email_context(digest: Digest, *, file_name: str, attachment_note: str | None
     """What the email templates get: the digest with its numbers already in words, so a template
     only places them. `attachment_note` says why the workbook is not attached, when it is not."""
     metrics = []
+    partial = partly_judged(digest.judged)
     for item in digest.headline:
         delta = digest.delta(item.metric)
         change = delta.shown_delta if delta is not None else None  # the difference of the two figures shown
@@ -171,6 +172,7 @@ def email_context(digest: Digest, *, file_name: str, attachment_note: str | None
             "interval": f"{item.low:.2f}–{item.high:.2f}" if item.low is not None and item.high is not None else None,
             "cases": item.cases,
             "not_scored": item.not_scored,
+            "partial": item.metric in partial,  # a judged mean over only some of its cases
             "change": signed(change) if change is not None else None,
             "direction": None if change is None or round(change, 2) == 0 else "down" if change < 0 else "up",
             "noise": None if delta is None else delta.noise,
@@ -215,6 +217,7 @@ def email_context(digest: Digest, *, file_name: str, attachment_note: str | None
                     "failed": metric.failed, "not_judged": metric.not_judged, "describe": metric.describe(),
                     "mostly_failed": metric.mostly_failed} for metric in digest.judged],
         "not_evaluated": [{"metrics": what, "why": why} for what, why in digest.not_evaluated],
+        "partial": list(partial.values()),
         "judge_model": digest.judge_model,
         "judge_cost": f"${digest.judge_cost:,.4f}" if digest.judge_cost is not None else None,
     }

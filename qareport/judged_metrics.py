@@ -91,6 +91,30 @@ class JudgedMetric:
         attempted = self.judged + self.not_scored
         return attempted > 0 and self.not_scored / attempted > MOSTLY_FAILED
 
+    @property
+    def partial(self) -> bool:
+        """Whether its mean rests on only some of the cases it applied to (the budget stopped the
+        judging, or judgments failed): a mean over whichever cases were judged, never the suite's."""
+        return self.judged > 0 and self.not_scored > 0
+
+    def why_partial(self) -> str:
+        """Why cases went unjudged, in a few words: "budget reached", "judge failed", "judgments failed"."""
+        reasons = []
+        if self.budget_reached:
+            reasons.append(BUDGET_REACHED)
+        if self.not_judged > self.budget_reached:
+            reasons.append("judge failed")
+        if self.failed:
+            reasons.append("judgments failed")
+        return ", ".join(reasons)
+
+    def partial_words(self) -> str | None:
+        """"answer F1: partial, 40 of 60 cases judged (budget reached)"; None when not partial."""
+        if not self.partial:
+            return None
+        return (f"{self.label}: partial, {self.judged} of {self.judged + self.not_scored} cases judged "
+                f"({self.why_partial()})")
+
     def describe(self) -> str:
         """"answer relevance: 0 judged, 40 failed, 3 not judged (FAILED FOR MOST CASES)"."""
         text = f"{self.label}: {self.judged} judged, {self.failed} failed"
@@ -105,13 +129,19 @@ class JudgedMetric:
         return text + (" (FAILED FOR MOST CASES)" if self.mostly_failed else "")
 
     def to_dict(self) -> dict[str, Any]:
+        partial = self.partial_words()  # said only when partial, so a fully judged run's file is as before
         return {"key": self.key, "label": self.label, "mean": self.mean, "judged": self.judged,
                 "failed": self.failed, "not_judged": self.not_judged, "not_judged_budget_reached": self.budget_reached,
-                "not_applicable": self.not_applicable}
+                "not_applicable": self.not_applicable, **({"partial": partial} if partial else {})}
 
 
 JUDGED, FAILED, NOT_JUDGED_VERDICT, NOT_APPLICABLE = "judged", "failed", "not judged", "not applicable"
 BUDGET_VERDICT = f"not judged: {BUDGET_REACHED}"
+
+
+def partly_judged_pairs(judged: Sequence[JudgedMetric]) -> tuple[tuple[str, str], ...]:
+    """(key, words) of each judged metric whose mean rests on only some of its cases (`RunSnapshot.partly_judged`)."""
+    return tuple((metric.key, words) for metric in judged if (words := metric.partial_words()) is not None)
 
 
 def count_judged_metrics(results: Sequence[CaseResult]) -> tuple[JudgedMetric, ...]:

@@ -363,3 +363,6 @@ class RunSnapshot:
     cases: tuple[CaseRow, ...] = ()
     steps_semantics: int | None = None  # graphrag-eval's steps rules the run used (None: not said, 5)
     judge_identity: JudgeIdentity | None = None  # the judge of its judged values (None: none, or not recorded)
+    partly_judged: tuple[tuple[str, str], ...] = ()
+    """(metric key, "answer F1: partial, 40 of 60 cases judged (budget reached)") for each judged mean
+    over only some of its cases (`JudgedMetric.partial_words`): a Trend shows the run's point as partial."""

@@ -34,7 +34,7 @@ from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_
 from qareport.judge_audit import AUDIT_SIZE, AuditedRun, JudgeAudit, audit_judge
 from qareport.judge_change import judge_changes, judge_shifts, mark_judge_changed
 from qareport.judge_noise import JudgeNoise, judge_noise
-from qareport.judged_metrics import JudgedMetric, count_judged_metrics
+from qareport.judged_metrics import JudgedMetric, count_judged_metrics, partly_judged_pairs
 from qareport.kinds import RunKinds, Table, catalogue
 from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.side_by_side import SideBySide, side_by_side
@@ -128,7 +128,8 @@ class Report:
     @property
     def snapshot(self) -> RunSnapshot:
         return RunSnapshot(source="this run", created=self.run.created,
-                           qareport_version=self.run.qareport_version, cases=self.rows)
+                           qareport_version=self.run.qareport_version, cases=self.rows,
+                           partly_judged=partly_judged_pairs(self.judged))
 
 
 @collector_paused()  # the report model lives on and makes no reference cycles: see `collector`
@@ -159,8 +160,9 @@ def build_report(
     kinds = kinds if kinds is not None else catalogue()
     results = tuple(results)
     rows = tuple(case_rows(results, kinds))
+    judged = count_judged_metrics(results) if run.judge_usage is not None else ()
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows,
-                          judge_identity=run.judge_identity)
+                          judge_identity=run.judge_identity, partly_judged=partly_judged_pairs(judged))
     reasons = {row.case_id: row.reason for row in rows if row.reason}
     comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings, kind_set=kinds)
                   if baseline is not None else None)
@@ -169,7 +171,6 @@ def build_report(
         comparison = mark_judge_changed(comparison, changed,
                                         shifts=judge_shifts(baseline.cases, rows) if changed else ())
     counts = status_counts(rows)
-    judged = count_judged_metrics(results) if run.judge_usage is not None else ()
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)
     not_loaded = not_loaded_note(unloaded, comparison)

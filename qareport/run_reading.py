@@ -110,7 +110,17 @@ def _read_results_file(target: Path, on_problem: OnProblem, kinds: RunKinds | No
         cases=tuple(rows),
         steps_semantics=stated_semantics(about.get("steps_semantics")),
         judge_identity=JudgeIdentity.from_mapping(judge) if isinstance(judge := about.get("judge"), dict) else None,
+        partly_judged=_partly_judged(document.get("judge")),
     )
+
+
+def _partly_judged(judge: Any) -> tuple[tuple[str, str], ...]:
+    """The judged metrics a results file says were partial (`JudgedMetric.to_dict`); none when it
+    says nothing, or something that is not one."""
+    metrics = judge.get("metrics") if isinstance(judge, dict) else None
+    return tuple((str(metric["key"]), metric["partial"]) for metric in metrics or ()
+                 if isinstance(metric, dict) and "key" in metric and isinstance(metric.get("partial"), str)
+                 and metric["partial"]) if isinstance(metrics, list) else ()
 
 
 def stored_usage(metadata: Mapping[str, Any]) -> JudgeUsage | None:
@@ -169,6 +179,9 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         cases=tuple(cases),
         steps_semantics=stated_semantics(metadata.get("option.steps_semantics")),
         judge_identity=JudgeIdentity.from_metadata(metadata),
+        partly_judged=tuple((key.removeprefix("judged.").removesuffix(".partial"), str(value))
+                            for key, value in metadata.items()
+                            if key.startswith("judged.") and key.endswith(".partial") and value),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),

@@ -122,6 +122,8 @@ def run_metadata(report: Report) -> list[tuple[str, Any]]:
     for metric in report.judged:
         pairs += [(f"judged.{metric.key}.{field}", getattr(metric, field))
                   for field in ("label", "mean", "judged", "failed", "not_judged", "not_applicable")]
+        if (partial := metric.partial_words()) is not None:  # only when partial: a full run's facts are as before
+            pairs.append((f"judged.{metric.key}.partial", partial))
     pairs += [(f"not_evaluated.{family}", why) for family, why in sorted(run.not_evaluated.items())]
     for index, given in enumerate(run.inputs, start=1):
         pairs += [

@@ -382,7 +382,7 @@ _METADATA_NUMBERS = re.compile(r"(metric\..+\.(mean|low|high)"
                                r"|baseline\.metric\..+\.(mean|shared_old|shared_new|p_value)"
                                r"|judged\..+\.mean|judge\.cost_usd)")
 _METADATA_TEXTS = re.compile(r"(format|created|qareport_version|baseline\.(source|created|qareport_version|warning\..+)"
-                             r"|alert\..+|digest\.\d+|not_evaluated\..+|judge\.(model|embedding_model)|judged\..+\.label)")
+                             r"|alert\..+|digest\.\d+|not_evaluated\..+|judge\.(model|embedding_model)|judged\..+\.(label|partial))")
 
 
 def metadata_value_type(key: str) -> Expected | None:

@@ -30,6 +30,11 @@ class TrendPoint:
     current: bool = False
     regressions: int | None = None  # cases that regressed since the run before it (None: the first run)
     improvements: int | None = None
+    partly_judged: tuple[tuple[str, str], ...] = ()  # (metric, why its mean is partial): `RunSnapshot.partly_judged`
+
+    def partial(self, metric: str) -> bool:
+        """Whether the run's mean of `metric` rests on only some of its cases (a judge that stopped part-way)."""
+        return any(key == metric for key, _ in self.partly_judged)
 
     def mean(self, metric: str) -> float | None:
         return next((h.mean for h in self.headline if h.metric == metric), None)
@@ -55,6 +60,7 @@ def _point(snapshot: RunSnapshot, *, current: bool) -> TrendPoint:
         status_counts=status_counts(snapshot.cases),
         headline=headline_metrics(snapshot.cases),
         current=current,
+        partly_judged=snapshot.partly_judged,
     )
 
 

@@ -113,6 +113,7 @@ LEFT = Alignment(horizontal="left")
 CENTRED_LINE = Alignment(vertical="center")
 
 SCORE_FORMAT = "0.00"
+PARTIAL_SCORE_FORMAT = '0.00"*"'  # a judged mean over only some of its cases (a note says so); still a number
 PERCENT_FORMAT = "0.0%"
 INTEGER_FORMAT = "#,##0"
 SECONDS_FORMAT = "0.0"

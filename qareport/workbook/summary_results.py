@@ -10,7 +10,16 @@ from collections.abc import Sequence
 from qareport.case_changes import WITHIN_NOISE
 from qareport.comparison import HeadlineDelta
 from qareport.consistency import SuiteConsistency
-from qareport.digest import TOP_CASES, CaseLine, Digest, detectable_words, mattering, moved_line, signed_bound
+from qareport.digest import (
+    TOP_CASES,
+    CaseLine,
+    Digest,
+    detectable_words,
+    mattering,
+    moved_line,
+    partly_judged,
+    signed_bound,
+)
 from qareport.headline import Headline
 from qareport.judge_agreement import JudgeAgreement
 from qareport.report import Report
@@ -87,9 +96,11 @@ def write_headline(block: Block, digest: Digest) -> None:
                    if compared else ()))
     if not digest.headline:
         block.note("No metric could be computed: no test case was evaluated (see the status counts).")
+    partial = partly_judged(digest.judged)
     for item in digest.headline:
         block.cell(0, item.label)
-        block.cell(1, item.mean, font=styles.BOLD, number_format=styles.SCORE_FORMAT)
+        block.cell(1, item.mean, font=styles.BOLD,
+                   number_format=styles.PARTIAL_SCORE_FORMAT if item.metric in partial else styles.SCORE_FORMAT)
         if item.low is not None and item.high is not None:
             block.cell(2, f"{item.low:.2f} – {item.high:.2f}")
         block.cell(3, item.cases, number_format=styles.INTEGER_FORMAT)
@@ -119,6 +130,8 @@ def write_headline(block: Block, digest: Digest) -> None:
                  f"{digest.tests} changes (tags, templates, dimensions: families of their own; p, clusters: "
                  "see Statistics).")
     block.note(text)
+    for words in partial.values():  # a mean over whichever cases the judge got to
+        block.note(f"* {words}: a mean over the cases judged, not the whole suite.").font = styles.REGRESSION_FONT
 
 
 def write_detectable(block: Block, digest: Digest) -> None:

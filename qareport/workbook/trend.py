@@ -14,14 +14,17 @@ from qareport.workbook.sheet import Sheet, write
 
 COUNT_HEADERS = ("test cases", "evaluated", "errors", "missing", "invalid", "regressed", "improved")
 FIRST_METRIC = 4 + len(COUNT_HEADERS)  # the column of the first headline metric
+PARTIAL_HEADER = "partly judged"  # the last column: why a run's judged means (marked "*") are partial
 
 
 def write_trend(ws: Sheet, points: Sequence[TrendPoint], kinds: RunKinds) -> None:
     """Fill the sheet (a few rows, one per run: kept until the sheet is finished), with the
     headline metrics of the run's `kinds`."""
     metrics = [m for m in kinds.headline_metric_keys() if any(p.mean(m) is not None for p in points)]
+    partial = any(point.partly_judged for point in points)  # the column only when a run was judged part-way
     headers = ("date (UTC)", "run", "qareport", *COUNT_HEADERS,
-               *[kinds.metric_label(m) for m in metrics], *[f"{kinds.metric_label(m)}: cases" for m in metrics])
+               *[kinds.metric_label(m) for m in metrics], *[f"{kinds.metric_label(m)}: cases" for m in metrics],
+               *((PARTIAL_HEADER,) if partial else ()))
     for column, header in enumerate(headers, start=1):
         write(ws, 1, column, header)
     sheet_looks.style_header_row(ws, 1, 1, len(headers))
@@ -43,15 +46,20 @@ def write_trend(ws: Sheet, points: Sequence[TrendPoint], kinds: RunKinds) -> Non
         if point.regressions:
             ws.cell(row, 9).font = styles.REGRESSION_FONT
         for index, metric in enumerate(metrics):
-            write(ws, row, FIRST_METRIC + index, point.mean(metric)).number_format = styles.SCORE_FORMAT
+            write(ws, row, FIRST_METRIC + index, point.mean(metric)).number_format = (
+                styles.PARTIAL_SCORE_FORMAT if point.partial(metric) else styles.SCORE_FORMAT)  # "0.71*"
             write(ws, row, FIRST_METRIC + len(metrics) + index,
                   point.cases_behind(metric)).number_format = styles.INTEGER_FORMAT
+        if point.partly_judged:
+            write(ws, row, len(headers), "* " + "; ".join(words for _, words in point.partly_judged))
         if point.current:
             for column in range(1, len(headers) + 1):
                 ws.cell(row, column).font = styles.BOLD
     last_row = len(points) + 1
     widths = {1: 18, 2: max(12, min(40, max(len(Path(p.source).name) for p in points) + 2)), 3: 10}
     widths.update({column: 11 for column in range(4, len(headers) + 1)})
+    if partial:
+        widths[len(headers)] = 60  # the words, read in place
     sheet_looks.set_widths(ws, widths)
     if metrics:
         letters = [ws.cell(1, FIRST_METRIC + i).column_letter for i in range(len(metrics))]
