@@ -4,6 +4,7 @@ results file, and a history of runs (`read_history`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -20,10 +21,11 @@ from qareport.headline import Headline, headline_metrics
 from qareport.judge.identity import JudgeIdentity
 from qareport.judge.usage import JudgeUsage
 from qareport.kinds import RunKinds
-from qareport.records import Location, Problem, RunSnapshot
+from qareport.records import CarriedCase, Location, Problem, RunSnapshot
 from qareport.results_file import read_results_file, stated_semantics
 from qareport.runs import (
     BAD,
+    CARRIED_SHEET,
     CHANGE_FIELDS,
     CHANGES_SHEET,
     DATA_SHEETS,
@@ -168,11 +170,46 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         cases=tuple(cases),
         steps_semantics=stated_semantics(metadata.get("option.steps_semantics")),
         judge_identity=JudgeIdentity.from_metadata(metadata),
+        carried=_read_carried(sheets.get(CARRIED_SHEET), target, report, kinds),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),
                         headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata),
                         digest=_stored_digest(target, metadata, report))
+
+
+def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: OnProblem,
+                  kinds: RunKinds | None) -> tuple[CarriedCase, ...]:
+    """The cases the run could not load, with their rows when last seen; a line an edit made
+    unreadable is left out with a problem (its case then comes back as a new case)."""
+    if not rows:
+        return ()
+    header, *lines = rows
+    names = [convert_value(name, "text") for name in header]
+    while names and names[-1] is None:  # the width of the longest row: parts of long values (`gather_row`)
+        names.pop()
+    carried = []
+    for number, values in enumerate(lines, start=2):
+        if all(value is None for value in values):
+            continue
+        row = dict(zip(names, gather_row(values, names)))
+        last_seen, not_loaded = (convert_value(row.get(name), "text") for name in ("last_seen", "not_loaded"))
+        try:
+            stored = json.loads(text) if isinstance(text := convert_value(row.get("row"), "text"), str) else None
+        except ValueError:
+            stored = None
+
+        def where(field: str, number: int = number) -> str:
+            return f"sheet '{CARRIED_SHEET}', row {number}, '{field}'"
+
+        cleaned = (clean_case_values(stored, where=where, target=target, on_problem=on_problem, kinds=kinds)
+                   if isinstance(stored, dict) and "case_id" in stored else None)
+        if cleaned is None or not isinstance(last_seen, str) or not isinstance(not_loaded, str):
+            on_problem(Problem(Location(str(target)), f"sheet '{CARRIED_SHEET}', row {number}: not a case row "
+                                                      "qareport wrote; left out (the case is compared as a new case)"))
+            continue
+        carried.append(CarriedCase(case_row_from_stored(cleaned, kinds), last_seen=last_seen, not_loaded=not_loaded))
+    return tuple(carried)
 
 
 _CHANGE_TYPES: dict[str, Expected] = {"kind": "text", "case_id": "text", "name": "text", "metric": "text",
