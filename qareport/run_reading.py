@@ -5,7 +5,7 @@ results file, and a history of runs (`read_history`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -111,7 +111,37 @@ def _read_results_file(target: Path, on_problem: OnProblem, kinds: RunKinds | No
         cases=tuple(rows),
         steps_semantics=stated_semantics(about.get("steps_semantics")),
         judge_identity=JudgeIdentity.from_mapping(judge) if isinstance(judge := about.get("judge"), dict) else None,
+        carried=_carried_in_results(document.get("carried"), target, on_problem, kinds),
     )
+
+
+def _carried_in_results(entries: Any, target: Path, on_problem: OnProblem,
+                        kinds: RunKinds | None) -> tuple[CarriedCase, ...]:
+    """The results file's `carried` list (`results_file._carried_entry`); an item an edit made
+    unreadable is left out with a problem."""
+    carried = []
+    for index, entry in enumerate(entries if isinstance(entries, list) else [], start=1):
+        item = entry if isinstance(entry, dict) else {}
+        found = _carried_case(item.get("row"), item.get("last_seen"), item.get("not_loaded"),
+                              lambda field, index=index: f"'carried' item {index}, 'row', '{field}'",
+                              target, on_problem, kinds)
+        if found is None:
+            on_problem(Problem(Location(str(target)), f"'carried' item {index}: not a carried case qareport "
+                                                      "wrote; left out (the case is compared as a new case)"))
+        else:
+            carried.append(found)
+    return tuple(carried)
+
+
+def _carried_case(stored: Any, last_seen: Any, not_loaded: Any, where: Callable[[str], str], target: Path,
+                  on_problem: OnProblem, kinds: RunKinds | None) -> CarriedCase | None:
+    """A carried case from its stored row and dates, None when any of them is not what qareport wrote."""
+    last_seen, not_loaded = convert_value(last_seen, "text"), convert_value(not_loaded, "text")
+    cleaned = (clean_case_values(stored, where=where, target=target, on_problem=on_problem, kinds=kinds)
+               if isinstance(stored, dict) and "case_id" in stored else None)
+    if cleaned is None or not isinstance(last_seen, str) or not isinstance(not_loaded, str):
+        return None
+    return CarriedCase(case_row_from_stored(cleaned, kinds), last_seen=last_seen, not_loaded=not_loaded)
 
 
 def stored_usage(metadata: Mapping[str, Any]) -> JudgeUsage | None:
@@ -193,7 +223,6 @@ def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
         if all(value is None for value in values):
             continue
         row = dict(zip(names, gather_row(values, names)))
-        last_seen, not_loaded = (convert_value(row.get(name), "text") for name in ("last_seen", "not_loaded"))
         try:
             stored = json.loads(text) if isinstance(text := convert_value(row.get("row"), "text"), str) else None
         except ValueError:
@@ -202,13 +231,12 @@ def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
         def where(field: str, number: int = number) -> str:
             return f"sheet '{CARRIED_SHEET}', row {number}, '{field}'"
 
-        cleaned = (clean_case_values(stored, where=where, target=target, on_problem=on_problem, kinds=kinds)
-                   if isinstance(stored, dict) and "case_id" in stored else None)
-        if cleaned is None or not isinstance(last_seen, str) or not isinstance(not_loaded, str):
-            on_problem(Problem(Location(str(target)), f"sheet '{CARRIED_SHEET}', row {number}: not a case row "
+        found = _carried_case(stored, row.get("last_seen"), row.get("not_loaded"), where, target, on_problem, kinds)
+        if found is None:
+            on_problem(Problem(Location(str(target)), f"sheet '{CARRIED_SHEET}', row {number}: not a carried case "
                                                       "qareport wrote; left out (the case is compared as a new case)"))
-            continue
-        carried.append(CarriedCase(case_row_from_stored(cleaned, kinds), last_seen=last_seen, not_loaded=not_loaded))
+        else:
+            carried.append(found)
     return tuple(carried)
 
 

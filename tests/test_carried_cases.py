@@ -123,3 +123,32 @@ def test_a_carried_pair_counts_as_a_case_change_but_not_in_the_like_for_like_hea
     assert comparison.regressions[0].reason.startswith("compared with its result of 2024-05-01 (not loaded on 2024-05-08)")
     recall = next(delta for delta in comparison.headline if delta.metric == "macro_recall")
     assert recall.shared_cases == 1 and recall.delta == 0.0  # only the case both runs evaluated
+
+
+def test_the_results_file_carries_the_unloaded_cases_too(tmp_path):
+    old_answers = last_week_responses(tmp_path / "old-answers")
+    week1, week2, week3 = tmp_path / "week1.xlsx", tmp_path / "week2.xlsx", tmp_path / "week3.xlsx"
+    assert run(week1, "--results", str(tmp_path / "week1.yaml"), responses=old_answers, epoch=WEEK_18) == 0
+    assert run(week2, "--baseline", str(tmp_path / "week1.yaml"), "--results", str(tmp_path / "week2.yaml"),
+               testcases=_suite(tmp_path / "w2", broken=True), responses=old_answers, epoch=WEEK_19) == 0
+    assert {item.row.case_id for item in read_run(tmp_path / "week2.yaml").carried} == {
+        item.row.case_id for item in read_run(week2).carried}
+    assert run(week3, "--baseline", str(tmp_path / "week2.yaml"), epoch=WEEK_20) == 0
+    changes = _changes(week3)
+    assert "regression" in {kind for kind, _ in changes[REGRESSED]}
+    assert not any(kind == "new case" for lines in changes.values() for kind, _ in lines)
+
+
+def test_a_carried_row_an_edit_made_unreadable_is_left_out_with_a_problem(weeks, tmp_path):
+    _, week2, _ = weeks
+    edited = tmp_path / "week2-edited.xlsx"
+    workbook = load_workbook(week2)
+    sheet = workbook["qareport_carried"]
+    header = [cell.value for cell in sheet[1]]
+    sheet.cell(2, header.index("row") + 1).value = "{not json"
+    workbook.save(edited)
+    problems = []
+    carried = read_run(edited, on_problem=problems.append).carried
+    assert len(carried) == len(read_run(week2).carried) - 1
+    assert any("sheet 'qareport_carried', row 2: not a carried case qareport wrote" in problem.message
+               for problem in problems)
