@@ -122,8 +122,11 @@ def _carried_in_results(entries: Any, target: Path, on_problem: OnProblem,
     carried = []
     for index, entry in enumerate(entries if isinstance(entries, list) else [], start=1):
         item = entry if isinstance(entry, dict) else {}
-        found = _carried_case(item.get("row"), item.get("last_seen"), item.get("not_loaded"),
-                              lambda field, index=index: f"'carried' item {index}, 'row', '{field}'",
+
+        def where(field: str, index: int = index) -> str:
+            return f"'carried' item {index}, 'row', '{field}'"
+
+        found = _carried_case(item.get("row"), item.get("last_seen"), item.get("not_loaded"), where,
                               target, on_problem, kinds)
         if found is None:
             on_problem(Problem(Location(str(target)), f"'carried' item {index}: not a carried case qareport "
