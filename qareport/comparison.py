@@ -233,9 +233,9 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
     kind_set = kind_set if kind_set is not None else kinds.catalogue()
     old_rows = _by_case_id(baseline.cases)
     new_rows = _by_case_id(current.cases)
-    returned = {item.row.case_id: item for item in baseline.carried
-                if item.row.case_id in new_rows and item.row.case_id not in old_rows}
-    paired_old = {**old_rows, **{case_id: item.row for case_id, item in returned.items()}}
+    carried = {item.row.case_id: item for item in baseline.carried if item.row.case_id not in old_rows}
+    returned = {case_id: item for case_id, item in carried.items() if case_id in new_rows}
+    paired_old = {**old_rows, **{case_id: item.row for case_id, item in carried.items()}}
     changes: list[CaseChange] = []
     for case_id, new in new_rows.items():
         old = paired_old.get(case_id)
@@ -251,6 +251,10 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                                           old_status=old.status, new_status=lost))
             else:
                 changes.append(CaseChange("removed case", case_id, old.name or "", old_status=old.status))
+    for case_id, item in carried.items():  # not loaded in the baseline either: said again, never removed
+        if case_id not in new_rows and (lost := why_not_loaded(case_id, item.row, unloaded)) is not None:
+            changes.append(CaseChange("not loaded", case_id, item.row.name or "", "status",
+                                      old_status=item.row.status, new_status=lost))
     changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
                  for movement in case_movements(changes, paired_old, new_rows, kind_set)]

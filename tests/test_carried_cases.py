@@ -105,6 +105,7 @@ def test_a_case_not_loaded_two_weeks_running_keeps_its_last_seen_row_and_first_m
                responses=last_week_responses(tmp_path / "old-answers"), epoch=WEEK_20) == 0
     carried = {item.row.case_id: item for item in read_run(again).carried}
     assert carried == {item.row.case_id: item for item in read_run(week2).carried}
+    assert {case_id for case_id, lines in _changes(again).items() if ("not loaded", None) in lines} == set(carried)
     fixed = tmp_path / "week4.xlsx"
     assert run(fixed, "--baseline", str(again), testcases=_suite(tmp_path / "w4", broken=False), epoch=WEEK_21) == 0
     assert all(reason and reason.startswith("compared with its result of 2024-05-01 (not loaded on 2024-05-08)")
