@@ -215,7 +215,7 @@ def build_report(
         unloaded=tuple(unloaded),
         carried=carry_unloaded(baseline, rows, unloaded, run.created) if baseline is not None else (),
         not_loaded=not_loaded,
-        side_by_side=(side_by_side(comparison, baseline.cases, rows, kinds)
+        side_by_side=(side_by_side(comparison, (*(item.row for item in baseline.carried), *baseline.cases), rows, kinds)
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         judge_noise=judge_noise(results) if run.judge_usage is not None else (),

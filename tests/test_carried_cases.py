@@ -95,6 +95,10 @@ def test_the_week_the_file_is_fixed_compares_its_cases_with_their_last_seen_resu
     header = [cell.value for cell in overview[1]]
     versus = {row[0]: row[header.index("vs baseline")] for row in overview.iter_rows(min_row=2, values_only=True)}
     assert versus[REGRESSED] == "regression"
+    compare = [row[:3] for row in load_workbook(week3)["Compare"].iter_rows(values_only=True)]
+    start = next(index for index, row in enumerate(compare) if REGRESSED in str(row[0]))
+    selection = next(row for row in compare[start:] if row[0] == "indicator selection")
+    assert selection[1] and "NGDPD" in selection[1]  # its output when last seen, beside this week's
     assert read_run(week3).carried == ()  # every case loaded: nothing carried further
 
 
