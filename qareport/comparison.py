@@ -251,10 +251,14 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                                           old_status=old.status, new_status=lost))
             else:
                 changes.append(CaseChange("removed case", case_id, old.name or "", old_status=old.status))
-    for case_id, item in carried.items():  # not loaded in the baseline either: said again, never removed
-        if case_id not in new_rows and (lost := why_not_loaded(case_id, item.row, unloaded)) is not None:
+    for case_id, item in carried.items():  # not loaded in the baseline: not loaded again, or gone since
+        if case_id in new_rows:
+            continue
+        if (lost := why_not_loaded(case_id, item.row, unloaded)) is not None:
             changes.append(CaseChange("not loaded", case_id, item.row.name or "", "status",
                                       old_status=item.row.status, new_status=lost))
+        else:
+            changes.append(CaseChange("removed case", case_id, item.row.name or "", old_status=item.row.status))
     changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
                  for movement in case_movements(changes, paired_old, new_rows, kind_set)]

@@ -157,3 +157,12 @@ def test_a_carried_row_an_edit_made_unreadable_is_left_out_with_a_problem(weeks,
     assert len(carried) == len(read_run(week2).carried) - 1
     assert any("sheet 'qareport_carried', row 2: not a carried case qareport wrote" in problem.message
                for problem in problems)
+
+
+def test_a_carried_case_gone_from_the_fixed_file_is_a_removed_case():
+    seen = typed_row("a", status="success", definition_hash="h", macro_recall=1.0, file="imf/weo.yaml")
+    other = typed_row("b", status="success", definition_hash="h", macro_recall=0.5)
+    baseline = RunSnapshot("week2", "2024-05-08T10:00:00+00:00", "x", cases=(other,),
+                           carried=(CarriedCase(seen, "2024-05-01T10:00:00+00:00", "2024-05-08T10:00:00+00:00"),))
+    comparison = compare_runs(baseline, RunSnapshot("week3", "2024-05-15", "x", cases=(other,)))
+    assert [(change.kind, change.case_id) for change in comparison.changes] == [("removed case", "a")]
