@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import typed_row
 from openpyxl import load_workbook
 from test_baseline_and_trend import REGRESSED, TESTCASES, WEEK_18, WEEK_19, WEEK_20, last_week_responses, run
+from test_libreoffice import require
 
 from qareport.comparison import compare_runs
 from qareport.records import CarriedCase, RunSnapshot
@@ -166,3 +168,14 @@ def test_a_carried_case_gone_from_the_fixed_file_is_a_removed_case():
                            carried=(CarriedCase(seen, "2024-05-01T10:00:00+00:00", "2024-05-08T10:00:00+00:00"),))
     comparison = compare_runs(baseline, RunSnapshot("week3", "2024-05-15", "x", cases=(other,)))
     assert [(change.kind, change.case_id) for change in comparison.changes] == [("removed case", "a")]
+
+
+def test_the_carried_rows_survive_a_libreoffice_resave_of_the_workbook(weeks, tmp_path):
+    _, week2, _ = weeks
+    soffice = require("soffice")
+    subprocess.run([soffice, f"-env:UserInstallation={(tmp_path / 'lo-profile').as_uri()}", "--headless", "--norestore",
+                    "--convert-to", "xlsx", "--outdir", str(tmp_path / "saved"), str(week2)],
+                   capture_output=True, timeout=300, check=True)
+    problems = []
+    resaved = read_run(tmp_path / "saved" / week2.name, on_problem=problems.append).carried
+    assert resaved and resaved == read_run(week2).carried and not problems
