@@ -51,7 +51,7 @@ from qareport.clusters import count_clusters, row_cluster
 from qareport.headline import DEFAULT_TOLERANCE, Headline, detectable_change, headline_metrics
 from qareport.id_text import natural_key
 from qareport.means import score as _number  # a score that can be averaged (`means.score`)
-from qareport.records import RunSnapshot, Unloaded
+from qareport.records import CarriedCase, RunSnapshot, Unloaded
 from qareport.significance import ALPHA
 
 OMITTED_WHEN_DEFAULT = {"omitted_when_default": True}
@@ -224,13 +224,21 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
     """What changed from `baseline` to `current`, per case and metric, and in the headline metrics
     (with `detailed`, also per tag, template and dimension, and every change decided beyond noise or
     not). `unloaded`: the test cases this run could not read (`Suite.unloaded`); `kind_set`: the
-    current run's kinds (None: the catalogue's, for two stored runs)."""
+    current run's kinds (None: the catalogue's, for two stored runs).
+
+    A case the baseline could not load is compared with the row it carried for it (`RunSnapshot.carried`,
+    its result when last seen), said so in its reason, never listed as new. Such a pair counts in the
+    per-case lists and the regression gate, but not in the like-for-like headline and breakdown
+    changes: those compare the two runs' own results only."""
     kind_set = kind_set if kind_set is not None else kinds.catalogue()
     old_rows = _by_case_id(baseline.cases)
     new_rows = _by_case_id(current.cases)
+    carried = {item.row.case_id: item for item in baseline.carried if item.row.case_id not in old_rows}
+    returned = {case_id: item for case_id, item in carried.items() if case_id in new_rows}
+    paired_old = {**old_rows, **{case_id: item.row for case_id, item in carried.items()}}
     changes: list[CaseChange] = []
     for case_id, new in new_rows.items():
-        old = old_rows.get(case_id)
+        old = paired_old.get(case_id)
         if old is None:
             changes.append(CaseChange("new case", case_id, new.name or "", new_status=new.status))
         else:
@@ -243,11 +251,20 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
                                           old_status=old.status, new_status=lost))
             else:
                 changes.append(CaseChange("removed case", case_id, old.name or "", old_status=old.status))
+    for case_id, item in carried.items():  # not loaded in the baseline: not loaded again, or gone since
+        if case_id in new_rows:
+            continue
+        if (lost := why_not_loaded(case_id, item.row, unloaded)) is not None:
+            changes.append(CaseChange("not loaded", case_id, item.row.name or "", "status",
+                                      old_status=item.row.status, new_status=lost))
+        else:
+            changes.append(CaseChange("removed case", case_id, item.row.name or "", old_status=item.row.status))
     changes.sort(key=display_order)  # stable: ties keep the input order
     movements = [replace(movement, moves=tuple(replace(move, reason=movement.reason) for move in movement.moves))
-                 for movement in case_movements(changes, old_rows, new_rows, kind_set)]
+                 for movement in case_movements(changes, paired_old, new_rows, kind_set)]
+    movements = [_said_returned(movement, returned.get(movement.case_id)) for movement in movements]
     reasons = {movement.case_id: movement.reason for movement in movements}
-    chance = regression_chance(old_rows, new_rows, kind_set)  # what luck alone would list, said once
+    chance = regression_chance(paired_old, new_rows, kind_set)  # what luck alone would list, said once
     changes = [replace(change, reason=reasons.get(change.case_id)) for change in changes]
     comparison = Comparison(
         baseline_source=baseline.source,
@@ -263,6 +280,15 @@ def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: floa
         chance=chance,
     )
     return decide_noise(comparison) if detailed else comparison
+
+
+def _said_returned(movement: CaseMovement, carried: CarriedCase | None) -> CaseMovement:
+    """A movement of a case compared with its last seen row (not loaded in the baseline), with that
+    said before its reason, so no reader takes the change for one since the baseline."""
+    if carried is None:
+        return movement
+    reason = "; ".join(part for part in (carried.describe(), movement.reason) if part)
+    return replace(movement, reason=reason, moves=tuple(replace(move, reason=reason) for move in movement.moves))
 
 
 def decide_noise(comparison: Comparison, *, level: float = ALPHA) -> Comparison:

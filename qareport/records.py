@@ -349,6 +349,25 @@ class Review:
 
 
 @dataclass(frozen=True, slots=True)
+class CarriedCase:
+    """A case this run could not load (its test file or item was broken), kept with its row from the
+    last run that evaluated it, so the next run compares the case with that result instead of
+    calling it new. It is in no statistic of the run that carries it."""
+
+    row: CaseRow  # as the last run that evaluated it stored it
+    last_seen: str  # when that run was created (ISO 8601)
+    not_loaded: str  # when the first run that could not load it was created (ISO 8601)
+
+    def describe(self) -> str:
+        """How a comparison with this row is said beside the case's change."""
+        return f"compared with its result of {_day(self.last_seen)} (not loaded on {_day(self.not_loaded)})"
+
+
+def _day(created: str) -> str:
+    return created[:10] if created else "an earlier run"
+
+
+@dataclass(frozen=True, slots=True)
 class RunSnapshot:
     """A run as a later run sees it: when, which version, and one `CaseRow` per case.
 
@@ -366,3 +385,5 @@ class RunSnapshot:
     partly_judged: tuple[tuple[str, str], ...] = ()
     """(metric key, "answer F1: partial, 40 of 60 cases judged (budget reached)") for each judged mean
     over only some of its cases (`JudgedMetric.partial_words`): a Trend shows the run's point as partial."""
+    carried: tuple[CarriedCase, ...] = ()
+    """Cases the run could not load, with their last seen rows (`CarriedCase`); never among `cases`."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from qareport.case_changes import case_moved
+from qareport.case_changes import case_moved, why_not_loaded
 from qareport.case_record import CaseRow
 from qareport.case_rows import case_rows
 from qareport.case_table import CaseDetails, CaseTable, details_table, overview_table
@@ -36,7 +36,7 @@ from qareport.judge_change import judge_changes, judge_shifts, mark_judge_change
 from qareport.judge_noise import JudgeNoise, judge_noise
 from qareport.judged_metrics import JudgedMetric, count_judged_metrics, partly_judged_pairs
 from qareport.kinds import RunKinds, Table, catalogue
-from qareport.records import CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
+from qareport.records import CarriedCase, CaseResult, Problem, Review, RunInfo, RunSnapshot, Unloaded
 from qareport.side_by_side import SideBySide, side_by_side
 from qareport.statistics import SuiteStatistics, summarize
 from qareport.trend import TrendPoint, drift_since, reference_run, trend_points
@@ -75,6 +75,9 @@ class Report:
     """Reviews of baseline cases absent from this run (not loaded, or missing for a while), each with
     the case's row when last seen: stored with the run, so they come back with the case."""
     unloaded: tuple[Unloaded, ...] = ()  # test cases that could not be read (`Suite.unloaded`)
+    carried: tuple[CarriedCase, ...] = ()
+    """Cases this run could not load, with their rows when last seen (`carry_unloaded`): stored with
+    the run for the next comparison only, in none of this run's figures."""
     not_loaded: str | None = None
     """"3 test cases could not be loaded (file x.yaml could not be read)", said before any delta."""
     judged: tuple[JudgedMetric, ...] = ()  # when the judge ran: each judged metric's counts
@@ -217,8 +220,9 @@ def build_report(
         kept_reviews=keep_reviews(baseline_reviews or {}, baseline, rows) if comparison is not None else {},
         incomplete=incomplete,
         unloaded=tuple(unloaded),
+        carried=carry_unloaded(baseline, rows, unloaded, run.created) if baseline is not None else (),
         not_loaded=not_loaded,
-        side_by_side=(side_by_side(comparison, baseline.cases, rows, kinds)
+        side_by_side=(side_by_side(comparison, (*(item.row for item in baseline.carried), *baseline.cases), rows, kinds)
                       if comparison is not None and baseline is not None else ()),
         agreement=agreement,
         judge_noise=judge_noise(results) if run.judge_usage is not None else (),
@@ -272,6 +276,23 @@ def carry_reviews(previous: Mapping[str, Review], comparison: Comparison | None,
         was = "; ".join(part for part in (review.verdict, review.note) if part)
         carried[case_id] = Review(verdict=None, note=f"was: {was}")
     return carried
+
+
+def carry_unloaded(baseline: RunSnapshot, rows: Sequence[CaseRow], unloaded: Sequence[Unloaded],
+                   created: str) -> tuple[CarriedCase, ...]:
+    """The baseline's cases this run could not load (`why_not_loaded`), each with its row when last
+    seen: the baseline's own, or the one the baseline carried when the case was not loaded there
+    either (then it keeps the date it was first not loaded)."""
+    present = {row.case_id for row in rows}
+    carried: dict[str, CarriedCase] = {}
+    for row in baseline.cases:
+        if row.case_id not in present and row.case_id not in carried and why_not_loaded(row.case_id, row, unloaded):
+            carried[row.case_id] = CarriedCase(row, last_seen=baseline.created, not_loaded=created)
+    for item in baseline.carried:
+        case_id = item.row.case_id
+        if case_id not in present and case_id not in carried and why_not_loaded(case_id, item.row, unloaded):
+            carried[case_id] = item
+    return tuple(carried.values())
 
 
 def keep_reviews(previous: Mapping[str, Review], baseline: RunSnapshot | None,

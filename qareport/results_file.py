@@ -16,7 +16,7 @@ from qareport import kinds
 from qareport.case_record import CaseRow
 from qareport.errors import QAReportError
 from qareport.files import write_atomically
-from qareport.runs import RESULTS_SUFFIXES, stored_case_values
+from qareport.runs import RESULTS_SUFFIXES, json_text, stored_case_values
 from qareport.yaml_guards import YamlProblem
 from qareport.yaml_input import yaml_documents
 
@@ -67,9 +67,21 @@ def results_document(report: Report) -> dict[str, Any]:
                      **({"judge": report.run.judge_identity.to_dict()} if report.run.judge_identity else {})},
         **entries,
         "cases": stored_case_rows(report.rows, report.kinds, report.kind_set),
+        **_carried_entry(report),
         **({"kinds": sections} if sections else {}),  # none when no kind has a section of its own
         **_judge_entry(report),
     }
+
+
+def _carried_entry(report: Report) -> dict[str, Any]:
+    """The cases the run could not load, each with its row when last seen (`Report.carried`), for
+    the next run's comparison; no entry when every case was loaded."""
+    if not report.carried:
+        return {}
+    # through JSON, as the workbook stores it: a row read from a YAML baseline holds YAML's own
+    # mapping and list types, which the plain dumper does not write
+    return {"carried": [{"last_seen": item.last_seen, "not_loaded": item.not_loaded,
+                         "row": json.loads(json_text(stored_case_values(item.row)))} for item in report.carried]}
 
 
 def _judge_entry(report: Report) -> dict[str, Any]:

@@ -4,7 +4,8 @@ results file, and a history of runs (`read_history`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -20,10 +21,11 @@ from qareport.headline import Headline, headline_metrics
 from qareport.judge.identity import JudgeIdentity
 from qareport.judge.usage import JudgeUsage
 from qareport.kinds import RunKinds
-from qareport.records import Location, Problem, RunSnapshot
+from qareport.records import CarriedCase, Location, Problem, RunSnapshot
 from qareport.results_file import read_results_file, stated_semantics
 from qareport.runs import (
     BAD,
+    CARRIED_SHEET,
     CHANGE_FIELDS,
     CHANGES_SHEET,
     DATA_SHEETS,
@@ -111,6 +113,7 @@ def _read_results_file(target: Path, on_problem: OnProblem, kinds: RunKinds | No
         steps_semantics=stated_semantics(about.get("steps_semantics")),
         judge_identity=JudgeIdentity.from_mapping(judge) if isinstance(judge := about.get("judge"), dict) else None,
         partly_judged=_partly_judged(document.get("judge")),
+        carried=_carried_in_results(document.get("carried"), target, on_problem, kinds),
     )
 
 
@@ -121,6 +124,38 @@ def _partly_judged(judge: Any) -> tuple[tuple[str, str], ...]:
     return tuple((str(metric["key"]), metric["partial"]) for metric in metrics or ()
                  if isinstance(metric, dict) and "key" in metric and isinstance(metric.get("partial"), str)
                  and metric["partial"]) if isinstance(metrics, list) else ()
+
+
+def _carried_in_results(entries: Any, target: Path, on_problem: OnProblem,
+                        kinds: RunKinds | None) -> tuple[CarriedCase, ...]:
+    """The results file's `carried` list (`results_file._carried_entry`); an item an edit made
+    unreadable is left out with a problem."""
+    carried = []
+    for index, entry in enumerate(entries if isinstance(entries, list) else [], start=1):
+        item = entry if isinstance(entry, dict) else {}
+
+        def where(field: str, index: int = index) -> str:
+            return f"'carried' item {index}, 'row', '{field}'"
+
+        found = _carried_case(item.get("row"), item.get("last_seen"), item.get("not_loaded"), where,
+                              target, on_problem, kinds)
+        if found is None:
+            on_problem(Problem(Location(str(target)), f"'carried' item {index}: not a carried case qareport "
+                                                      "wrote; left out (the case is compared as a new case)"))
+        else:
+            carried.append(found)
+    return tuple(carried)
+
+
+def _carried_case(stored: Any, last_seen: Any, not_loaded: Any, where: Callable[[str], str], target: Path,
+                  on_problem: OnProblem, kinds: RunKinds | None) -> CarriedCase | None:
+    """A carried case from its stored row and dates, None when any of them is not what qareport wrote."""
+    last_seen, not_loaded = convert_value(last_seen, "text"), convert_value(not_loaded, "text")
+    cleaned = (clean_case_values(stored, where=where, target=target, on_problem=on_problem, kinds=kinds)
+               if isinstance(stored, dict) and "case_id" in stored else None)
+    if cleaned is None or not isinstance(last_seen, str) or not isinstance(not_loaded, str):
+        return None
+    return CarriedCase(case_row_from_stored(cleaned, kinds), last_seen=last_seen, not_loaded=not_loaded)
 
 
 def stored_usage(metadata: Mapping[str, Any]) -> JudgeUsage | None:
@@ -182,11 +217,44 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         partly_judged=tuple((key.removeprefix("judged.").removesuffix(".partial"), str(value))
                             for key, value in metadata.items()
                             if key.startswith("judged.") and key.endswith(".partial") and value),
+        carried=_read_carried(sheets.get(CARRIED_SHEET), target, report, kinds),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),
                         headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata),
                         digest=_stored_digest(target, metadata, report))
+
+
+def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: OnProblem,
+                  kinds: RunKinds | None) -> tuple[CarriedCase, ...]:
+    """The cases the run could not load, with their rows when last seen; a line an edit made
+    unreadable is left out with a problem (its case then comes back as a new case)."""
+    if not rows:
+        return ()
+    header, *lines = rows
+    names = [convert_value(name, "text") for name in header]
+    while names and names[-1] is None:  # the width of the longest row: parts of long values (`gather_row`)
+        names.pop()
+    carried = []
+    for number, values in enumerate(lines, start=2):
+        if all(value is None for value in values):
+            continue
+        row = dict(zip(names, gather_row(values, names)))
+        try:
+            stored = json.loads(text) if isinstance(text := convert_value(row.get("row"), "text"), str) else None
+        except ValueError:
+            stored = None
+
+        def where(field: str, number: int = number) -> str:
+            return f"sheet '{CARRIED_SHEET}', row {number}, '{field}'"
+
+        found = _carried_case(stored, row.get("last_seen"), row.get("not_loaded"), where, target, on_problem, kinds)
+        if found is None:
+            on_problem(Problem(Location(str(target)), f"sheet '{CARRIED_SHEET}', row {number}: not a carried case "
+                                                      "qareport wrote; left out (the case is compared as a new case)"))
+        else:
+            carried.append(found)
+    return tuple(carried)
 
 
 _CHANGE_TYPES: dict[str, Expected] = {"kind": "text", "case_id": "text", "name": "text", "metric": "text",

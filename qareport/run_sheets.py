@@ -15,6 +15,8 @@ from qareport.headline import status_counts
 from qareport.records import OptionsUsed
 from qareport.run_reviews import REVIEWS_FIELDS, REVIEWS_SHEET, stored_review_rows
 from qareport.runs import (
+    CARRIED_FIELDS,
+    CARRIED_SHEET,
     CHANGE_FIELDS,
     CHANGES_SHEET,
     RESULTS_SHEET,
@@ -176,7 +178,8 @@ DIGEST_PART = 30_000  # characters of the digest's JSON a cell holds (at most 32
 
 
 def stored_run_tables(report: Report) -> list[StoredTable]:
-    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, its reviews.
+    """The hidden sheets of a workbook, in order: cases, the run's facts, its changes, the cases it
+    could not load (with their rows when last seen), its reviews.
     No value is cut at a cell's limit: a longer text continues after its row's last column
     (`spread_row`; the reviews sheet has a row per part instead)."""
     fields = case_fields(report.kinds)
@@ -191,6 +194,12 @@ def stored_run_tables(report: Report) -> list[StoredTable]:
         tables.append(StoredTable(CHANGES_SHEET, CHANGE_FIELDS, tuple(
             spread_row([getattr(change, field) for field in CHANGE_FIELDS], CHANGE_FIELDS)
             for change in report.comparison.changes
+        )))
+    if report.carried:  # only then, so a run that loaded every case keeps the sheets it always had
+        tables.append(StoredTable(CARRIED_SHEET, CARRIED_FIELDS, tuple(
+            spread_row([item.row.case_id, item.last_seen, item.not_loaded, json_text(stored_case_values(item.row))],
+                       CARRIED_FIELDS)
+            for item in report.carried
         )))
     if report.reviews or report.kept_reviews:
         tables.append(StoredTable(REVIEWS_SHEET, REVIEWS_FIELDS, tuple(stored_review_rows(report))))

@@ -52,7 +52,9 @@ from qareport.records import USAGE_FIELDS, Location, Problem
 RESULTS_SHEET = "qareport_results"
 RUN_SHEET = "qareport_run"
 CHANGES_SHEET = "qareport_changes"
-DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET)
+CARRIED_SHEET = "qareport_carried"  # cases the run could not load, with their rows when last seen
+CARRIED_FIELDS = ("case_id", "last_seen", "not_loaded", "row")  # the row as its stored values' JSON
+DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET, CARRIED_SHEET)
 RUN_FORMAT = "qareport-run/1"
 CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status", "reason")
 LIST_FIELDS = ("groups", "targets")

@@ -22,6 +22,7 @@ RESPONSES = TESTCASES / "responses"
 
 SLOW_TESTS = (
     # LibreOffice opens, renders, re-saves or recalculates a workbook
+    "tests/test_carried_cases.py::test_the_carried_rows_survive_a_libreoffice_resave_of_the_workbook",
     "tests/test_libreoffice.py",
     "tests/test_baseline_and_trend.py::test_the_trend_lists_a_run_once_when_its_workbook_was_re_saved_by_libreoffice",
     "tests/test_judge_agreement.py::test_a_typed_judge_wrong_correctness_survives_a_libreoffice_round_trip_and_counts_next_week",
@@ -82,6 +83,11 @@ SLOW_TESTS = (
     "tests/test_kinds.py::test_the_writers_only_lay_out_the_case_values_the_report_model_computed_once",
     "tests/test_review.py::test_review_columns_are_found_the_way_an_analyst_names_them",
     "tests/test_review.py::test_reviews_survive_a_week_in_which_their_case_was_not_loaded_or_missing",
+    "tests/test_carried_cases.py::test_a_week_with_a_broken_file_keeps_its_cases_out_of_its_figures_but_stores_their_last_rows",
+    "tests/test_carried_cases.py::test_the_week_the_file_is_fixed_compares_its_cases_with_their_last_seen_results",
+    "tests/test_carried_cases.py::test_a_case_not_loaded_two_weeks_running_keeps_its_last_seen_row_and_first_missed_week",
+    "tests/test_carried_cases.py::test_the_results_file_carries_the_unloaded_cases_too",
+    "tests/test_carried_cases.py::test_a_carried_row_an_edit_made_unreadable_is_left_out_with_a_problem",
 )
 """The `slow` group (registered in pyproject.toml, left out of a plain `python -m pytest`; CI runs it
 as `python -m pytest -m slow -n 2`): a test file, or a test by file and name (every parameter of
