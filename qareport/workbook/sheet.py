@@ -27,6 +27,9 @@ from qareport.workbook.cells import fit_text
 from qareport.workbook.rows_xml import RowsWorksheet, worksheet_class
 
 MAX_LINKS = 65_530  # Excel's limit per worksheet: beyond it a cell keeps its value and look, unlinked
+MAX_LINKED_TEXT = 2_079
+"""The longest text written as a link: XlsxWriter 3.2 holds an internal link's shown text to Excel's
+2,079-character limit for a URL and drops the link with a warning; a longer text is written unlinked."""
 MAX_TOOLTIP = 255  # Excel's limit for a link's tool tip: a longer one (a long case id) is cut, visibly
 
 
@@ -156,7 +159,8 @@ class Sheet:
         if cell.formula is not None:
             self.worksheet.write_formula(row, column, cell.formula, cell_format, value)
             return
-        if cell.link is not None and value is not None and self._links < MAX_LINKS:
+        if cell.link is not None and value is not None and self._links < MAX_LINKS \
+                and not (isinstance(value, str) and len(value) > MAX_LINKED_TEXT):
             self._links += 1
             location, tooltip = cell.link
             self.worksheet.write_url(row, column, f"internal:{location}", cell_format,
