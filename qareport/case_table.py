@@ -54,10 +54,11 @@ class CaseTable:
 
 def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds: RunKinds, *,
                    reasons: Mapping[str, str], comparison: Comparison | None, reviews: Mapping[str, Review],
-                   consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> CaseTable:
+                   consistency: Mapping[str, CaseConsistency], templates_dir: str | None,
+                   judge: bool = False, kept: Collection[str] = ()) -> CaseTable:
     """Every case's Overview values, each computed once (a metric from the case's row)."""
     columns = overview_columns(results, kinds, reasons=reasons, comparison=comparison, reviews=reviews,
-                               consistency=consistency, templates_dir=templates_dir)
+                               consistency=consistency, templates_dir=templates_dir, judge=judge, kept=kept)
     return CaseTable(columns, tuple(
         tuple(row.metric(column.metric) if column.metric else column.value(result) for column in columns)
         for result, row in zip(results, rows)))
@@ -65,13 +66,20 @@ def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds
 
 def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons: Mapping[str, str],
                      comparison: Comparison | None, reviews: Mapping[str, Review],
-                     consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> tuple[Column, ...]:
-    """The columns for this run, in scanning order (see the module docstring)."""
+                     consistency: Mapping[str, CaseConsistency], templates_dir: str | None,
+                     judge: bool = False, kept: Collection[str] = ()) -> tuple[Column, ...]:
+    """The columns for this run, in scanning order (see the module docstring).
+
+    The set follows from the suite (its cases' kinds and targets) and the run's options (`judge`: a
+    judge was configured), never from what this week's responses hold, so a column's letter stays
+    from week to week; `kept`, the baseline's Overview headers, keeps a column that last week had
+    (empty now) so that none disappears between two weeks."""
     case_kinds = {r.case.kind for r in results}
     by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
     for kind in kinds:
         for column in kind.overview_columns(results, templates_dir=templates_dir):
-            by_place[_place(column, kinds)].append(column)
+            if not column.judge or judge or column.header in kept:
+                by_place[_place(column, kinds)].append(column)
     name_header, group_header = _case_headers(case_kinds)
     columns = [
         Column("id", lambda r: r.case.id, 24),
@@ -97,7 +105,10 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
         columns.append(Column("user message", _user_messages, 40, wrap=True))
     columns.append(Column("error", lambda r: r.error, 30, wrap=True))
     columns += by_place["text"]
-    if any(r.response and r.response.total_tokens is not None for r in results):
+    # a Q&A suite's responses report tokens and time (graphrag-eval's format); another suite's columns
+    # come with the first week that reports them and then stay (`kept`)
+    if ("qa" in case_kinds or USAGE_COLUMNS["total_tokens"][0] in kept
+            or any(r.response and r.response.total_tokens is not None for r in results)):
         columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
                            USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
     return tuple(columns)

@@ -363,3 +363,6 @@ class RunSnapshot:
     cases: tuple[CaseRow, ...] = ()
     steps_semantics: int | None = None  # graphrag-eval's steps rules the run used (None: not said, 5)
     judge_identity: JudgeIdentity | None = None  # the judge of its judged values (None: none, or not recorded)
+    overview_headers: tuple[str, ...] = ()
+    """The header row of its workbook's Overview, `more` columns left out: a later run keeps these
+    columns (empty: a results file, which has no Overview)."""

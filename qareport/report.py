@@ -225,6 +225,8 @@ def build_report(
                           history=[AuditedRun(*run_) for run_ in reviewed_history(earlier)] if history else ()),
         grades=kinds.grade_counts(results),
         overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
+                                judge=run.judge_usage is not None,
+                                kept=baseline.overview_headers if baseline is not None else (),
                                 consistency=consistency, templates_dir=templates_dir),
         details=details_table(present, results, reasons, kind_set=kinds),
         consistency=consistency,

@@ -27,6 +27,7 @@ from qareport.runs import (
     CHANGE_FIELDS,
     CHANGES_SHEET,
     DATA_SHEETS,
+    OVERVIEW_SHEET,
     RESULTS_SHEET,
     RESULTS_SUFFIXES,
     RUN_FORMAT,
@@ -131,7 +132,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
     into something else is converted or left out (`on_problem` hears which), never a crash."""
     target = Path(path)
     report = on_problem or ignore_problem
-    sheets = read_sheets(target, DATA_SHEETS)
+    sheets = read_sheets(target, DATA_SHEETS, first_rows=[OVERVIEW_SHEET])
     if RESULTS_SHEET not in sheets or RUN_SHEET not in sheets:
         raise BaselineError(
             f"{target}: not a qareport workbook with per-case results (no hidden "
@@ -169,11 +170,19 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         cases=tuple(cases),
         steps_semantics=stated_semantics(metadata.get("option.steps_semantics")),
         judge_identity=JudgeIdentity.from_metadata(metadata),
+        overview_headers=_overview_headers(sheets.get(OVERVIEW_SHEET)),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),
                         headline=_stated_headline(metadata), status_counts=_stated_status_counts(metadata),
                         digest=_stored_digest(target, metadata, report))
+
+
+def _overview_headers(rows: list[tuple[Any, ...]] | None) -> tuple[str, ...]:
+    """The Overview's headers as written, less its `more` columns (which follow from the texts); an
+    edited header is kept as text, and an emptied one left out."""
+    headers = (convert_value(value, "text") for value in (rows[0] if rows else ()))
+    return tuple(header for header in headers if header and header != "more")
 
 
 _CHANGE_TYPES: dict[str, Expected] = {"kind": "text", "case_id": "text", "name": "text", "metric": "text",
