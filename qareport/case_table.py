@@ -64,6 +64,18 @@ def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds
         for result, row in zip(results, rows)))
 
 
+def overview_kinds(kinds: RunKinds, results: Sequence[CaseResult], *, kept: Collection[str],
+                   templates_dir: str | None) -> RunKinds:
+    """The kinds whose columns the Overview shows: those the run has (`RunKinds.present_in`), and a
+    kind of the set it lacks this week whose columns the baseline's Overview had (`kept`), so that
+    none of its columns disappears between two weeks."""
+    present = kinds.present_in(results)
+    if not kept:
+        return present
+    return RunKinds(tuple(kind for kind in kinds if kind in present.kinds or any(
+        column.header in kept for column in kind.overview_columns(results, templates_dir=templates_dir))))
+
+
 def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons: Mapping[str, str],
                      comparison: Comparison | None, reviews: Mapping[str, Review],
                      consistency: Mapping[str, CaseConsistency], templates_dir: str | None,

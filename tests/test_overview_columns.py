@@ -52,3 +52,26 @@ def test_a_week_without_the_judge_keeps_the_judge_columns_of_the_baseline_week_e
     rows = list(overview.iter_rows(min_row=2, values_only=True))
     for header in JUDGE_COLUMNS:
         assert all(row[week2.index(header)] is None for row in rows), header  # kept, and empty
+
+
+def test_a_kind_that_a_week_lacks_keeps_its_columns_of_the_baseline_week(tmp_path):
+    """Answers without a reference answer bring the answer columns; a week whose responses hold no
+    answer keeps them against a baseline that had them."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("- template_id: t1\n  questions:\n  - id: q1\n    question_text: How many lines?\n",
+                     encoding="utf-8")
+    answered, silent = tmp_path / "answered.json", tmp_path / "silent.json"
+    answered.write_text('[{"question_id": "q1", "actual_answer": "Three.", "total_tokens": 5}]', encoding="utf-8")
+    silent.write_text('[{"question_id": "q1", "elapsed_sec": 2.5}]', encoding="utf-8")
+
+    def run(name, responses, *options):
+        main(["run", str(suite), "--responses", str(responses), "-q", "--no-llm", "--output",
+              str(tmp_path / f"{name}.xlsx"), *options])
+        return [cell.value for cell in load_workbook(tmp_path / f"{name}.xlsx", read_only=True)["Overview"][1]]
+
+    week1 = run("week1", answered)
+    week2 = run("week2", silent, "--baseline", str(tmp_path / "week1.xlsx"))
+    alone = run("alone", silent)
+    assert "actual answer" in week1 and week1[-4:] == USAGE
+    assert [h for h in week2 if h != "vs baseline"] == week1
+    assert "actual answer" not in alone and alone[-4:] == USAGE  # a Q&A suite always has the usage columns

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.case_table import REASON, REVIEW, REVIEW_NOTE, VS_BASELINE, CaseTable
-from qareport.case_table import overview_columns as _overview_columns
 from qareport.kinds import Column
 from qareport.records import REVIEW_CHOICES
 from qareport.report import Report
@@ -58,11 +57,10 @@ SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, 
 """The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""
 
 
-def overview_columns(report: Report, *, templates_dir: str | None) -> list[Column]:
-    """The columns for this run, in scanning order (`case_table.overview_columns`)."""
-    return list(_overview_columns(report.results, report.kinds, reasons=report.reasons,
-                                  comparison=report.comparison, reviews=report.reviews, consistency=report.consistency,
-                                  templates_dir=templates_dir))
+def overview_columns(report: Report) -> list[Column]:
+    """The columns for this run, in scanning order (`case_table.overview_columns`), as the report
+    computed them."""
+    return list(report.overview.columns)
 
 
 @dataclass(frozen=True, slots=True)
