@@ -106,7 +106,8 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
     columns += [
         Column(REVIEW, lambda r: reviews.get(r.case.id, NO_REVIEW).verdict, 13),
         Column(REVIEW_NOTE, lambda r: reviews.get(r.case.id, NO_REVIEW).note, 30, wrap=True),
-        *_attempt_columns(consistency),  # after the review, so id to review note fits one screen
+        # after the review, so id to review note fits one screen
+        *_attempt_columns(consistency, kept="attempts passed" in kept),
         *by_place["number"],
     ]
     if any(r.case.comments for r in results):
@@ -126,11 +127,11 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
     return tuple(columns)
 
 
-def _attempt_columns(seen: Mapping[str, CaseConsistency]) -> list[Column]:
+def _attempt_columns(seen: Mapping[str, CaseConsistency], *, kept: bool) -> list[Column]:
     """For a run with cases answered several times: how many attempts passed ("2/3"), the spread of
     the case's main metric over its attempts (highest less lowest), and `flaky` when its attempts
-    disagree (`consistency`); none for a run without attempts."""
-    if not seen:
+    disagree (`consistency`); none for a run without attempts, unless the baseline had them (`kept`)."""
+    if not seen and not kept:
         return []
     return [
         Column("attempts passed", lambda r: c.passed_text if (c := seen.get(r.case.id)) else None, 9),

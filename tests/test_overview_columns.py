@@ -54,14 +54,16 @@ def test_a_week_without_the_judge_keeps_the_judge_columns_of_the_baseline_week_e
         assert all(row[week2.index(header)] is None for row in rows), header  # kept, and empty
 
 
-def test_a_kind_that_a_week_lacks_keeps_its_columns_of_the_baseline_week(tmp_path):
-    """Answers without a reference answer bring the answer columns; a week whose responses hold no
-    answer keeps them against a baseline that had them."""
+def test_the_answer_and_attempt_columns_a_week_lacks_stay_as_its_baseline_had_them(tmp_path):
+    """Answers without a reference answer bring the answer columns, and attempts the attempt columns; a
+    week whose responses hold no answer and one attempt keeps them against a baseline that had them."""
     suite = tmp_path / "suite.yaml"
     suite.write_text("- template_id: t1\n  questions:\n  - id: q1\n    question_text: How many lines?\n",
                      encoding="utf-8")
     answered, silent = tmp_path / "answered.json", tmp_path / "silent.json"
-    answered.write_text('[{"question_id": "q1", "actual_answer": "Three.", "total_tokens": 5}]', encoding="utf-8")
+    answered.write_text('[{"question_id": "q1", "attempt": 1, "actual_answer": "Three.", "total_tokens": 5},'
+                        ' {"question_id": "q1", "attempt": 2, "actual_answer": "Two.", "total_tokens": 4}]',
+                        encoding="utf-8")
     silent.write_text('[{"question_id": "q1", "elapsed_sec": 2.5}]', encoding="utf-8")
 
     def run(name, responses, *options):
@@ -72,6 +74,7 @@ def test_a_kind_that_a_week_lacks_keeps_its_columns_of_the_baseline_week(tmp_pat
     week1 = run("week1", answered)
     week2 = run("week2", silent, "--baseline", str(tmp_path / "week1.xlsx"))
     alone = run("alone", silent)
-    assert "actual answer" in week1 and week1[-4:] == USAGE
+    assert "actual answer" in week1 and "attempts passed" in week1 and week1[-4:] == USAGE
     assert [h for h in week2 if h != "vs baseline"] == week1
-    assert "actual answer" not in alone and alone[-4:] == USAGE  # a Q&A suite always has the usage columns
+    assert "actual answer" not in alone and "attempts passed" not in alone
+    assert alone[-4:] == USAGE  # a Q&A suite always has the usage columns
