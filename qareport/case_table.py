@@ -54,24 +54,44 @@ class CaseTable:
 
 def overview_table(results: Sequence[CaseResult], rows: Sequence[CaseRow], kinds: RunKinds, *,
                    reasons: Mapping[str, str], comparison: Comparison | None, reviews: Mapping[str, Review],
-                   consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> CaseTable:
+                   consistency: Mapping[str, CaseConsistency], templates_dir: str | None,
+                   judge: bool = False, kept: Collection[str] = ()) -> CaseTable:
     """Every case's Overview values, each computed once (a metric from the case's row)."""
     columns = overview_columns(results, kinds, reasons=reasons, comparison=comparison, reviews=reviews,
-                               consistency=consistency, templates_dir=templates_dir)
+                               consistency=consistency, templates_dir=templates_dir, judge=judge, kept=kept)
     return CaseTable(columns, tuple(
         tuple(row.metric(column.metric) if column.metric else column.value(result) for column in columns)
         for result, row in zip(results, rows)))
 
 
+def overview_kinds(kinds: RunKinds, results: Sequence[CaseResult], *, kept: Collection[str],
+                   templates_dir: str | None) -> RunKinds:
+    """The kinds whose columns the Overview shows: those the run has (`RunKinds.present_in`), and a
+    kind of the set it lacks this week whose columns the baseline's Overview had (`kept`), so that
+    none of its columns disappears between two weeks."""
+    present = kinds.present_in(results)
+    if not kept:
+        return present
+    return RunKinds(tuple(kind for kind in kinds if kind in present.kinds or any(
+        column.header in kept for column in kind.overview_columns(results, templates_dir=templates_dir))))
+
+
 def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons: Mapping[str, str],
                      comparison: Comparison | None, reviews: Mapping[str, Review],
-                     consistency: Mapping[str, CaseConsistency], templates_dir: str | None) -> tuple[Column, ...]:
-    """The columns for this run, in scanning order (see the module docstring)."""
+                     consistency: Mapping[str, CaseConsistency], templates_dir: str | None,
+                     judge: bool = False, kept: Collection[str] = ()) -> tuple[Column, ...]:
+    """The columns for this run, in scanning order (see the module docstring).
+
+    The set follows from the suite (its cases' kinds and targets) and the run's options (`judge`: a
+    judge was configured), never from what this week's responses hold, so a column's letter stays
+    from week to week; `kept`, the baseline's Overview headers, keeps a column that last week had
+    (empty now) so that none disappears between two weeks."""
     case_kinds = {r.case.kind for r in results}
     by_place: dict[str, list[Column]] = {"score": [], "number": [], "text": []}
     for kind in kinds:
         for column in kind.overview_columns(results, templates_dir=templates_dir):
-            by_place[_place(column, kinds)].append(column)
+            if not column.judge or judge or column.header in kept:
+                by_place[_place(column, kinds)].append(column)
     name_header, group_header = _case_headers(case_kinds)
     columns = [
         Column("id", lambda r: r.case.id, 24),
@@ -86,7 +106,8 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
     columns += [
         Column(REVIEW, lambda r: reviews.get(r.case.id, NO_REVIEW).verdict, 13),
         Column(REVIEW_NOTE, lambda r: reviews.get(r.case.id, NO_REVIEW).note, 30, wrap=True),
-        *_attempt_columns(consistency),  # after the review, so id to review note fits one screen
+        # after the review, so id to review note fits one screen
+        *_attempt_columns(consistency, kept="attempts passed" in kept),
         *by_place["number"],
     ]
     if any(r.case.comments for r in results):
@@ -97,17 +118,20 @@ def overview_columns(results: Sequence[CaseResult], kinds: RunKinds, *, reasons:
         columns.append(Column("user message", _user_messages, 40, wrap=True))
     columns.append(Column("error", lambda r: r.error, 30, wrap=True))
     columns += by_place["text"]
-    if any(r.response and r.response.total_tokens is not None for r in results):
+    # a Q&A suite's responses report tokens and time (graphrag-eval's format); another suite's columns
+    # come with the first week that reports them and then stay (`kept`)
+    if ("qa" in case_kinds or USAGE_COLUMNS["total_tokens"][0] in kept
+            or any(r.response and r.response.total_tokens is not None for r in results)):
         columns += [Column(USAGE_COLUMNS[field][0], _response_number(field), USAGE_COLUMNS[field][1],
                            USAGE_COLUMNS[field][2]) for field in USAGE_FIELDS]
     return tuple(columns)
 
 
-def _attempt_columns(seen: Mapping[str, CaseConsistency]) -> list[Column]:
+def _attempt_columns(seen: Mapping[str, CaseConsistency], *, kept: bool) -> list[Column]:
     """For a run with cases answered several times: how many attempts passed ("2/3"), the spread of
     the case's main metric over its attempts (highest less lowest), and `flaky` when its attempts
-    disagree (`consistency`); none for a run without attempts."""
-    if not seen:
+    disagree (`consistency`); none for a run without attempts, unless the baseline had them (`kept`)."""
+    if not seen and not kept:
         return []
     return [
         Column("attempts passed", lambda r: c.passed_text if (c := seen.get(r.case.id)) else None, 9),

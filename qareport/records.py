@@ -387,3 +387,6 @@ class RunSnapshot:
     over only some of its cases (`JudgedMetric.partial_words`): a Trend shows the run's point as partial."""
     carried: tuple[CarriedCase, ...] = ()
     """Cases the run could not load, with their last seen rows (`CarriedCase`); never among `cases`."""
+    overview_headers: tuple[str, ...] = ()
+    """The header row of its workbook's Overview, `more` columns left out: a later run keeps these
+    columns (empty: a results file, which has no Overview)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from qareport.case_changes import case_moved, why_not_loaded
 from qareport.case_record import CaseRow
 from qareport.case_rows import case_rows
-from qareport.case_table import CaseDetails, CaseTable, details_table, overview_table
+from qareport.case_table import CaseDetails, CaseTable, details_table, overview_kinds, overview_table
 from qareport.collector import collector_paused
 from qareport.comparison import Comparison, compare_runs
 from qareport.consistency import (
@@ -189,6 +189,7 @@ def build_report(
     agreement = judge_agreement((rows, reviews), history=reviewed_history(earlier) if history else None,
                                 custom=custom_metric_names(kinds))
     present = kinds.present_in(results)
+    kept = baseline.overview_headers if baseline is not None else ()  # its columns stay (`overview_columns`)
     if statistics is None:  # by the rules the run was scored by, as the results file orders its records
         statistics = summarize(results, steps_semantics=run.steps_semantics, kind_set=kinds)
     consistency = {r.case.id: c for r in results if (c := case_consistency(r, kinds)) is not None}
@@ -229,7 +230,9 @@ def build_report(
         audit=audit_judge(AuditedRun(rows, reviews), size=audit_size, custom=custom_metric_names(kinds),
                           history=[AuditedRun(*run_) for run_ in reviewed_history(earlier)] if history else ()),
         grades=kinds.grade_counts(results),
-        overview=overview_table(results, rows, present, reasons=reasons, comparison=comparison, reviews=reviews,
+        overview=overview_table(results, rows, overview_kinds(kinds, results, kept=kept, templates_dir=templates_dir),
+                                reasons=reasons, comparison=comparison, reviews=reviews,
+                                judge=run.judge_usage is not None, kept=kept,
                                 consistency=consistency, templates_dir=templates_dir),
         details=details_table(present, results, reasons, kind_set=kinds),
         consistency=consistency,

@@ -29,6 +29,7 @@ from qareport.runs import (
     CHANGE_FIELDS,
     CHANGES_SHEET,
     DATA_SHEETS,
+    OVERVIEW_SHEET,
     RESULTS_SHEET,
     RESULTS_SUFFIXES,
     RUN_FORMAT,
@@ -176,7 +177,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
     into something else is converted or left out (`on_problem` hears which), never a crash."""
     target = Path(path)
     report = on_problem or ignore_problem
-    sheets = read_sheets(target, DATA_SHEETS)
+    sheets = read_sheets(target, DATA_SHEETS, first_rows=[OVERVIEW_SHEET])
     if RESULTS_SHEET not in sheets or RUN_SHEET not in sheets:
         raise BaselineError(
             f"{target}: not a qareport workbook with per-case results (no hidden "
@@ -218,6 +219,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
                             for key, value in metadata.items()
                             if key.startswith("judged.") and key.endswith(".partial") and value),
         carried=_read_carried(sheets.get(CARRIED_SHEET), target, report, kinds),
+        overview_headers=_overview_headers(sheets.get(OVERVIEW_SHEET)),
     )
     changes = _read_changes(sheets.get(CHANGES_SHEET), target, report)
     return ReportRecord(snapshot, metadata, _comparison(metadata, changes, cases),
@@ -255,6 +257,13 @@ def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
         else:
             carried.append(found)
     return tuple(carried)
+
+
+def _overview_headers(rows: list[tuple[Any, ...]] | None) -> tuple[str, ...]:
+    """The Overview's headers as written, less its `more` columns (which follow from the texts); an
+    edited header is kept as text, and an emptied one left out."""
+    headers = (convert_value(value, "text") for value in (rows[0] if rows else ()))
+    return tuple(header for header in headers if header and header != "more")
 
 
 _CHANGE_TYPES: dict[str, Expected] = {"kind": "text", "case_id": "text", "name": "text", "metric": "text",

@@ -55,6 +55,7 @@ CHANGES_SHEET = "qareport_changes"
 CARRIED_SHEET = "qareport_carried"  # cases the run could not load, with their rows when last seen
 CARRIED_FIELDS = ("case_id", "last_seen", "not_loaded", "row")  # the row as its stored values' JSON
 DATA_SHEETS = (RESULTS_SHEET, RUN_SHEET, CHANGES_SHEET, CARRIED_SHEET)
+OVERVIEW_SHEET = "Overview"  # visible, but its header row is read back: a later run keeps its columns
 RUN_FORMAT = "qareport-run/1"
 CHANGE_FIELDS = ("kind", "case_id", "name", "metric", "old", "new", "delta", "old_status", "new_status", "reason")
 LIST_FIELDS = ("groups", "targets")
@@ -429,9 +430,11 @@ def stored_case_id(value: Any) -> str | None:
     return text if text else None
 
 
-def read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any, ...]]]:
+def read_sheets(target: Path, names: Iterable[str], *,
+                first_rows: Iterable[str] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """The values of the named sheets that exist, row by row from cell A1, as openpyxl would read
-    them: an empty cell is None, a number without a fraction an int (XlsxWriter writes 3.0 as 3)."""
+    them: an empty cell is None, a number without a fraction an int (XlsxWriter writes 3.0 as 3).
+    Of the sheets in `first_rows`, only the first row is read (a header row of a long sheet)."""
     from python_calamine import CalamineWorkbook
 
     if not target.is_file():
@@ -440,8 +443,11 @@ def read_sheets(target: Path, names: Iterable[str]) -> dict[str, list[tuple[Any,
         workbook = CalamineWorkbook.from_path(str(target))
         try:
             present = set(workbook.sheet_names)
-            return {name: _even_rows(map(_cell_values, workbook.get_sheet_by_name(name).to_python(
+            read = {name: _even_rows(map(_cell_values, workbook.get_sheet_by_name(name).to_python(
                         skip_empty_area=False))) for name in names if name in present}
+            read.update({name: _even_rows(map(_cell_values, workbook.get_sheet_by_name(name).to_python(
+                        skip_empty_area=False, nrows=1))) for name in first_rows if name in present})
+            return read
         finally:
             workbook.close()
     except Exception as error:  # a damaged or foreign file can fail anywhere inside the reader

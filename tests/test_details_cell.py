@@ -156,7 +156,7 @@ def test_every_text_cell_of_the_overview_equals_its_source_text(bundled):
     report, ws = bundled
     headers = [c.value for c in ws[1]]
     checked = 0
-    for column in overview_columns(report, templates_dir=None):
+    for column in overview_columns(report):
         position = headers.index(column.header) + 1
         for row, result in enumerate(report.results, start=2):
             exp = column.value(result)

@@ -137,41 +137,23 @@ class ReferenceAnswer(Kind):
         )
 
     def overview_columns(self, results: Sequence[CaseResult], *, templates_dir: str | None) -> list[Column]:
-        """The answers themselves; the judge's columns only when the judge looked at any of them
-        (without a judge they would be empty columns in the analyst's way)."""
+        """The answers themselves and the judge's columns (`Column.judge`: the Overview shows those
+        when the run has a judge, whatever this week's answers hold)."""
         def score(header: str, key: str, width: float, place: ColumnPlace) -> Column:
             return Column(header, lambda result: self.case_metrics(result).get(key), width, "score", score=True,
-                          place=place, metric=key)
+                          place=place, metric=key, judge=True)
 
-        texts = [
-            Column("reference answer", _qa_text("reference_answer"), 40, wrap=True),
-            Column("actual answer", _qa_text("actual_answer"), 50, wrap=True),
-        ]
-        if not any(_judged(result) for result in results):
-            return texts
         return [
             score("answer F1", "answer_f1", 9, "score"),
             score("answer relevance", "answer_relevance", 10, "score"),
             score("answer recall", "answer_recall", 9, "number"),
             score("answer precision", "answer_precision", 9, "number"),
-            *texts,
-            Column("relevance questions", _relevance_questions, 40, wrap=True),
-            Column("judge reason", _qa_text("answer_correctness_reason"), 40, wrap=True),
-            Column("judge errors", _judge_errors, 30, wrap=True),
+            Column("reference answer", _qa_text("reference_answer"), 40, wrap=True),
+            Column("actual answer", _qa_text("actual_answer"), 50, wrap=True),
+            Column("relevance questions", _relevance_questions, 40, wrap=True, judge=True),
+            Column("judge reason", _qa_text("answer_correctness_reason"), 40, wrap=True, judge=True),
+            Column("judge errors", _judge_errors, 30, wrap=True, judge=True),
         ]
-
-
-def _judged(result: CaseResult) -> bool:
-    """Whether the judge said anything of the case's answers: a value, or an error."""
-    for turn in result.turns:
-        qa = turn.qa
-        if qa is not None and any(qa.has(key) for key in JUDGED_KEYS):
-            return True
-    return False
-
-
-JUDGED_KEYS = ("answer_f1", "answer_relevance", "answer_recall", "answer_precision", "answer_eval_error",
-               "answer_relevance_error")
 
 
 ANSWERS = ReferenceAnswer()

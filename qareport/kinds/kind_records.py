@@ -60,6 +60,9 @@ class Column:
     metric: str | None = None
     """The metric key the column shows: the Overview takes it from the case's row (computed once),
     and `value` is then only the way to compute it."""
+    judge: bool = False
+    """A judge's column: shown when the run has a judge, or when the baseline's Overview had it (an
+    empty column then, so the column letters stay from week to week)."""
 
     @property
     def where(self) -> ColumnPlace:

@@ -20,9 +20,10 @@ columns give up width until it does (`column_widths`). Headers wrap only between
 Rows stay compact: a row is as tall as its name, reason and note need, at least three lines when
 it has long text and never more than `MAX_LINES` (120 points). A cell holds exactly its text (the
 details cell exactly the template's output): copying, searching, filtering and exporting see what
-was written. Where a text goes on below its row's edge, the narrow `more` column beside it says
-how many lines are hidden ("+13 lines", a number); the formula bar shows the whole text and the id
-leads to Details. Only the scanning columns print; the long texts are for the screen and Details.
+was written. Every long text after the scanning part has a narrow `more` column beside it (every
+week, so the column letters stay) that says how many of its lines are below the row's edge ("+13
+lines", a number; empty when none are); the formula bar shows the whole text and the id leads to
+Details. Only the scanning columns print; the long texts are for the screen and Details.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from qareport.case_table import REASON, REVIEW, REVIEW_NOTE, VS_BASELINE, CaseTable
-from qareport.case_table import overview_columns as _overview_columns
 from qareport.kinds import Column
 from qareport.records import REVIEW_CHOICES
 from qareport.report import Report
@@ -52,17 +52,15 @@ SCREEN_UNITS = 186
 """Column-width units of a 1600-pixel LibreOffice window at 100 % (7.8 pixels each, measured on
 its screenshots) less the row numbers, the scroll bar and a margin: the scanning part's budget."""
 READING_FLOOR = 16  # the narrowest a name, reason or review note column gets to fit that budget
-"""(A cut reason's `more` column is made of the reason's own width, down to the same floor.)"""
 NUMBER_UNITS = 5  # "0.88", "1,234"
 SIZING = frozenset({"name", "question", "name / question", REASON, REVIEW_NOTE, "comments"})
 """The wrapped columns whose text decides a row's height; any other wrapped text may go on below its edge."""
 
 
-def overview_columns(report: Report, *, templates_dir: str | None) -> list[Column]:
-    """The columns for this run, in scanning order (`case_table.overview_columns`)."""
-    return list(_overview_columns(report.results, report.kinds, reasons=report.reasons,
-                                  comparison=report.comparison, reviews=report.reviews, consistency=report.consistency,
-                                  templates_dir=templates_dir))
+def overview_columns(report: Report) -> list[Column]:
+    """The columns for this run, in scanning order (`case_table.overview_columns`), as the report
+    computed them."""
+    return list(report.overview.columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +115,9 @@ def _plan(report: Report, cut_texts: list[tuple[str, str, str]] | None) -> _Grid
     table = [table[index] for index in order]
     columns = report.overview.columns
     widths, heights, hidden = _layout(columns, table)
-    cut_columns = {index for row in hidden for index in row}
+    beside = more_columns(columns)
     slots = [(index, more) for index in range(len(columns)) for more in (False, True)
-             if not more or index in cut_columns]
+             if not more or index in beside]
     headers = [MORE if more else columns[index].header for index, more in slots]
     return _Grid(columns, table, widths, heights, hidden, slots, headers, order)
 
@@ -276,28 +274,26 @@ class OverviewLayout:
 
 def _layout(columns: Sequence[Column],
             table: Sequence[Sequence[Any]]) -> tuple[list[float], list[int], list[dict[int, int]]]:
-    """The columns' widths, each row's lines and each row's lines below its edge by column (from 0).
-
-    A text of the scanning part that goes on below its row's edge (a reason longer than eight
-    lines) gets its `more` column there too, made of that column's own width: the scanning part
-    stays as wide as the screen, and no other column changes."""
+    """The columns' widths, each row's lines and each row's lines below its edge by column (from 0)."""
     widths = column_widths(columns, table)
-    scanning = [column.header for column in columns].index(REVIEW_NOTE) + 1
-    for attempt in range(2):
-        heights: list[int] = []
-        hidden: list[dict[int, int]] = []
-        for values in table:
-            text_lines = _text_lines(columns, values, widths)
-            lines = _row_lines(columns, text_lines)
-            heights.append(lines)
-            hidden.append({index: need - lines for index, need in text_lines.items() if need > lines})
-        cut_scanning = {index for row in hidden for index in row if index < scanning}
-        narrowed = [index for index in sorted(cut_scanning) if widths[index] - MORE_WIDTH >= READING_FLOOR]
-        if attempt or not narrowed:
-            break
-        for index in narrowed:
-            widths[index] -= MORE_WIDTH
+    heights: list[int] = []
+    hidden: list[dict[int, int]] = []
+    for values in table:
+        text_lines = _text_lines(columns, values, widths)
+        lines = _row_lines(columns, text_lines)
+        heights.append(lines)
+        hidden.append({index: need - lines for index, need in text_lines.items() if need > lines})
     return widths, heights, hidden
+
+
+def more_columns(columns: Sequence[Column]) -> set[int]:
+    """The columns (from 0) that have a `more` column beside them: every wrapped text after the
+    scanning part, whether or not a text of this run goes on below its row's edge, so the column
+    letters are the same every week. The scanning part's texts (name, reason, review note) set their
+    row's height and go on below it only past `MAX_LINES`; a `more` column there would take its width
+    from the reading columns on every row for the sake of a rare row."""
+    scanning = [column.header for column in columns].index(REVIEW_NOTE) + 1
+    return {index for index, column in enumerate(columns) if column.wrap and index >= scanning}
 
 
 def column_widths(columns: Sequence[Column], table: Sequence[Sequence[Any]]) -> list[float]:
