@@ -29,6 +29,7 @@ from qareport.consistency import (
 )
 from qareport.digest import Digest, build_digest, drift_alert
 from qareport.evaluation_options import given_pass_rules
+from qareport.grading_rules import mark_rules_changed
 from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judge_audit import AUDIT_SIZE, AuditedRun, JudgeAudit, audit_judge
@@ -173,6 +174,8 @@ def build_report(
         changed = judge_changes(baseline.judge_identity, run.judge_identity)
         comparison = mark_judge_changed(comparison, changed,
                                         shifts=judge_shifts(baseline.cases, rows) if changed else ())
+        if run.options is not None:  # nor is a change of grading rules
+            comparison = mark_rules_changed(comparison, baseline, run.options.acceptable_extras)
     counts = status_counts(rows)
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)
