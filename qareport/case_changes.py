@@ -300,7 +300,8 @@ def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None,
     if kind == "improvement" and old_status != "success":
         return "evaluated again (was: " + _status_words(old_status, None) + ")"
     said = (kind_set if kind_set is not None else kinds.catalogue()).explain_change(
-        old.facts if old is not None else {}, new.facts if new is not None else {})
+        old.facts if old is not None else {}, new.facts if new is not None else {},
+        test_changed=kind == "test changed")  # only an edited test's target can differ
     if said:
         return said
     if kind == "test changed":
