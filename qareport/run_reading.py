@@ -4,7 +4,6 @@ results file, and a history of runs (`read_history`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -44,6 +43,7 @@ from qareport.runs import (
     dropped_problem,
     gather_row,
     ignore_problem,
+    load_stored_json,
     read_metadata,
     read_sheets,
 )
@@ -243,7 +243,8 @@ def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
             continue
         row = dict(zip(names, gather_row(values, names)))
         try:
-            stored = json.loads(text) if isinstance(text := convert_value(row.get("row"), "text"), str) else None
+            stored = (load_stored_json(text) if isinstance(text := convert_value(row.get("row"), "text"), str)
+                      else None)
         except ValueError:
             stored = None
 
