@@ -22,9 +22,9 @@ RELABELLED = frozenset({"regression", "improvement", "moved within noise"})
 """The moves a rules change explains; a lost status, an edited test, a new case stay what they are."""
 
 
-def baseline_extras(baseline: RunSnapshot) -> int:
-    """The extra terms the baseline's `acceptable` grade allowed (runs that do not say: the default)."""
-    return DEFAULT_ACCEPTABLE_EXTRAS if baseline.acceptable_extras is None else baseline.acceptable_extras
+def baseline_extras(run: RunSnapshot) -> int:
+    """The extra terms a stored run's `acceptable` grade allowed (runs that do not say: the default)."""
+    return DEFAULT_ACCEPTABLE_EXTRAS if run.acceptable_extras is None else run.acceptable_extras
 
 
 def rules_warning(baseline: RunSnapshot, acceptable_extras: int) -> str | None:

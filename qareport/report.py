@@ -166,6 +166,7 @@ def build_report(
     rows = tuple(case_rows(results, kinds))
     judged = count_judged_metrics(results) if run.judge_usage is not None else ()
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows,
+                          acceptable_extras=run.options.acceptable_extras if run.options is not None else None,
                           judge_identity=run.judge_identity, partly_judged=partly_judged_pairs(judged))
     reasons = {row.case_id: row.reason for row in rows if row.reason}
     comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings, kind_set=kinds)

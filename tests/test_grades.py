@@ -393,3 +393,18 @@ def test_a_results_file_keeps_the_grade_extras_only_when_not_the_default(tmp_pat
     assert "acceptable_extras" not in json.loads((tmp_path / "default.json").read_text(encoding="utf-8"))["qareport"]
     assert read_run(tmp_path / "zero.json").acceptable_extras == 0
     assert read_run(tmp_path / "default.json").acceptable_extras is None  # graded by the default
+
+
+def test_the_trend_counts_no_regression_for_a_grade_moved_by_other_grade_extras():
+    from qareport.trend import trend_points
+
+    def run(grade: str, extras: int | None, created: str) -> RunSnapshot:
+        return RunSnapshot(source=created, created=created, qareport_version="0", acceptable_extras=extras,
+                           cases=(_row("a", [grade]),))
+
+    points = trend_points([run("acceptable", None, "2024-05-01T10:00:00+00:00")],
+                          run("problematic", 0, "2024-05-08T10:00:00+00:00"))
+    assert points[-1].regressions == 0
+    points = trend_points([run("acceptable", 0, "2024-05-01T10:00:00+00:00")],
+                          run("problematic", 0, "2024-05-08T10:00:00+00:00"))
+    assert points[-1].regressions == 1  # the same rules: a grade that got worse is a regression
