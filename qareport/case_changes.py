@@ -41,17 +41,19 @@ from qareport.means import score as _number  # a score that can be averaged (`me
 from qareport.records import Unloaded
 from qareport.significance import ALPHA
 
-ChangeKind = Literal["regression", "improvement", "moved within noise", "judge changed", "test changed", "new case",
-                     "removed case", "not loaded"]
+ChangeKind = Literal["regression", "improvement", "moved within noise", "judge changed", "rules changed",
+                     "test changed", "new case", "removed case", "not loaded"]
 
 
 CHANGE_KINDS: tuple[ChangeKind, ...] = ("regression", "improvement", "moved within noise", "judge changed",
-                                        "test changed", "new case", "removed case", "not loaded")
+                                        "rules changed", "test changed", "new case", "removed case", "not loaded")
 
 
 WITHIN_NOISE: ChangeKind = "moved within noise"
 JUDGE_CHANGED: ChangeKind = "judge changed"
 """A judged metric that moved against a baseline judged by another judge (`judge_change`)."""
+RULES_CHANGED: ChangeKind = "rules changed"
+"""A grade that moved against a baseline graded by other rules (`grading_rules`)."""
 ONE_RUN_NOTE = ("One run per case cannot tell a change from a flip: each case listed as regressed or improved moved "
                 "in a single attempt. Give several attempts per case ('attempt': 1, 2, ...; 3 or more in both runs) "
                 "so that only changes beyond a case's own noise are listed.")
@@ -298,7 +300,8 @@ def movement_reason(kind: ChangeKind, old: CaseRow | None, new: CaseRow | None,
     if kind == "improvement" and old_status != "success":
         return "evaluated again (was: " + _status_words(old_status, None) + ")"
     said = (kind_set if kind_set is not None else kinds.catalogue()).explain_change(
-        old.facts if old is not None else {}, new.facts if new is not None else {})
+        old.facts if old is not None else {}, new.facts if new is not None else {},
+        test_changed=kind == "test changed")  # only an edited test's target can differ
     if said:
         return said
     if kind == "test changed":

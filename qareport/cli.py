@@ -2,7 +2,7 @@
 
 Each subcommand calls library functions and turns library errors into one line on stderr with
 exit status 2. Input problems are listed on stderr and in the workbook, and the run goes on. A bug
-is one line too, with exit status 3; SIGINT and SIGTERM clean up and exit 130 and 143
+is one line too, with exit status 3; SIGINT, SIGTERM and SIGHUP clean up and exit 130, 143 and 129
 (`qareport.exit_status`). Output that the terminal's encoding cannot show is printed as escapes.
 """
 
@@ -21,6 +21,7 @@ from qareport.cli_parser import build_parser, did_you_mean
 from qareport.console import ProgressBar, safe_streams, visible
 from qareport.errors import BatchesPending, QAReportError, StrictModeError, UsageError
 from qareport.exit_status import (
+    HUNG_UP,
     INTERNAL_ERROR,
     INTERRUPTED,
     JUDGE_BATCHES_PENDING,
@@ -222,12 +223,29 @@ COMMANDS = {"run": command_run, "validate": command_validate, "email": command_e
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where SIGINT raises KeyboardInterrupt: the same clean-up runs (the
-    temporary workbook and the rows folder are removed), then exit status 143."""
+    """SIGTERM or SIGHUP, raised where SIGINT raises KeyboardInterrupt: the same clean-up runs (the
+    temporary workbook and the rows folder are removed), then exit status 143 (SIGHUP: 129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
+    raise Terminated(signum)
+
+
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""What stops a run from outside: a scheduler or `docker stop` (SIGTERM), a closed terminal (SIGHUP)."""
+
+
+def _say_stopped(line: str) -> None:
+    """The last line of a stopped run; a closed terminal takes no more lines, and that is no error."""
+    try:
+        print(line, file=sys.stderr)
+        sys.stderr.flush()
+    except OSError:
+        pass
 
 
 def _internal_error(error: BaseException, what: str = "internal error") -> None:
@@ -241,10 +259,11 @@ def _internal_error(error: BaseException, what: str = "internal error") -> None:
 def main(argv: list[str] | None = None) -> int:
     safe_streams(sys.stdout, sys.stderr)
     args = build_parser().parse_args(argv)
-    previous = None
-    try:  # SIGTERM (a scheduler's timeout, `docker stop`) cleans up as Ctrl-C does
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # not the main thread: the caller keeps its own handler
+    previous: dict[int, Any] = {}
+    try:  # SIGTERM (a scheduler's timeout, `docker stop`) and SIGHUP clean up as Ctrl-C does
+        for signum in STOPPING_SIGNALS:
+            previous[signum] = signal.signal(signum, _raise_terminated)
+    except ValueError:  # not the main thread: the caller keeps its own handlers
         pass
     try:
         return COMMANDS[args.command](args)
@@ -257,9 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     except QAReportError as error:
         print(f"qareport: {visible(error)}", file=sys.stderr)
         return USAGE_ERROR
-    except Terminated:
+    except Terminated as stop:
         remove_leftovers()  # what a stop in the middle of the clean-up left
-        print("qareport: terminated (SIGTERM); nothing half-written is left", file=sys.stderr)
+        if stop.signum == getattr(signal, "SIGHUP", None):
+            _say_stopped("qareport: hung up (SIGHUP); nothing half-written is left")
+            return HUNG_UP
+        _say_stopped("qareport: terminated (SIGTERM); nothing half-written is left")
         return TERMINATED
     except KeyboardInterrupt:
         remove_leftovers()
@@ -269,5 +291,6 @@ def main(argv: list[str] | None = None) -> int:
         _internal_error(error)
         return INTERNAL_ERROR
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(signum, handler)

@@ -28,6 +28,7 @@ from qareport.case_changes import (
     CHANGE_KINDS,
     JUDGE_CHANGED,
     ONE_RUN_NOTE,
+    RULES_CHANGED,
     CaseChange,
     CaseMovement,
     ChangeKind,
@@ -213,9 +214,9 @@ class Comparison:
         return tuple(movement for movement in self.movements if movement.kind == kind)
 
     def counts(self) -> dict[ChangeKind, int]:
-        """Cases per kind of change, in display order ("judge changed" only when the judge did)."""
+        """Cases per kind of change, in display order ("judge changed", "rules changed" only when those did)."""
         counts = {kind: self.cases_with(kind) for kind in CHANGE_KINDS}
-        return {kind: count for kind, count in counts.items() if count or kind != JUDGE_CHANGED}
+        return {kind: count for kind, count in counts.items() if count or kind not in (JUDGE_CHANGED, RULES_CHANGED)}
 
 
 def compare_runs(baseline: RunSnapshot, current: RunSnapshot, *, tolerance: float = DEFAULT_TOLERANCE,

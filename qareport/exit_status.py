@@ -20,6 +20,7 @@
                         (--email-to) could not be sent, after retries of transient failures: the
                         workbook is at its path for whoever sends it. A failed gate's 1 and a bug's 3
                         come first; it comes before the judge's 4 (the report says that one)
+  129  HUNG_UP          SIGHUP (the terminal was closed): the same clean-up as SIGINT
   130  INTERRUPTED      SIGINT: what was half written is removed
   143  TERMINATED       SIGTERM: the same clean-up as SIGINT
 """
@@ -33,5 +34,6 @@ INTERNAL_ERROR = 3
 JUDGE_FAILED = 4
 JUDGE_BATCHES_PENDING = 5
 EMAIL_NOT_SENT = 6
+HUNG_UP = 129
 INTERRUPTED = 130
 TERMINATED = 143

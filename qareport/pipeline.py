@@ -34,6 +34,7 @@ from qareport.evaluation import Evaluation, evaluate_suite, judged_evaluation, q
 from qareport.exit_status import EMAIL_NOT_SENT, GATE_FAILED, INTERNAL_ERROR, JUDGE_FAILED, REPORT_WRITTEN
 from qareport.files import cache_home, home_folder
 from qareport.gates import GateVerdict, Threshold, check_gate_tags, check_gates
+from qareport.grading_rules import rules_warning as grading_rules_warning
 from qareport.judge_agreement import review_problems
 from qareport.judged_metrics import count_judged_metrics
 from qareport.kinds import RunKinds
@@ -503,18 +504,24 @@ def _run_info(run: _Run, suite: Suite, evaluated: _Evaluated) -> RunInfo:
                    not_evaluated=_not_evaluated(run, evaluated), judge_identity=evaluated.identity)
 
 
-def _rules_warning(run: _Run, earlier: _Earlier) -> tuple[Problem, str] | tuple[()]:
-    """A baseline scored by other steps rules: a problem, and what the Summary and the email say beside the
-    comparison (nothing when both runs follow the same rules)."""
+def _rules_warnings(run: _Run, earlier: _Earlier) -> tuple[tuple[Problem, ...], tuple[str, ...]]:
+    """A baseline scored by other steps rules, or graded by another --grade-extras: a problem each, and
+    what the Summary and the email say beside the comparison (nothing when both runs follow the same rules)."""
     if earlier.baseline is None:
-        return ()
+        return (), ()
+    problems, said = [], []
     rules = rules_difference(earlier.baseline, run.settings.run.steps_semantics)
-    if rules is None:
-        return ()
-    problem = Problem(Location(earlier.baseline.source), f"{rules}. Run both with the same --steps-semantics "
-                                                         "to compare like with like")
-    run.hooks.on_problems((problem,))
-    return problem, rules
+    if rules is not None:
+        problems.append(Problem(Location(earlier.baseline.source),
+                                f"{rules}. Run both with the same --steps-semantics to compare like with like"))
+        said.append(rules)
+    grading = grading_rules_warning(earlier.baseline, run.settings.run.acceptable_extras)
+    if grading is not None:
+        problems.append(Problem(Location(earlier.baseline.source), grading))
+        said.append(grading)
+    if problems:
+        run.hooks.on_problems(tuple(problems))
+    return tuple(problems), tuple(said)
 
 
 def _write_workbook(run: _Run, suite: Suite, evaluated: _Evaluated, earlier: _Earlier) -> Report:
@@ -523,12 +530,12 @@ def _write_workbook(run: _Run, suite: Suite, evaluated: _Evaluated, earlier: _Ea
     results = evaluated.evaluation.results
     statistics = summarize(results, steps_semantics=run.settings.run.steps_semantics,
                            custom_metrics=run.settings.ge6.custom_metric_keys, kind_set=run.kinds)
-    warning = _rules_warning(run, earlier)
-    problems = (*suite.problems, *evaluated.evaluation.problems, *earlier.problems, *warning[:1])
+    rules_problems, warnings = _rules_warnings(run, earlier)
+    problems = (*suite.problems, *evaluated.evaluation.problems, *earlier.problems, *rules_problems)
     parts = _ReportParts(results, problems, _run_info(run, suite, evaluated), statistics, suite.unloaded)
     with_earlier = earlier.baseline is not None or bool(earlier.history and earlier.history.runs)
     try:
-        return _build_and_write(run, parts, replace(earlier, warnings=warning[1:]) if warning else earlier)
+        return _build_and_write(run, parts, replace(earlier, warnings=warnings) if warnings else earlier)
     except QAReportError:
         raise
     except Exception as error:  # a bug in the comparison or the trend: the workbook without them

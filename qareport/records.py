@@ -381,6 +381,7 @@ class RunSnapshot:
     qareport_version: str
     cases: tuple[CaseRow, ...] = ()
     steps_semantics: int | None = None  # graphrag-eval's steps rules the run used (None: not said, 5)
+    acceptable_extras: int | None = None  # the extra terms its `acceptable` grade allowed (None: not said, the default)
     judge_identity: JudgeIdentity | None = None  # the judge of its judged values (None: none, or not recorded)
     partly_judged: tuple[tuple[str, str], ...] = ()
     """(metric key, "answer F1: partial, 40 of 60 cases judged (budget reached)") for each judged mean

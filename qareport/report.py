@@ -29,6 +29,7 @@ from qareport.consistency import (
 )
 from qareport.digest import Digest, build_digest, drift_alert
 from qareport.evaluation_options import given_pass_rules
+from qareport.grading_rules import mark_rules_changed
 from qareport.headline import Headline, headline_metrics, score_distribution, status_counts
 from qareport.judge_agreement import JudgeAgreement, ReviewedRun, custom_metric_names, judge_agreement
 from qareport.judge_audit import AUDIT_SIZE, AuditedRun, JudgeAudit, audit_judge
@@ -165,6 +166,7 @@ def build_report(
     rows = tuple(case_rows(results, kinds))
     judged = count_judged_metrics(results) if run.judge_usage is not None else ()
     current = RunSnapshot(source=source, created=run.created, qareport_version=run.qareport_version, cases=rows,
+                          acceptable_extras=run.options.acceptable_extras if run.options is not None else None,
                           judge_identity=run.judge_identity, partly_judged=partly_judged_pairs(judged))
     reasons = {row.case_id: row.reason for row in rows if row.reason}
     comparison = (compare_runs(baseline, current, unloaded=unloaded, warnings=baseline_warnings, kind_set=kinds)
@@ -173,6 +175,8 @@ def build_report(
         changed = judge_changes(baseline.judge_identity, run.judge_identity)
         comparison = mark_judge_changed(comparison, changed,
                                         shifts=judge_shifts(baseline.cases, rows) if changed else ())
+        if run.options is not None:  # nor is a change of grading rules
+            comparison = mark_rules_changed(comparison, baseline, run.options.acceptable_extras)
     counts = status_counts(rows)
     headline = with_judge_failures(headline_metrics(rows, kinds), judged, kinds)
     incomplete = incomplete_run(counts, min_evaluated_share)

@@ -15,12 +15,14 @@ import yaml
 from qareport import kinds
 from qareport.case_record import CaseRow
 from qareport.errors import QAReportError
+from qareport.evaluation_options import DEFAULT_ACCEPTABLE_EXTRAS
 from qareport.files import write_atomically
 from qareport.runs import RESULTS_SUFFIXES, json_text, stored_case_values
 from qareport.yaml_guards import YamlProblem
 from qareport.yaml_input import yaml_documents
 
 if TYPE_CHECKING:
+    from qareport.records import OptionsUsed
     from qareport.report import Report
     from qareport.statistics import SuiteStatistics
 
@@ -64,6 +66,7 @@ def results_document(report: Report) -> dict[str, Any]:
     return {
         "qareport": {"version": report.run.qareport_version, "created": report.run.created,
                      **_semantics_entry(report.run.steps_semantics),
+                     **_extras_entry(report.run.options),
                      **({"judge": report.run.judge_identity.to_dict()} if report.run.judge_identity else {})},
         **entries,
         "cases": stored_case_rows(report.rows, report.kinds, report.kind_set),
@@ -106,6 +109,22 @@ def _judge_entry(report: Report) -> dict[str, Any]:
 def _semantics_entry(semantics: int | None) -> dict[str, Any]:
     """Which graphrag-eval's steps rules scored the run, when the run says."""
     return {} if semantics is None else {"steps_semantics": semantics}
+
+
+def _extras_entry(options: OptionsUsed | None) -> dict[str, Any]:
+    """The extra terms the run's `acceptable` grade allowed, when not the default (a run that does not
+    say graded by the default, as every run before the option did)."""
+    if options is None or options.acceptable_extras == DEFAULT_ACCEPTABLE_EXTRAS:
+        return {}
+    return {"acceptable_extras": options.acceptable_extras}
+
+
+def stated_extras(value: Any) -> int | None:
+    """A stored run's `acceptable_extras`, when it says one that can be (a whole number, not negative)."""
+    if isinstance(value, bool):
+        return None
+    number = stated_semantics(value)
+    return number if number is not None and number >= 0 else None
 
 
 def stated_semantics(value: Any) -> int | None:

@@ -4,7 +4,6 @@ results file, and a history of runs (`read_history`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -22,7 +21,7 @@ from qareport.judge.identity import JudgeIdentity
 from qareport.judge.usage import JudgeUsage
 from qareport.kinds import RunKinds
 from qareport.records import CarriedCase, Location, Problem, RunSnapshot
-from qareport.results_file import read_results_file, stated_semantics
+from qareport.results_file import read_results_file, stated_extras, stated_semantics
 from qareport.runs import (
     BAD,
     CARRIED_SHEET,
@@ -45,6 +44,7 @@ from qareport.runs import (
     dropped_problem,
     gather_row,
     ignore_problem,
+    load_stored_json,
     read_metadata,
     read_sheets,
 )
@@ -112,6 +112,7 @@ def _read_results_file(target: Path, on_problem: OnProblem, kinds: RunKinds | No
         qareport_version=convert_value(about.get("version"), "text") or "",
         cases=tuple(rows),
         steps_semantics=stated_semantics(about.get("steps_semantics")),
+        acceptable_extras=stated_extras(about.get("acceptable_extras")),
         judge_identity=JudgeIdentity.from_mapping(judge) if isinstance(judge := about.get("judge"), dict) else None,
         partly_judged=_partly_judged(document.get("judge")),
         carried=_carried_in_results(document.get("carried"), target, on_problem, kinds),
@@ -214,6 +215,7 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
         qareport_version=str(metadata.get("qareport_version") or ""),
         cases=tuple(cases),
         steps_semantics=stated_semantics(metadata.get("option.steps_semantics")),
+        acceptable_extras=stated_extras(metadata.get("option.acceptable_extras")),
         judge_identity=JudgeIdentity.from_metadata(metadata),
         partly_judged=tuple((key.removeprefix("judged.").removesuffix(".partial"), str(value))
                             for key, value in metadata.items()
@@ -243,7 +245,8 @@ def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: 
             continue
         row = dict(zip(names, gather_row(values, names)))
         try:
-            stored = json.loads(text) if isinstance(text := convert_value(row.get("row"), "text"), str) else None
+            stored = (load_stored_json(text) if isinstance(text := convert_value(row.get("row"), "text"), str)
+                      else None)
         except ValueError:
             stored = None
 

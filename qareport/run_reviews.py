@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from qareport.runs import (
     convert_value,
     ignore_problem,
     json_text,
+    load_stored_json,
     read_sheets,
     stored_case_id,
     stored_case_values,
@@ -112,7 +112,7 @@ def read_reviews(path: str | Path, *, on_problem: OnProblem | None = None,
         seen: Any = None
         if LAST_SEEN in kept:
             try:
-                seen = json.loads(kept[LAST_SEEN])
+                seen = load_stored_json(kept[LAST_SEEN])  # TooDeep is a ValueError too
             except ValueError:
                 seen = None
         review = Review(kept.get("review") or None, kept.get("review note") or None,

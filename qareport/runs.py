@@ -45,6 +45,7 @@ from qareport.case_rows import ATTEMPTS_FIELD, CASE_HEAD_FIELDS
 from qareport.errors import BaselineError
 from qareport.headline import STATUSES
 from qareport.id_text import normalise_id
+from qareport.judge.json_depth import load_json, nesting_depth
 from qareport.judge_agreement import stored_judgments
 from qareport.kinds import RunKinds, catalogue
 from qareport.records import USAGE_FIELDS, Location, Problem
@@ -170,13 +171,30 @@ def gather_row(values: Sequence[Any], header: Sequence[str]) -> list[Any]:
     return row
 
 
+STORED_DEPTH = 200
+"""Levels of arrays and objects a stored JSON cell may nest: a run's inputs nest at most 100
+(`json_input.MAX_DEPTH`) and what it stores wraps them in a few more. Deeper, `json.loads` could
+run out of stack (RecursionError), so such a value is left out unread (`too_deep`)."""
+
+
+def too_deep(value: Any) -> bool:
+    """Whether a stored cell's JSON text nests deeper than STORED_DEPTH (counted without parsing)."""
+    return (isinstance(value, str) and value.count("[") + value.count("{") > STORED_DEPTH
+            and nesting_depth(value) > STORED_DEPTH)
+
+
+def load_stored_json(text: str) -> Any:
+    """`json.loads` of a stored text, or TooDeep (a ValueError) when it nests deeper than STORED_DEPTH."""
+    return load_json(text, max_depth=STORED_DEPTH)
+
+
 def _from_json(value: Any, *, fallback: Callable[[str], Any]) -> Any:
     """A value stored as JSON text in a cell; `fallback(text)` when the text is not JSON."""
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return load_stored_json(value)
+    except ValueError:  # not JSON (an edit), or nested too deep (`clean_case_values` said so)
         return fallback(value)
 
 
@@ -368,6 +386,13 @@ def clean_case_values(values: Mapping[str, Any], *, where: Callable[[str], str],
             on_problem(dropped_problem(target, where(field), f"'{field}'", expected, cleaned[field]))
             value = None
         cleaned[field] = value
+    for field in (*LIST_FIELDS, *JSON_FIELDS, ATTEMPTS_FIELD):
+        if too_deep(cleaned.get(field)):
+            on_problem(Problem(Location(str(target)),
+                               f"{where(field)}: '{field}' nests more than {STORED_DEPTH} levels of arrays and "
+                               "objects; left out, the rest of the stored run is still read (restore the value "
+                               "qareport wrote, or clear the cell)"))
+            cleaned[field] = None
     status = cleaned.get("status")
     if isinstance(status, str) and status.strip().casefold() in STATUSES:
         cleaned["status"] = status.strip().casefold()

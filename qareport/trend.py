@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from qareport.comparison import HeadlineDelta, compare_runs
+from qareport.grading_rules import baseline_extras, mark_rules_changed
 from qareport.headline import Headline, headline_metrics, status_counts
 from qareport.judge_change import judge_changes, mark_judge_changed
 from qareport.records import RunSnapshot
@@ -103,7 +104,8 @@ def trend_points(history: Sequence[RunSnapshot], current: RunSnapshot) -> tuple[
     points = [runs[0][0]]
     for (_, before), (point, after) in itertools.pairwise(runs):
         compared = compare_runs(before, after, detailed=False)  # a judge change is not a regression (`judge_change`)
-        counts = mark_judge_changed(compared, judge_changes(before.judge_identity, after.judge_identity)).counts()
+        compared = mark_judge_changed(compared, judge_changes(before.judge_identity, after.judge_identity))
+        counts = mark_rules_changed(compared, before, baseline_extras(after)).counts()  # nor a grading change
         points.append(replace(point, regressions=counts["regression"], improvements=counts["improvement"]))
     return tuple(points)
 

@@ -48,7 +48,8 @@ for Azure clients) like the real API, so the `openai` client runs unpatched:
   batches end is set with `server.plan_batches(BatchPlan(...))`: `delay` seconds in progress (else
   `batch_delay`), then `completed`, `expired` with only the first `done` lines answered, `failed`
   (nothing answered); `fail_lines` makes lines of the error file (custom ids, or the first N lines),
-  and so does `fail_matching` (the lines whose request body holds one of its texts);
+  and so does `fail_matching` (the lines whose request body holds one of its texts); `lost_lines`
+  leaves lines out of a completed batch's output file, `output_text` replaces the file's content;
   `kind` keeps a plan for the next batch of chat or of embeddings.
   `server.batches` holds each batch (its lines in `lines`); `server.batch_lines` counts the lines
   submitted; `direct_calls` counts chat and embeddings requests sent directly.
@@ -355,6 +356,8 @@ class BatchPlan:
     fail_lines: set[str] | int = field(default_factory=set)
     fail_matching: tuple[str, ...] = ()
     kind: str | None = None  # "chat" or "embeddings": only for the next batch of that endpoint
+    lost_lines: int = 0  # lines left out of the output file (its counts still say them done)
+    output_text: bytes | None = None  # the output file's whole content instead of its lines
 
 
 @dataclass
@@ -903,7 +906,9 @@ def _batch_object(stub: StubOpenAI, batch: StubBatch) -> dict[str, Any]:
         with stub._lock:
             if kept_output:
                 batch.output_file_id = f"file-stub-{len(stub.files) + 1}"
-                stub.files[batch.output_file_id] = "".join(json.dumps(i) + "\n" for i in kept_output).encode()
+                kept_lines = kept_output[:len(kept_output) - batch.plan.lost_lines]
+                stub.files[batch.output_file_id] = batch.plan.output_text if batch.plan.output_text is not None \
+                    else "".join(json.dumps(i) + "\n" for i in kept_lines).encode()
             if kept_errors:
                 batch.error_file_id = f"file-stub-{len(stub.files) + 1}"
                 stub.files[batch.error_file_id] = "".join(json.dumps(i) + "\n" for i in kept_errors).encode()

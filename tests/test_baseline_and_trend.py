@@ -643,3 +643,21 @@ def test_a_pinned_reference_run_shows_a_drift_line_under_the_verdict_only_when_t
 
     assert f"drift since the reference run ({last_week}" in summary_text(drifted)
     assert "drift since the reference run" not in summary_text(steady)
+
+
+@pytest.mark.parametrize("field", ["facts", "outputs"])
+def test_a_stored_cell_nested_thousands_deep_loses_only_that_value_with_a_problem_naming_the_cell(
+        last_week, tmp_path, field):
+    old = load_workbook(last_week)
+    results = old[RESULTS_SHEET]
+    column = [c.value for c in results[1]].index(field) + 1
+    results.cell(2, column).value = "[" * 16_000 + "]" * 16_000  # fits a cell: 32,000 characters
+    edited = tmp_path / "edited.xlsx"
+    old.save(edited)
+    report = tmp_path / "week19.xlsx"
+    assert run(report, "--baseline", str(edited)) == 0
+    book = load_workbook(report, read_only=True)
+    assert "Changes" in book.sheetnames  # the comparison stands
+    problems = " ".join(str(cell) for row in book["Problems"].iter_rows(values_only=True) for cell in row if cell)
+    letter = results.cell(2, column).column_letter
+    assert f"sheet '{RESULTS_SHEET}', cell {letter}2: '{field}' nests more than" in problems

@@ -260,6 +260,25 @@ def test_an_edited_target_is_said_as_such():
     assert movement.kind == "test changed" and movement.reason == "target edited: COUNTRY +KEN"
 
 
+
+@pytest.mark.parametrize("old_hash", ["h", ""])  # the same test, or a baseline too old to store its hash
+def test_a_lost_term_against_a_baseline_that_stored_no_facts_is_not_called_an_edited_target(old_hash):
+    old = snapshot(case("a", definition_hash=old_hash, macro_recall=1.0))  # written before runs kept facts
+    new = snapshot(case("a", macro_recall=0.5, reason="missed COUNTRY KEN", facts={"indicator_selection": {
+        "target": ["COUNTRY MEX", "COUNTRY KEN"], "found": ["COUNTRY MEX"]}}))
+    movement = compare_runs(old, new).movements[0]
+    assert movement.kind == "regression" and movement.reason == "missed COUNTRY KEN"
+
+
+def test_an_unchanged_test_whose_stored_target_reads_differently_is_not_called_edited():
+    old = snapshot(case("a", macro_recall=1.0, facts={"indicator_selection": {  # an older label of a term
+        "target": ["COUNTRY ", "COUNTRY MEX"], "found": ["COUNTRY ", "COUNTRY MEX"]}}))
+    new = snapshot(case("a", macro_recall=0.5, facts={"indicator_selection": {
+        "target": ["COUNTRY 'Kenya'", "COUNTRY MEX"], "found": ["COUNTRY 'Kenya'"]}}))
+    movement = compare_runs(old, new).movements[0]
+    assert movement.kind == "regression" and movement.reason.startswith("lost COUNTRY MEX")
+    assert "target edited" not in movement.reason
+
 # --- trend ---------------------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from test_email import Inbox, free_port, last_week_responses
 from qareport import kinds
 from qareport.cli import main
 from qareport.console import visible
-from qareport.exit_status import EMAIL_NOT_SENT, INTERNAL_ERROR, INTERRUPTED, TERMINATED, USAGE_ERROR
+from qareport.exit_status import EMAIL_NOT_SENT, HUNG_UP, INTERNAL_ERROR, INTERRUPTED, TERMINATED, USAGE_ERROR
 from qareport.kinds import Facts, Kind
 from qareport.pipeline import RunOptions, run_pipeline
 from qareport.redaction import register_secret
@@ -524,6 +524,15 @@ def test_sigterm_in_each_stage_cleans_up_says_so_and_exits_143(big_suite, tmp_pa
     assert list(tmp.iterdir()) == [], shown  # no rows folder left in TMPDIR
     if stage == "writing":
         assert _half_written(held), held
+
+
+def test_sighup_from_a_closed_terminal_while_writing_cleans_up_as_sigterm_does_and_exits_129(big_suite, tmp_path):
+    status, shown, out, tmp, held = stop_in_stage(big_suite, tmp_path, "writing", signal.SIGHUP, opens=WRITING_OPENS)
+    assert _half_written(held), held
+    assert status == HUNG_UP, shown
+    assert "qareport: hung up (SIGHUP); nothing half-written is left" in shown
+    assert "Traceback" not in shown and "Exception ignored" not in shown
+    assert list(out.iterdir()) == [] and list(tmp.iterdir()) == []  # no temporary workbook, no rows folder
 
 
 def _half_written(held: list[str]) -> bool:

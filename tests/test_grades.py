@@ -361,3 +361,50 @@ def test_a_stored_grade_is_read_defensively():
     # an edited test regrades: the case is "test changed", without a grade line
     assert _changes(_row("a", ["ideal"]), _row("a", ["failure"], definition_hash="edited")) == [
         ("test changed", None, None, None)]
+
+
+def test_grades_moved_by_other_grade_extras_are_said_and_kept_out_of_the_regression_gate(tmp_path, capsys):
+    last_week = _run(tmp_path / "last", RESPONSES, name="last.xlsx")  # two extra terms acceptable
+    folder = tmp_path / "now"
+    folder.mkdir()
+    (folder / "cases.yaml").write_text(yaml.safe_dump(CASES, sort_keys=False), encoding="utf-8")
+    (folder / "now.json").write_text(json.dumps(RESPONSES), encoding="utf-8")
+    status = main(["run", str(folder / "cases.yaml"), "--responses", str(folder / "now.json"), "--output",
+                   str(folder / "now.xlsx"), "--no-llm", "-q", "--grade-extras", "0", "--baseline", str(last_week),
+                   "--fail-on-regression"])
+    assert status == 0  # the same answers: only the rules moved the grades
+    assert "--grade-extras" in capsys.readouterr().err
+    book = load_workbook(folder / "now.xlsx", data_only=True)
+    changes = list(book["Changes"].iter_rows(min_row=2, values_only=True))
+    lines = {(row[0], row[2], row[4], row[5]) for row in changes if row[3] == "grade"}
+    assert ("one-extra", "rules changed", "acceptable", "problematic") in lines
+    assert not any(row[2] == "regression" for row in changes)
+    problems = " ".join(str(cell) for row in book["Problems"].iter_rows(values_only=True) for cell in row if cell)
+    assert "at most 2 extra terms" in problems and "at most 0" in problems
+    assert read_run(folder / "now.xlsx").acceptable_extras == 0
+    assert read_run(last_week).acceptable_extras == 2
+
+
+def test_a_results_file_keeps_the_grade_extras_only_when_not_the_default(tmp_path):
+    folder = tmp_path / "run"
+    _run(folder, RESPONSES, "--grade-extras", "0", "--results", str(tmp_path / "zero.json"))
+    _run(folder, RESPONSES, "--results", str(tmp_path / "default.json"), name="default.xlsx")
+    assert json.loads((tmp_path / "zero.json").read_text(encoding="utf-8"))["qareport"]["acceptable_extras"] == 0
+    assert "acceptable_extras" not in json.loads((tmp_path / "default.json").read_text(encoding="utf-8"))["qareport"]
+    assert read_run(tmp_path / "zero.json").acceptable_extras == 0
+    assert read_run(tmp_path / "default.json").acceptable_extras is None  # graded by the default
+
+
+def test_the_trend_counts_no_regression_for_a_grade_moved_by_other_grade_extras():
+    from qareport.trend import trend_points
+
+    def run(grade: str, extras: int | None, created: str) -> RunSnapshot:
+        return RunSnapshot(source=created, created=created, qareport_version="0", acceptable_extras=extras,
+                           cases=(_row("a", [grade]),))
+
+    points = trend_points([run("acceptable", None, "2024-05-01T10:00:00+00:00")],
+                          run("problematic", 0, "2024-05-08T10:00:00+00:00"))
+    assert points[-1].regressions == 0
+    points = trend_points([run("acceptable", 0, "2024-05-01T10:00:00+00:00")],
+                          run("problematic", 0, "2024-05-08T10:00:00+00:00"))
+    assert points[-1].regressions == 1  # the same rules: a grade that got worse is a regression

@@ -4,6 +4,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -434,3 +435,23 @@ def test_a_note_is_live_while_its_run_is_alive_here_or_recent_elsewhere():
     assert _live_intent({"host": "elsewhere.example", "pid": 1, "noted": now - 1}, now=now)
     assert not _live_intent({"host": "elsewhere.example", "pid": 1, "noted": now - INTENT_GRACE_SEC - 1}, now=now)
     assert not _live_intent({}, now=now)  # a note of an older qareport: its run is long gone
+
+
+def test_a_completed_batch_whose_output_lacks_lines_says_so_not_that_it_was_cancelled(stub, tmp_path, capsys):
+    plan = BatchPlan(lost_lines=2, kind="chat")
+    stub.plan_batches(plan, dataclasses.replace(plan))
+    code, _, results = run(tmp_path, "batch", "--judge-batch")
+    assert code == JUDGE_FAILED
+    said = capsys.readouterr().err + results.read_text()
+    assert re.search(r"judge batch batch_stub_\d+ completed, but its output lacks 2 of \d+ replies", said)
+    assert "cancelled" not in said
+
+
+def test_a_completed_batch_whose_output_is_not_json_lines_says_so(stub, tmp_path, capsys):
+    plan = BatchPlan(output_text=b"<html>gateway error</html>\n", kind="chat")
+    stub.plan_batches(plan, dataclasses.replace(plan))
+    code, _, results = run(tmp_path, "batch", "--judge-batch")
+    assert code == JUDGE_FAILED
+    said = capsys.readouterr().err + results.read_text()
+    assert re.search(r"judge batch batch_stub_\d+ completed, but its output is not JSON Lines", said)
+    assert "cancelled" not in said

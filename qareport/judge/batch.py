@@ -396,10 +396,11 @@ class BatchJudging:
     def _collect(self, batch: _Batch, seen: Any) -> None:
         sdk = self.client.batch_sdk(batch.kind)
         answered: dict[str, str | None] = {}  # key -> None (a reply stored) or why the line failed
+        lines = _Lines()
         try:
             for file_id in (seen.output_file_id, seen.error_file_id):
                 if file_id:
-                    self._read_lines(sdk.files.content(file_id).text, batch, answered)
+                    self._read_lines(sdk.files.content(file_id).text, batch, answered, lines)
         except openai.OpenAIError as error:
             why = f"the results of judge batch {batch.id} could not be read: {self._describe(error)}"
             self._say(f"{why}; it is kept, and the same run again collects it")
@@ -413,6 +414,8 @@ class BatchJudging:
             left = f"judge batch {batch.id} failed" + (f": {said}" if said else "")
         elif batch.status == "expired":
             left = f"judge batch {batch.id} expired before this request was answered"
+        elif batch.status == "completed":  # all answered, says the API: what came back falls short
+            left = _short_output(batch, lines, sum(1 for key in batch.keys if key not in answered))
         else:
             left = f"judge batch {batch.id} was cancelled before this request was answered"
         for key in batch.keys:
@@ -422,17 +425,20 @@ class BatchJudging:
                 self._give_up(key, str(answered[key]))
         self.cache.delete([RECORD_PREFIX + batch.id])
         kept = sum(1 for value in answered.values() if value is None)
-        self._say(f"judge batch {batch.id}: {batch.status}; {kept} of {len(batch.keys)} repl(ies) collected")
+        self._say(f"judge batch {batch.id}: {batch.status}; {kept} of {len(batch.keys)} repl(ies) collected"
+                  + (f" ({left})" if batch.status == "completed" and len(answered) < len(batch.keys) else ""))
 
-    def _read_lines(self, text: str, batch: _Batch, answered: dict[str, str | None]) -> None:
+    def _read_lines(self, text: str, batch: _Batch, answered: dict[str, str | None], lines: _Lines) -> None:
         keys = set(batch.keys)
         for line in text.splitlines():
             if not line.strip():
                 continue
+            lines.seen += 1
             try:
                 item = load_json(line)  # a line nested too deep is TooDeep, a ValueError
                 key = item["custom_id"]
             except (ValueError, TypeError, KeyError):
+                lines.unreadable += 1
                 continue
             if key not in keys or answered.get(key, "") is None:
                 continue
@@ -464,6 +470,23 @@ class BatchJudging:
         if key and len(key) > 3:
             text = text.replace(key, "***")
         return " ".join(text.split())
+
+
+@dataclass(slots=True)
+class _Lines:
+    """The non-empty lines of a batch's files read so far, and those that were no batch line."""
+
+    seen: int = 0
+    unreadable: int = 0
+
+
+def _short_output(batch: _Batch, lines: _Lines, missing: int) -> str:
+    """Why a request of a completed batch has no line: its output is not JSON Lines, or lacks lines."""
+    if lines.seen and lines.unreadable == lines.seen:
+        return f"judge batch {batch.id} completed, but its output is not JSON Lines ({lines.seen} line(s) unreadable)"
+    unreadable = f"; {lines.unreadable} line(s) unreadable" if lines.unreadable else ""
+    return (f"judge batch {batch.id} completed, but its output lacks {missing} of {len(batch.keys)} replies"
+            f"{unreadable}")
 
 
 def _line_failure(response: Mapping[str, Any], error: Any) -> str:

@@ -74,6 +74,8 @@ from qareport.yaml_values import line_of
 class IndicatorSelection(Kind):
     """Dimension terms a system selects for a data query, scored per dimension (SPEC section 2)."""
 
+    definition_facts = ("target",)
+
     name = "indicator_selection"
     label = "indicator selection"
     metrics = (

@@ -57,6 +57,9 @@ class Kind:
     kept with its facts (`GRADE_FACT`), counted in the Summary, and a grade that moves between two
     runs is a change (a regression when it gets worse)."""
     grade_key: str = "grade"  # how a change line names the kind's grade (give each grading kind its own)
+    definition_facts: tuple[str, ...] = ()
+    """The facts (`case_facts` names) that follow from the test alone: between two runs of a test not
+    known to have changed they are not compared (an older run may lack them or word them otherwise)."""
     @property
     def main_metric(self) -> str | None:
         """The metric whose spread over a case's attempts the Overview shows, and by which a case's

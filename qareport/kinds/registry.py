@@ -186,10 +186,20 @@ class RunKinds:
             counts[kind.label] = tally
         return counts
 
-    def explain_change(self, old: Mapping[str, Facts], new: Mapping[str, Facts]) -> str | None:
-        """What changed in a case between two runs, each kind's words joined (`Kind.explain_change`)."""
-        said = [text for kind in self.kinds
-                if (text := kind.explain_change(old.get(kind.name) or {}, new.get(kind.name) or {}))]
+    def explain_change(self, old: Mapping[str, Facts], new: Mapping[str, Facts], *,
+                       test_changed: bool = True) -> str | None:
+        """What changed in a case between two runs, each kind's words joined (`Kind.explain_change`).
+        Of a test not known to have changed, the kinds' `definition_facts` are taken as this run's, and
+        a kind whose old facts lack them (a run stored before it kept them) says nothing."""
+        said = []
+        for kind in self.kinds:
+            before, after = old.get(kind.name) or {}, new.get(kind.name) or {}
+            if not test_changed and kind.definition_facts:
+                if any(name in after and name not in before for name in kind.definition_facts):
+                    continue
+                before = {**before, **{name: after[name] for name in kind.definition_facts if name in after}}
+            if text := kind.explain_change(before, after):
+                said.append(text)
         return "; ".join(said) or None
 
 
