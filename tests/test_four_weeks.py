@@ -88,15 +88,18 @@ def reference_answer(case_id: str) -> str:
 
 def write_suite(folder: Path, *, conflicted: bool) -> Path:
     """The test cases: one file per indicator template and one Q&A dataset; with `conflicted`, the
-    inflation file holds a merge conflict over one of its cases."""
+    inflation file (a file of several documents) holds a merge conflict inside one of its cases."""
     cases = folder / "testcases"
     cases.mkdir(parents=True)
     for template in TEMPLATES:
-        text = "".join(textwrap.indent("- " + indicator_case(f"{template}-{country}"), "  ")[2:]
-                       for country in COUNTRIES)
+        if template == BROKEN_FILE:  # several YAML documents, the other files a list of cases
+            text = "---\n".join(indicator_case(f"{template}-{country}") for country in COUNTRIES)
+        else:
+            text = "".join(textwrap.indent("- " + indicator_case(f"{template}-{country}"), "  ")[2:]
+                           for country in COUNTRIES)
         if conflicted and template == BROKEN_FILE:
-            ours = f"    content: {BROKEN_FILE} of FRA?\n"  # two edits of one line, merged unresolved
-            theirs = f"    content: {BROKEN_FILE} rate of FRA?\n"
+            ours = f"  content: {BROKEN_FILE} of FRA?\n"  # two edits of one line, merged unresolved
+            theirs = f"  content: {BROKEN_FILE} rate of FRA?\n"
             text = text.replace(ours, "<<<<<<< HEAD\n" + ours + "=======\n" + theirs + ">>>>>>> reword\n")
             assert "<<<<<<<" in text
         (cases / f"{template}.yaml").write_text(text, "utf-8")
@@ -390,3 +393,4 @@ def test_week_4_lists_the_fixed_regressions_as_improved_and_the_trend_keeps_week
     partly = {row[header.index("run")]: row[header.index("partly judged")] for row in trend[1:] if row[1]}
     assert "answer F1: partial" in str(partly["week3.xlsx"])
     assert partly["this run"] is None and partly["week1.xlsx"] is None
+
