@@ -394,3 +394,19 @@ def test_week_4_lists_the_fixed_regressions_as_improved_and_the_trend_keeps_week
     assert "answer F1: partial" in str(partly["week3.xlsx"])
     assert partly["this run"] is None and partly["week1.xlsx"] is None
 
+
+
+def test_the_overview_has_the_same_columns_every_week_and_lists_the_regressed_cases_first(weeks):
+    headers = [[cell.value for cell in load_workbook(week.report)["Overview"][1]] for week in weeks]
+    assert all(header == headers[1] for header in headers[1:])  # the weeks compared with a baseline
+    assert set(headers[0]) <= set(headers[1])
+    first = [row[0] for row in load_workbook(weeks[1].report)["Overview"].iter_rows(min_row=2, max_row=4,
+                                                                                    values_only=True)]
+    assert set(first) == set(REGRESSED)
+
+
+def test_no_week_shows_a_figure_unrounded_or_a_negative_zero(weeks):
+    for week in weeks:
+        shown = summary_text(week.report) + week.body + week.message["Subject"]
+        assert not re.search(r"\de-1\d", shown)  # float noise such as 8e-17 (a small chance may read 9e-05)
+        assert "\u22120.00 " not in shown and "-0.00 " not in shown and "-0.000" not in shown
