@@ -371,6 +371,10 @@ def test_week_3s_budget_marks_the_judged_means_partial_and_the_exit_status_says_
     assert 0 < f1["judged"] < len(qa_ids()) and f1["not_judged_budget_reached"] > 0
     said = f"answer F1: partial, {f1['judged']} of {len(qa_ids())} cases judged (budget reached)"
     assert f1["partial"] == said
+    # a stated, deterministic subset: the first questions in the test cases' order
+    judged = [case["case_id"] for case in week.results["cases"] if case["answer_f1"] is not None]
+    assert judged == qa_ids()[:f1["judged"]]
+    assert "over the first cases in the test cases' order" in week.body
     assert f"* {said}" in summary_text(week.report)
     ws = load_workbook(week.report)["Summary"]
     marks = {row[0].value: row[1].number_format for row in ws.iter_rows()
