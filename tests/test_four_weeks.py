@@ -19,6 +19,7 @@ import re
 import socket
 import subprocess
 import textwrap
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -218,18 +219,18 @@ def weeks(tmp_path_factory):
             patch.setenv("OPENAI_BASE_URL", server.url)
             patch.setenv("OPENAI_API_KEY", "sk-test")
             done.append(run_week(1, WEEK_1_PATTERNS))
-            done.append(run_week(2, WEEK_2_PATTERNS, "--fail-on-regression", "--baseline", str(done[0].report), conflicted=True))
+            done.append(run_week(2, WEEK_2_PATTERNS, "--fail-on-regression", "--baseline", str(done[0].report),
+                                 conflicted=True))
             resaved = resave_in_libreoffice(done[1].report, folder)
             done[1] = replace(done[1], resaved=resaved)
             budget = done[1].results["judge"]["usage"]["cost_usd"] / 2  # some of the week's judgments fit
-            done.append(run_week(3, WEEK_3_PATTERNS, "--fail-on-regression", "--baseline", str(resaved), "--judge-budget", repr(budget)))
+            done.append(run_week(3, WEEK_3_PATTERNS, "--fail-on-regression", "--baseline", str(resaved),
+                                 "--judge-budget", repr(budget)))
             done.append(run_week(4, WEEK_4_PATTERNS, "--fail-on-regression", "--baseline", str(done[2].report),
                                  "--history", str(done[0].report), str(resaved), str(done[2].report)))
     finally:
         controller.stop()
     return done
-
-
 
 
 def summary_rows(report: Path) -> list[tuple]:
@@ -355,7 +356,8 @@ def test_week_2s_merge_conflict_loses_only_the_case_it_touches_and_says_so(weeks
 
 def test_week_3_compares_the_case_not_loaded_last_week_with_its_last_seen_result(weeks):
     week = weeks[2]
-    assert weeks[1].resaved is not None  # the baseline: week 2 as LibreOffice saved it
+    resaved = weeks[1].resaved  # the baseline: week 2 as LibreOffice saved it
+    assert resaved is not None and "LibreOffice" in zipfile.ZipFile(resaved).read("docProps/app.xml").decode()
     assert overview_ids(week.report) == set(indicator_ids()) | set(qa_ids())
     lines = changes(week.report)
     assert not any("new case" in kinds_of(case_lines) for case_lines in lines.values())
