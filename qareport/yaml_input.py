@@ -213,10 +213,12 @@ def split_documents(text: str, markers: dict[int, str]) -> list[BrokenItem] | No
         return None
     bounds = sorted({0, *starts, len(text)})
     documents = []
+    first = 1
     for start, end in itertools.pairwise(bounds):
-        first, last = text.count("\n", 0, start) + 1, text.count("\n", 0, end)
+        last = first + text.count("\n", start, end) - 1  # counted span by span: linear in the file
         conflict = min((line for line in markers if first <= line <= last), default=None)
         documents.append(BrokenItem(first - 1, start, end, conflict))
+        first = last + 1
     return documents
 
 
