@@ -268,6 +268,7 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
         yield refused
         return
     loader = LineLoader(text, offset)
+    deep: bool | None = None  # whether the text could nest too deep: looked at once, not per document
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -280,7 +281,8 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
             if may_alias:
                 refused = alias_refusal(node, offset)
             else:
-                refused = nesting_refusal(node, offset) if could_nest_too_deep(text) else None
+                deep = could_nest_too_deep(text) if deep is None else deep
+                refused = nesting_refusal(node, offset) if deep else None
             if refused is not None:
                 yield refused
                 if not several:
