@@ -16,7 +16,9 @@ A broken file costs only what it must (`split_broken_sequence`): a top-level seq
 merge-conflict marker (`<<<<<<<`, `=======`, `>>>>>>>` at column 0) loses the items the conflict
 touches (those inside it, and the one a marker interrupts), said as "merge-conflict marker" with its
 line; a stray line at column 0 between items, which makes the whole text invalid, loses only the item
-it follows. A file with a conflict and no top-level sequence is lost whole, and says so the same way.
+it follows. A file of several `---` documents that cannot be read whole loses only the documents with
+a conflict marker or a syntax error in them. A file with a conflict and neither shape is lost whole,
+and says so the same way.
 
 Guards against hostile input (`yaml_guards`), each reported as a problem naming the line, never as
 a crash: nesting deeper than `MAX_DEPTH` levels, aliases expanding to more than `MAX_EXPANDED_NODES`
@@ -27,6 +29,7 @@ number (kept as text) and a key given twice in one mapping.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -46,7 +49,7 @@ from qareport.yaml_guards import (
 )
 from qareport.yaml_values import LineList, LineLoader
 
-__all__ = ["split_broken_sequence", "split_root_sequence", "yaml_documents"]
+__all__ = ["split_broken_sequence", "split_documents", "split_root_sequence", "yaml_documents"]
 
 _BEFORE_MARK = frozenset(" \t\r\n[{,:-")
 _NOT_IN_NAME = frozenset(" \t\r\n[]{},")
@@ -71,6 +74,10 @@ def yaml_documents(text: str) -> Iterator[Any | YamlProblem]:
             yield from whole
             return
         broken = split_broken_sequence(text, markers)
+        documents = split_documents(text, markers) if broken is None else None
+        if documents is not None:  # several documents: a break costs only the document it is in
+            yield from _parse_broken(text, (documents, []))
+            return
         if broken is None:  # not a sequence of items: the whole text is lost, and a conflict is named
             yield from (_conflict_named(part, markers) for part in whole)
             return
@@ -193,6 +200,28 @@ def split_broken_sequence(text: str, markers: dict[int, str]) -> tuple[list[Brok
     return spans, problems
 
 
+_DOCUMENT_START = re.compile(r"^---[ \t]*$", re.M)
+_DOCUMENT_END_OR_DIRECTIVE = re.compile(r"^(?:\.\.\.|%)", re.M)
+
+
+def split_documents(text: str, markers: dict[int, str]) -> list[BrokenItem] | None:
+    """The documents of a text of several `---` documents, each span with the first merge-conflict
+    marker line inside it; None when the text is no such stream (one document, anchors that one
+    document could share with another, directives or `...` ends), to be read whole."""
+    starts = [match.start() for match in _DOCUMENT_START.finditer(text)]
+    if not starts or _has_mark(text, "&*") or _DOCUMENT_END_OR_DIRECTIVE.search(text):
+        return None
+    bounds = sorted({0, *starts, len(text)})
+    documents = []
+    first = 1
+    for start, end in itertools.pairwise(bounds):
+        last = first + text.count("\n", start, end) - 1  # counted span by span: linear in the file
+        conflict = min((line for line in markers if first <= line <= last), default=None)
+        documents.append(BrokenItem(first - 1, start, end, conflict))
+        first = last + 1
+    return documents
+
+
 def _continues_item(text: str, end: int) -> bool:
     """Whether the line after a marker line (ending at `end`) is indented content: the marker then
     stands inside an item, not between two."""
@@ -239,6 +268,7 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
         yield refused
         return
     loader = LineLoader(text, offset)
+    deep: bool | None = None  # whether the text could nest too deep: looked at once, not per document
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -251,7 +281,8 @@ def _parse_guarded(text: str, offset: int, *, several: bool, may_alias: bool) ->
             if may_alias:
                 refused = alias_refusal(node, offset)
             else:
-                refused = nesting_refusal(node, offset) if could_nest_too_deep(text) else None
+                deep = could_nest_too_deep(text) if deep is None else deep
+                refused = nesting_refusal(node, offset) if deep else None
             if refused is not None:
                 yield refused
                 if not several:

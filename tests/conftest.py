@@ -24,6 +24,7 @@ SLOW_TESTS = (
     # LibreOffice opens, renders, re-saves or recalculates a workbook
     "tests/test_carried_cases.py::test_the_carried_rows_survive_a_libreoffice_resave_of_the_workbook",
     "tests/test_libreoffice.py",
+    "tests/test_four_weeks.py",  # four weekly runs with a judge, an SMTP server and a LibreOffice re-save
     "tests/test_baseline_and_trend.py::test_the_trend_lists_a_run_once_when_its_workbook_was_re_saved_by_libreoffice",
     "tests/test_judge_agreement.py::test_a_typed_judge_wrong_correctness_survives_a_libreoffice_round_trip_and_counts_next_week",
     "tests/test_review.py::test_the_analysts_round_trip_libreoffice_resave_sorted_overview_typed_review_next_weeks_baseline",

@@ -438,6 +438,29 @@ def test_a_merge_conflict_in_a_single_case_file_loses_the_file_and_names_the_mar
     assert problem.lost and problem.line == 2 and "merge-conflict marker" in problem.message
 
 
+def _document(case_id: str) -> str:
+    return f"id: {case_id}\nname: case {case_id}\n"
+
+
+def test_a_merge_conflict_in_one_of_several_documents_loses_that_document_alone_and_says_so():
+    conflicted = "id: b\n" + _conflicted("name: ours\n", "name: theirs\n")
+    text = "---\n".join([_document("a"), conflicted, _document("c")])
+    got = list(yaml_documents(text))
+    assert [d["id"] for d in got if not isinstance(d, YamlProblem)] == ["a", "c"]
+    (problem,) = [d for d in got if isinstance(d, YamlProblem)]
+    assert problem.lost and problem.item_id == "b" and problem.line == text.splitlines().index("<<<<<<< HEAD") + 1
+    assert problem.message.startswith("merge-conflict marker '<<<<<<<'")
+    assert [d.line for d in got if not isinstance(d, YamlProblem)][-1] == text.splitlines().index("id: c") + 1
+
+
+def test_a_syntax_error_in_one_of_several_documents_loses_that_document_alone():
+    text = "---\n".join([_document("a"), _document("b") + "name: [unclosed\n", _document("c")])
+    got = list(yaml_documents(text))
+    assert [d["id"] for d in got if not isinstance(d, YamlProblem)] == ["a", "c"]
+    (problem,) = [d for d in got if isinstance(d, YamlProblem)]
+    assert problem.lost and problem.item_id == "b" and "merge-conflict" not in problem.message
+
+
 def test_a_file_without_a_conflict_or_a_syntax_error_is_read_as_before():
     text = CASE.format(id="a") + "---\n" + CASE.format(id="b")  # two documents: read whole, both kept
     got = list(yaml_documents(text))
