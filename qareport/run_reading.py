@@ -4,7 +4,7 @@ results file, and a history of runs (`read_history`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -229,21 +229,26 @@ def read_report(path: str | Path, *, on_problem: OnProblem | None = None,
                         digest=_stored_digest(target, metadata, report))
 
 
-def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: OnProblem,
-                  kinds: RunKinds | None) -> tuple[CarriedCase, ...]:
-    """The cases the run could not load, with their rows when last seen; a line an edit made
-    unreadable is left out with a problem (its case then comes back as a new case)."""
+def _named_rows(rows: list[tuple[Any, ...]] | None) -> Iterator[tuple[int, dict[str | None, Any]]]:
+    """A stored sheet's lines after its header row, each by its sheet row number, as {column name:
+    value} with the parts of a long value joined (`gather_row`); empty lines left out."""
     if not rows:
-        return ()
+        return
     header, *lines = rows
     names = [convert_value(name, "text") for name in header]
     while names and names[-1] is None:  # the width of the longest row: parts of long values (`gather_row`)
         names.pop()
-    carried = []
     for number, values in enumerate(lines, start=2):
-        if all(value is None for value in values):
-            continue
-        row = dict(zip(names, gather_row(values, names)))
+        if not all(value is None for value in values):
+            yield number, dict(zip(names, gather_row(values, names)))
+
+
+def _read_carried(rows: list[tuple[Any, ...]] | None, target: Path, on_problem: OnProblem,
+                  kinds: RunKinds | None) -> tuple[CarriedCase, ...]:
+    """The cases the run could not load, with their rows when last seen; a line an edit made
+    unreadable is left out with a problem (its case then comes back as a new case)."""
+    carried = []
+    for number, row in _named_rows(rows):
         try:
             stored = (load_stored_json(text) if isinstance(text := convert_value(row.get("row"), "text"), str)
                       else None)
