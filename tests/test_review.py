@@ -240,7 +240,7 @@ def test_a_row_copied_in_the_hidden_reviews_sheet_does_not_double_a_carried_revi
 
 
 def _suite_without(folder: Path, case_id: str, how: str) -> Path:
-    """The bundled test cases with the file holding `case_id` broken (not loaded) or without that case."""
+    """The bundled test cases with the document holding `case_id` broken (not loaded) or without that case."""
     import shutil
 
     testcases = folder / "testcases"
@@ -248,8 +248,10 @@ def _suite_without(folder: Path, case_id: str, how: str) -> Path:
     path = testcases / "imf" / "conversations.yaml"
     text = path.read_text(encoding="utf-8")
     assert case_id in text
-    if how == "broken":
-        path.write_text(text.replace("conversation:", "conversation: [", 1), encoding="utf-8")
+    if how == "broken":  # the document holding the case broken: a broken document loses only itself
+        parts = text.split("\n---\n")
+        path.write_text("\n---\n".join(part.replace("conversation:", "conversation: [", 1) if case_id in part else part
+                                         for part in parts), encoding="utf-8")
     else:
         path.write_text("\n---\n".join(part for part in text.split("\n---\n") if case_id not in part), encoding="utf-8")
     return testcases
