@@ -37,11 +37,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist, fmean
+from statistics import fmean
 from typing import Any
 
 from qareport import kinds
 from qareport.case_record import CaseRow
+from qareport.clustered_statistics import wilson_interval as share_interval
 from qareport.judged_metrics import JUDGED, JUDGED_METRICS, case_verdict
 from qareport.records import CaseResult, Location, Problem, Review
 
@@ -76,18 +77,13 @@ BUILTIN_METRICS = (
 
 def wilson_interval(successes: int, trials: int, *, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion `successes / trials`: the proportions the
-    score test does not reject at `1 - confidence`. It stays within [0, 1] and is not degenerate at 0
-    or `trials` successes (where the normal approximation's interval is). ValueError when `trials` is
-    not positive or `successes` is not in 0..trials: a share of nothing has no interval."""
+    score test does not reject at `1 - confidence` (`clustered_statistics.wilson_interval` of the
+    share). ValueError when `trials` is not positive or `successes` is not in 0..trials: a share of
+    nothing has no interval."""
     if trials <= 0 or not 0 <= successes <= trials or not 0 < confidence < 1:
         raise ValueError(f"wilson_interval needs 0 <= successes <= trials and trials > 0, 0 < confidence < 1 "
                          f"(got {successes} of {trials}, confidence {confidence})")
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-    share = successes / trials
-    scale = 1 + z * z / trials
-    centre = (share + z * z / (2 * trials)) / scale
-    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / scale
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return share_interval(successes / trials, trials, level=confidence)
 
 
 # --- reading a review ----------------------------------------------------------------------------------
