@@ -124,7 +124,8 @@ def write_headline(block: Block, digest: Digest) -> None:
     if compared:
         tested = sum(1 for delta in digest.deltas if delta.p_value is not None)
         text += (" last report: the last run's mean over all its evaluated cases. like for like: over the cases both "
-                 "runs evaluated whose test did not change (a removed, new, failed or edited case never moves it); "
+                 "runs have whose test did not change, an error counting as failing (a removed, new or edited case "
+                 "never moves it); "
                  "interval and p flip whole clusters; q: p adjusted (Holm) over the "
                  f"{tested} headline metrics alone; beyond noise when q ≤ 0.05: {digest.beyond_noise} of the run's "
                  f"{digest.tests} changes (tags, templates, dimensions: families of their own; p, clusters: "
